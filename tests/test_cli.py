@@ -1,0 +1,54 @@
+"""`python -m viz record` end to end, on the real model, with every network connection refused."""
+
+import os
+import subprocess
+import sys
+
+from viz.trace import Trace
+
+NO_NETWORK = '''
+import socket
+def _refuse(self, address, *a, **k):
+    if self.family in (socket.AF_INET, socket.AF_INET6):
+        raise OSError("network disabled by the test")
+    return _connect(self, address, *a, **k)
+_connect = socket.socket.connect
+socket.socket.connect = _refuse
+socket.socket.connect_ex = lambda self, address: 111
+'''
+
+
+def run_cli(tmp_path, *args):
+    (tmp_path / "sitecustomize.py").write_text(NO_NETWORK)
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    env.pop("HF_HUB_OFFLINE", None)
+    return subprocess.run([sys.executable, "-m", "viz", *args], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=300)
+
+
+def test_record_offline_prints_summary_and_saves(tmp_path):
+    out = tmp_path / "trace.json"
+    proc = run_cli(tmp_path, "record", "What is the capital of France?", "--chat",
+                   "--max-new-tokens", "12", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    for word in ("TTFT", "TPOT", "tokens/s", "KV cache", "Paris", "saved"):
+        assert word in proc.stdout
+    trace = Trace.load(out)
+    assert "Paris" in trace.generated_text and trace.settings.chat
+
+
+def test_bad_input_exits_2_with_one_line(tmp_path):
+    out = tmp_path / "trace.json"
+    out.write_text("keep me")
+    proc = run_cli(tmp_path, "record", "  ", "-o", str(out))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: the prompt is empty") and "Traceback" not in proc.stderr
+    assert out.read_text() == "keep me"  # nothing was overwritten
+
+
+def test_sitecustomize_really_blocks_the_network(tmp_path):
+    (tmp_path / "sitecustomize.py").write_text(NO_NETWORK)
+    code = "import socket; socket.create_connection(('127.0.0.1', 9), timeout=1)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(tmp_path)))
+    assert "network disabled by the test" in proc.stderr

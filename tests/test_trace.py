@@ -1,0 +1,107 @@
+"""A Trace survives JSON unchanged; bad trace files are refused with a clear reason."""
+
+import json
+import os
+
+import pytest
+
+import viz
+from viz.trace import SCHEMA_VERSION, Trace
+
+
+@pytest.fixture(scope="module")
+def trace(tiny_gqa):
+    return viz.record(tiny_gqa, "Round trip: 🍕 and 東京", max_new_tokens=8, temperature=0.9,
+                      seed=2, label="tiny")
+
+
+def test_json_round_trip_is_equal(trace, tmp_path):
+    path = trace.save(tmp_path / "t.json")
+    again = Trace.load(path)
+    assert again == trace
+    assert again.embeddings.matrix().tobytes() == trace.embeddings.matrix().tobytes()
+    assert again.to_json() == trace.to_json()
+
+
+def test_file_is_plain_json_with_schema_version(trace, tmp_path):
+    path = trace.save(tmp_path / "t.json")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["schema_version"] == SCHEMA_VERSION and data["kind"] == "llm-inference-trace"
+    assert data["steps"][0]["phase"] == "prefill"
+    assert b"\x80" not in path.read_bytes()[:2]  # not a pickle (protocol 2+ starts with 0x80)
+
+
+def test_corrupt_file_is_refused(trace, tmp_path):
+    path = trace.save(tmp_path / "t.json")
+    path.write_text(path.read_text()[:500])  # truncated
+    with pytest.raises(ValueError, match="not valid JSON.*record it again"):
+        Trace.load(path)
+
+
+def test_other_json_is_not_a_trace(tmp_path):
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps({"hello": "world"}))
+    with pytest.raises(ValueError, match="not a viz trace"):
+        Trace.load(path)
+
+
+def test_newer_schema_is_refused(trace, tmp_path):
+    data = trace.to_dict()
+    data["schema_version"] = SCHEMA_VERSION + 1
+    path = tmp_path / "new.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="newer than this viz understands.*upgrade"):
+        Trace.load(path)
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: d["steps"][0].pop("top_probs"), "missing the field 'top_probs'"),
+    (lambda d: d["steps"][1].update(seq_len="7"), r"steps\[1\].seq_len should be an integer"),
+    (lambda d: d["timing"].update(ttft_s=None), "timing.ttft_s should be a finite number"),
+    (lambda d: d.update(steps={}), "steps should be a list"),
+])
+def test_damaged_fields_are_named(trace, tmp_path, mutate, message):
+    data = json.loads(trace.to_json())
+    mutate(data)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=message):
+        Trace.load(path)
+
+
+def test_missing_file_names_the_fix(tmp_path):
+    with pytest.raises(ValueError, match="no trace file.*python -m viz record"):
+        Trace.load(tmp_path / "nope.json")
+
+
+def test_failed_save_keeps_the_old_file(trace, tmp_path):
+    path = trace.save(tmp_path / "t.json")
+    before = path.read_bytes()
+    bad = Trace.from_dict(json.loads(trace.to_json()))
+    bad.steps[0].top_probs[0] = float("nan")  # not representable in JSON
+    with pytest.raises(ValueError):
+        bad.save(path)
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["t.json"]  # no temporary file left behind
+
+
+def test_write_error_midway_keeps_the_old_file(trace, tmp_path, monkeypatch):
+    path = trace.save(tmp_path / "t.json")
+    before = path.read_bytes()
+
+    def broken_fsync(fd):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "fsync", broken_fsync)
+    with pytest.raises(OSError, match="disk full"):
+        trace.save(path)
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["t.json"]
+
+
+def test_trace_file_is_compact(tiny_gqa, smollm, tmp_path):
+    """Budget: a 64-step trace of the real model stays under 200 KB."""
+    t = viz.record(smollm, "Tell me a story about a robot.", chat=True, max_new_tokens=64,
+                   stop_at_eos=False)
+    size = t.save(tmp_path / "t.json").stat().st_size
+    assert t.n_generated == 64 and size < 200_000, size

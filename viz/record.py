@@ -1,0 +1,354 @@
+"""Record one reply: tokenize, prefill, then the decode loop, written out by hand.
+
+`record` does what `model.generate` does, one visible step at a time, and writes down what
+happens into a `Trace`. Tests prove it gives exactly `generate`'s greedy tokens.
+Introduced in lesson 00; prefill is lesson 03, the decode loop lesson 04, the cache lesson 05.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import time
+from typing import Any, Callable, Optional
+
+import numpy as np
+import torch
+
+from viz.kvcache import live_bytes_per_layer, new_cache
+from viz.load import LoadedModel
+from viz.sampling import check_sampling, choose
+from viz.trace import Embeddings, Memory, Settings, Step, Timing, Token, Trace
+
+
+class Clock:
+    """Reads the time after the device has finished its queued work.
+
+    On CUDA (and MPS) kernels run asynchronously: without a synchronize the clock would time
+    only the launch. `clock` can be injected (tests pass a fake one).
+    """
+
+    def __init__(self, device: torch.device, clock: Optional[Callable[[], float]] = None):
+        self._read = clock or time.perf_counter
+        self._sync = {"cuda": torch.cuda.synchronize,
+                      "mps": getattr(getattr(torch, "mps", None), "synchronize", None)
+                      }.get(device.type)
+        name = "injected" if clock else "perf_counter"
+        self.name = f"{name}+{device.type}.synchronize" if self._sync else name
+
+    def now(self) -> float:
+        if self._sync is not None:
+            self._sync()
+        return self._read()
+
+
+def record(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 32, chat: bool = False,
+           temperature: float = 0.0, top_k: Optional[int] = None, top_p: Optional[float] = None,
+           seed: int = 0, log_top: int = 20, use_cache: bool = True, stop_at_eos: bool = True,
+           embeddings: bool = True, label: str = "",
+           clock: Optional[Callable[[], float]] = None) -> Trace:
+    """Generate a reply to `prompt` and record every step of it into a `Trace`.
+
+    max_new_tokens: most tokens to generate (the reply stops earlier at end-of-sequence,
+        unless stop_at_eos=False).
+    chat: apply the tokenizer's chat template (an instruct model then answers as an assistant).
+    temperature: 0 is greedy (always the most likely token); > 0 samples, seeded by `seed`.
+    top_k / top_p: restrict sampling to the k most likely tokens / the smallest set holding
+        probability top_p (see `viz.sampling`).
+    log_top: candidates kept per step (ids, texts, logits, probabilities).
+    use_cache: False recomputes the whole sequence at every step (lesson 05's comparison).
+    embeddings: store each token's input embedding vector.
+    clock: a function returning seconds (default `time.perf_counter`; tests inject one).
+
+    Timing definitions are in `viz.trace.Timing` and `viz.trace.Trace`.
+    """
+    _check_arguments(lm, prompt, max_new_tokens, temperature, top_k, top_p, seed, log_top)
+    model, tok, spec = lm.model, lm.tokenizer, lm.spec
+    timer = Clock(lm.device, clock)
+    generator = torch.Generator().manual_seed(seed)  # the sampler's only source of randomness
+    eos = set(lm.eos_token_ids) if stop_at_eos else set()
+    k = min(log_top, spec.vocab_size)
+    forward = model_forward(model)
+    memory = _memory_start(lm.device)
+    raw: list[dict[str, Any]] = []  # per step: tensors and numbers, turned into Steps later
+
+    with torch.inference_mode():
+        start = timer.now()
+        # 1. Tokenize: text -> token ids (with each token's character span in the text).
+        prompt_text = _render(tok, prompt, chat)
+        enc = tok(prompt_text, add_special_tokens=not chat)
+        prompt_ids: list[int] = list(enc["input_ids"])
+        input_ids = torch.tensor([prompt_ids], device=lm.device)
+        t_tokenized = timer.now()
+        _check_length(spec, len(prompt_ids), max_new_tokens)
+
+        # 2. Prefill: ONE forward pass over the whole prompt. Every prompt token is processed in
+        #    parallel; each layer's keys and values are written into the KV cache. The logits at
+        #    the last position score every possible next token.
+        cache = new_cache(model) if use_cache else None
+        logits = forward(input_ids, cache)
+        t_forward = timer.now()
+
+        # 3. Choose the first token from those logits (greedy or sampled). This is the moment
+        #    the user sees something: the time to first token.
+        token, sample_prob = choose(logits, temperature, top_k, top_p, generator)
+        t_emit = timer.now()
+        generated = [token]
+        raw.append(_stats(logits, token, sample_prob, k, cache, spec.n_layers,
+                          len(prompt_ids), len(prompt_ids), t_forward - t_tokenized,
+                          t_emit - t_forward, t_emit - start))
+
+        # 4. Decode: one token per forward pass, until end-of-sequence or max_new_tokens.
+        while len(generated) < max_new_tokens and token not in eos:
+            t0 = timer.now()
+            if use_cache:
+                # Feed only the newest token. Its query attends to the keys and values of every
+                # earlier token, which the cache already holds; this pass appends its own.
+                step_ids = torch.tensor([[token]], device=lm.device)
+            else:
+                # Without a cache the model must re-read the whole sequence every step.
+                step_ids = torch.tensor([prompt_ids + generated], device=lm.device)
+            logits = forward(step_ids, cache)  # scores for the token after the newest one
+            t_forward = timer.now()
+            # Sample the next token, append it, and go round again with it as the input.
+            token, sample_prob = choose(logits, temperature, top_k, top_p, generator)
+            t_emit = timer.now()
+            generated.append(token)
+            raw.append(_stats(logits, token, sample_prob, k, cache, spec.n_layers,
+                              len(prompt_ids) + len(generated) - 1, step_ids.shape[1],
+                              t_forward - t0, t_emit - t_forward, t_emit - start))
+        memory = _memory_end(lm.device, memory)
+
+        # Bookkeeping after the loop, so it does not slow the steps it measures.
+        timing = Timing(
+            tokenize_s=t_tokenized - start,
+            prefill_forward_s=raw[0]["forward_s"],
+            prefill_sample_s=raw[0]["sample_s"],
+            ttft_s=raw[0]["emitted_at_s"],
+            end_to_end_s=raw[-1]["emitted_at_s"],
+            clock=timer.name,
+        )
+        stop = "eos" if generated[-1] in eos else "max_new_tokens"
+        vectors = _embeddings(model, prompt_ids + generated) if embeddings else None
+
+    texts = _TokenTexts(tok)
+    output_text = tok.decode(generated, skip_special_tokens=False)
+    steps = [_finish_step(i, r, texts, spec, generated, output_text, tok)
+             for i, r in enumerate(raw)]
+    return Trace(
+        model=spec,
+        environment=lm.environment(),
+        settings=Settings(max_new_tokens=max_new_tokens, chat=chat,
+                          temperature=float(temperature), top_k=top_k,
+                          top_p=None if top_p is None else float(top_p), seed=seed,
+                          log_top=log_top, use_cache=use_cache, stop_at_eos=stop_at_eos),
+        prompt=prompt,
+        prompt_text=prompt_text,
+        prompt_tokens=_prompt_tokens(tok, prompt_text, prompt_ids, texts),
+        steps=steps,
+        output_text=output_text,
+        generated_text=tok.decode(generated, skip_special_tokens=True),
+        stop_reason=stop,
+        timing=timing,
+        embeddings=vectors,
+        memory=memory,
+        label=label,
+    )
+
+
+def model_forward(model) -> Callable[[torch.Tensor, Any], torch.Tensor]:
+    """`forward(input_ids, cache)` → the logits at the last position (a 1-D tensor).
+
+    Asks the model for the last position's logits only (`logits_to_keep=1`), as `generate`
+    does: scoring every prompt position would be wasted work. transformers 5 renamed
+    `past_key_values` to `cache`; use whichever this version's forward takes.
+    """
+    params = inspect.signature(model.forward).parameters
+    cache_arg = "cache" if "cache" in params else "past_key_values"
+    extra = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
+
+    def forward(input_ids: torch.Tensor, cache: Any) -> torch.Tensor:
+        out = model(input_ids=input_ids, use_cache=cache is not None, **{cache_arg: cache}, **extra)
+        return out.logits[0, -1]
+
+    return forward
+
+
+# ---- checks ------------------------------------------------------------------------------
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _check_arguments(lm, prompt, max_new_tokens, temperature, top_k, top_p, seed, log_top):
+    if not isinstance(lm, LoadedModel):
+        raise ValueError("the first argument must be a model from viz.load_model(), "
+                         f"not {type(lm).__name__}")
+    if not isinstance(prompt, str):
+        raise ValueError(f"prompt must be a string, not {type(prompt).__name__}")
+    if not prompt.strip():
+        raise ValueError("the prompt is empty: give the model some text to continue, "
+                         "e.g. viz.record(lm, 'The capital of France is')")
+    if not _is_int(max_new_tokens) or max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be a whole number >= 1, not {max_new_tokens!r}")
+    check_sampling(temperature, top_k, top_p)
+    if not _is_int(seed):
+        raise ValueError(f"seed must be a whole number, not {seed!r}")
+    if not _is_int(log_top) or log_top < 1:
+        raise ValueError(f"log_top must be a whole number >= 1, not {log_top!r}")
+
+
+def _check_length(spec, n_prompt: int, max_new_tokens: int) -> None:
+    ctx = spec.context_length
+    if ctx and n_prompt > ctx:
+        raise ValueError(f"the prompt is {n_prompt} tokens but {spec.name} reads at most {ctx}: "
+                         "shorten the prompt")
+    if ctx and n_prompt + max_new_tokens > ctx:
+        raise ValueError(f"max_new_tokens={max_new_tokens} does not fit: the prompt already uses "
+                         f"{n_prompt} of the model's {ctx} positions, so ask for at most "
+                         f"{ctx - n_prompt} new tokens (or shorten the prompt)")
+
+
+def _render(tok, prompt: str, chat: bool) -> str:
+    """The text the model will read: the prompt itself, or wrapped in the chat template."""
+    if not chat:
+        return prompt
+    if not getattr(tok, "chat_template", None):
+        raise ValueError("this model's tokenizer has no chat template: use chat=False")
+    return tok.apply_chat_template([{"role": "user", "content": prompt}],
+                                   add_generation_prompt=True, tokenize=False)
+
+
+# ---- per-step measurements -----------------------------------------------------------------
+def _stats(logits, token, sample_prob, k, cache, n_layers, seq_len, input_tokens,
+           forward_s, sample_s, emitted_at_s) -> dict[str, Any]:
+    """What to keep from one step. Tensor ops only (no device sync); read out after the loop.
+
+    seq_len: tokens in the sequence this forward pass saw (= KV-cache length after it);
+    input_tokens: how many of them it was fed (the whole prompt, then 1 with a cache).
+    """
+    logits = logits.float()
+    lse = torch.logsumexp(logits, dim=-1)
+    probs = torch.exp(logits - lse)
+    top = torch.topk(logits, k)
+    return {
+        "token": token, "sample_prob": sample_prob,
+        "top_logits": top.values, "top_ids": top.indices, "lse": lse,
+        "entropy_nats": lse - (probs * logits).sum(),  # H = log Z − Σ p·logit
+        "logit": logits[token], "rank": (logits > logits[token]).sum(),
+        "kv": live_bytes_per_layer(cache, n_layers),
+        "seq_len": seq_len,
+        "input_tokens": input_tokens,
+        "forward_s": forward_s, "sample_s": sample_s, "emitted_at_s": emitted_at_s,
+    }
+
+
+def _f32(values) -> list[float]:
+    """Floats rounded to float32 precision, written as short decimals (smaller JSON)."""
+    arr = np.asarray(values, dtype=np.float32).ravel()
+    return [float(np.format_float_positional(v, unique=True, trim="-")) if math.isfinite(v)
+            else float(v) for v in arr]
+
+
+class _TokenTexts:
+    """Decodes token ids one at a time, remembering each (steps repeat many candidates)."""
+
+    def __init__(self, tok):
+        self.tok = tok
+        self.special = set(getattr(tok, "all_special_ids", []) or [])
+        self._cache: dict[int, str] = {}
+
+    def __call__(self, token_id: int) -> str:
+        if token_id not in self._cache:
+            self._cache[token_id] = self.tok.decode([token_id], skip_special_tokens=False)
+        return self._cache[token_id]
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _finish_step(i, r, texts, spec, generated, output_text, tok) -> Step:
+    top_logits = r["top_logits"].cpu().numpy()
+    lse = float(r["lse"])
+    seq_len = r["seq_len"]
+    top_ids = r["top_ids"].cpu().tolist()
+    return Step(
+        index=i,
+        phase="prefill" if i == 0 else "decode",
+        token_id=r["token"],
+        token_text=texts(r["token"]),
+        token_special=r["token"] in texts.special,
+        logit=_f32([r["logit"].item()])[0],
+        prob=_f32([math.exp(r["logit"].item() - lse)])[0],
+        sample_prob=_f32([r["sample_prob"]])[0],
+        rank=int(r["rank"]),
+        top_ids=top_ids,
+        top_texts=[texts(t) for t in top_ids],
+        top_logits=_f32(top_logits),
+        top_probs=_f32(np.exp(top_logits.astype(np.float64) - lse)),
+        logsumexp=_f32([lse])[0],
+        entropy_bits=_f32([float(r["entropy_nats"]) / math.log(2)])[0],
+        seq_len=seq_len,
+        input_tokens=r["input_tokens"],
+        kv_bytes_per_layer=r["kv"],
+        kv_bytes_formula=spec.kv_bytes(seq_len),
+        forward_s=r["forward_s"],
+        sample_s=r["sample_s"],
+        emitted_at_s=r["emitted_at_s"],
+        # Characters of the reply on screen once this token is added. A token holding part of
+        # a multi-byte character adds nothing until the character is complete.
+        text_end=_common_prefix(tok.decode(generated[: i + 1], skip_special_tokens=False),
+                                output_text),
+    )
+
+
+def _prompt_tokens(tok, text: str, ids: list[int], texts: _TokenTexts) -> list[Token]:
+    pieces = tok.convert_ids_to_tokens(ids)
+    spans = _spans(tok, text, ids)
+    return [Token(id=t, text=texts(t), piece=str(p), start=s, end=e, special=t in texts.special)
+            for t, p, (s, e) in zip(ids, pieces, spans)]
+
+
+def _spans(tok, text: str, ids: list[int]) -> list[tuple[int, int]]:
+    """Each token's character span in `text`, from the tokenizer's offsets when it has them."""
+    if getattr(tok, "is_fast", False):
+        enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
+        if list(enc["input_ids"]) == ids:
+            return [(int(s), int(e)) for s, e in enc["offset_mapping"]]
+        if list(enc["input_ids"]) == ids[1:]:  # the tokenizer added a BOS token in front
+            return [(0, 0)] + [(int(s), int(e)) for s, e in enc["offset_mapping"]]
+    # Fallback: grow the decoded text one token at a time.
+    spans, prev = [], 0
+    for i in range(len(ids)):
+        end = _common_prefix(tok.decode(ids[: i + 1], skip_special_tokens=False), text)
+        spans.append((min(prev, end), end))
+        prev = end
+    return spans
+
+
+def _embeddings(model, ids: list[int]) -> Embeddings:
+    """The input embedding vector (a row of the embedding table) of each distinct token."""
+    unique = sorted(set(ids))
+    table = model.get_input_embeddings()
+    index = torch.tensor(unique, device=table.weight.device)
+    return Embeddings.from_array(unique, table(index).float().cpu().numpy())
+
+
+def _memory_start(device: torch.device) -> Memory:
+    if device.type != "cuda":
+        return Memory()
+    torch.cuda.reset_peak_memory_stats(device)
+    return Memory(device_weights_bytes=torch.cuda.memory_allocated(device))
+
+
+def _memory_end(device: torch.device, memory: Memory) -> Memory:
+    if device.type != "cuda":
+        return memory
+    torch.cuda.synchronize(device)
+    return Memory(device_weights_bytes=memory.device_weights_bytes,
+                  device_peak_bytes=torch.cuda.max_memory_allocated(device),
+                  device_end_bytes=torch.cuda.memory_allocated(device))

@@ -1,0 +1,418 @@
+"""The Trace: everything one recorded reply is made of, as plain JSON-native data.
+
+A `Trace` is what `viz.record` produces and what every view consumes. It holds no tensors
+and no model, so a trace recorded on a GPU last week renders on a laptop today. It is saved
+as JSON (never pickle) with a `schema_version`; `Trace.load` refuses files it cannot trust
+and says why.
+
+Units are in the field names: `_s` is seconds, `_bytes` is bytes, `_per_s` is per second.
+Introduced in lesson 00 (Start here); the timing definitions are taught in lessons 03 and 04.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import math
+import os
+import tempfile
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+SCHEMA_VERSION = 1
+TRACE_KIND = "llm-inference-trace"  # marks a JSON file as one of ours
+
+# Bytes per element of the dtypes a model (and its KV cache) can be stored in.
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
+
+
+def dtype_bytes(dtype: str) -> int:
+    """Bytes per element of a dtype name such as "float32" or "bfloat16"."""
+    if dtype not in DTYPE_BYTES:
+        raise ValueError(f"unknown dtype {dtype!r}: use one of {sorted(DTYPE_BYTES)}")
+    return DTYPE_BYTES[dtype]
+
+
+@dataclass
+class ModelSpec:
+    """The shape of a causal LM: enough to compute its weight and KV-cache sizes by hand."""
+
+    name: str  # what was asked for: the default model's name, a hub id, a path, a config
+    model_type: str  # the architecture family, e.g. "llama"
+    n_layers: int  # transformer blocks
+    n_heads: int  # attention (query) heads per layer
+    n_kv_heads: int  # key/value heads per layer (< n_heads means grouped-query attention)
+    head_dim: int  # size of one head's query/key/value vectors
+    hidden_size: int  # size of the residual stream (the embedding dimension)
+    intermediate_size: int  # width of each MLP's hidden layer
+    vocab_size: int  # number of distinct tokens
+    context_length: int  # most positions the model accepts (prompt + generated)
+    n_params: int  # parameters, tied weights counted once
+    weight_bytes: int  # bytes those parameters occupy in `dtype`
+    dtype: str  # element type of weights and KV cache, e.g. "float32"
+    random_weights: bool = False  # True: built from a config; timings real, text meaningless
+
+    @property
+    def bytes_per_element(self) -> int:
+        return dtype_bytes(self.dtype)
+
+    def kv_bytes_per_token(self, n_kv_heads: Optional[int] = None) -> int:
+        """KV-cache bytes one token adds: 2 (K and V) · layers · kv_heads · head_dim · bytes.
+
+        Pass `n_kv_heads=self.n_heads` to get what the model would need without grouped-query
+        attention. Taught in lesson 05.
+        """
+        kv = self.n_kv_heads if n_kv_heads is None else n_kv_heads
+        return 2 * self.n_layers * kv * self.head_dim * self.bytes_per_element
+
+    def kv_bytes(self, seq_len: int, n_kv_heads: Optional[int] = None) -> int:
+        """KV-cache bytes for `seq_len` tokens, by the formula (see `kv_bytes_per_token`)."""
+        return self.kv_bytes_per_token(n_kv_heads) * seq_len
+
+
+@dataclass
+class Environment:
+    """Where a trace was recorded."""
+
+    device: str  # "cpu", "cuda" or "mps"
+    device_name: str  # e.g. the CPU model or "NVIDIA H200"
+    dtype: str  # dtype the model ran in
+    threads: int  # torch intra-op threads (CPU parallelism)
+    torch_version: str
+    transformers_version: str
+    python_version: str
+    platform: str
+    viz_version: str
+
+
+@dataclass
+class Settings:
+    """The arguments `viz.record` was called with."""
+
+    max_new_tokens: int
+    chat: bool  # True: the tokenizer's chat template was applied to the prompt
+    temperature: float  # 0 means greedy (always the top token)
+    top_k: Optional[int]  # None: no top-k filter
+    top_p: Optional[float]  # None: no nucleus filter
+    seed: int  # seeds the sampler, so a sampled run can be repeated exactly
+    log_top: int  # candidates kept per step
+    use_cache: bool  # False: every step recomputes the whole sequence (no KV cache)
+    stop_at_eos: bool  # False: always run max_new_tokens steps
+
+
+@dataclass
+class Token:
+    """One prompt token and where it sits in the prompt text."""
+
+    id: int  # index into the vocabulary
+    text: str  # the token decoded alone; U+FFFD where it holds only part of a character
+    piece: str  # the vocabulary's own spelling (byte-level BPE writes a space as "Ġ")
+    start: int  # character span [start, end) in Trace.prompt_text; spans of the
+    end: int  #   tokens of one multi-byte character overlap
+    special: bool  # a control token such as <|im_start|>
+
+
+@dataclass
+class Step:
+    """One forward pass and the token chosen from it. Step 0 is prefill; the rest are decode."""
+
+    index: int  # 0 = prefill, 1.. = decode steps
+    phase: str  # "prefill" or "decode"
+    token_id: int  # the chosen token
+    token_text: str  # the chosen token decoded alone
+    token_special: bool  # the chosen token is a control token (e.g. end of sequence)
+    logit: float  # the chosen token's raw score
+    prob: float  # the chosen token's probability under the model (softmax of raw logits)
+    sample_prob: float  # its probability under the distribution actually sampled (1 when greedy)
+    rank: int  # its place among the model's candidates, 0 = most likely
+    top_ids: list[int]  # the `log_top` most likely tokens, most likely first
+    top_texts: list[str]
+    top_logits: list[float]
+    top_probs: list[float]  # softmax over the whole vocabulary, at temperature 1
+    logsumexp: float  # log of the softmax denominator: p(token) = exp(logit - logsumexp)
+    entropy_bits: float  # uncertainty of the whole next-token distribution, in bits
+    seq_len: int  # tokens the forward pass could attend to (= KV-cache length after it)
+    input_tokens: int  # tokens fed to this forward pass (prompt length, then 1 with a cache)
+    kv_bytes_per_layer: list[int]  # read from the live cache tensors after this step
+    kv_bytes_formula: int  # 2 · layers · kv_heads · head_dim · seq_len · bytes_per_element
+    forward_s: float  # the forward pass alone
+    sample_s: float  # turning logits into the chosen token
+    emitted_at_s: float  # seconds from the start of `record` until this token was chosen
+    text_end: int  # characters of Trace.output_text written once this token is appended
+
+    @property
+    def kv_bytes(self) -> int:
+        """Total KV-cache bytes after this step, as read from the tensors."""
+        return sum(self.kv_bytes_per_layer)
+
+
+@dataclass
+class Timing:
+    """How long the reply took. All clocks start when `record` is called.
+
+    - ttft_s (time to first token): start → first token chosen = tokenize + prefill forward
+      + sample (+ a little bookkeeping).
+    - end_to_end_s: start → last token chosen.
+    On CUDA the clock is read only after `torch.cuda.synchronize()`, so it measures the device's
+    work, not the launch of it.
+    """
+
+    tokenize_s: float  # text → token ids
+    prefill_forward_s: float  # the one forward pass over the whole prompt
+    prefill_sample_s: float  # choosing the first token from the prefill logits
+    ttft_s: float  # time to first token
+    end_to_end_s: float  # time to last token
+    clock: str  # what measured it, e.g. "perf_counter" or "perf_counter+cuda.synchronize"
+
+
+@dataclass
+class Embeddings:
+    """Input embedding vectors (rows of the embedding table), one per distinct token id.
+
+    Stored compactly: each vector is scaled so its largest |value| is 127 and rounded to int8
+    (error at most scale/2 per element, ~0.4% of the largest value), then base64. The scale of
+    each row is kept, so `matrix()` returns the vectors in their original units.
+    """
+
+    token_ids: list[int]  # distinct ids, ascending
+    dim: int  # vector length (the model's hidden size)
+    scales: list[float]  # per row: value = int8 · scale
+    data_b64: str  # int8, row-major, rows in the order of token_ids
+
+    @classmethod
+    def from_array(cls, token_ids: list[int], vectors: np.ndarray) -> "Embeddings":
+        x = np.asarray(vectors, dtype=np.float32)
+        scales = np.abs(x).max(axis=1) / 127.0
+        scales[scales == 0] = 1.0
+        scales = scales.astype(np.float32)
+        q = np.clip(np.rint(x / scales[:, None]), -127, 127).astype(np.int8)
+        return cls([int(t) for t in token_ids], int(x.shape[1]),
+                    [float(np.format_float_positional(v, unique=True, trim="-")) for v in scales],
+                    base64.b64encode(q.tobytes()).decode("ascii"))
+
+    def matrix(self) -> np.ndarray:
+        """All stored vectors as a float32 array of shape (len(token_ids), dim)."""
+        q = np.frombuffer(base64.b64decode(self.data_b64), dtype=np.int8)
+        q = q.reshape(len(self.token_ids), self.dim).astype(np.float32)
+        return q * np.asarray(self.scales, dtype=np.float32)[:, None]
+
+    def vectors(self, ids: list[int]) -> np.ndarray:
+        """The vectors of `ids` (repeats allowed), shape (len(ids), dim)."""
+        row = {t: i for i, t in enumerate(self.token_ids)}
+        missing = [t for t in ids if t not in row]
+        if missing:
+            raise ValueError(f"no embedding stored for token ids {missing[:5]}")
+        return self.matrix()[[row[t] for t in ids]]
+
+
+@dataclass
+class Memory:
+    """Device memory (CUDA only; None elsewhere)."""
+
+    device_weights_bytes: Optional[int] = None  # allocated on the device before recording
+    device_peak_bytes: Optional[int] = None  # peak allocated during recording
+    device_end_bytes: Optional[int] = None  # allocated after the last step (weights + KV cache)
+
+
+@dataclass
+class Trace:
+    """One recorded reply: prompt, tokens, every step's candidates, KV cache and timing.
+
+    Derived figures (properties) and their definitions, N = generated tokens:
+    - ttft_s: time to first token (see `Timing`).
+    - tpot_s: time per output token after the first = (end_to_end − TTFT) / (N − 1).
+    - inter_token_latencies_s: gaps between consecutive tokens (TTFT excluded), N − 1 values.
+    - decode_tokens_per_s: (N − 1) / (end_to_end − TTFT) = 1 / TPOT, the streaming speed.
+    - prefill_tokens_per_s: prompt tokens / prefill forward time.
+    """
+
+    model: ModelSpec
+    environment: Environment
+    settings: Settings
+    prompt: str  # as the caller gave it
+    prompt_text: str  # what was tokenized (the chat template applied, when chat=True)
+    prompt_tokens: list[Token]
+    steps: list[Step]
+    output_text: str  # the generated tokens decoded, special tokens kept
+    generated_text: str  # the same without special tokens: what a user would be shown
+    stop_reason: str  # "eos" or "max_new_tokens"
+    timing: Timing
+    embeddings: Optional[Embeddings]
+    memory: Memory = field(default_factory=Memory)
+    label: str = ""  # a name for comparisons, e.g. "CPU" or "H200"
+    schema_version: int = SCHEMA_VERSION
+
+    # ---- derived figures -------------------------------------------------------------
+    @property
+    def prompt_ids(self) -> list[int]:
+        return [t.id for t in self.prompt_tokens]
+
+    @property
+    def generated_ids(self) -> list[int]:
+        return [s.token_id for s in self.steps]
+
+    @property
+    def n_generated(self) -> int:
+        return len(self.steps)
+
+    @property
+    def ttft_s(self) -> float:
+        return self.timing.ttft_s
+
+    @property
+    def inter_token_latencies_s(self) -> list[float]:
+        t = [s.emitted_at_s for s in self.steps]
+        return [b - a for a, b in zip(t, t[1:])]
+
+    @property
+    def tpot_s(self) -> Optional[float]:
+        """None for a one-token reply (there is no second token to time)."""
+        n = self.n_generated
+        if n < 2:
+            return None
+        return (self.timing.end_to_end_s - self.timing.ttft_s) / (n - 1)
+
+    @property
+    def decode_tokens_per_s(self) -> Optional[float]:
+        tpot = self.tpot_s
+        return None if not tpot else 1.0 / tpot
+
+    @property
+    def prefill_tokens_per_s(self) -> float:
+        return len(self.prompt_tokens) / self.timing.prefill_forward_s
+
+    @property
+    def kv_bytes(self) -> list[int]:
+        """KV-cache bytes after each step, read from the tensors."""
+        return [s.kv_bytes for s in self.steps]
+
+    def summary(self) -> str:
+        """A few lines for a terminal: TTFT, TPOT, tokens/s, KV bytes and the text."""
+        tpot = self.tpot_s
+        tps = self.decode_tokens_per_s
+        lines = [
+            f"model      {self.model.name} ({self.model.n_params / 1e6:.1f} M params, "
+            f"{self.environment.device}, {self.environment.dtype})",
+            f"prompt     {len(self.prompt_tokens)} tokens; generated {self.n_generated} "
+            f"({self.stop_reason})",
+            f"TTFT       {self.ttft_s * 1000:.1f} ms "
+            f"(prefill {self.prefill_tokens_per_s:.0f} tokens/s)",
+            f"TPOT       {'n/a' if tpot is None else f'{tpot * 1000:.1f} ms'}"
+            f"   decode {'n/a' if tps is None else f'{tps:.1f} tokens/s'}",
+            f"KV cache   {self.steps[-1].kv_bytes:,} bytes at {self.steps[-1].seq_len} tokens "
+            f"(formula {self.steps[-1].kv_bytes_formula:,})",
+            f"text       {self.generated_text!r}",
+        ]
+        return "\n".join(lines)
+
+    # ---- JSON ---------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d = {"kind": TRACE_KIND, "schema_version": self.schema_version, **d}
+        return d
+
+    def to_json(self) -> str:
+        # allow_nan=False: a NaN or infinity is not JSON; fail here rather than write it.
+        return json.dumps(self.to_dict(), ensure_ascii=False, allow_nan=False,
+                          separators=(",", ":"))
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "Trace":
+        if not isinstance(data, dict) or data.get("kind") != TRACE_KIND:
+            raise ValueError("this is not a viz trace (no \"kind\": \"llm-inference-trace\"); "
+                             "record one with viz.record(...) or `python -m viz record`")
+        version = data.get("schema_version")
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise ValueError("trace has no integer schema_version; re-record it with viz.record")
+        if version > SCHEMA_VERSION:
+            raise ValueError(f"trace schema_version {version} is newer than this viz understands "
+                             f"({SCHEMA_VERSION}); upgrade viz (git pull, then `make test`)")
+        if version < 1:
+            raise ValueError(f"trace schema_version {version} is not valid; re-record it")
+        body = {k: v for k, v in data.items() if k != "kind"}
+        return _build(cls, body, "trace")
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the trace as JSON, atomically: a failed save leaves any existing file intact."""
+        path = Path(path)
+        text = self.to_json()  # serialise first: nothing touches the disk if this fails
+        _atomic_write(path, text)
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Trace":
+        """Read a trace saved by `Trace.save`; a ValueError says what is wrong with a bad file."""
+        path = Path(path)
+        if not path.is_file():
+            raise ValueError(f"no trace file at {path}: record one with "
+                             f"`python -m viz record \"your prompt\" -o {path.name}`")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ValueError(f"{path} is not valid JSON ({e}); the file is corrupt or "
+                             f"truncated: record it again") from None
+        try:
+            return cls.from_dict(data)
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}") from None
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Write to a temporary file beside `path`, then rename it over `path` in one step."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# ---- checked construction from JSON --------------------------------------------------
+def _build(tp: Any, value: Any, where: str) -> Any:
+    """Build `tp` (a dataclass, list, Optional or scalar type) from JSON `value`, checking types."""
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise ValueError(f"{where} should be an object, found {type(value).__name__}")
+        hints = typing.get_type_hints(tp)
+        kwargs = {}
+        for f in dataclasses.fields(tp):
+            if f.name in value:
+                kwargs[f.name] = _build(hints[f.name], value[f.name], f"{where}.{f.name}")
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise ValueError(f"{where} is missing the field {f.name!r}; "
+                                 f"the file is not a complete trace: record it again")
+        return tp(**kwargs)
+    if origin is typing.Union:
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if value is None:
+            return None
+        return _build(args[0], value, where)
+    if origin is list:
+        if not isinstance(value, list):
+            raise ValueError(f"{where} should be a list, found {type(value).__name__}")
+        (item,) = typing.get_args(tp)
+        return [_build(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ValueError(f"{where} should be a finite number, found {value!r}")
+        return float(value)
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{where} should be an integer, found {value!r}")
+        return value
+    if tp is bool or tp is str:
+        if not isinstance(value, tp):
+            raise ValueError(f"{where} should be a {tp.__name__}, found {value!r}")
+        return value
+    raise TypeError(f"unsupported field type {tp!r} at {where}")  # a bug in this module
