@@ -105,3 +105,23 @@ def test_trace_file_is_compact(tiny_gqa, smollm, tmp_path):
                    stop_at_eos=False)
     size = t.save(tmp_path / "t.json").stat().st_size
     assert t.n_generated == 64 and size < 200_000, size
+
+
+def test_save_refuses_a_target_that_is_not_a_file(trace, tmp_path):
+    (tmp_path / "folder.json").mkdir()
+    with pytest.raises(ValueError, match="not a regular file"):
+        trace.save(tmp_path / "folder.json")
+    assert (tmp_path / "folder.json").is_dir()
+
+
+def test_save_follows_a_symlink_and_keeps_permissions(trace, tmp_path):
+    real = tmp_path / "real.json"
+    real.write_text("old")
+    real.chmod(0o640)
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    trace.save(link)
+    assert link.is_symlink() and Trace.load(real) == trace
+    assert real.stat().st_mode & 0o777 == 0o640
+    fresh = trace.save(tmp_path / "fresh.json")
+    assert fresh.stat().st_mode & 0o044  # readable by others, like any file the user writes

@@ -1,4 +1,5 @@
-"""Command line: `python -m viz record "prompt" -o trace.json`, `python -m viz fetch-model`.
+"""Command line: `python -m viz record "prompt" -o trace.json`, `python -m viz fetch-model`,
+`python -m viz report trace.json -o report.html`.
 
 Each command is a function taking parsed arguments; `COMMANDS` registers them. A ValueError
 (bad input) prints one line naming the fix and exits with status 2, without a traceback.
@@ -57,8 +58,35 @@ def _add_fetch(sub) -> None:
     p.set_defaults(func=_fetch)
 
 
+def _report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from viz.trace import Trace
+    from viz.views.report import write_report
+
+    trace = Trace.load(args.trace)
+    other = Trace.load(args.compare) if args.compare else None
+    path = write_report(trace, args.output or Path(args.trace).with_suffix(".html"), other)
+    print(f"wrote      {path} ({path.stat().st_size:,} bytes; opens offline in any browser)")
+    return 0
+
+
+def _add_report(sub) -> None:
+    p = sub.add_parser("report", help="write every view of a trace into one offline HTML file")
+    p.add_argument("trace", help="a trace saved by `record -o` (JSON)")
+    p.add_argument("-o", "--output", default=None,
+                   help="where to write the HTML (default: the trace's name with .html)")
+    p.add_argument("--compare", default=None, help="a second trace to show beside the first")
+    p.set_defaults(func=_report)
+
+
 # Each entry adds one sub-command to the parser.
-COMMANDS: list[Callable] = [_add_record, _add_fetch]
+COMMANDS: list[Callable] = [_add_record, _add_fetch, _add_report]
+
+# The performance lab's commands: `sweep` and `roofline` (see viz/perf/cli.py).
+from viz.perf.cli import PERF_COMMANDS  # noqa: E402
+
+COMMANDS += PERF_COMMANDS
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -297,7 +297,9 @@ class Trace:
         tps = self.decode_tokens_per_s
         lines = [
             f"model      {self.model.name} ({self.model.n_params / 1e6:.1f} M params, "
-            f"{self.environment.device}, {self.environment.dtype})",
+            f"{self.environment.device}, {self.environment.dtype})"
+            + (" — random weights: real timings, meaningless text"
+               if self.model.random_weights else ""),
             f"prompt     {len(self.prompt_tokens)} tokens; generated {self.n_generated} "
             f"({self.stop_reason})",
             f"TTFT       {self.ttft_s * 1000:.1f} ms "
@@ -362,15 +364,31 @@ class Trace:
             raise ValueError(f"{path}: {e}") from None
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def _atomic_write(path: Path, text: str) -> None:
-    """Write to a temporary file beside `path`, then rename it over `path` in one step."""
+    """Write to a temporary file beside `path`, then rename it over `path` in one step.
+
+    A failure at any point leaves an existing file as it was and no temporary file behind.
+    A symlink is followed (its target is replaced); a target that exists but is not a regular
+    file (a folder, a device such as /dev/stdout) is refused rather than replaced.
+    """
+    path = Path(os.path.realpath(path))
+    if path.exists() and not path.is_file():
+        raise ValueError(f"{path} exists and is not a regular file: choose a file name to write")
     path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, mode)  # mkstemp makes the file owner-only; give it the usual mode
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

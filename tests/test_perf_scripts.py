@@ -1,0 +1,78 @@
+"""The GPU script runs end to end (a --quick dry run on this CPU); shipped references load."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+import viz
+from viz import perf
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def load_script(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gpu_check_quick_dry_run(tmp_path, capsys):
+    gpu_check = load_script("gpu_check")
+    assert gpu_check.main(["--quick", "--out", str(tmp_path)]) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["steps"] and all(s["status"] == "ok" for s in summary["steps"])
+    trace = viz.Trace.load(tmp_path / "gpu-tiny-llama-trace.json")
+    assert trace.model.random_weights and trace.n_generated == 6
+    for kind in ("prompt", "context", "batch", "cache"):
+        sweep = perf.Sweep.load(tmp_path / f"gpu-tiny-llama-{kind}-sweep.json")
+        assert len(sweep) >= 2
+    roof = perf.Roofline.load(tmp_path / "gpu-tiny-llama-roofline.json")
+    assert [p.label for p in roof.points] == ["prefill", "decode", "decode B=1", "decode B=2",
+                                              "prefill 4", "prefill 16"]
+    peaks = json.loads((tmp_path / "gpu-peaks.json").read_text())
+    assert peaks["model_dtype"]["flops_per_s"] > 0
+
+
+def test_gpu_check_budget_skips_instead_of_overrunning(tmp_path):
+    gpu_check = load_script("gpu_check")
+    assert gpu_check.main(["--quick", "--out", str(tmp_path), "--budget-s", "0"]) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert {s["status"] for s in summary["steps"]} == {"skipped (time budget)"}
+
+
+def test_shipped_references_load_and_stay_small():
+    names = perf.list_references()
+    if not names:
+        pytest.skip("no reference data shipped in viz/data/")
+    data = Path(viz.__file__).parent / "data"
+    for name in names:
+        ref = perf.load_reference(name)
+        assert isinstance(ref, (viz.Trace, perf.Sweep, perf.Roofline)), name
+        size = (data / f"{name}.json").stat().st_size
+        if isinstance(ref, viz.Trace):
+            assert size <= 200_000, f"{name} is {size:,} bytes: keep a shipped trace <= 200 KB"
+        else:
+            assert size <= 50_000, name
+    with pytest.raises(ValueError, match="no reference named"):
+        perf.load_reference("no-such-reference")
+
+
+def test_cli_sweep_and_roofline(tmp_path, capsys):
+    from viz.cli import main
+
+    config = tmp_path / "tiny.json"
+    config.write_text(json.dumps(load_script("gpu_check").QUICK["configs"][0]))
+    out = tmp_path / "sweep.json"
+    assert main(["sweep", "batch", "--values", "1", "2", "--new-tokens", "3", "--config",
+                 str(config), "--device", "cpu", "--quiet", "-o", str(out)]) == 0
+    assert perf.Sweep.load(out).column("batch_size") == [1, 2]
+    assert "batch_size sweep" in capsys.readouterr().out
+    assert main(["sweep", "cache", "--values", "3", "--config", str(config)]) == 2  # bad input
+    assert "--new-tokens" in capsys.readouterr().err
+    roof = tmp_path / "roof.json"
+    assert main(["roofline", "--config", str(config), "--device", "cpu", "--new-tokens", "3",
+                 "--quiet", "-o", str(roof)]) == 0
+    assert [p.label for p in perf.Roofline.load(roof).points] == ["prefill", "decode"]

@@ -1,0 +1,90 @@
+"""Self-check exercises with automatic feedback, for the "check yourself" beat of each lesson.
+
+An exercise cell holds the learner's answer in a variable that starts as `None`; the next
+line calls `check(...)`, which returns a `Feedback` (never displays it: the notebook does).
+The feedback is deterministic text, so executed notebooks stay comparable under nbval.
+
+    answer = None          # ← replace None with your estimate, in seconds
+    check(answer, expected=700 * trace.tpot_s, rel_tol=0.10, unit="s",
+          hint="TTFT once, then one TPOT per remaining token")
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Optional
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """The verdict on one answer: `ok` is True, False, or None (not answered yet)."""
+
+    ok: Optional[bool]
+    message: str
+
+    def __bool__(self) -> bool:
+        return bool(self.ok)
+
+    def __repr__(self) -> str:
+        mark = {True: "✅ Correct", False: "❌ Not yet", None: "✏️ Your turn"}[self.ok]
+        return f"{mark}: {self.message}"
+
+    def _repr_html_(self) -> str:
+        colour = {True: "#009E73", False: "#D55E00", None: "#0072B2"}[self.ok]
+        return (f'<div style="border-left:4px solid {colour};padding:4px 10px">'
+                f"{html.escape(repr(self))}</div>")
+
+
+def _fmt(x: Any, unit: str) -> str:
+    if isinstance(x, float):
+        text = f"{x:.3g}" if abs(x) < 1e4 else f"{x:,.0f}"
+    elif isinstance(x, int) and not isinstance(x, bool):
+        text = f"{x:,}"
+    else:
+        text = repr(x)
+    return f"{text} {unit}".rstrip()
+
+
+def check(answer: Any, expected: Any, *, rel_tol: float = 0.0, abs_tol: float = 0.0,
+          unit: str = "", hint: str = "", reveal: bool = True) -> Feedback:
+    """Compare an answer with the expected value.
+
+    Numbers are right within `rel_tol` (relative) or `abs_tol`; anything else must be equal.
+    `hint` is shown when the answer is wrong or missing; with `reveal`, a right answer also
+    shows the exact expected value.
+    """
+    if answer is None or answer is Ellipsis:
+        return Feedback(None, "replace None with your answer and run the cell again."
+                        + (f" Hint: {hint}" if hint else ""))
+    if isinstance(expected, (int, float)) and not isinstance(expected, bool):
+        if isinstance(answer, bool) or not isinstance(answer, (int, float)):
+            return Feedback(False, f"the answer should be a number, not {answer!r}.")
+        ok = math.isclose(answer, expected, rel_tol=rel_tol, abs_tol=abs_tol)
+    elif isinstance(expected, str) and isinstance(answer, str):
+        ok = answer.strip().lower() == expected.strip().lower()
+    else:
+        ok = answer == expected
+    if ok:
+        return Feedback(True, f"the value is {_fmt(expected, unit)}." if reveal else "well done.")
+    near = ""
+    if isinstance(expected, (int, float)) and isinstance(answer, (int, float)) and expected:
+        near = " (too high)" if answer > expected else " (too low)"
+    return Feedback(False, f"{_fmt(answer, unit)} is not it{near}."
+                    + (f" Hint: {hint}" if hint else ""))
+
+
+def multiple_choice(answer: Optional[str], options: Iterable[str], correct: str, *,
+                    why: str = "", hint: str = "") -> Feedback:
+    """A multiple-choice question: `answer` must be one of `options`, exactly as written."""
+    options = list(options)
+    if correct not in options:
+        raise ValueError(f"the correct answer {correct!r} is not among the options {options}")
+    if answer is None:
+        return Feedback(None, "set the answer to one of: " + "; ".join(map(repr, options)) + ".")
+    if answer not in options:
+        return Feedback(False, f"{answer!r} is not one of the options {options}.")
+    if answer == correct:
+        return Feedback(True, why or "that's it.")
+    return Feedback(False, hint or "not this one; read the measurement above again.")

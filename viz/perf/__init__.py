@@ -1,0 +1,35 @@
+"""The performance lab: sweeps, a measured roofline, batched decode and models built by config.
+
+    from viz import perf
+    sweep = perf.prompt_length_sweep(lm, [8, 16, 32, 64], progress=False)   # lesson 03
+    roof = perf.measure_roofline(lm, batch_sizes=[1, 4, 16], progress=False)  # lesson 06
+    print(sweep); print(roof)
+
+| module | its one job |
+|---|---|
+| `counts.py` | FLOPs and bytes of a forward pass, from the model's shape |
+| `peaks.py` | this device's peak FLOP/s and bytes/s, measured |
+| `roofline.py` | measured passes under those peaks: intensity, MFU, MBU |
+| `batch.py` | the decode loop with a batch dimension |
+| `sweeps.py` | prompt length, context length, cache on/off and batch size sweeps |
+| `table.py` | `Sweep`, the table every sweep returns, and its JSON |
+| `configs.py` | random-weight models from published architecture configs |
+| `reference.py` | the traces and sweeps shipped in `viz/data/` |
+"""
+
+from viz.perf.batch import BatchRun, generate_batch
+from viz.perf.configs import config_names, config_spec, from_config
+from viz.perf.counts import PassCost, decode_cost, forward_cost, prefill_cost
+from viz.perf.peaks import Peaks, measure_peaks
+from viz.perf.reference import list_references, load_reference
+from viz.perf.roofline import (Roofline, RooflinePoint, batch_points, measure_roofline,
+                               prefill_points, trace_points)
+from viz.perf.sweeps import (batch_size_sweep, cache_sweep, context_length_sweep,
+                             prompt_length_sweep, prompt_of_length)
+from viz.perf.table import Sweep
+
+__all__ = ["BatchRun", "generate_batch", "config_names", "config_spec", "from_config",
+           "PassCost", "decode_cost", "forward_cost", "prefill_cost", "Peaks", "measure_peaks",
+           "list_references", "load_reference", "Roofline", "RooflinePoint", "measure_roofline",
+           "trace_points", "batch_points", "prefill_points", "batch_size_sweep", "cache_sweep",
+           "context_length_sweep", "prompt_length_sweep", "prompt_of_length", "Sweep"]

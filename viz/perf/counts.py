@@ -1,0 +1,124 @@
+"""How much arithmetic and how many bytes one forward pass needs, from the model's shape alone.
+
+For a Llama-style model (the shape in `viz.ModelSpec`): h = hidden size, L = layers,
+n_h = attention heads, n_kv = key/value heads, d = head dim, i = MLP width, V = vocabulary,
+b = bytes per element, B = batch size. Taught in lessons 04 (decode) and 06 (roofline).
+
+**Parameters** per layer that take part in matrix products ("matmul parameters"):
+
+    P_layer = h·(n_h·d)       query projection
+            + 2·h·(n_kv·d)    key and value projections
+            + (n_h·d)·h       output projection
+            + 3·h·i           MLP: gate, up and down
+
+Every layer also has 2 norm vectors of h; the model has one final norm (h), the embedding
+table (V·h) and the output head (V·h, the same tensor as the embedding when tied).
+
+**FLOPs** of one forward pass that feeds `n` new tokens per request and leaves `c` tokens in
+the sequence (so `c − n` were already in the KV cache):
+
+    matmul    = 2 · B · n · L · P_layer     a multiply and an add per parameter per token
+              + 2 · B · h · V               the output head, for the last position only
+                                            (`viz.record` asks for `logits_to_keep=1`)
+    attention = 4 · B · L · n_h · d · S     scores q·k and the weighted sum of v, where
+                S = Σ_{t=c−n+1..c} t        the query at position t sees t keys (causal)
+
+Norms, rotary embeddings, softmax and activations are left out (well under 1% here), and so
+is work a kernel does on masked-out positions: these are the *useful* FLOPs, the convention
+behind MFU.
+
+**Bytes** moved to and from memory, a lower bound:
+
+    weights = b · (L·(P_layer + 2h) + h + V·h)   every weight read once per pass (the output
+                                                 head is read whole; it is the embedding
+                                                 table when tied)
+            + b · B · n · h                      the embedding rows of the new tokens
+    kv      = B · 2 · L · n_kv · d · b · c       the cached keys and values read, and the
+                                                 new ones written: each of the c tokens once
+
+Activations, logits and attention re-reading its inputs are not counted: the real traffic is
+at least this. Arithmetic intensity = FLOPs / bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from viz.trace import ModelSpec
+
+
+def layer_matmul_params(spec: ModelSpec) -> int:
+    """P_layer: the parameters of one layer that take part in matrix products."""
+    h, i = spec.hidden_size, spec.intermediate_size
+    q_width, kv_width = spec.n_heads * spec.head_dim, spec.n_kv_heads * spec.head_dim
+    return h * q_width + 2 * h * kv_width + q_width * h + 3 * h * i
+
+
+def param_count(spec: ModelSpec, tied: bool) -> int:
+    """Parameters of a Llama-style model of this shape (no biases), tied or untied head."""
+    h = spec.hidden_size
+    head = 0 if tied else spec.vocab_size * h
+    return spec.n_layers * (layer_matmul_params(spec) + 2 * h) + h + spec.vocab_size * h + head
+
+
+def tied_embeddings(spec: ModelSpec) -> bool:
+    """Whether the output head shares the embedding table: the count closer to n_params."""
+    return abs(param_count(spec, True) - spec.n_params) <= abs(param_count(spec, False)
+                                                                - spec.n_params)
+
+
+@dataclass
+class PassCost:
+    """FLOPs and bytes of one forward pass, from the formulas in this module's docstring."""
+
+    phase: str  # "prefill" or "decode"
+    batch: int  # requests processed together (B)
+    input_tokens: int  # new tokens per request fed to the pass (n)
+    context_tokens: int  # tokens per request in the sequence after it (c)
+    matmul_flops: int  # 2·B·n·L·P_layer + 2·B·h·V
+    attention_flops: int  # 4·B·L·n_h·d·Σ t
+    weight_bytes: int  # every weight once, plus the new tokens' embedding rows
+    kv_bytes: int  # every cached key and value once (c tokens per request)
+
+    @property
+    def flops(self) -> int:
+        return self.matmul_flops + self.attention_flops
+
+    @property
+    def bytes(self) -> int:
+        return self.weight_bytes + self.kv_bytes
+
+    @property
+    def intensity(self) -> float:
+        """Arithmetic intensity: FLOPs per byte moved."""
+        return self.flops / self.bytes
+
+
+def forward_cost(spec: ModelSpec, input_tokens: int, context_tokens: int, batch: int = 1,
+                 phase: str = "") -> PassCost:
+    """The cost of a pass feeding `input_tokens` per request with `context_tokens` after it."""
+    n, c, B = int(input_tokens), int(context_tokens), int(batch)
+    if n < 1 or c < n or B < 1:
+        raise ValueError(f"need 1 <= input_tokens <= context_tokens and batch >= 1 "
+                         f"(got {n}, {c}, {B})")
+    h, L, b = spec.hidden_size, spec.n_layers, spec.bytes_per_element
+    past = c - n
+    keys_seen = (c * (c + 1) - past * (past + 1)) // 2  # Σ t for t = past+1 .. c
+    matmul = 2 * B * n * L * layer_matmul_params(spec) + 2 * B * h * spec.vocab_size
+    attention = 4 * B * L * spec.n_heads * spec.head_dim * keys_seen
+    weights = b * (L * (layer_matmul_params(spec) + 2 * h) + h + spec.vocab_size * h) \
+        + b * B * n * h
+    return PassCost(phase=phase or ("decode" if n == 1 and c > 1 else "prefill"), batch=B,
+                    input_tokens=n, context_tokens=c, matmul_flops=matmul,
+                    attention_flops=attention, weight_bytes=weights,
+                    kv_bytes=B * spec.kv_bytes(c))
+
+
+def prefill_cost(spec: ModelSpec, prompt_tokens: int, batch: int = 1) -> PassCost:
+    """Prefill: the whole prompt (n = c = prompt_tokens) in one pass."""
+    return forward_cost(spec, prompt_tokens, prompt_tokens, batch, "prefill")
+
+
+def decode_cost(spec: ModelSpec, context_tokens: int, batch: int = 1) -> PassCost:
+    """One decode step: one new token per request, `context_tokens` in the sequence after it."""
+    return forward_cost(spec, 1, context_tokens, batch, "decode")

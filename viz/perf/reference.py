@@ -1,0 +1,40 @@
+"""Reference measurements shipped with viz (`viz/data/*.json`), loadable from any folder.
+
+Recorded by `benchmarks/perf_lab.py` (this project's 2-core CPU) and `benchmarks/gpu_check.py`
+(a GPU, when one was lent). Lessons compare the learner's own numbers with them (lesson 07).
+
+    viz.perf.list_references()                 # names, e.g. "cpu-chat-trace"
+    trace = viz.perf.load_reference("cpu-chat-trace")
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Union
+
+from viz.perf.roofline import ROOFLINE_KIND, Roofline
+from viz.perf.table import SWEEP_KIND, Sweep
+from viz.trace import TRACE_KIND, Trace
+
+
+def list_references() -> list[str]:
+    """Names of the shipped reference files (without `.json`)."""
+    folder = resources.files("viz") / "data"
+    if not folder.is_dir():
+        return []
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json"))
+
+
+def load_reference(name: str) -> Union[Trace, Sweep, Roofline]:
+    """A shipped reference: a `Trace`, a `Sweep` or a `Roofline`, by what the file holds."""
+    names = list_references()
+    if name not in names:
+        raise ValueError(f"no reference named {name!r}; shipped: {names}")
+    data = json.loads((resources.files("viz") / "data" / f"{name}.json").read_text("utf-8"))
+    kind = data.get("kind") if isinstance(data, dict) else None
+    readers = {TRACE_KIND: Trace.from_dict, SWEEP_KIND: Sweep.from_dict,
+               ROOFLINE_KIND: Roofline.from_dict}
+    if kind not in readers:
+        raise ValueError(f"reference {name!r} holds an unknown kind {kind!r}")
+    return readers[kind](data)

@@ -1,0 +1,238 @@
+"""The roofline: measured prefill and decode passes placed under this device's two ceilings.
+
+A pass that does F FLOPs and moves M bytes has arithmetic intensity I = F / M (FLOPs per
+byte). On a device with peak arithmetic P (FLOP/s) and peak memory bandwidth W (bytes/s) it
+cannot run faster than
+
+    attainable FLOP/s = min(P, I · W)
+
+— the "roof": a slope (memory-bound) that meets a flat top (compute-bound) at the ridge
+I* = P / W. For a pass measured to take t seconds (lesson 06):
+
+    achieved FLOP/s = F / t          achieved bytes/s = M / t
+    MFU (model FLOPs utilisation)   = achieved FLOP/s / P
+    MBU (model bandwidth utilisation) = achieved bytes/s / W
+
+F and M come from the model's shape (`viz.perf.counts`); P and W from `viz.perf.peaks`,
+measured on this machine (not the datasheet). A pass with I < I* is memory-bound: its MBU
+is the figure that can approach 1. Decode with batch 1 has I ≈ 1 FLOP/byte (each weight,
+4 bytes in float32 or 2 in bfloat16, is used for one multiply-add per token); prefill reuses
+each weight for every prompt token, so its intensity grows with the prompt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from viz.perf.counts import PassCost, decode_cost, prefill_cost
+from viz.perf.peaks import Peaks
+from viz.trace import Environment, ModelSpec, Trace, _atomic_write, _build
+
+ROOFLINE_KIND = "llm-inference-roofline"
+ROOFLINE_SCHEMA_VERSION = 1
+
+
+@dataclass
+class RooflinePoint:
+    """One measured forward pass: its counted work and its measured time."""
+
+    label: str  # e.g. "prefill", "decode", "decode B=8"
+    phase: str  # "prefill" or "decode"
+    batch: int  # requests in the pass
+    input_tokens: int  # new tokens per request
+    context_tokens: int  # tokens per request in the sequence after the pass
+    flops: float  # counted (see viz.perf.counts)
+    bytes: float  # counted lower bound (see viz.perf.counts)
+    seconds: float  # measured: the forward pass alone (median where several were timed)
+
+    @property
+    def intensity(self) -> float:
+        """Arithmetic intensity I = flops / bytes (FLOPs per byte)."""
+        return self.flops / self.bytes
+
+    @property
+    def achieved_flops_per_s(self) -> float:
+        return self.flops / self.seconds
+
+    @property
+    def achieved_bytes_per_s(self) -> float:
+        return self.bytes / self.seconds
+
+
+def point(label: str, cost: PassCost, seconds: float) -> RooflinePoint:
+    """A RooflinePoint from a counted pass and the seconds it was measured to take."""
+    if not seconds > 0:
+        raise ValueError(f"a measured time must be > 0 seconds, not {seconds!r}")
+    return RooflinePoint(label=label, phase=cost.phase, batch=cost.batch,
+                         input_tokens=cost.input_tokens, context_tokens=cost.context_tokens,
+                         flops=float(cost.flops), bytes=float(cost.bytes),
+                         seconds=float(seconds))
+
+
+def trace_points(trace: Trace) -> list[RooflinePoint]:
+    """The prefill pass and the median decode pass of a recorded trace (with a KV cache).
+
+    Prefill: FLOPs and bytes at the prompt length, time = the prefill forward pass.
+    Decode: counted at the median decode step's sequence length, time = the median of the
+    decode steps' forward passes (sampling excluded: it is not the model's work).
+    """
+    if not trace.settings.use_cache:
+        raise ValueError("the roofline counts assume a KV cache: record with use_cache=True")
+    spec = trace.model
+    pts = [point("prefill", prefill_cost(spec, len(trace.prompt_tokens)),
+                 trace.timing.prefill_forward_s)]
+    decode = trace.steps[1:]
+    if decode:
+        context = int(statistics.median_low([s.seq_len for s in decode]))
+        seconds = statistics.median([s.forward_s for s in decode])
+        pts.append(point("decode", decode_cost(spec, context), seconds))
+    return pts
+
+
+def batch_points(sweep, spec: ModelSpec) -> list[RooflinePoint]:
+    """One decode point per row of a batch-size sweep (`viz.perf.batch_size_sweep`)."""
+    if sweep.kind != "batch_size":
+        raise ValueError(f"batch_points needs a batch_size sweep, not {sweep.kind!r}")
+    pts = []
+    for row in sweep.rows():
+        cost = decode_cost(spec, int(row["decode_context_tokens"]), int(row["batch_size"]))
+        pts.append(point(f"decode B={int(row['batch_size'])}", cost, row["decode_forward_s"]))
+    return pts
+
+
+def prefill_points(sweep, spec: ModelSpec) -> list[RooflinePoint]:
+    """One prefill point per row of a prompt-length sweep (`viz.perf.prompt_length_sweep`):
+    the longer the prompt, the further right (each weight is reused by every prompt token)."""
+    if sweep.kind != "prompt_length":
+        raise ValueError(f"prefill_points needs a prompt_length sweep, not {sweep.kind!r}")
+    return [point(f"prefill {int(row['prompt_tokens'])}",
+                  prefill_cost(spec, int(row["prompt_tokens"])), row["prefill_forward_s"])
+            for row in sweep.rows()]
+
+
+@dataclass
+class Roofline:
+    """Measured peaks and measured passes, ready to plot (`viz.views.roofline`)."""
+
+    peaks: Peaks
+    model: ModelSpec
+    environment: Environment
+    points: list[RooflinePoint] = field(default_factory=list)
+    label: str = ""  # e.g. "CPU" or "H200"
+    schema_version: int = ROOFLINE_SCHEMA_VERSION
+
+    def attainable_flops_per_s(self, intensity: float) -> float:
+        """The roof at intensity I: min(P, I · W)."""
+        return min(self.peaks.flops_per_s, intensity * self.peaks.bytes_per_s)
+
+    def mfu(self, p: RooflinePoint) -> float:
+        """Model FLOPs utilisation = (flops / seconds) / peak FLOP/s."""
+        return p.achieved_flops_per_s / self.peaks.flops_per_s
+
+    def mbu(self, p: RooflinePoint) -> float:
+        """Model bandwidth utilisation = (bytes / seconds) / peak bytes/s."""
+        return p.achieved_bytes_per_s / self.peaks.bytes_per_s
+
+    def bound(self, p: RooflinePoint) -> str:
+        """"memory" left of the ridge (I < P / W), "compute" right of it."""
+        return "memory" if p.intensity < self.peaks.ridge_intensity else "compute"
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One dict per point with its derived figures (for a table or a test)."""
+        return [{"label": p.label, "phase": p.phase, "batch": p.batch,
+                 "context_tokens": p.context_tokens, "seconds": p.seconds,
+                 "flops": p.flops, "bytes": p.bytes, "intensity": p.intensity,
+                 "achieved_flops_per_s": p.achieved_flops_per_s,
+                 "achieved_bytes_per_s": p.achieved_bytes_per_s,
+                 "mfu": self.mfu(p), "mbu": self.mbu(p), "bound": self.bound(p)}
+                for p in self.points]
+
+    def __str__(self) -> str:
+        pk = self.peaks
+        lines = [f"{pk.device_name} ({pk.device}, {pk.dtype}, {pk.threads} "
+                 f"thread{'s' if pk.threads != 1 else ''}): "
+                 f"peak {pk.flops_per_s / 1e9:,.1f} GFLOP/s, {pk.bytes_per_s / 1e9:,.1f} GB/s, "
+                 f"ridge {pk.ridge_intensity:.1f} FLOP/byte",
+                 f"{'pass':<14}{'ms':>9}{'FLOP/byte':>11}{'GFLOP/s':>10}{'GB/s':>8}"
+                 f"{'MFU':>7}{'MBU':>7}  bound"]
+        for r in self.rows():
+            lines.append(f"{r['label']:<14}{r['seconds'] * 1e3:>9.2f}{r['intensity']:>11.1f}"
+                         f"{r['achieved_flops_per_s'] / 1e9:>10.1f}"
+                         f"{r['achieved_bytes_per_s'] / 1e9:>8.2f}{r['mfu']:>7.1%}"
+                         f"{r['mbu']:>7.1%}  {r['bound']}")
+        return "\n".join(lines)
+
+    # ---- JSON -----------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": ROOFLINE_KIND, **dataclasses.asdict(self)}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, allow_nan=False, indent=1)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "Roofline":
+        if not isinstance(data, dict) or data.get("kind") != ROOFLINE_KIND:
+            raise ValueError(f"this is not a viz roofline (no \"kind\": \"{ROOFLINE_KIND}\")")
+        version = data.get("schema_version")
+        if not isinstance(version, int) or not 1 <= version <= ROOFLINE_SCHEMA_VERSION:
+            raise ValueError(f"roofline schema_version {version!r} is not one this viz reads "
+                             f"(1..{ROOFLINE_SCHEMA_VERSION}); upgrade viz or re-measure")
+        return _build(cls, {k: v for k, v in data.items() if k != "kind"}, "roofline")
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write as JSON, atomically."""
+        path = Path(path)
+        _atomic_write(path, self.to_json())
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Roofline":
+        try:
+            return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+        except (OSError, json.JSONDecodeError) as e:
+            raise ValueError(f"cannot read a roofline from {path}: {e}") from None
+
+
+def measure_roofline(lm, prompt: str = "Explain in one paragraph why the sky is blue.", *,
+                     prompt_tokens: Optional[int] = None, new_tokens: int = 16,
+                     batch_sizes: Sequence[int] = (),
+                     peaks: Optional[Peaks] = None, trace: Optional[Trace] = None,
+                     batch=None, prompt_sweep=None, progress: bool = True,
+                     label: str = "") -> Roofline:
+    """Measure this device's peaks, record `prompt`, and place its prefill and decode passes.
+
+    prompt_tokens: use a filler prompt of exactly this many tokens instead (a longer prompt
+        moves prefill right, towards the compute roof).
+    batch_sizes: also run a batch-size sweep and add one decode point per batch size (the
+        points climb the memory slope as the batch grows: lesson 06).
+    Reuse what was measured already instead (a lesson has it at hand):
+    peaks: from `viz.perf.measure_peaks`;  trace: a `viz.record` trace of `lm` (cache on);
+    batch: a `viz.perf.batch_size_sweep` of `lm` (then batch_sizes is not needed).
+    prompt_sweep: a `viz.perf.prompt_length_sweep` of `lm`: one prefill point per length.
+    """
+    from viz.perf.peaks import measure_peaks
+    from viz.perf.sweeps import batch_size_sweep, prompt_of_length
+    from viz.record import record
+
+    peaks = peaks or measure_peaks(lm.device, lm.spec.dtype)
+    if prompt_tokens is not None:
+        prompt = prompt_of_length(lm.tokenizer, prompt_tokens)
+    if trace is None:
+        trace = record(lm, prompt, max_new_tokens=new_tokens, stop_at_eos=False,
+                       embeddings=False, log_top=1)
+    pts = trace_points(trace)
+    if batch is None and batch_sizes:
+        batch = batch_size_sweep(lm, batch_sizes, prompt=prompt, new_tokens=new_tokens,
+                                 progress=progress)
+    if batch is not None:
+        pts += batch_points(batch, lm.spec)
+    if prompt_sweep is not None:
+        pts += prefill_points(prompt_sweep, lm.spec)
+    return Roofline(peaks=peaks, model=lm.spec, environment=lm.environment(), points=pts,
+                    label=label)

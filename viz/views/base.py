@@ -1,0 +1,208 @@
+"""What every view shares: checking its input, the HTML result type, and figure set-up.
+
+Views return, never display (`../shared/STYLE.md`): matplotlib figures are closed in pyplot's
+registry before they are returned (so a notebook shows each once, as the cell's value), plotly
+figures use a small fixed layout (no default template: notebooks stay small and diff cleanly).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from viz.trace import Step, Trace
+
+
+# ---- input checks ----------------------------------------------------------------------------
+def check_trace(trace: Any, name: str = "trace") -> Trace:
+    """`trace` if it is a usable `viz.Trace`; otherwise a ValueError that names the fix."""
+    if not isinstance(trace, Trace):
+        hint = (" (that is a model: record a trace from it first, "
+                "trace = viz.record(lm, 'your prompt'))" if hasattr(trace, "tokenizer") else "")
+        raise ValueError(f"views draw a viz.Trace, not {type(trace).__name__}{hint}; record one "
+                         f"with viz.record(lm, prompt) or load one with viz.Trace.load(path)")
+    if not trace.steps:
+        raise ValueError(f"{name} has no steps (not one token was generated): record it again "
+                         "with viz.record(lm, prompt, max_new_tokens=8)")
+    return trace
+
+
+def step_range(trace: Trace) -> str:
+    """The valid steps of `trace`, in words (for error messages)."""
+    n = len(trace.steps)
+    return ("only step 0 (the prefill: a one-token reply)" if n == 1
+            else f"steps 0 (prefill) to {n - 1}")
+
+
+def get_step(trace: Trace, step: Any) -> Step:
+    """The recorded step `step` (0 = prefill); a ValueError naming the valid range otherwise."""
+    check_trace(trace)
+    if isinstance(step, bool) or not isinstance(step, int) and not hasattr(step, "__index__"):
+        raise ValueError(f"step must be a whole number; this trace has {step_range(trace)}, "
+                         f"not {step!r}")
+    i = int(step.__index__())
+    if not 0 <= i < len(trace.steps):
+        raise ValueError(f"step {i} does not exist: this trace has {step_range(trace)}")
+    return trace.steps[i]
+
+
+NO_EMBEDDINGS = ("this trace has no embeddings (it was recorded with embeddings=False): "
+                 "record it again with viz.record(lm, prompt), which stores them by default")
+
+
+# ---- numbers for people -------------------------------------------------------------------------
+def ms(seconds: Optional[float]) -> str:
+    return "n/a" if seconds is None else f"{seconds * 1000:.1f} ms"
+
+
+def per_s(value: Optional[float]) -> str:
+    return "n/a" if value is None else f"{value:.1f} tokens/s"
+
+
+def nbytes(value: float) -> str:
+    """Bytes with an SI prefix (kB = 1000 bytes), as in the lessons."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.2f} {unit}"
+    return f"{value:.0f} bytes"
+
+
+def trace_title(trace: Trace) -> str:
+    """"label · model · device" for titles and legends."""
+    parts = [trace.label] if trace.label else []
+    parts += [trace.model.name, trace.environment.device_name or trace.environment.device]
+    return " · ".join(parts)
+
+
+def step_latencies_s(trace: Trace) -> list[float]:
+    """Each step's latency as the reader waits for it: TTFT for step 0, then the gap between
+    consecutive tokens (`Trace.inter_token_latencies_s`). They add up to end-to-end time."""
+    return [trace.ttft_s] + trace.inter_token_latencies_s
+
+
+# ---- results ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class HTML:
+    """A view rendered as HTML: a notebook shows it through `_repr_html_`; `str()` is the HTML."""
+
+    html: str
+    summary: str  # the short text/plain form (what a terminal or nbval's text comparison sees)
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+    def __str__(self) -> str:
+        return self.html
+
+    def __repr__(self) -> str:
+        return f"<{self.summary}>"
+
+
+# ---- matplotlib ---------------------------------------------------------------------------------
+def new_figure(nrows: int = 1, ncols: int = 1, **kwargs):
+    """(figure, axes), already closed in pyplot's registry: the caller's notebook shows it once."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(nrows, ncols, **kwargs)
+    plt.close(fig)
+    return fig, axes
+
+
+def blank_figure(**kwargs):
+    """A figure with no axes yet (for grid layouts), closed in pyplot's registry."""
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(**kwargs)
+    plt.close(fig)
+    return fig
+
+
+def mpl_text(text: str) -> dict[str, Any]:
+    """Keyword arguments that draw `text` safely in matplotlib (fonts that have its glyphs)."""
+    from viz.views.text import drawable
+
+    s, families = drawable(text)
+    return {"s": s, "fontfamily": families or None}
+
+
+def mpl_title(target, text: str, **kwargs) -> None:
+    """Set an axes' title (or a figure's suptitle) to `text`, drawn safely."""
+    from viz.views.text import drawable
+
+    s, families = drawable(text)
+    setter = target.set_title if hasattr(target, "set_title") else target.suptitle
+    setter(s, fontfamily=families or None, **kwargs)
+
+
+def mpl_ticklabels(labels: list[str]) -> tuple[list[str], list[str]]:
+    """Tick labels made drawable, and the font families they need together."""
+    from viz.views.text import drawable
+
+    out, families = [], []
+    for label in labels:
+        s, fams = drawable(label)
+        out.append(s)
+        families += [f for f in fams if f not in families]
+    return out, families
+
+
+def set_ticklabels(ax, axis: str, positions, labels: list[str], **kwargs) -> None:
+    """Put `labels` at `positions` on the x or y axis, drawn safely."""
+    texts, families = mpl_ticklabels(labels)
+    getattr(ax, f"set_{axis}ticks")(list(positions))
+    getattr(ax, f"set_{axis}ticklabels")(texts, fontfamily=families or None, **kwargs)
+
+
+def bytes_axis(ax, axis: str = "y") -> None:
+    """Label an axis in bytes with SI prefixes (2.3 MB), the values themselves staying bytes."""
+    from matplotlib.ticker import EngFormatter
+
+    getattr(ax, f"{axis}axis").set_major_formatter(EngFormatter(unit="B", sep=" "))
+
+
+def empty_axes(ax, message: str) -> None:
+    """An axes that says why it is empty (the sensible empty state, instead of an error)."""
+    ax.set_axis_off()
+    ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True, color="#555555",
+            transform=ax.transAxes)
+
+
+# ---- plotly -------------------------------------------------------------------------------------
+def plotly_layout(title: str, height: int = 380, **extra) -> dict[str, Any]:
+    """The layout every plotly view starts from: white, small, no template, fixed margins."""
+    from viz.views.text import esc
+
+    layout: dict[str, Any] = {
+        "template": "none",
+        "title": {"text": esc(title), "x": 0.01, "xanchor": "left", "font": {"size": 15}},
+        "height": height,
+        "margin": {"l": 60, "r": 20, "t": 60, "b": 50},
+        "font": {"family": "DejaVu Sans, Arial, sans-serif", "size": 12},
+        "paper_bgcolor": "white",
+        "plot_bgcolor": "white",
+        "hoverlabel": {"namelength": -1},
+        "showlegend": True,
+        "legend": {"orientation": "h", "y": -0.18},
+    }
+    layout.update(extra)
+    return layout
+
+
+def empty_figure(title: str, message: str, height: int = 160):
+    """A plotly figure that says why it is empty (the sensible empty state, instead of an error)."""
+    import plotly.graph_objects as go
+
+    from viz.views.text import esc
+
+    fig = go.Figure(layout=plotly_layout(title, height=height, showlegend=False))
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    fig.add_annotation(text=esc(message), x=0.5, y=0.5, xref="paper", yref="paper",
+                       showarrow=False, font={"color": "#555555"})
+    return fig
+
+
+def finite(values) -> list[Optional[float]]:
+    """Floats for JSON, NaN and infinities as None (plotly leaves a gap)."""
+    return [float(v) if v is not None and math.isfinite(v) else None for v in values]

@@ -1,0 +1,149 @@
+"""Comparison: two traces side by side on the same scales — e.g. CPU vs GPU, cache on vs off,
+two prompts. Top row: each step's latency; bottom row: the KV cache after each step; and the
+summary figures of both with their ratio. Used in lesson 05 (cache on vs off) and lesson 07
+(your CPU beside a recorded GPU trace).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from viz.trace import Trace
+from viz.views import palette
+from viz.views.base import (HTML, bytes_axis, check_trace, mpl_title, ms, nbytes, new_figure,
+                            per_s, plotly_layout, step_latencies_s, trace_title)
+from viz.views.text import esc
+
+
+@dataclass(frozen=True)
+class Side:
+    """One trace's series, as the comparison draws them."""
+
+    title: str
+    latencies_ms: list[float]  # per step: TTFT, then each inter-token latency
+    kv_bytes: list[int]  # per step, read from the cache tensors
+    phases: list[str]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What the comparison draws: both sides, their shared ranges, the summary table."""
+
+    a: Side
+    b: Side
+    latency_range: list[float]  # the shared y range of the latency row
+    kv_range: list[float]  # the shared y range of the KV row
+    steps_range: list[float]  # the shared x range
+    rows: list[tuple[str, str, str, str]]  # (figure, a, b, b ÷ a)
+
+
+def _side(trace: Trace, name: str) -> Side:
+    return Side(title=f"{name}: {trace_title(trace)}",
+                latencies_ms=[v * 1000 for v in step_latencies_s(trace)],
+                kv_bytes=[s.kv_bytes for s in trace.steps], phases=[s.phase for s in trace.steps])
+
+
+def _ratio(a: Optional[float], b: Optional[float]) -> str:
+    return "n/a" if not a or b is None else f"{b / a:.2f}×"
+
+
+def compare_data(a: Trace, b: Trace) -> Comparison:
+    """Both traces' series with shared axis ranges, and the summary table. Lessons 05, 07."""
+    check_trace(a, "the first trace")
+    check_trace(b, "the second trace")
+    sa, sb = _side(a, "A"), _side(b, "B")
+    top = max(sa.latencies_ms + sb.latencies_ms) * 1.08 or 1.0
+    kv_top = max(sa.kv_bytes + sb.kv_bytes) * 1.08 or 1.0
+    n = max(len(a.steps), len(b.steps))
+    rows = [
+        ("TTFT", ms(a.ttft_s), ms(b.ttft_s), _ratio(a.ttft_s, b.ttft_s)),
+        ("TPOT", ms(a.tpot_s), ms(b.tpot_s), _ratio(a.tpot_s, b.tpot_s)),
+        ("decode speed", per_s(a.decode_tokens_per_s), per_s(b.decode_tokens_per_s),
+         _ratio(a.decode_tokens_per_s, b.decode_tokens_per_s)),
+        ("prefill speed", per_s(a.prefill_tokens_per_s), per_s(b.prefill_tokens_per_s),
+         _ratio(a.prefill_tokens_per_s, b.prefill_tokens_per_s)),
+        ("end to end", ms(a.timing.end_to_end_s), ms(b.timing.end_to_end_s),
+         _ratio(a.timing.end_to_end_s, b.timing.end_to_end_s)),
+        ("tokens (prompt + reply)", f"{len(a.prompt_tokens)} + {a.n_generated}",
+         f"{len(b.prompt_tokens)} + {b.n_generated}", ""),
+        ("KV cache at the end", nbytes(a.steps[-1].kv_bytes), nbytes(b.steps[-1].kv_bytes),
+         _ratio(a.steps[-1].kv_bytes, b.steps[-1].kv_bytes)),
+        ("KV cache", "on" if a.settings.use_cache else "off",
+         "on" if b.settings.use_cache else "off", ""),
+        ("device", a.environment.device_name, b.environment.device_name, ""),
+        ("reply", repr(a.generated_text[:60]), repr(b.generated_text[:60]), ""),
+    ]
+    return Comparison(sa, sb, [0.0, top], [0.0, kv_top], [-0.6, n - 0.4], rows)
+
+
+def compare_card(a: Trace, b: Trace) -> HTML:
+    """The summary figures of both traces in a table, with the ratio B ÷ A. Lessons 05, 07."""
+    d = compare_data(a, b)
+    head = ("<tr><th></th>" + f"<th>{esc(d.a.title)}</th><th>{esc(d.b.title)}</th>"
+            "<th>B ÷ A</th></tr>")
+    body = "".join("<tr>" + "".join(f'<td style="padding:2px 10px">{esc(c)}</td>' for c in r)
+                   + "</tr>" for r in d.rows)
+    html = (f'<table class="viz-compare" style="font-family:sans-serif;font-size:13px;'
+            f'border-collapse:collapse">{head}{body}</table>')
+    return HTML(html, f"comparison: {d.a.title} vs {d.b.title}")
+
+
+def compare_figure(a: Trace, b: Trace):
+    """Plotly: latency per step and KV cache per step, A left and B right, same scales,
+    with the summary table below. Lessons 05 and 07."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    d = compare_data(a, b)
+    fig = make_subplots(rows=3, cols=2, row_heights=[0.3, 0.3, 0.4], vertical_spacing=0.08,
+                        horizontal_spacing=0.06,
+                        specs=[[{}, {}], [{}, {}], [{"type": "table", "colspan": 2}, None]],
+                        subplot_titles=[esc(d.a.title), esc(d.b.title), "", ""])
+    for col, side in ((1, d.a), (2, d.b)):
+        colours = [palette.PHASE[p] for p in side.phases]
+        steps = list(range(len(side.phases)))
+        fig.add_trace(go.Bar(x=steps, y=side.latencies_ms, marker={"color": colours},
+                             name="latency", showlegend=False,
+                             hovertemplate="step %{x}: %{y:.1f} ms<extra></extra>"), 1, col)
+        fig.add_trace(go.Bar(x=steps, y=side.kv_bytes, marker={"color": colours},
+                             name="KV cache", showlegend=False,
+                             hovertemplate="step %{x}: %{y:,} bytes<extra></extra>"), 2, col)
+    cols = list(zip(*d.rows))
+    fig.add_trace(go.Table(header={"values": ["", "A", "B", "B ÷ A"], "align": "left"},
+                           cells={"values": [[esc(c) for c in col] for col in cols],
+                                  "align": "left"}), 3, 1)
+    for col in (1, 2):
+        fig.update_yaxes(range=d.latency_range, row=1, col=col,
+                         title="latency (ms)" if col == 1 else None)
+        fig.update_yaxes(range=d.kv_range, row=2, col=col,
+                         title="KV bytes" if col == 1 else None)
+        fig.update_xaxes(range=d.steps_range, row=1, col=col)
+        fig.update_xaxes(range=d.steps_range, row=2, col=col, title="step (0 = prefill)")
+    fig.update_layout(**plotly_layout("Two traces, same scales (blue: prefill, orange: decode)",
+                                      height=940, showlegend=False))
+    return fig
+
+
+def compare_static(a: Trace, b: Trace):
+    """Matplotlib: latency and KV cache per step, A left and B right, same scales, with the
+    summary figures under them. Lessons 05 and 07."""
+    d = compare_data(a, b)
+    fig, axes = new_figure(2, 2, figsize=(12, 6.6), sharex=True, sharey="row")
+    for col, side in enumerate((d.a, d.b)):
+        colours = [palette.PHASE[p] for p in side.phases]
+        steps = range(len(side.phases))
+        axes[0][col].bar(steps, side.latencies_ms, color=colours)
+        axes[1][col].bar(steps, side.kv_bytes, color=colours)
+        mpl_title(axes[0][col], side.title, loc="left", fontsize=9)
+        axes[1][col].set_xlabel("step (0 = prefill)")
+    axes[0][0].set_ylim(*d.latency_range)
+    axes[1][0].set_ylim(*d.kv_range)
+    axes[0][0].set_xlim(*d.steps_range)
+    axes[0][0].set_ylabel("latency (ms)")
+    axes[1][0].set_ylabel("KV cache")
+    bytes_axis(axes[1][0])
+    table = "\n".join(f"{r[0]:<24} A {r[1]:<18} B {r[2]:<18} {r[3]}" for r in d.rows[:7])
+    fig.text(0.01, 0.01, table, family="DejaVu Sans Mono", fontsize=8, va="bottom")
+    fig.tight_layout(rect=(0, 0.2, 1, 1))
+    return fig

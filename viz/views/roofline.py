@@ -1,0 +1,137 @@
+"""The roofline view: this device's measured ceilings and the measured passes beneath them.
+
+Log-log axes: arithmetic intensity (FLOPs per byte moved) across, FLOP/s up. The roof is
+min(peak FLOP/s, intensity × peak bytes/s): a memory slope meeting a compute ceiling at the
+ridge. Prefill points sit far right (each weight reused by every prompt token); decode points
+sit far left at batch 1 and walk right as the batch grows. Formulas: `viz.perf.roofline`.
+Lesson 06 (and 07 for a reference device beside yours).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+from viz.perf.roofline import Roofline
+from viz.views import palette
+from viz.views.base import new_figure, plotly_layout
+
+
+def _check(roofline: Any) -> Roofline:
+    if not isinstance(roofline, Roofline):
+        raise ValueError(f"expected a viz.perf.Roofline, not {type(roofline).__name__}: "
+                         "measure one with viz.perf.measure_roofline(lm) or load one with "
+                         "viz.perf.load_reference(name)")
+    return roofline
+
+
+def _title(r: Roofline) -> str:
+    parts = [r.label] if r.label else []
+    parts += [r.peaks.device_name, r.peaks.dtype]
+    return " · ".join(parts)
+
+
+def roofline_data(roofline: Roofline, others: tuple = ()) -> dict[str, Any]:
+    """The numbers the view draws: for each roofline, the roof's corner points and each
+    measured point's (intensity, achieved FLOP/s, MFU, MBU)."""
+    rs = [_check(roofline)] + [_check(o) for o in others]
+    intensities = [p.intensity for r in rs for p in r.points] + \
+                  [r.peaks.ridge_intensity for r in rs]
+    lo = 10 ** math.floor(math.log10(min(intensities) / 2))
+    hi = 10 ** math.ceil(math.log10(max(intensities) * 2))
+    out = []
+    for r in rs:
+        ridge = r.peaks.ridge_intensity
+        out.append({
+            "title": _title(r),
+            "roof_x": [lo, ridge, hi],
+            "roof_y": [lo * r.peaks.bytes_per_s, r.peaks.flops_per_s, r.peaks.flops_per_s],
+            "ridge": ridge,
+            "points": [{"label": p.label, "phase": p.phase, "x": p.intensity,
+                        "y": p.achieved_flops_per_s, "mfu": r.mfu(p), "mbu": r.mbu(p),
+                        "seconds": p.seconds, "bound": r.bound(p)} for p in r.points],
+        })
+    return {"x_range": [lo, hi], "rooflines": out}
+
+
+def _point_colour(phase: str) -> str:
+    return palette.PHASE.get(phase, palette.MUTED)
+
+
+def roofline_figure(roofline: Roofline, *others: Roofline):
+    """Plotly: the roof(s) and the measured points; hover shows time, MFU and MBU.
+
+    others: more rooflines (e.g. a shipped GPU one) drawn on the same axes, dashed.
+    """
+    import plotly.graph_objects as go
+
+    data = roofline_data(roofline, others)
+    fig = go.Figure()
+    for k, r in enumerate(data["rooflines"]):
+        dash = "solid" if k == 0 else "dash"
+        roof_colour = palette.FORMULA if k == 0 else palette.ACCENT
+        fig.add_trace(go.Scatter(
+            x=r["roof_x"], y=r["roof_y"], mode="lines", name=f"roof: {r['title']}",
+            line={"color": roof_colour, "dash": dash, "width": 2},
+            hovertemplate="%{x:.3g} FLOP/byte → at most %{y:.3g} FLOP/s<extra></extra>"))
+        fig.add_annotation(x=math.log10(r["ridge"]), y=math.log10(r["roof_y"][1]),
+                           text=f"ridge {r['ridge']:.3g} FLOP/byte", showarrow=True,
+                           arrowhead=0, ax=0, ay=-25, font={"size": 10, "color": roof_colour})
+        for phase in ("prefill", "decode"):
+            pts = [p for p in r["points"] if p["phase"] == phase]
+            if not pts:
+                continue
+            colour = _point_colour(phase)
+            fig.add_trace(go.Scatter(
+                x=[p["x"] for p in pts], y=[p["y"] for p in pts], mode="markers+text",
+                name=f"{phase}: {r['title']}", text=[p["label"] for p in pts],
+                textposition="bottom center",
+                marker={"color": colour, "size": 11, "symbol": "circle" if k == 0 else "diamond",
+                        "line": {"color": "white", "width": 1}},
+                customdata=[[p["seconds"] * 1e3, p["mfu"] * 100, p["mbu"] * 100, p["bound"]]
+                            for p in pts],
+                hovertemplate="%{text}: %{customdata[0]:.2f} ms, %{x:.3g} FLOP/byte, "
+                              "%{y:.3g} FLOP/s<br>MFU %{customdata[1]:.1f}% · MBU "
+                              "%{customdata[2]:.1f}% · %{customdata[3]}-bound<extra></extra>"))
+    fig.update_layout(**plotly_layout(f"roofline: {data['rooflines'][0]['title']}", height=460))
+    fig.update_xaxes(type="log", title="arithmetic intensity (FLOPs per byte moved)",
+                     range=[math.log10(v) for v in data["x_range"]])
+    fig.update_yaxes(type="log", title="FLOP/s")
+    return fig
+
+
+def roofline_static(roofline: Roofline, *others: Roofline):
+    """Matplotlib: the same roofline as `roofline_figure`, for static pages (MFU and MBU of
+    each point: `roofline_table`)."""
+    data = roofline_data(roofline, others)
+    fig, ax = new_figure(figsize=(7.5, 4.8))
+    for k, r in enumerate(data["rooflines"]):
+        roof_colour = palette.FORMULA if k == 0 else palette.ACCENT
+        ax.plot(r["roof_x"], r["roof_y"], color=roof_colour, ls="-" if k == 0 else "--",
+                label=f"roof: {r['title']}")
+        placed: list[tuple[float, float]] = []
+        for p in r["points"]:
+            ax.scatter([p["x"]], [p["y"]], color=_point_colour(p["phase"]), zorder=3,
+                       marker="o" if k == 0 else "D", edgecolor="white")
+            # labels of points close together are stacked, not printed over each other
+            near = sum(abs(math.log10(p["x"] / x)) < 0.3 and abs(math.log10(p["y"] / y)) < 0.15
+                       for x, y in placed)
+            placed.append((p["x"], p["y"]))
+            ax.annotate(p["label"], (p["x"], p["y"]), textcoords="offset points",
+                        xytext=(6, -4 - 9 * near), fontsize=7,
+                        color=_point_colour(p["phase"]))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(*data["x_range"])
+    ax.set_xlabel("arithmetic intensity (FLOPs per byte moved)")
+    ax.set_ylabel("FLOP/s")
+    ax.set_title(f"roofline: {data['rooflines'][0]['title']}", fontsize=10, loc="left")
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def roofline_table(roofline: Roofline, reference: Optional[Roofline] = None) -> str:
+    """The roofline's numbers as text (what `print(roofline)` shows), optionally two of them."""
+    text = str(_check(roofline))
+    return text if reference is None else text + "\n\n" + str(_check(reference))

@@ -1,0 +1,175 @@
+"""Sweep views: what one measured table (`viz.perf.Sweep`) says, as a plotly figure.
+
+One function per sweep kind, and `sweep_figure` that picks the right one. Each takes an
+optional `reference` sweep of the same kind (e.g. a shipped GPU or CPU one, see
+`viz.perf.load_reference`) drawn beside it in a second colour on the same axes.
+`sweep_series` returns the numbers a figure draws (for tests and exercises).
+Lessons 03 (prompt length), 04 (context length), 05 (cache), 06 (batch size).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from viz.perf.peaks import Peaks
+from viz.perf.table import Sweep
+from viz.views import palette
+from viz.views.base import finite, plotly_layout
+
+# For each kind: the panels drawn, each (title, y axis title, [(column, scale, name)]).
+PANELS: dict[str, list[tuple[str, str, list[tuple[str, float, str]]]]] = {
+    "prompt_length": [
+        ("time to first token", "ms", [("ttft_s", 1e3, "TTFT"),
+                                       ("prefill_forward_s", 1e3, "prefill forward pass")]),
+        ("prefill speed", "prompt tokens / s", [("prefill_tokens_per_s", 1, "prefill tokens/s")]),
+        ("arithmetic done", "GFLOP/s", [("achieved_flops_per_s", 1e-9, "achieved GFLOP/s")]),
+    ],
+    "context_length": [
+        ("one decode step", "ms", [("decode_step_s", 1e3, "step (forward + choose)"),
+                                   ("decode_forward_s", 1e3, "forward pass")]),
+        ("KV cache", "MB", [("kv_bytes", 1e-6, "KV cache")]),
+        ("memory traffic", "GB/s", [("achieved_bytes_per_s", 1e-9, "achieved GB/s")]),
+    ],
+    "cache": [
+        ("cost of each token", "ms", [("cached_step_s", 1e3, "with KV cache"),
+                                      ("uncached_step_s", 1e3, "without")]),
+        ("time since the request", "s", [("cached_elapsed_s", 1, "with KV cache"),
+                                         ("uncached_elapsed_s", 1, "without")]),
+        ("work per token", "GFLOP", [("cached_flops", 1e-9, "with KV cache"),
+                                     ("uncached_flops", 1e-9, "without")]),
+    ],
+    "batch_size": [
+        ("throughput: all requests together", "tokens / s",
+         [("aggregate_decode_tokens_per_s", 1, "decode tokens/s"),
+          ("aggregate_tokens_per_s", 1, "end to end tokens/s")]),
+        ("latency: each request", "ms per token", [("decode_step_s", 1e3, "decode step")]),
+    ],
+}
+X_TITLES = {"prompt_length": "prompt length (tokens)",
+            "context_length": "tokens already in the KV cache",
+            "cache": "sequence length (tokens)", "batch_size": "batch size (requests)"}
+SERIES_COLOURS = [palette.PREFILL, palette.DECODE, palette.SKY]
+KIND_COLOUR = {"prompt_length": palette.PREFILL, "context_length": palette.DECODE,
+               "batch_size": palette.DECODE}
+CACHE_COLOURS = {"cached": palette.DECODE, "uncached": palette.MUTED}
+
+
+def _check(sweep: Any, kind: Optional[str] = None) -> Sweep:
+    if not isinstance(sweep, Sweep):
+        raise ValueError(f"expected a viz.perf.Sweep, not {type(sweep).__name__}: run a sweep "
+                         "such as viz.perf.prompt_length_sweep(lm) or load one with "
+                         "viz.perf.load_reference(name)")
+    if kind and sweep.kind != kind:
+        raise ValueError(f"this view draws a {kind} sweep, not a {sweep.kind} one: "
+                         "use viz.views.sweeps.sweep_figure, which picks the right view")
+    if sweep.kind not in PANELS:
+        raise ValueError(f"no view for sweeps of kind {sweep.kind!r}")
+    if len(sweep) == 0:
+        raise ValueError("this sweep has no rows: run it with at least one setting")
+    return sweep
+
+
+def sweep_title(sweep: Sweep) -> str:
+    parts = [sweep.label] if sweep.label else []
+    parts += [sweep.model.name + (" (random weights)" if sweep.model.random_weights else ""),
+              sweep.environment.device_name or sweep.environment.device]
+    return " · ".join(parts)
+
+
+def sweep_series(sweep: Sweep) -> list[dict[str, Any]]:
+    """The series a sweep figure draws: [{panel, name, column, x, y}] with y in the panel's
+    unit (ms, MB, GFLOP/s ...), in drawing order."""
+    _check(sweep)
+    x = sweep.column(sweep.x)
+    out = []
+    for p, (title, _, series) in enumerate(PANELS[sweep.kind]):
+        for column, scale, name in series:
+            y = [None if v is None else v * scale for v in sweep.column(column)]
+            out.append({"panel": p, "title": title, "name": name, "column": column, "x": x,
+                        "y": y})
+    return out
+
+
+def _colour(sweep: Sweep, column: str, index: int) -> str:
+    if sweep.kind == "cache":
+        return CACHE_COLOURS["uncached" if column.startswith("uncached") else "cached"]
+    if index == 0:
+        return KIND_COLOUR.get(sweep.kind, palette.PREFILL)
+    return SERIES_COLOURS[index % len(SERIES_COLOURS)]
+
+
+def sweep_figure(sweep: Sweep, reference: Optional[Sweep] = None, *,
+                 peaks: Optional[Peaks] = None):
+    """Plotly: one panel per measured quantity against the swept setting.
+
+    reference: a second sweep of the same kind, drawn dashed in another colour (e.g. a
+        shipped GPU sweep beside the learner's CPU one); its x values may differ.
+    peaks: draw the measured peak (FLOP/s for a prompt-length sweep, bytes/s for a
+        context-length sweep) as a line on the last panel: how far from the ceiling.
+    """
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    _check(sweep)
+    if reference is not None:
+        _check(reference, sweep.kind)
+    panels = PANELS[sweep.kind]
+    fig = make_subplots(rows=1, cols=len(panels), horizontal_spacing=0.09,
+                        subplot_titles=[t for t, _, _ in panels])
+    runs = [(sweep, "solid", "")] + ([(reference, "dash", " (reference)")] if reference else [])
+    for k, (s, dash, suffix) in enumerate(runs):
+        counts: dict[int, int] = {}
+        for series in sweep_series(s):
+            i = counts.get(series["panel"], 0)
+            counts[series["panel"]] = i + 1
+            colour = palette.ACCENT if k else _colour(s, series["column"], i)
+            name = series["name"] + (f" — {s.label or s.environment.device_name}"
+                                     f"{suffix}" if reference else "")
+            fig.add_trace(go.Scatter(
+                x=series["x"], y=finite(series["y"]), mode="lines+markers", name=name,
+                line={"color": colour, "dash": "dot" if i else dash},
+                marker={"color": colour, "size": 7},
+                legendgroup=name, showlegend=True,
+                hovertemplate=f"{series['name']}<br>{sweep.x} %{{x}}: %{{y:.4g}}"
+                              "<extra></extra>"), 1, series["panel"] + 1)
+    if peaks is not None and sweep.kind in ("prompt_length", "context_length"):
+        value, what = ((peaks.flops_per_s * 1e-9, "measured peak GFLOP/s")
+                       if sweep.kind == "prompt_length"
+                       else (peaks.bytes_per_s * 1e-9, "measured peak GB/s"))
+        x = sweep.column(sweep.x)
+        fig.add_trace(go.Scatter(x=[min(x), max(x)], y=[value, value], mode="lines",
+                                 name=what, line={"color": palette.FORMULA, "dash": "dash"}),
+                      1, len(panels))
+    fig.update_layout(**plotly_layout(f"{sweep.kind.replace('_', ' ')} sweep: "
+                                      f"{sweep_title(sweep)}", height=400))
+    for c, (_, unit, _) in enumerate(panels, start=1):
+        fig.update_xaxes(title=X_TITLES[sweep.kind], row=1, col=c)
+        fig.update_yaxes(title=unit, rangemode="tozero", row=1, col=c)
+    return fig
+
+
+def throughput_latency_figure(sweep: Sweep, reference: Optional[Sweep] = None):
+    """Plotly: the throughput/latency trade-off of a batch-size sweep — each request's time
+    per token (x) against all requests' tokens per second (y), one point per batch size."""
+    import plotly.graph_objects as go
+
+    _check(sweep, "batch_size")
+    if reference is not None:
+        _check(reference, "batch_size")
+    fig = go.Figure()
+    for k, s in enumerate([sweep] + ([reference] if reference else [])):
+        colour = palette.ACCENT if k else palette.DECODE
+        b = s.column("batch_size")
+        fig.add_trace(go.Scatter(
+            x=[v * 1e3 for v in s.column("decode_step_s")],
+            y=s.column("aggregate_decode_tokens_per_s"), mode="lines+markers+text",
+            text=[f"B={v}" for v in b], textposition="top left",
+            name=s.label or s.environment.device_name, line={"color": colour},
+            marker={"color": colour, "size": 8},
+            hovertemplate="batch %{text}: %{x:.1f} ms per token each, %{y:.1f} tokens/s in all"
+                          "<extra></extra>"))
+    fig.update_layout(**plotly_layout(f"throughput vs latency: {sweep_title(sweep)}",
+                                      height=420))
+    fig.update_xaxes(title="each request: ms per token (lower is better)", rangemode="tozero")
+    fig.update_yaxes(title="all requests: tokens / s (higher is better)", rangemode="tozero")
+    return fig
