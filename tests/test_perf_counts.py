@@ -92,6 +92,9 @@ def test_published_configs_param_counts():
     assert spec8.n_params == 32 * (2 * 4096 ** 2 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 8192) \
         + 4096 + 2 * 128_256 * 4096 == 8_030_261_248
     assert spec8.weight_bytes == 2 * 8_030_261_248
+    # An untied head is a second V·h table that every pass reads: a decode step reads every
+    # weight (both tables) plus one embedding row of 4096 bf16 values.
+    assert counts.decode_cost(spec8, 16).weight_bytes == 2 * 8_030_261_248 + 2 * 4096
     for name in configs.config_names():
         assert configs.config_spec(name).n_params == configs.read_config(name)["params"]
 

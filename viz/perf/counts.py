@@ -30,7 +30,7 @@ behind MFU.
 **Bytes** moved to and from memory, a lower bound:
 
     weights = b · (L·(P_layer + 2h) + h + V·h)   every weight read once per pass (the output
-                                                 head is read whole; it is the embedding
+              (+ b·V·h when the head is untied)  head is read whole; it is the embedding
                                                  table when tied)
             + b · B · n · h                      the embedding rows of the new tokens
     kv      = B · 2 · L · n_kv · d · b · c       the cached keys and values read, and the
@@ -106,7 +106,8 @@ def forward_cost(spec: ModelSpec, input_tokens: int, context_tokens: int, batch:
     keys_seen = (c * (c + 1) - past * (past + 1)) // 2  # Σ t for t = past+1 .. c
     matmul = 2 * B * n * L * layer_matmul_params(spec) + 2 * B * h * spec.vocab_size
     attention = 4 * B * L * spec.n_heads * spec.head_dim * keys_seen
-    weights = b * (L * (layer_matmul_params(spec) + 2 * h) + h + spec.vocab_size * h) \
+    tables = 1 if tied_embeddings(spec) else 2  # embedding table, and a separate output head
+    weights = b * (L * (layer_matmul_params(spec) + 2 * h) + h + tables * spec.vocab_size * h) \
         + b * B * n * h
     return PassCost(phase=phase or ("decode" if n == 1 and c > 1 else "prefill"), batch=B,
                     input_tokens=n, context_tokens=c, matmul_flops=matmul,
