@@ -2,6 +2,8 @@
 #   make lab    venv + packages + default model, then JupyterLab on notebooks/
 #   make test   the same set-up (plus Chromium for the browser test), then every test
 # Both are idempotent: a second run only checks that everything is in place.
+# Also: make test-fast (unit tests only), make notebooks (re-execute the lessons),
+#       make readme (regenerate the README's lesson table), make browser (install Chromium).
 
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -9,8 +11,19 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.viz-installed
 PORT ?= 8888
+# Extra `jupyter lab` flags, e.g. `make lab LAB_FLAGS=--no-browser`.
+LAB_FLAGS ?=
+# `make notebooks NB=00` re-executes only lesson 00 (default: every lesson).
+NB ?=
+CHROMIUM ?= /usr/bin/chromium
+# jupyter refuses to run as root unless told to (containers, CI).
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
+# nbval over the committed notebooks: each cell re-run and compared to its saved outputs, after
+# the sanitizers in tests/nbval-sanitize.cfg; tools/nbval_memory.py adds a peak-memory check.
+NBVAL := --nbval --nbval-current-env --nbval-cell-timeout=600 \
+	--nbval-sanitize-with tests/nbval-sanitize.cfg -p tools.nbval_memory
 
-.PHONY: setup model lab test test-fast notebooks bench browser clean
+.PHONY: setup model lab test test-fast notebooks readme bench browser clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,14 +41,49 @@ model: $(STAMP)
 	$(BIN)/python -m viz fetch-model
 
 lab: setup
-	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT)
+	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(ROOT_FLAG) $(LAB_FLAGS)
 
-test: setup
-	$(BIN)/python -m pytest
+# Every test: unit tests, the pairing/size checks, the Binder build emulation, the browser
+# test, then nbval over notebooks/ (with each lesson's peak memory).
+test: setup browser
+	$(BIN)/python -m pytest tests notebooks $(NBVAL)
 
-# Only the unit tests (no notebooks, no browser): a quick check while editing.
+# Only the unit tests (no notebooks, no browser, no Binder build): a quick check while editing.
 test-fast: setup
 	$(BIN)/python -m pytest tests -m "not slow"
 
+# Re-execute every notebook from its source in lessons/ (outputs kept, widget JavaScript
+# dropped, peak memory and run time recorded), then regenerate the README's lesson table.
+notebooks: setup
+	$(BIN)/python -m tools.course execute $(NB)
+
+readme: $(STAMP)
+	$(BIN)/python -m tools.course readme
+
+# Chromium for the real-browser test (tests/test_browser.py), from Debian's packages: installed
+# when missing and this is root with apt-get (CI, containers). Elsewhere the browser test skips
+# and says how to enable it; in CI (VIZ_CI=1) that skip fails the run.
+browser:
+	@if [ -x "$(CHROMIUM)" ]; then \
+		: ; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing Chromium for the browser test (apt-get, about a minute)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			chromium chromium-driver fonts-liberation >/dev/null; \
+	else \
+		echo "note: no Chromium at $(CHROMIUM): the browser test will skip. To run it, install" \
+		     "Debian/Ubuntu's chromium (sudo apt-get install chromium fonts-liberation) or point" \
+		     "VIZ_CHROMIUM at a Chrome/Chromium binary."; \
+	fi
+
 clean:
 	rm -rf $(VENV) .pytest_cache artifacts
+
+# The tool's speed budget and the performance lab on the real model: medians and ratios printed
+# (a benchmark, not a test; ~8 min on 2 cores). Results go to artifacts/perf-lab, not viz/data
+# (regenerate the shipped references with `benchmarks/perf_lab.py` itself).
+# `make bench BENCH_FLAGS="--skip-cold --repeats 5"` passes flags to speed_budget.py.
+BENCH_FLAGS ?=
+bench: setup
+	$(BIN)/python benchmarks/speed_budget.py $(BENCH_FLAGS)
+	$(BIN)/python benchmarks/perf_lab.py --quiet --out artifacts/perf-lab

@@ -1,0 +1,441 @@
+"""Every lesson in a real browser: JupyterLab in headless Chromium, driven by Playwright.
+
+nbval proves the kernel side; this proves what a learner sees. For each notebook in notebooks/
+(found by glob), on a COPY of the folder (Lab autosaves, which would overwrite the reference
+outputs): open it, clear its outputs, Run All, then check that every code cell ran in this
+session (prompts 1..n), that no cell shows an error, that every plot, image and widget the
+saved notebook says the cell makes is rendered, and that moving each slider changes what the
+notebook shows. Screenshots go to artifacts/browser/. Also checks that `make lab` serves the
+lessons, and that `python -m viz report` output renders with the network blocked.
+
+Chromium: Debian's package (`make browser` installs it as root), or any Chrome/Chromium named by
+$VIZ_CHROMIUM. Playwright's own browser download is not used. Without a browser these tests
+skip and say how to get one; in CI (VIZ_CI=1) they fail instead.
+Run only these: `.venv/bin/python -m pytest tests/test_browser.py -v`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Optional
+
+import nbformat
+import pytest
+
+from tools import course
+
+pytestmark = pytest.mark.slow
+
+ROOT = course.ROOT
+ARTIFACTS = ROOT / "artifacts" / "browser"
+RUN_ALL_TIMEOUT_S = 600  # one lesson, end to end
+SLIDER_TIMEOUT_S = 30  # a slider's effect must show within this
+
+# Flags that let Chromium run headless as root on a machine with no network (see NOTES.md).
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--disable-dev-shm-usage"]
+CHROMIUM_CANDIDATES = ["/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome",
+                       "google-chrome-stable",
+                       "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
+                       "/Applications/Chromium.app/Contents/MacOS/Chromium"]
+HOW_TO_ENABLE = ("no Chromium or Chrome found. To run the browser test: `sudo make browser` "
+                 "(Debian/Ubuntu: apt-get install chromium chromium-driver fonts-liberation), or "
+                 "set VIZ_CHROMIUM=/path/to/chrome")
+
+# JupyterLab settings for the test server: no news pop-up over the page, and every cell
+# rendered (windowing would leave off-screen cells, and their plots, out of the page).
+LAB_OVERRIDES = {
+    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false",
+                                                    "checkForUpdates": False},
+    "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"},
+}
+
+KERNEL_READY_JS = """() => {
+  const ind = document.querySelector('.jp-Notebook-ExecutionIndicator');
+  const bar = [...document.querySelectorAll('.jp-StatusBar-TextItem')]
+    .some(e => /\\| Idle$/.test(e.textContent.trim()));
+  return ind && ind.dataset.status === 'idle' && bar;
+}"""
+
+# Run All has finished: the kernel is idle and no cell waits ([*]); either every code cell has
+# a number, or one shows an error (Run All stops at the first error).
+RUN_DONE_JS = """() => {
+  const ind = document.querySelector('.jp-Notebook-ExecutionIndicator');
+  if (!ind || ind.dataset.status !== 'idle') return false;
+  const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')]
+    .map(e => e.textContent.trim());
+  if (prompts.some(t => t.includes('*'))) return false;
+  const errored = [...document.querySelectorAll(
+    '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
+    .some(e => e.textContent.includes('Traceback'));
+  return errored || prompts.every(t => /^\\[\\d+\\]:$/.test(t));
+}"""
+
+# What the notebook shows, less the sliders themselves (their handle and readout move anyway).
+SHOWN_JS = """() => [...document.querySelectorAll('.jp-Notebook .jp-OutputArea')].map(a => {
+  const c = a.cloneNode(true);
+  c.querySelectorAll('.widget-slider').forEach(s => s.remove());
+  return c.innerHTML;
+}).join('\\n')"""
+
+
+# ---- finding Chromium ------------------------------------------------------------------
+def find_chromium() -> Optional[str]:
+    for name in [os.environ.get("VIZ_CHROMIUM", "")] + CHROMIUM_CANDIDATES:
+        if not name:
+            continue
+        path = shutil.which(name) or (name if os.path.isfile(name) and os.access(name, os.X_OK)
+                                      else None)
+        if path:
+            return path
+    return None
+
+
+def skip_or_fail(reason: str):
+    """A learner's machine may lack a browser: skip. CI must run every check: fail."""
+    if os.environ.get("VIZ_CI"):
+        pytest.fail(f"{reason} (CI runs with VIZ_CI=1, where this check must run)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    """A Chromium context with a fresh profile; also collects the pages' JavaScript errors."""
+    path = find_chromium()
+    if path is None:
+        skip_or_fail(HOW_TO_ENABLE)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        ctx = p.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=path,
+            headless=True, args=CHROMIUM_FLAGS, viewport={"width": 1280, "height": 1600})
+        ctx.set_default_timeout(60_000)
+        yield ctx
+        ctx.close()
+
+
+# ---- JupyterLab servers --------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def jupyter_env(home: Path) -> dict[str, str]:
+    """Environment for a test server: its own config, runtime, data and workspace folders."""
+    env = dict(os.environ)
+    for var, sub in [("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_RUNTIME_DIR", "runtime"),
+                     ("JUPYTER_DATA_DIR", "data"), ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
+                     ("IPYTHONDIR", "ipython")]:
+        (home / sub).mkdir(parents=True, exist_ok=True)
+        env[var] = str(home / sub)
+    settings = home / "settings"
+    settings.mkdir(exist_ok=True)
+    (settings / "overrides.json").write_text(json.dumps(LAB_OVERRIDES, indent=1))
+    return env
+
+
+def get_json(url: str, method: str = "GET", timeout: float = 5):
+    req = urllib.request.Request(url, method=method)
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        body = r.read()
+    return json.loads(body) if body else None
+
+
+@contextmanager
+def lab_server(cmd: list[str], env: dict, port: int, token: str, log: Path,
+               cwd: Path = ROOT, start_timeout_s: float = 300) -> Iterator[str]:
+    """Start a Jupyter server (its own process group), yield its base URL once /api/status
+    answers, and stop every process of the group afterwards."""
+    base = f"http://127.0.0.1:{port}"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            deadline = time.monotonic() + start_timeout_s
+            while True:
+                if proc.poll() is not None:
+                    raise AssertionError(f"server exited with {proc.returncode}:\n"
+                                         f"{log.read_text()[-3000:]}")
+                try:
+                    get_json(f"{base}/api/status?token={token}")
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise AssertionError(f"no answer from {base} after {start_timeout_s} s:"
+                                             f"\n{log.read_text()[-3000:]}")
+                    time.sleep(0.5)
+            yield base
+        finally:
+            stop_group(proc)
+
+
+def stop_group(proc: subprocess.Popen) -> None:
+    """SIGTERM the process group started for `proc` (make and its jupyter), then SIGKILL."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def lab_command(port: int, token: str, root_dir: Path, settings_dir: Path) -> list[str]:
+    return [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
+            "--ip=127.0.0.1", f"--port={port}", f"--ServerApp.token={token}",
+            f"--ServerApp.root_dir={root_dir}", f"--LabApp.app_settings_dir={settings_dir}"]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """JupyterLab on a copy of notebooks/ (autosave must not touch the committed notebooks)."""
+    home = tmp_path_factory.mktemp("lab")
+    copy = home / "notebooks"
+    shutil.copytree(course.NOTEBOOKS, copy, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    port, token = free_port(), "browser-test"
+    env = jupyter_env(home)
+    with lab_server(lab_command(port, token, copy, home / "settings"), env, port, token,
+                    home / "server.log") as base:
+        yield base, token
+
+
+def shut_down_kernels(base: str, token: str) -> None:
+    """Each lesson holds the model (~1 GB): stop its kernel before the next one starts."""
+    for kernel in get_json(f"{base}/api/kernels?token={token}"):
+        get_json(f"{base}/api/kernels/{kernel['id']}?token={token}", method="DELETE")
+
+
+# ---- what the saved notebook says each cell shows ----------------------------------------
+def expected_outputs(path: Path) -> dict[int, dict[str, int]]:
+    """For each code cell (by its index among all cells): how many plotly figures, images and
+    widgets its saved outputs hold, and the sliders and FigureWidgets that a widget's text
+    fallback names (ipywidgets shortens long ones, so these are lower bounds)."""
+    expected = {}
+    for i, cell in enumerate(nbformat.read(path, as_version=4).cells):
+        if cell.cell_type != "code":
+            continue
+        e = {"outputs": len(cell.outputs), "plotly": 0, "image": 0, "widget": 0, "slider": 0}
+        for out in cell.outputs:
+            data = out.get("data", {})
+            e["plotly"] += "application/vnd.plotly.v1+json" in data
+            e["image"] += any(k in data for k in ("image/png", "image/jpeg", "image/svg+xml"))
+            if "application/vnd.jupyter.widget-view+json" in data:
+                e["widget"] += 1
+                e["slider"] += data.get("text/plain", "").count("Slider(")
+                e["plotly"] += data.get("text/plain", "").count("FigureWidget(")
+        expected[i] = e
+    return expected
+
+
+CELL_STATE_JS = """(cell) => ({
+  outputs: cell.querySelectorAll('.jp-OutputArea-child').length,
+  plotly: [...cell.querySelectorAll('.js-plotly-plot')]
+    .filter(p => p.querySelector('svg.main-svg') && p.getBoundingClientRect().height > 0).length,
+  image: [...cell.querySelectorAll('.jp-OutputArea-output img, .jp-RenderedSVG svg')]
+    .filter(i => i.tagName !== 'IMG' || (i.complete && i.naturalWidth > 0)).length,
+  widget: [...cell.querySelectorAll('.jp-OutputArea-output .jupyter-widgets')]
+    .filter(w => w.getBoundingClientRect().height > 0).length,
+  slider: cell.querySelectorAll('.widget-slider').length,
+  broken: [...cell.querySelectorAll('.jp-OutputArea-output')].map(o => o.textContent)
+    .filter(t => /Error displaying widget|Error rendering output|Javascript Error/.test(t)),
+  errors: [...cell.querySelectorAll(
+      '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
+    .map(o => o.textContent).filter(t => /Traceback|^\\w*(Error|Exception)\\b/m.test(t)),
+})"""
+
+
+def open_notebook(page, base: str, token: str, name: str) -> None:
+    page.goto(f"{base}/lab/tree/{name}?token={token}")
+    page.wait_for_function(KERNEL_READY_JS, timeout=120_000, polling=250)
+
+
+def menu(page, top: str, item: str) -> None:
+    page.click(f".lm-MenuBar-item:has-text('{top}')")
+    page.click(f".lm-Menu-item:has(.lm-Menu-itemLabel:text-is('{item}'))")
+
+
+def screenshot_whole_notebook(page, path: Path) -> None:
+    """The notebook scrolls inside the page: make the window as tall as it, then shoot."""
+    height = page.evaluate("""() => {
+      const els = [...document.querySelectorAll('.jp-WindowedPanel-outer, .jp-Notebook')];
+      els.forEach(e => e.scrollTop = 0);
+      return Math.max(...els.map(e => e.scrollHeight));
+    }""")
+    size = page.viewport_size
+    page.set_viewport_size({"width": size["width"], "height": min(height + 300, 16000)})
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(path))
+    page.set_viewport_size(size)
+
+
+def move_slider(page, slider) -> None:
+    """Move a slider one notch with the keyboard (right; left when it sits at its maximum)."""
+    readout = slider.locator(".widget-readout")
+    before = readout.text_content() if readout.count() else None
+    handle = slider.locator(".noUi-handle").first
+    handle.scroll_into_view_if_needed()
+    handle.focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_timeout(300)
+    if before is not None and readout.text_content() == before:
+        page.keyboard.press("ArrowLeft")
+        page.keyboard.press("ArrowLeft")
+
+
+# ---- the tests ----------------------------------------------------------------------------
+NOTEBOOK_PATHS = course.notebook_paths()
+
+
+def test_there_are_lessons_to_open():
+    assert NOTEBOOK_PATHS, f"no notebooks in {course.NOTEBOOKS}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOK_PATHS, ids=[p.name for p in NOTEBOOK_PATHS])
+def test_lesson_runs_in_the_browser(path, browser, lab):
+    base, token = lab
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    expected = expected_outputs(path)
+    page = browser.new_page()
+    js_errors: list[str] = []
+    page.on("pageerror", lambda e: js_errors.append(str(e)))
+    try:
+        t0 = time.monotonic()
+        open_notebook(page, base, token, path.name)
+        cells = page.locator(".jp-Notebook .jp-Cell")
+        n_cells = len(nbformat.read(path, as_version=4).cells)
+        assert cells.count() == n_cells, f"{cells.count()} of {n_cells} cells on the page"
+
+        # Clear the saved outputs first, so that everything checked below was made now.
+        menu(page, "Edit", "Clear Outputs of All Cells")
+        page.wait_for_function("() => !document.querySelector('.jp-Notebook .js-plotly-plot')")
+        menu(page, "Run", "Run All Cells")
+        page.wait_for_timeout(1000)
+        page.wait_for_function(RUN_DONE_JS, timeout=RUN_ALL_TIMEOUT_S * 1000, polling=500)
+        run_s = time.monotonic() - t0
+        page.wait_for_timeout(1500)  # let plots and widgets finish drawing
+        screenshot_whole_notebook(page, ARTIFACTS / f"{path.stem}.png")
+
+        prompts = [t.strip() for t in
+                   page.locator(".jp-Notebook .jp-CodeCell .jp-InputPrompt").all_text_contents()]
+        problems = []
+        if prompts != [f"[{n}]:" for n in range(1, len(prompts) + 1)]:
+            problems.append(f"not every cell ran, in order, in this session: prompts {prompts}")
+        for i, want in expected.items():
+            got = cells.nth(i).evaluate(CELL_STATE_JS)
+            problems += [f"cell {i} shows an error:\n{t[-1500:]}" for t in got["errors"]]
+            problems += [f"cell {i} failed to render: {t[:300]}" for t in got["broken"]]
+            if want["outputs"] and not got["outputs"]:
+                problems.append(f"cell {i}: the saved notebook has output here, the browser none")
+            for kind in ("plotly", "image", "widget", "slider"):
+                if got[kind] < want[kind]:
+                    problems.append(f"cell {i}: {want[kind]} {kind} output(s) expected from the "
+                                    f"saved notebook, {got[kind]} rendered")
+
+        # The main control of each interactive view: every slider must change what is shown.
+        sliders = page.locator(".jp-Notebook .widget-slider")
+        for k in range(sliders.count()):
+            page.evaluate(f"() => {{ window.vizShownBefore = ({SHOWN_JS})(); }}")
+            move_slider(page, sliders.nth(k))
+            try:
+                page.wait_for_function(f"() => ({SHOWN_JS})() !== window.vizShownBefore",
+                                       timeout=SLIDER_TIMEOUT_S * 1000, polling=250)
+            except Exception:
+                problems.append(f"slider {k} moved, but nothing else on the page changed")
+            cell = sliders.nth(k).locator(
+                "xpath=ancestor::div[contains(concat(' ', @class, ' '), ' jp-Cell ')][1]")
+            cell.screenshot(path=str(ARTIFACTS / f"{path.stem}-slider{k}-moved.png"))
+        problems += [f"JavaScript error on the page: {e}" for e in js_errors]
+        print(f"{path.name}: ran in the browser in {run_s:.1f} s, {sliders.count()} slider(s) "
+              f"moved; screenshots in {ARTIFACTS.relative_to(ROOT)}")
+        assert not problems, "\n".join(problems)
+    finally:
+        page.close()
+        shut_down_kernels(base, token)
+
+
+def test_make_lab_serves_the_lessons(browser, tmp_path):
+    """`make lab` (the README's command, with a port and no browser) answers and lists every
+    lesson, in its file browser too."""
+    port, token = free_port(), "make-lab-test"
+    env = jupyter_env(tmp_path)
+    env.pop("MAKELEVEL", None)
+    flags = f"--no-browser --ip=127.0.0.1 --ServerApp.token={token} " \
+            f"--LabApp.app_settings_dir={tmp_path / 'settings'}"
+    cmd = ["make", "-s", "-C", str(ROOT), "lab", f"PORT={port}", f"LAB_FLAGS={flags}"]
+    with lab_server(cmd, env, port, token, tmp_path / "make-lab.log") as base:
+        contents = get_json(f"{base}/api/contents?token={token}")["content"]
+        listed = {item["name"] for item in contents}
+        want = {p.name for p in course.notebook_paths()}
+        assert want <= listed, f"make lab lists {sorted(listed)}, not all of {sorted(want)}"
+        page = browser.new_page()
+        try:
+            page.goto(f"{base}/lab?token={token}")
+            page.wait_for_selector(".jp-DirListing-item", timeout=120_000)
+            shown = set(page.locator(".jp-DirListing-itemText").all_text_contents())
+            page.screenshot(path=str(ARTIFACTS / "make-lab.png"))
+        finally:
+            page.close()
+        assert want <= {s.strip() for s in shown}, f"file browser shows {sorted(shown)}"
+
+
+def viz_report_exists() -> bool:
+    proc = subprocess.run([sys.executable, "-m", "viz", "report", "--help"],
+                          capture_output=True, text=True, cwd=ROOT)
+    return proc.returncode == 0
+
+
+def test_report_renders_offline(browser, tmp_path):
+    """`python -m viz report trace.json -o report.html` (issue 3) opens with the network
+    blocked, and its plots render from the embedded plotly.js."""
+    if not viz_report_exists():
+        pytest.xfail("TODO(issue 3): `python -m viz report` does not exist yet; this test runs "
+                     "as soon as it does")
+    from viz.tiny import tiny_model
+
+    import viz
+
+    trace = viz.record(tiny_model(gqa=True), "Hello, world", max_new_tokens=6)
+    trace.save(tmp_path / "trace.json")
+    report = tmp_path / "report.html"
+    proc = subprocess.run([sys.executable, "-m", "viz", "report", str(tmp_path / "trace.json"),
+                           "-o", str(report)], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    page = browser.new_page()
+    requests: list[str] = []
+    errors: list[str] = []
+
+    def block(route):
+        if route.request.url.startswith(("file:", "data:", "blob:")):
+            return route.continue_()
+        requests.append(route.request.url)
+        return route.abort()
+
+    page.route("**/*", block)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(report.as_uri())
+        page.wait_for_timeout(3000)
+        plots = page.locator(".js-plotly-plot").count()
+        drawn = page.locator(".js-plotly-plot svg.main-svg").count()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
+    finally:
+        page.close()
+    assert plots > 0 and drawn >= plots, f"{plots} plot(s) in the report, {drawn} drawn"
+    assert not errors, errors
+    assert not requests, f"the report asked the network for {requests}"

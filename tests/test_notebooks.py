@@ -1,0 +1,138 @@
+"""The course's notebooks are what the lessons say, executed, small, and listed in the README.
+
+Fast checks on the committed files (no kernel). nbval itself runs over notebooks/ in `make test`
+(see the Makefile), with the sanitizers of tests/nbval-sanitize.cfg, checked here too.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from nbval.plugin import get_sanitize_patterns
+
+from tools import course
+
+LESSONS = course.lesson_paths()
+NOTEBOOKS = course.notebook_paths()
+SANITIZE = Path(__file__).with_name("nbval-sanitize.cfg")
+
+
+def test_the_course_has_lessons():
+    assert LESSONS, f"no lessons in {course.LESSONS}"
+
+
+def test_every_lesson_has_its_notebook_and_every_notebook_its_lesson():
+    lessons = {p.stem for p in LESSONS}
+    notebooks = {p.stem for p in NOTEBOOKS}
+    assert not lessons - notebooks, (f"lessons without a notebook: {sorted(lessons - notebooks)}; "
+                                     "run `make notebooks`")
+    assert not notebooks - lessons, f"notebooks without a lesson: {sorted(notebooks - lessons)}"
+
+
+def test_jupytext_pairs_the_two_folders():
+    """jupytext.toml pairs lessons/NAME.py (py:percent) with notebooks/NAME.ipynb, so that
+    `jupytext --sync lessons/NAME.py` and Jupyter opened at the repository root keep them paired."""
+    from jupytext.config import find_jupytext_configuration_file, load_jupytext_configuration_file
+    from jupytext.formats import long_form_multiple_formats
+    from jupytext.paired_paths import paired_paths
+
+    config = load_jupytext_configuration_file(find_jupytext_configuration_file(str(course.ROOT)))
+    for lesson in LESSONS:
+        nb = course.notebook_for(lesson)
+        formats = config.default_formats(str(nb))
+        assert formats, f"jupytext.toml pairs nothing with {nb}"
+        main = [f for f in long_form_multiple_formats(formats) if f["extension"] == ".ipynb"][0]
+        paths = {Path(p).resolve(): fmt for p, fmt in paired_paths(str(nb), main, formats)}
+        assert lesson.resolve() in paths, f"{nb.name} is not paired with {lesson}"
+        assert paths[lesson.resolve()]["format_name"] == "percent"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_cells_are_the_lesson_cells(notebook):
+    problems = course.pairing_problems(notebook)
+    assert not problems, (f"{notebook.name} differs from {course.lesson_for(notebook).name} "
+                          "(edit lessons/, then `make notebooks`):\n" + "\n".join(problems))
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_is_committed_executed(notebook):
+    problems = course.execution_problems(notebook)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_is_small_and_holds_no_widget_javascript(notebook):
+    size = notebook.stat().st_size
+    assert size < course.MAX_NOTEBOOK_BYTES, (
+        f"{notebook.name} is {size:,} bytes: `make notebooks` strips the widget state; if it is "
+        "still too big, show less (fewer steps, smaller figures, no embedded plotly.js)")
+    assert "widgets" not in course.read_notebook(notebook).metadata, \
+        "metadata.widgets holds widget JavaScript: re-execute with `make notebooks`"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_nbval_markers_are_well_formed(notebook):
+    """nbval ignores a marker comment silently if its line holds anything else."""
+    for i, cell in enumerate(course.read_notebook(notebook).cells):
+        for line in cell.source.splitlines():
+            if "NBVAL_" in line:
+                assert re.fullmatch(r"# NBVAL_(IGNORE_OUTPUT|SKIP|RAISES_EXCEPTION|CHECK_OUTPUT)",
+                                    line.strip()), f"cell {i}: {line!r} is not a marker nbval reads"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_each_lesson_links_to_the_next(notebook):
+    i = NOTEBOOKS.index(notebook)
+    if i + 1 == len(NOTEBOOKS):
+        return  # the last lesson
+    text = "\n".join(c.source for c in course.read_notebook(notebook).cells
+                     if c.cell_type == "markdown")
+    assert f"]({NOTEBOOKS[i + 1].name})" in text, f"no link to {NOTEBOOKS[i + 1].name}"
+
+
+def test_readme_lists_every_lesson_with_its_figures():
+    text = course.README.read_text(encoding="utf-8")
+    assert text == course.readme_with_block(text), "README's lesson table is stale: `make readme`"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_recorded_peak_memory_fits_binder(notebook):
+    meta = course.read_notebook(notebook).metadata.get("viz", {})
+    assert "peak_rss_mib" in meta, "not measured: re-execute with `make notebooks`"
+    assert meta["peak_rss_mib"] * 2**20 < course.MEMORY_BUDGET_BYTES
+
+
+# ---- the sanitizers: what varies is replaced, what is fixed is still compared -------------
+def sanitize(text: str) -> str:
+    for regex, replace in get_sanitize_patterns(SANITIZE.read_text()):
+        text = re.sub(regex, replace, text)
+    return text
+
+
+@pytest.mark.parametrize("varies, fixed", [
+    ("TTFT       598.5 ms (prefill 63 tokens/s)", "TTFT       <time> (prefill <rate>)"),
+    ("TPOT       57.9 ms   decode 17.3 tokens/s", "TPOT       <time>   decode <rate>"),
+    ("took 2.5 s, then 12 µs", "took <time>, then <time>"),
+    ("copy 3.7 GB/s, matmul 1.2 TFLOP/s", "copy <rate>, matmul <rate>"),
+    ("kernel peak RSS 984 MiB", "kernel peak RSS <memory>"),
+    ("<Figure at 0x7f3a2c1b0d90>", "<Figure at 0x<address>>"),
+    ("'uid': 'f3a0c1b2-1234-4abc-9def-0123456789ab'", "'uid': '<uuid>'"),
+    (" 40%|####      | 4/10 [00:01<00:02,  2.91it/s]", " 40%|####      | 4/10 [<elapsed>]"),
+])
+def test_sanitizers_replace_what_varies(varies, fixed):
+    assert sanitize(varies) == fixed
+
+
+@pytest.mark.parametrize("text", [
+    "The capital of France is Paris.",
+    "KV cache   2,027,520 bytes at 44 tokens (formula 2,027,520)",
+    "weight bytes      538,060,032 (float32, 538 MB)",
+    "prompt     37 tokens; generated 8 (eos)",
+    "[504, 3575, 282, 4649, 314, 7042, 30, 2]",
+    "step 3 (decode): chose ' France' with probability 0.99",
+    "30 layers, 9 heads, 3 KV heads, 64 dims, 8 steps",
+])
+def test_sanitizers_keep_what_is_fixed(text):
+    assert sanitize(text) == text
