@@ -15,108 +15,141 @@
 # %% [markdown]
 # # 00 · Start here: watch a language model answer
 #
-# A language model writes its reply one token (a word or a piece of a word) at a time. This
-# course runs a real model, **SmolLM2-135M-Instruct**, on your own machine, and measures each
-# step of how it answers. You will see that every reply is made in two phases:
+# When you send a message to a chatbot, a trained model is *run forward*: no learning happens,
+# the weights stay exactly as training left them, and the model only computes. What it
+# computes is always the same small thing: a score for every token it knows (a token is a word
+# or a piece of one), meaning "how likely is this to come next?". One token is picked, added to
+# the text, and the model is run again. A whole reply is that, repeated.
 #
-# - **prefill**: the model reads your whole prompt in one pass and picks the first token;
-# - **decode**: then it writes one more token per pass, each pass depending on the one before.
+# This course runs a real model, **SmolLM2-135M-Instruct**, on your own machine and measures
+# every step. You will find that each reply is made in two very different phases:
 #
-# Each lesson follows four beats: *see it* (an interactive view), *understand it* (a few lines
-# of code), *measure it* (a number from your machine) and *check yourself* (an exercise that
-# checks your answer). Run the cells from top to bottom with **Shift+Enter**, or use
-# **Run ▸ Run All Cells**. Nothing here uses the network.
+# - **prefill** reads your whole prompt in one pass and picks the first token;
+# - **decode** then writes one token per pass, each pass waiting for the one before.
+#
+# Why those two phases behave so differently — and what the KV cache and batching do about it —
+# is what the course is about.
+#
+# **How to move through it.** Run the cells from top to bottom (**Shift+Enter**, or
+# **Run ▸ Run All Cells**). Every lesson has four beats: **see it** (a view you can drag),
+# **understand it** (the mechanism in a few lines of code), **measure it** (a number from *your*
+# machine) and **check yourself** (exercises that tell you if you are right). Nothing uses the
+# network; the numbers you see are your own.
+#
+# | lesson | question |
+# |---|---|
+# | **00 · Start here** | what happens when a model answers? |
+# | [01 · From text to vectors](01_from_text_to_vectors.ipynb) | what does the model actually read? |
+# | [02 · Predicting the next token](02_predicting_the_next_token.ipynb) | how is one token chosen? |
+# | [03 · Prefill](03_prefill.ipynb) | why is there a pause before the first word? |
+# | [04 · Decode](04_decode.ipynb) | what sets the speed of the words that follow? |
+# | [05 · The KV cache](05_kv_cache.ipynb) | what does the model remember between steps? |
+# | [06 · Batching](06_batching.ipynb) | how do servers answer many people at once? |
+# | [07 · Capstone](07_capstone.ipynb) | your prompt, the whole pipeline |
 
 # %% [markdown]
 # ## The model on the table
 #
-# `viz.load_model()` loads the default model from a local cache (set up by `make lab`).
+# `viz.load_model()` loads the default model from the local cache that `make lab` filled.
 
 # %%
 import viz
+from viz import views
 
 lm = viz.load_model()
 lm
 
 # %% [markdown]
-# Its shape: a stack of identical layers, each with attention heads. *KV heads* fewer than heads
-# means the model shares keys and values between heads (grouped-query attention, lesson 05).
+# A model is a stack of identical layers, each holding numbers (parameters) learned in
+# training. *KV heads* fewer than attention heads means some heads share their keys and values
+# (grouped-query attention, lesson 05).
 
 # %%
 spec = lm.spec
 print(f"layers            {spec.n_layers}")
 print(f"attention heads   {spec.n_heads} per layer ({spec.n_kv_heads} key/value heads)")
+print(f"vocabulary        {spec.vocab_size:,} tokens")
 print(f"parameters        {spec.n_params:,}")
-print(f"weight bytes      {spec.weight_bytes:,} ({spec.dtype}, {spec.weight_bytes / 1e6:.0f} MB)")
+print(f"weight bytes      {spec.weight_bytes:,} ({spec.dtype}: {spec.bytes_per_element} bytes each)")
 
 # %% [markdown]
-# Every parameter is one number of `dtype`: the weight bytes are just parameters × bytes per
-# number. Check it:
+# Each parameter is one number of `dtype`, so the weights' size is parameters × bytes per number:
 
 # %%
 print(spec.n_params * spec.bytes_per_element == spec.weight_bytes)
 
 # %% [markdown]
-# ## A first reply, generated live
+# ## See it: a first reply, step by step
 #
-# `viz.record` asks the model a question and records every step it takes. With the default
-# settings it always picks the most likely token (greedy), so the reply is the same every time.
+# `viz.record` asks the model a question and writes down everything that happens. By default
+# it always takes the most likely token (*greedy*), so the reply is the same on every machine.
 
 # %%
 trace = viz.record(lm, "What is the capital of France?", chat=True, max_new_tokens=24)
 print(trace.generated_text)
 
 # %% [markdown]
-# The summary says how long it took on *your* machine. **TTFT** (time to first token) is the
-# prefill; **TPOT** (time per output token) is the average decode step.
-
-# %%
-print(trace.summary())
-
-# %% [markdown]
-# ## See it: one bar per forward pass
-#
-# Step 0 is prefill (blue): it processes every prompt token at once. Each decode step (orange)
-# processes a single new token. Your timings will differ from anyone else's.
+# Drag the slider (or press ▶): each position is one forward pass of the model. The panels show
+# the text so far with the new token marked, the candidates the model scored at that step, the
+# size of its memory of the conversation (the KV cache, lesson 05) and how long the step took.
 
 # %% tags=["nbval-ignore-output"]
-import plotly.graph_objects as go
-
-from viz.views.palette import CHOSEN, PHASE
-
-steps = trace.steps
-colours = [PHASE[s.phase] for s in steps]
-bars = go.Bar(x=[s.index for s in steps], y=[s.forward_s * 1000 for s in steps],
-              marker_color=colours, hovertext=[repr(s.token_text) for s in steps])
-latency = go.Figure(bars, layout=dict(title="Forward pass per step", height=320,
-                                      xaxis_title="step", yaxis_title="milliseconds"))
-latency
+views.explorer_figure(trace)
 
 # %% [markdown]
-# ### Inspect a step
+# ## Understand it: the loop
 #
-# Move the slider: the chosen step turns red and the line above the chart says which token it
-# produced and how sure the model was.
+# Stripped to its bones, generation is four lines (the real, commented loop is in
+# `viz/record.py`):
+#
+# ```python
+# logits = model(prompt_ids)            # prefill: one pass over the whole prompt
+# while not finished:
+#     token = pick(logits)              # greedy here: the highest score
+#     logits = model(token)             # decode: one pass for one new token
+# ```
+#
+# The trace shows it: the first pass reads every prompt token, every later pass reads one.
 
 # %%
-import ipywidgets as widgets
+for s in trace.steps[:6]:
+    print(f"step {s.index}  {s.phase:8}  read {s.input_tokens:2} tokens → chose {s.token_text!r}")
+print(f"... {trace.n_generated} passes in all, for {trace.n_generated} tokens")
 
-step_slider = widgets.IntSlider(value=0, min=0, max=len(steps) - 1, description="step")
-step_info = widgets.HTML()
-explorer = go.FigureWidget(latency)
+# %% [markdown]
+# ## Measure it: two numbers a user feels
+#
+# **TTFT** (time to first token) is the wait before anything appears: tokenizing plus the
+# prefill pass. **Tokens per second** is how fast the rest streams out: one decode pass each.
+# These are *your* machine's figures.
 
+# %%
+print(f"TTFT               {trace.ttft_s * 1000:.0f} ms")
+print(f"time per token     {trace.tpot_s * 1000:.0f} ms (decode)")
+print(f"decode speed       {trace.decode_tokens_per_s:.1f} tokens/s")
 
-def show_step(change=None):
-    i = step_slider.value
-    explorer.data[0].marker.color = [CHOSEN if j == i else c for j, c in enumerate(colours)]
-    step_info.value = (f"step {i} ({steps[i].phase}): chose <b>{steps[i].token_text!r}</b> "
-                       f"with probability {steps[i].prob:.2f}")
-
+# %% [markdown]
+# The timeline puts them side by side: prefill is one bar, every decode step its own.
 
 # %% tags=["nbval-ignore-output"]
-step_slider.observe(show_step, names="value")
-show_step()
-widgets.VBox([step_slider, step_info, explorer])
+views.timeline_figure(trace)
+
+# %% [markdown]
+# ### Try your own prompt
+#
+# Change the text and run the cell. (Longer replies take longer: keep `max_new_tokens` small.)
+
+# %%
+my_prompt = "Write a haiku about the sea."  # ← try your own
+mine = viz.record(lm, my_prompt, chat=True, max_new_tokens=24)
+print(mine.generated_text)
+
+# %% tags=["nbval-ignore-output"]
+views.summary_card(mine)
+
+# %% [markdown]
+# A small model is fast enough to study on a laptop, not always right: ask it
+# `"What is 12 times 12?"` and check its arithmetic.
 
 # %% [markdown]
 # ## Check yourself
@@ -127,12 +160,12 @@ widgets.VBox([step_slider, step_info, explorer])
 from viz.exercises import check, multiple_choice
 
 # %% [markdown]
-# **1.** The reply has `trace.n_generated` tokens. How many forward passes did the model run
-# to write it? (Count the bars.)
+# **1.** The reply above has `trace.n_generated` tokens. How many forward passes of the model
+# did it take to write them?
 
 # %%
 answer_1 = None
-check(answer_1, len(trace.steps), hint="one pass over the prompt, then one per new token")
+check(answer_1, len(trace.steps), hint="one pass over the prompt, then one per further token")
 
 # %% [markdown]
 # **2.** Which phase chose the reply's first token?
@@ -141,6 +174,15 @@ check(answer_1, len(trace.steps), hint="one pass over the prompt, then one per n
 answer_2 = None
 multiple_choice(answer_2, ["prefill", "decode"], correct=trace.steps[0].phase,
                 why="the pass over the whole prompt already ends with a next-token choice.")
+
+# %% [markdown]
+# **3.** Every forward pass uses every weight of the model once. How many bytes of weights did
+# the model use to write this reply? (Use `spec.weight_bytes` and the number of passes.)
+
+# %%
+answer_3 = None
+check(answer_3, spec.weight_bytes * trace.n_generated, rel_tol=0.01, unit="bytes",
+      hint="weight bytes × forward passes")
 
 # %% [markdown]
 # ## Next

@@ -82,10 +82,12 @@ RUN_DONE_JS = """() => {
   return errored || prompts.every(t => /^\\[\\d+\\]:$/.test(t));
 }"""
 
-# What the notebook shows, less the sliders themselves (their handle and readout move anyway).
+# What the notebook shows, less the sliders themselves (their handle and readout move anyway):
+# ipywidgets sliders, and plotly's own slider and play-button groups.
 SHOWN_JS = """() => [...document.querySelectorAll('.jp-Notebook .jp-OutputArea')].map(a => {
   const c = a.cloneNode(true);
-  c.querySelectorAll('.widget-slider').forEach(s => s.remove());
+  c.querySelectorAll('.widget-slider, .slider-container, .updatemenu-container')
+    .forEach(s => s.remove());
   return c.innerHTML;
 }).join('\\n')"""
 
@@ -260,7 +262,9 @@ CELL_STATE_JS = """(cell) => ({
 
 
 def open_notebook(page, base: str, token: str, name: str) -> None:
-    page.goto(f"{base}/lab/tree/{name}?token={token}")
+    # A workspace of its own, reset: Lab must not reopen the lessons opened before this one.
+    workspace = Path(name).stem
+    page.goto(f"{base}/lab/workspaces/{workspace}/tree/{name}?reset&token={token}")
     page.wait_for_function(KERNEL_READY_JS, timeout=120_000, polling=250)
 
 
@@ -295,6 +299,25 @@ def move_slider(page, slider) -> None:
     if before is not None and readout.text_content() == before:
         page.keyboard.press("ArrowLeft")
         page.keyboard.press("ArrowLeft")
+
+
+def move_plotly_slider(page, plot) -> None:
+    """Click a plotly figure's slider rail at 70% of its length: it jumps to that frame."""
+    rail = plot.locator(".slider-container .slider-rail-touch-rect").first
+    rail.scroll_into_view_if_needed()
+    box = rail.bounding_box()
+    rail.click(position={"x": box["width"] * 0.7, "y": box["height"] / 2})
+
+
+def expect_change(page, move, problems: list[str], what: str) -> None:
+    """Run `move` (a control being moved); something else on the page must then change."""
+    page.evaluate(f"() => {{ window.vizShownBefore = ({SHOWN_JS})(); }}")
+    move()
+    try:
+        page.wait_for_function(f"() => ({SHOWN_JS})() !== window.vizShownBefore",
+                               timeout=SLIDER_TIMEOUT_S * 1000, polling=250)
+    except Exception:
+        problems.append(f"{what} moved, but nothing else on the page changed")
 
 
 # ---- the tests ----------------------------------------------------------------------------
@@ -347,21 +370,24 @@ def test_lesson_runs_in_the_browser(path, browser, lab):
                                     f"saved notebook, {got[kind]} rendered")
 
         # The main control of each interactive view: every slider must change what is shown.
+        ancestor_cell = "xpath=ancestor::div[contains(concat(' ', @class, ' '), ' jp-Cell ')][1]"
         sliders = page.locator(".jp-Notebook .widget-slider")
         for k in range(sliders.count()):
-            page.evaluate(f"() => {{ window.vizShownBefore = ({SHOWN_JS})(); }}")
-            move_slider(page, sliders.nth(k))
-            try:
-                page.wait_for_function(f"() => ({SHOWN_JS})() !== window.vizShownBefore",
-                                       timeout=SLIDER_TIMEOUT_S * 1000, polling=250)
-            except Exception:
-                problems.append(f"slider {k} moved, but nothing else on the page changed")
-            cell = sliders.nth(k).locator(
-                "xpath=ancestor::div[contains(concat(' ', @class, ' '), ' jp-Cell ')][1]")
-            cell.screenshot(path=str(ARTIFACTS / f"{path.stem}-slider{k}-moved.png"))
+            expect_change(page, lambda: move_slider(page, sliders.nth(k)), problems,
+                          f"slider {k}")
+            sliders.nth(k).locator(ancestor_cell).screenshot(
+                path=str(ARTIFACTS / f"{path.stem}-slider{k}-moved.png"))
+        # Plotly figures with a slider of their own (frames: no kernel needed).
+        plots = page.locator(".jp-Notebook .js-plotly-plot:has(.slider-container)")
+        for k in range(plots.count()):
+            expect_change(page, lambda: move_plotly_slider(page, plots.nth(k)), problems,
+                          f"plotly slider {k}")
+            plots.nth(k).locator(ancestor_cell).screenshot(
+                path=str(ARTIFACTS / f"{path.stem}-plot-slider{k}-moved.png"))
         problems += [f"JavaScript error on the page: {e}" for e in js_errors]
-        print(f"{path.name}: ran in the browser in {run_s:.1f} s, {sliders.count()} slider(s) "
-              f"moved; screenshots in {ARTIFACTS.relative_to(ROOT)}")
+        print(f"{path.name}: ran in the browser in {run_s:.1f} s, {sliders.count()} widget and "
+              f"{plots.count()} plotly slider(s) moved; screenshots in "
+              f"{ARTIFACTS.relative_to(ROOT)}")
         assert not problems, "\n".join(problems)
     finally:
         page.close()

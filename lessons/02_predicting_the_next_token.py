@@ -1,0 +1,302 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 02 · Predicting the next token
+#
+# Training built the model's weights once, from a mountain of text. **Inference** is what
+# happens every time you use it: the weights stay fixed and the model is simply run forward on
+# your text. Each forward pass answers one question: *what comes next?* It gives a score to
+# every token in the vocabulary, turns the scores into probabilities, and one token is picked.
+#
+# In one line, for the token at position $t$ given all the tokens before it:
+#
+# $$p(x_t \mid x_{<t}) = \mathrm{softmax}(W\,h_t)$$
+#
+# where $h_t$ is the model's final vector for the last position and $W$ is its output matrix.
+# This lesson computes that line by hand on the real model, then looks at how the pick is made.
+
+# %%
+import numpy as np
+
+import viz
+from viz import views
+
+lm = viz.load_model()
+lm
+
+# %% [markdown]
+# A prompt to continue (any text works; `chat=False`, so the model simply continues it). With
+# the default settings `viz.record` always picks the most likely token (*greedy*):
+
+# %%
+my_prompt = "The capital of France is"  # ← try your own
+trace = viz.record(lm, my_prompt, max_new_tokens=10)
+print(repr(trace.generated_text))
+
+# %% [markdown]
+# ## See it: the candidates at every step
+#
+# Each bar is a candidate for the next token, with its probability; the chosen token is
+# vermillion, and the grey bar gathers all the tokens not drawn. Drag the slider (or press ▶) to
+# move through the steps: step 0 is the pass over the prompt, each later step adds one token.
+
+# %% tags=["nbval-ignore-output"]
+views.distribution_figure(trace, limit=10)
+
+# %% [markdown]
+# The same numbers as text, the three most likely candidates at each step:
+
+# %%
+for s in trace.steps:
+    top3 = ",  ".join(f"{t!r} {p:.2f}" for t, p in zip(s.top_texts[:3], s.top_probs[:3]))
+    print(f"step {s.index:>2}: chose {s.token_text!r:<10} p = {s.prob:.2f}   top 3: {top3}")
+
+# %% [markdown]
+# ## Understand it: softmax(W h) by hand
+#
+# Let us redo step 0 ourselves. First $h_t$: run the body of the model (its 30 layers and the
+# final normalisation, everything except the output layer) over the prompt, and keep the vector
+# of the last position. Then $W$, the output layer's weights: one row per vocabulary token.
+
+# %%
+import torch
+
+ids = torch.tensor([trace.prompt_ids])
+with torch.inference_mode():
+    h = lm.model.model(ids).last_hidden_state[0, -1]  # h_t: the last position's final vector
+W = lm.model.lm_head.weight.detach()  # the output matrix: one row per vocabulary token
+print("h:", tuple(h.shape), "   W:", tuple(W.shape))
+
+# %% [markdown]
+# $W\,h$ is one dot product per row of $W$: a score, or *logit*, for every token. Softmax turns
+# scores into probabilities: raise $e$ to each score, then divide by the total, so that every
+# probability is positive and they add up to 1. (Subtracting the largest score first changes
+# nothing in the result and keeps the exponentials from overflowing.)
+
+# %%
+with torch.inference_mode():
+    logits = W @ h  # one score per token of the vocabulary
+    e = torch.exp(logits - logits.max())
+    probs = e / e.sum()  # softmax over the whole vocabulary
+print(f"{logits.numel():,} scores → {probs.numel():,} probabilities, adding up to {probs.sum():.4f}")
+
+# %% [markdown]
+# Now compare with what `viz.record` wrote down during the real run: the
+# `trace.steps[0].top_*` lists hold its 20 most likely tokens, their scores and probabilities.
+
+# %%
+s0 = trace.steps[0]
+best = torch.topk(logits, len(s0.top_ids))
+print("same candidates, same order:", best.indices.tolist() == s0.top_ids)
+print("same scores:                ", np.allclose(best.values, s0.top_logits, atol=1e-3))
+print("same probabilities:         ", np.allclose(probs[best.indices], s0.top_probs, atol=1e-5))
+print("greedy choice = top score:  ", int(logits.argmax()) == s0.token_id)
+
+# %% [markdown]
+# That is all the model does at the end of a forward pass. (`viz.record` gets the same logits
+# from `lm.model(...)` directly: see `model_forward` and the loop in `viz/record.py`.)
+#
+# The softmax runs over the **whole** vocabulary, not only the likely tokens. How is the
+# probability shared out?
+
+# %%
+top_mass = probs[best.indices].sum().item()
+print(f"the {len(best.indices)} most likely tokens hold {top_mass:.1%} of the probability")
+print(f"the other {probs.numel() - len(best.indices):,} tokens hold {1 - top_mass:.1%}")
+print(f"tokens with at least 0.1% each: {(probs >= 0.001).sum().item()}")
+
+# %% [markdown]
+# One more thing about $W$ in this model: it is the embedding table of lesson 01, the very same
+# tensor in memory (the weights are *tied*):
+
+# %%
+print(W.data_ptr() == lm.model.get_input_embeddings().weight.data_ptr())
+
+# %% [markdown]
+# So a token's score is the dot product of $h_t$ with that token's own embedding row: the
+# model's last vector scores highest the tokens whose rows point the same way.
+#
+# ## Choosing: greedy, temperature, top-k, top-p
+#
+# The probabilities are the model's; the *choice* is a rule we add on top:
+#
+# - **greedy** (temperature 0): always the most likely token;
+# - **temperature** $T$: divide every score by $T$ before the softmax; below 1 the favourites get
+#   even more of the probability, above 1 it spreads out;
+# - **top-k**: only the $k$ highest-scoring tokens may be picked;
+# - **top-p** (nucleus): only the smallest set of most likely tokens whose probabilities add
+#   up to at least $p$.
+#
+# `viz.sampling.sampling_distribution` applies these rules to a vector of scores; it is the
+# function `viz.record` samples with. On step 0's full 49,152 scores:
+
+# %%
+from viz.sampling import sampling_distribution
+
+for T in (0.0, 0.5, 1.0, 1.5):
+    q = sampling_distribution(logits, T)
+    print(f"temperature {T}: top token {q.max():.3f}, tokens with at least 0.1%: "
+          f"{(q >= 0.001).sum().item()}")
+
+# %%
+for k, p in ((None, None), (5, None), (None, 0.9), (None, 0.5)):
+    q = sampling_distribution(logits, 1.0, top_k=k, top_p=p)
+    print(f"top_k={k}, top_p={p}: tokens that can still be picked = {(q > 0).sum().item():,}")
+
+# %% [markdown]
+# ### What if?
+#
+# Try the rules on every step of the trace with the sliders: pick a step, then change the
+# temperature, top-k (0 = off) and top-p (1 = off). The outlined bars are the recorded
+# probabilities, the filled bars what the sampler would draw from; removed tokens turn grey.
+# This view needs no model: it re-shapes the 20 scores the trace recorded per step, and the note
+# under the chart says how much of the probability those 20 held.
+
+# %%
+views.whatif_widget(trace)
+
+# %% [markdown]
+# ## Why the top token is not always picked
+#
+# With a temperature above 0 the choice is a random draw: a token with probability 0.3 is
+# picked about 3 times in 10. Ask the same question three times, with three seeds for the
+# random number generator. For each run, the *rank* of each chosen token is printed too (0 = the
+# most likely one):
+
+# %%
+runs = {seed: viz.record(lm, my_prompt, max_new_tokens=6, temperature=0.8, seed=seed)
+        for seed in (1, 2, 3)}
+for seed, run in runs.items():
+    print(f"seed {seed}: {run.generated_text!r}")
+    print(f"        ranks of the chosen tokens: {[s.rank for s in run.steps]}")
+
+# %% [markdown]
+# Every rank above 0 is a step where the draw did not land on the favourite. Once one token
+# differs, everything after it is predicted from a different text, so the runs drift apart.
+# This is why a chat assistant, which usually samples, can reply differently when asked twice.
+#
+# The draws come from a random number generator started from `seed`. The same seed gives the
+# same draws, so the same text, token for token:
+
+# %%
+again = viz.record(lm, my_prompt, max_new_tokens=6, temperature=0.8, seed=1)
+print(repr(again.generated_text))
+print("identical to seed 1:", again.generated_ids == runs[1].generated_ids)
+
+# %% [markdown]
+# ## Measure it: how sure was the model at each step?
+#
+# The **entropy** of a distribution measures its uncertainty, in bits:
+# $H = -\sum_x p(x) \log_2 p(x)$, over the whole vocabulary. 0 bits means certain; 1 bit is as
+# unsure as a fair coin; $n$ bits is as unsure as a fair pick among $2^n$ tokens. By hand for
+# step 0, next to the value `viz.record` recorded:
+
+# %%
+H = -(torch.xlogy(probs, probs).sum() / np.log(2)).item()  # xlogy: 0 · log 0 counts as 0
+print(f"step 0: {H:.3f} bits by hand, {s0.entropy_bits:.3f} bits recorded")
+
+# %% [markdown]
+# The entropy of every step of the greedy reply (hover a bar for its value):
+
+# %% tags=["nbval-ignore-output"]
+import plotly.graph_objects as go
+
+entropy = go.Bar(x=[f"{s.index}: {s.token_text!r}" for s in trace.steps],
+                 y=[s.entropy_bits for s in trace.steps], marker_color="#0072B2")
+go.Figure(entropy, layout=dict(title="Uncertainty of the next token at each step", height=340,
+                               xaxis_title="step: chosen token", yaxis_title="entropy (bits)"))
+
+# %%
+sure = min(trace.steps, key=lambda s: s.entropy_bits)
+unsure = max(trace.steps, key=lambda s: s.entropy_bits)
+for name, s in (("most sure", sure), ("least sure", unsure)):
+    print(f"{name:<11} step {s.index}: {s.entropy_bits:.2f} bits, chose {s.token_text!r} "
+          f"with p = {s.prob:.2f}")
+
+# %% [markdown]
+# Entropy is the room a step leaves the sampler: near 0 bits, almost every draw is the
+# favourite; with many bits, draws spread over many tokens and runs can part ways there.
+#
+# Last, the cost. Each step of `viz.record` timed its forward pass and its choice separately.
+# On this machine (the fastest step of the greedy reply, and of one sampled run; the fastest,
+# because other programs running at the same time can only slow a step down):
+
+# %%
+forward_s = min(s.forward_s for s in trace.steps)
+choose_s = min(s.sample_s for s in runs[1].steps)
+print(f"one forward pass:  {forward_s * 1000:.1f} ms   uses all {lm.spec.n_params:,} weights")
+print(f"choosing a token:  {choose_s * 1000:.2f} ms   looks at {logits.numel():,} scores")
+print(f"numbers touched, forward / choice: {lm.spec.n_params / logits.numel():,.0f}×")
+
+# %% [markdown]
+# The forward pass works through every weight of the model to produce the scores; the choice
+# only reads the scores, thousands of times fewer numbers. Compare the two times above. (A busy
+# machine can stall any short step; if the numbers look odd, run the cell that records `runs`
+# and this one again.) Where the forward pass spends its time is the subject of lessons 03
+# and 04.
+#
+# ## Check yourself
+#
+# Replace `None` with your answer and run the cell: it tells you whether you are right.
+# You may compute the answers in code, e.g. with `sampling_distribution(logits, ...)` (the full
+# 49,152 scores of step 0) or with `probs`.
+
+# %%
+from viz.exercises import check, multiple_choice
+
+# %% [markdown]
+# **1.** At step 0, what is the probability of the most likely token at temperature 0.5?
+
+# %%
+answer_1 = None
+check(answer_1, sampling_distribution(logits, 0.5).max().item(), abs_tol=0.005,
+      hint="sampling_distribution(logits, 0.5).max() (the what-if view sees only 20 tokens)")
+
+# %% [markdown]
+# **2.** At step 0, with temperature 1 and `top_p=0.9`, how many tokens can still be picked?
+
+# %%
+answer_2 = None
+check(answer_2, int((sampling_distribution(logits, 1.0, top_p=0.9) > 0).sum()), unit="tokens",
+      hint="count the probabilities that are not zero after sampling_distribution(logits, 1.0, "
+           "top_p=0.9)")
+
+# %% [markdown]
+# **3.** Sampling at temperature 1 with no top-k or top-p: at step 0, what is the probability
+# that the model picks something *other* than its favourite?
+
+# %%
+answer_3 = None
+check(answer_3, 1 - probs.max().item(), abs_tol=0.005,
+      hint="one minus the probability of the top token")
+
+# %% [markdown]
+# **4.** What happens to the choice as the temperature goes down towards 0?
+
+# %%
+answer_4 = None
+multiple_choice(answer_4, ["every token becomes equally likely",
+                           "all the probability goes to the most likely token",
+                           "the least likely token gets picked"],
+                correct="all the probability goes to the most likely token",
+                why="dividing the scores by a small T stretches the gaps between them, so the "
+                    "favourite's share grows towards 1: greedy is the limit.",
+                hint="look at the top token's probability as T goes 1.5 → 1.0 → 0.5 → 0.")
+
+# %% [markdown]
+# ## Next
+#
+# [03 · Prefill →](03_prefill.ipynb): step 0 read the whole prompt in one forward pass. What that
+# pass costs, and why it keeps the arithmetic units busy.
