@@ -582,3 +582,24 @@ def test_bad_sampling_settings_are_refused_like_record(gqa):
 def test_comparison_names_the_bad_trace(gqa):
     with pytest.raises(ValueError, match="the second trace has no steps"):
         views.compare_figure(gqa, dataclasses.replace(gqa, steps=[]))
+
+
+def test_compare_table_escapes_for_plotly(gqa):
+    # plotly draws numeric entities and &lt; &gt; &amp; as characters, but "&quot;" literally.
+    said = dataclasses.replace(gqa, generated_text='He said "hi" & <b>bye</b>')
+    cells = [c for column in views.compare_figure(said, said).data[-1].cells.values
+             for c in column]
+    reply = [c for c in cells if "He said" in c]
+    assert reply and all("&quot;" not in c and "<b>" not in c for c in reply)
+    assert all("&#34;hi&#34; &amp; &lt;b&gt;" in c for c in reply)
+
+
+def test_sweep_legend_names_each_series_once():
+    from viz import perf
+    from viz.views.sweeps import sweep_figure
+
+    for name in ("cpu-cache-sweep", "cpu-prompt-sweep", "cpu-batch-sweep"):
+        sweep = perf.load_reference(name)
+        for fig in (sweep_figure(sweep), sweep_figure(sweep, reference=sweep)):
+            shown = [t.name for t in fig.data if t.showlegend is not False]
+            assert len(shown) == len(set(shown)) and shown, (name, shown)

@@ -80,7 +80,9 @@ def _default_sizes(device: torch.device) -> tuple[int, int]:
     """(matmul n, copy bytes): big enough to saturate the device, short enough to wait for."""
     if device.type == "cuda":
         return 8192, 2 << 30  # 1.1 TFLOP per product, 2 GiB per copy
-    return 2048, 256 << 20  # 17 GFLOP, 256 MiB
+    # 128 MiB: several times a server CPU's last-level cache, and small enough that a lesson's
+    # kernel (model + two copies of this) stays well inside a 2 GB Binder session.
+    return 2048, 128 << 20  # 17 GFLOP, 128 MiB
 
 
 def measure_peaks(device: Union[str, torch.device] = "auto",

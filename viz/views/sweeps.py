@@ -117,6 +117,7 @@ def sweep_figure(sweep: Sweep, reference: Optional[Sweep] = None, *,
     fig = make_subplots(rows=1, cols=len(panels), horizontal_spacing=0.09,
                         subplot_titles=[t for t, _, _ in panels])
     runs = [(sweep, "solid", "")] + ([(reference, "dash", " (reference)")] if reference else [])
+    named: set[str] = set()  # one legend entry per series, though it spans several panels
     for k, (s, dash, suffix) in enumerate(runs):
         counts: dict[int, int] = {}
         for series in sweep_series(s):
@@ -129,9 +130,10 @@ def sweep_figure(sweep: Sweep, reference: Optional[Sweep] = None, *,
                 x=series["x"], y=finite(series["y"]), mode="lines+markers", name=name,
                 line={"color": colour, "dash": "dot" if i else dash},
                 marker={"color": colour, "size": 7},
-                legendgroup=name, showlegend=True,
+                legendgroup=name, showlegend=name not in named,
                 hovertemplate=f"{series['name']}<br>{sweep.x} %{{x}}: %{{y:.4g}}"
                               "<extra></extra>"), 1, series["panel"] + 1)
+            named.add(name)
     if peaks is not None and sweep.kind in ("prompt_length", "context_length"):
         value, what = ((peaks.flops_per_s * 1e-9, "measured peak GFLOP/s")
                        if sweep.kind == "prompt_length"

@@ -73,8 +73,12 @@ def token_label(text: str, piece: Optional[str] = None) -> str:
 
 
 def esc(text: str) -> str:
-    """Escape for HTML and for plotly's pseudo-HTML labels (`<|im_end|>` is text, not a tag)."""
-    return html.escape(text, quote=True)
+    """Escape for HTML and for plotly's pseudo-HTML labels (`<|im_end|>` is text, not a tag).
+
+    Quotes become numeric entities: plotly converts `&#34;` and `&#x27;` back to characters
+    but shows a named `&quot;` literally; in HTML (attributes too) both forms are the same.
+    """
+    return html.escape(text, quote=True).replace("&quot;", "&#34;")
 
 
 # ---- matplotlib -------------------------------------------------------------------------------
