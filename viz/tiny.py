@@ -34,14 +34,26 @@ def _bytes_to_unicode() -> dict[int, str]:
     return chars
 
 
-@lru_cache(maxsize=1)
-def byte_tokenizer():
-    """A byte-level tokenizer: ids 0-255 are bytes, then <|endoftext|>, <|im_start|>, <|im_end|>."""
+BYTE_VOCAB = 256 + len(SPECIALS)  # the byte tokenizer's own ids
+
+
+@lru_cache(maxsize=4)
+def byte_tokenizer(vocab_size: int = BYTE_VOCAB):
+    """A byte-level tokenizer: ids 0-255 are bytes, then <|endoftext|>, <|im_start|>, <|im_end|>.
+
+    With a larger `vocab_size` (a model built from a published config), every further id
+    decodes to the placeholder text "[id]", so whatever a random-weight model picks can be
+    shown. Text is always encoded byte by byte (there are no merges).
+    """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
+    if vocab_size < BYTE_VOCAB:
+        raise ValueError(f"vocab_size must be at least {BYTE_VOCAB} (256 bytes + "
+                         f"{len(SPECIALS)} control tokens), not {vocab_size}")
     vocab = {ch: b for b, ch in _bytes_to_unicode().items()}
     vocab.update({s: 256 + i for i, s in enumerate(SPECIALS)})
+    vocab.update({f"[{i}]": i for i in range(BYTE_VOCAB, vocab_size)})
     tk = Tokenizer(models.BPE(vocab=vocab, merges=[]))
     tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tk.decoder = decoders.ByteLevel()
@@ -59,7 +71,7 @@ def tiny_config(gqa: bool = True, n_layers: int = 2, context_length: int = 512):
     from transformers import LlamaConfig
 
     return LlamaConfig(
-        vocab_size=256 + len(SPECIALS), hidden_size=64, intermediate_size=128,
+        vocab_size=BYTE_VOCAB, hidden_size=64, intermediate_size=128,
         num_hidden_layers=n_layers, num_attention_heads=4, num_key_value_heads=2 if gqa else 4,
         head_dim=16, max_position_embeddings=context_length, tie_word_embeddings=True,
         bos_token_id=257, eos_token_id=258, pad_token_id=258,

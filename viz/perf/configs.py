@@ -17,7 +17,6 @@ and by `benchmarks/gpu_check.py`.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Optional, Union
@@ -25,7 +24,7 @@ from typing import Any, Optional, Union
 import torch
 
 from viz.load import LoadedModel, resolve_device, resolve_dtype, wrap
-from viz.tiny import CHAT_TEMPLATE, SPECIALS, _bytes_to_unicode
+from viz.tiny import SPECIALS, byte_tokenizer
 from viz.trace import ModelSpec, dtype_bytes
 
 # The byte tokenizer's control tokens sit right after the 256 byte values.
@@ -91,34 +90,9 @@ def config_spec(config: Union[str, Path, dict], dtype: str = "bfloat16") -> Mode
     return spec
 
 
-@lru_cache(maxsize=4)
 def config_tokenizer(vocab_size: int):
-    """A byte-level tokenizer whose every id in [0, vocab_size) decodes.
-
-    Ids 0-255 are bytes and 256-258 the chat control tokens (as in `viz.tiny.byte_tokenizer`);
-    every higher id decodes to the placeholder text "[id]", so a random-weight model's choices
-    can always be shown. Text is encoded byte by byte (there are no merges).
-    """
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast
-
-    first_free = 256 + len(SPECIALS)
-    if vocab_size < first_free:
-        raise ValueError(f"vocab_size must be at least {first_free} (256 bytes + "
-                         f"{len(SPECIALS)} control tokens), not {vocab_size}")
-    vocab = {ch: b for b, ch in _bytes_to_unicode().items()}
-    vocab.update({s: 256 + i for i, s in enumerate(SPECIALS)})
-    vocab.update({f"[{i}]": i for i in range(first_free, vocab_size)})
-    tk = Tokenizer(models.BPE(vocab=vocab, merges=[]))
-    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    tk.decoder = decoders.ByteLevel()
-    tk.post_processor = processors.ByteLevel(trim_offsets=False)
-    tok = PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="<|endoftext|>",
-                                  bos_token="<|im_start|>", eos_token="<|im_end|>",
-                                  pad_token="<|im_end|>")
-    tok.add_special_tokens({"additional_special_tokens": SPECIALS})
-    tok.chat_template = CHAT_TEMPLATE
-    return tok
+    """The byte tokenizer, padded so every id in [0, vocab_size) decodes ("[id]" above 258)."""
+    return byte_tokenizer(vocab_size)
 
 
 def from_config(config: Union[str, Path, dict] = "smollm2-135m", *,
