@@ -20,9 +20,14 @@ def _record(args: argparse.Namespace) -> int:
                        temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                        seed=args.seed, log_top=args.log_top, use_cache=not args.no_cache,
                        label=args.label)
-    print(trace.summary())
-    if args.output:
-        path = trace.save(args.output)
+    return print_and_save(trace.summary(), trace, args.output)
+
+
+def print_and_save(text: str, result, output: Optional[str]) -> int:
+    """Print a result's summary, then save it (a Trace, Sweep or Roofline) if asked to."""
+    print(text)
+    if output:
+        path = result.save(output)
         print(f"saved      {path} ({path.stat().st_size:,} bytes)")
     return 0
 

@@ -36,6 +36,7 @@ def _model_arguments(p: argparse.ArgumentParser) -> None:
 
 def _sweep(args: argparse.Namespace) -> int:
     from viz import perf
+    from viz.cli import print_and_save
 
     lm = _model(args)
     kw = {"progress": not args.quiet, "label": args.label}
@@ -52,11 +53,7 @@ def _sweep(args: argparse.Namespace) -> int:
         elif args.kind in ("cache", "batch"):
             kw["new_tokens"] = args.new_tokens
     result = getattr(perf, SWEEPS[args.kind])(lm, **kw)
-    print(result)
-    if args.output:
-        path = result.save(args.output)
-        print(f"saved      {path} ({path.stat().st_size:,} bytes)")
-    return 0
+    return print_and_save(str(result), result, args.output)
 
 
 def add_sweep(sub) -> None:
@@ -73,16 +70,13 @@ def add_sweep(sub) -> None:
 
 def _roofline(args: argparse.Namespace) -> int:
     from viz import perf
+    from viz.cli import print_and_save
 
     lm = _model(args)
     roof = perf.measure_roofline(lm, batch_sizes=args.batch_sizes or (),
                                  new_tokens=args.new_tokens, progress=not args.quiet,
                                  label=args.label)
-    print(roof)
-    if args.output:
-        path = roof.save(args.output)
-        print(f"saved      {path} ({path.stat().st_size:,} bytes)")
-    return 0
+    return print_and_save(str(roof), roof, args.output)
 
 
 def add_roofline(sub) -> None:
