@@ -116,3 +116,44 @@ def test_corrupt_wheel_is_refused(monkeypatch, tmp_path):
     with pytest.raises(ValueError, match="SHA-256.*corrupt"):
         viz.load_model(device="cpu")
     assert not (tmp_path / "converted").exists()
+
+
+# Traces, sweeps and rooflines are read by one loader: each bad file names itself and the fix.
+DOCUMENTS = [("Trace", "viz.record"), ("Sweep", "python -m viz sweep"),
+             ("Roofline", "python -m viz roofline")]
+
+
+@pytest.mark.parametrize("cls_name, fix", DOCUMENTS)
+@pytest.mark.parametrize("content, message", [
+    (None, "no (trace|sweep|roofline) file at"),
+    (b"\x80\x03binary, a pickle say", "not valid JSON.*corrupt"),
+    (b'{"kind": "llm-inference', "not valid JSON.*corrupt"),
+    (b'{"hello": "world"}', "is not a viz"),
+    (b'{"kind": "llm-inference-trace", "schema_version": true}', "is not a viz|is not valid"),
+])
+def test_bad_document_files_name_the_file_and_the_fix(tmp_path, cls_name, fix, content, message):
+    from viz import perf
+
+    cls = getattr(perf, cls_name, None) or getattr(viz, cls_name)
+    path = tmp_path / "doc.json"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(ValueError, match=message) as info:
+        cls.load(path)
+    assert str(path) in str(info.value) and fix in str(info.value)
+    assert content is None or path.read_bytes() == content  # the file is left as it was
+
+
+@pytest.mark.parametrize("cls_name", [name for name, _ in DOCUMENTS])
+def test_schema_versions_are_whole_numbers_from_one_to_the_newest(cls_name):
+    from viz import perf
+    from viz.perf.roofline import ROOFLINE_KIND
+    from viz.perf.table import SWEEP_KIND
+    from viz.trace import TRACE_KIND
+
+    cls = getattr(perf, cls_name, None) or getattr(viz, cls_name)
+    kind = {"Trace": TRACE_KIND, "Sweep": SWEEP_KIND, "Roofline": ROOFLINE_KIND}[cls_name]
+    for version, message in [(True, "not valid"), (0, "not valid"), ("1", "not valid"),
+                             (99, "newer than this viz understands.*upgrade viz")]:
+        with pytest.raises(ValueError, match=message):
+            cls.from_dict({"kind": kind, "schema_version": version})

@@ -26,6 +26,9 @@ import numpy as np
 
 SCHEMA_VERSION = 1
 TRACE_KIND = "llm-inference-trace"  # marks a JSON file as one of ours
+# What to do about a trace file that cannot be used.
+TRACE_AGAIN = ("record it again with viz.record(...) or "
+               "`python -m viz record \"your prompt\" -o FILE`")
 
 # Bytes per element of the dtypes a model (and its KV cache) can be stored in.
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
@@ -325,17 +328,7 @@ class Trace:
 
     @classmethod
     def from_dict(cls, data: Any) -> "Trace":
-        if not isinstance(data, dict) or data.get("kind") != TRACE_KIND:
-            raise ValueError("this is not a viz trace (no \"kind\": \"llm-inference-trace\"); "
-                             "record one with viz.record(...) or `python -m viz record`")
-        version = data.get("schema_version")
-        if not isinstance(version, int) or isinstance(version, bool):
-            raise ValueError("trace has no integer schema_version; re-record it with viz.record")
-        if version > SCHEMA_VERSION:
-            raise ValueError(f"trace schema_version {version} is newer than this viz understands "
-                             f"({SCHEMA_VERSION}); upgrade viz (git pull, then `make test`)")
-        if version < 1:
-            raise ValueError(f"trace schema_version {version} is not valid; re-record it")
+        _check_header(data, TRACE_KIND, SCHEMA_VERSION, "trace", again=TRACE_AGAIN)
         body = {k: v for k, v in data.items() if k != "kind"}
         return _build(cls, body, "trace")
 
@@ -349,19 +342,44 @@ class Trace:
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Trace":
         """Read a trace saved by `Trace.save`; a ValueError says what is wrong with a bad file."""
-        path = Path(path)
-        if not path.is_file():
-            raise ValueError(f"no trace file at {path}: record one with "
-                             f"`python -m viz record \"your prompt\" -o {path.name}`")
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise ValueError(f"{path} is not valid JSON ({e}); the file is corrupt or "
-                             f"truncated: record it again") from None
-        try:
-            return cls.from_dict(data)
-        except ValueError as e:
-            raise ValueError(f"{path}: {e}") from None
+        return _read_document(path, cls.from_dict, "trace", again=TRACE_AGAIN)
+
+
+# ---- the JSON documents viz writes (traces, sweeps, rooflines) --------------------------
+def _check_header(data: Any, kind: str, newest: int, what: str, *, again: str) -> int:
+    """The schema version of a viz JSON document of `kind`; a ValueError if it is not one.
+
+    again: what to do about a file that cannot be read, e.g. "record it again".
+    """
+    if not isinstance(data, dict) or data.get("kind") != kind:
+        raise ValueError(f"this is not a viz {what} (no \"kind\": \"{kind}\"); {again}")
+    version = data.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ValueError(f"{what} schema_version {version!r} is not valid; {again}")
+    if version > newest:
+        raise ValueError(f"{what} schema_version {version} is newer than this viz understands "
+                         f"({newest}); upgrade viz (git pull, then `make test`)")
+    return version
+
+
+def _read_document(path: str | os.PathLike, from_dict: Any, what: str, *, again: str) -> Any:
+    """`from_dict` of the JSON in `path`; every failure is a ValueError naming the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"no {what} file at {path}: check the path, or {again}")
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise ValueError(f"cannot read {path}: {e}") from None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"cannot read {path}: it is not valid JSON ({e}); the file is corrupt "
+                         f"or truncated: {again}") from None
+    try:
+        return from_dict(data)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
 
 
 def _umask() -> int:

@@ -32,10 +32,14 @@ from typing import Any, Optional, Sequence
 
 from viz.perf.counts import PassCost, decode_cost, prefill_cost
 from viz.perf.peaks import Peaks
-from viz.trace import Environment, ModelSpec, Trace, _atomic_write, _build
+from viz.trace import (Environment, ModelSpec, Trace, _atomic_write, _build, _check_header,
+                       _read_document)
 
 ROOFLINE_KIND = "llm-inference-roofline"
 ROOFLINE_SCHEMA_VERSION = 1
+# What to do about a roofline file that cannot be used.
+ROOFLINE_AGAIN = ("measure it again with viz.perf.measure_roofline(...) or "
+                  "`python -m viz roofline`")
 
 
 @dataclass
@@ -177,12 +181,8 @@ class Roofline:
 
     @classmethod
     def from_dict(cls, data: Any) -> "Roofline":
-        if not isinstance(data, dict) or data.get("kind") != ROOFLINE_KIND:
-            raise ValueError(f"this is not a viz roofline (no \"kind\": \"{ROOFLINE_KIND}\")")
-        version = data.get("schema_version")
-        if not isinstance(version, int) or not 1 <= version <= ROOFLINE_SCHEMA_VERSION:
-            raise ValueError(f"roofline schema_version {version!r} is not one this viz reads "
-                             f"(1..{ROOFLINE_SCHEMA_VERSION}); upgrade viz or re-measure")
+        _check_header(data, ROOFLINE_KIND, ROOFLINE_SCHEMA_VERSION, "roofline",
+                      again=ROOFLINE_AGAIN)
         return _build(cls, {k: v for k, v in data.items() if k != "kind"}, "roofline")
 
     def save(self, path: str | os.PathLike) -> Path:
@@ -193,10 +193,8 @@ class Roofline:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Roofline":
-        try:
-            return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
-        except (OSError, json.JSONDecodeError) as e:
-            raise ValueError(f"cannot read a roofline from {path}: {e}") from None
+        """Read a roofline saved by `Roofline.save`; a ValueError says what is wrong with it."""
+        return _read_document(path, cls.from_dict, "roofline", again=ROOFLINE_AGAIN)
 
 
 def measure_roofline(lm, prompt: str = "Explain in one paragraph why the sky is blue.", *,

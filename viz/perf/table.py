@@ -16,10 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from viz.trace import Environment, ModelSpec, _atomic_write, _build
+from viz.trace import (Environment, ModelSpec, _atomic_write, _build, _check_header,
+                       _read_document)
 
 SWEEP_KIND = "llm-inference-sweep"
 SWEEP_SCHEMA_VERSION = 1
+# What to do about a sweep file that cannot be used.
+SWEEP_AGAIN = "measure it again with a viz.perf sweep or `python -m viz sweep`"
 
 
 @dataclass
@@ -77,12 +80,8 @@ class Sweep:
 
     @classmethod
     def from_dict(cls, data: Any) -> "Sweep":
-        if not isinstance(data, dict) or data.get("kind") != SWEEP_KIND:
-            raise ValueError(f"this is not a viz sweep (no \"kind\": \"{SWEEP_KIND}\")")
-        version = data.get("schema_version")
-        if not isinstance(version, int) or not 1 <= version <= SWEEP_SCHEMA_VERSION:
-            raise ValueError(f"sweep schema_version {version!r} is not one this viz reads "
-                             f"(1..{SWEEP_SCHEMA_VERSION}); upgrade viz or re-measure")
+        version = _check_header(data, SWEEP_KIND, SWEEP_SCHEMA_VERSION, "sweep",
+                                again=SWEEP_AGAIN)
         columns = data.get("columns")
         if not isinstance(columns, dict) or not all(
                 isinstance(v, list) and all(_is_number(x) for x in v) for v in columns.values()):
@@ -105,10 +104,8 @@ class Sweep:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Sweep":
-        try:
-            return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
-        except (OSError, json.JSONDecodeError) as e:
-            raise ValueError(f"cannot read a sweep from {path}: {e}") from None
+        """Read a sweep saved by `Sweep.save`; a ValueError says what is wrong with a bad file."""
+        return _read_document(path, cls.from_dict, "sweep", again=SWEEP_AGAIN)
 
 
 def _is_number(x: Any) -> bool:
