@@ -372,18 +372,14 @@ def test_lesson_runs_in_the_browser(path, browser, lab):
         # The main control of each interactive view: every slider must change what is shown.
         ancestor_cell = "xpath=ancestor::div[contains(concat(' ', @class, ' '), ' jp-Cell ')][1]"
         sliders = page.locator(".jp-Notebook .widget-slider")
-        for k in range(sliders.count()):
-            expect_change(page, lambda: move_slider(page, sliders.nth(k)), problems,
-                          f"slider {k}")
-            sliders.nth(k).locator(ancestor_cell).screenshot(
-                path=str(ARTIFACTS / f"{path.stem}-slider{k}-moved.png"))
         # Plotly figures with a slider of their own (frames: no kernel needed).
         plots = page.locator(".jp-Notebook .js-plotly-plot:has(.slider-container)")
-        for k in range(plots.count()):
-            expect_change(page, lambda: move_plotly_slider(page, plots.nth(k)), problems,
-                          f"plotly slider {k}")
-            plots.nth(k).locator(ancestor_cell).screenshot(
-                path=str(ARTIFACTS / f"{path.stem}-plot-slider{k}-moved.png"))
+        for found, move, name, tag in [(sliders, move_slider, "slider", "slider"),
+                                       (plots, move_plotly_slider, "plotly slider", "plot-slider")]:
+            for k in range(found.count()):
+                expect_change(page, lambda: move(page, found.nth(k)), problems, f"{name} {k}")
+                found.nth(k).locator(ancestor_cell).screenshot(
+                    path=str(ARTIFACTS / f"{path.stem}-{tag}{k}-moved.png"))
         problems += [f"JavaScript error on the page: {e}" for e in js_errors]
         print(f"{path.name}: ran in the browser in {run_s:.1f} s, {sliders.count()} widget and "
               f"{plots.count()} plotly slider(s) moved; screenshots in "
