@@ -147,12 +147,9 @@ def test_bad_document_files_name_the_file_and_the_fix(tmp_path, cls_name, fix, c
 @pytest.mark.parametrize("cls_name", [name for name, _ in DOCUMENTS])
 def test_schema_versions_are_whole_numbers_from_one_to_the_newest(cls_name):
     from viz import perf
-    from viz.perf.roofline import ROOFLINE_KIND
-    from viz.perf.table import SWEEP_KIND
-    from viz.trace import TRACE_KIND
 
     cls = getattr(perf, cls_name, None) or getattr(viz, cls_name)
-    kind = {"Trace": TRACE_KIND, "Sweep": SWEEP_KIND, "Roofline": ROOFLINE_KIND}[cls_name]
+    kind = cls.KIND
     for version, message in [(True, "not valid"), (0, "not valid"), ("1", "not valid"),
                              (99, "newer than this viz understands.*upgrade viz")]:
         with pytest.raises(ValueError, match=message):

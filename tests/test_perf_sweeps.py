@@ -24,7 +24,7 @@ def test_prompt_of_length_is_exact(tiny_gqa, smollm):
 def test_prompt_length_sweep(tiny, capsys):
     sweep = perf.prompt_length_sweep(tiny, [3, 9, 27], repeats=2, progress=False)
     assert capsys.readouterr().err == ""  # progress=False: nothing printed
-    assert sweep.kind == "prompt_length" and len(sweep) == 3
+    assert sweep.name == "prompt_length" and len(sweep) == 3
     assert sweep.column("prompt_tokens") == [3, 9, 27]
     for row in sweep.rows():
         assert row["ttft_s"] >= row["prefill_forward_s"] > 0

@@ -12,23 +12,12 @@ Introduced in lesson 00 (Start here); the timing definitions are taught in lesso
 from __future__ import annotations
 
 import base64
-import dataclasses
-import json
-import math
-import os
-import tempfile
-import typing
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Optional
+from typing import ClassVar, Optional
 
 import numpy as np
 
-SCHEMA_VERSION = 1
-TRACE_KIND = "llm-inference-trace"  # marks a JSON file as one of ours
-# What to do about a trace file that cannot be used.
-TRACE_AGAIN = ("record it again with viz.record(...) or "
-               "`python -m viz record \"your prompt\" -o FILE`")
+from viz.documents import Document
 
 # Bytes per element of the dtypes a model (and its KV cache) can be stored in.
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
@@ -223,7 +212,7 @@ class Memory:
 
 
 @dataclass
-class Trace:
+class Trace(Document):
     """One recorded reply: prompt, tokens, every step's candidates, KV cache and timing.
 
     Derived figures (properties) and their definitions, N = generated tokens:
@@ -248,7 +237,13 @@ class Trace:
     embeddings: Optional[Embeddings]
     memory: Memory = field(default_factory=Memory)
     label: str = ""  # a name for comparisons, e.g. "CPU" or "H200"
-    schema_version: int = SCHEMA_VERSION
+
+    # Saved as JSON by `save` / `load` (see viz.documents for the rules of versions).
+    KIND: ClassVar[str] = "llm-inference-trace"
+    SCHEMA_VERSION: ClassVar[int] = 1
+    WHAT: ClassVar[str] = "trace"
+    AGAIN: ClassVar[str] = ("record it again with viz.record(...) or "
+                            "`python -m viz record \"your prompt\" -o FILE`")
 
     # ---- derived figures -------------------------------------------------------------
     @property
@@ -315,140 +310,5 @@ class Trace:
         ]
         return "\n".join(lines)
 
-    # ---- JSON ---------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d = {"kind": TRACE_KIND, "schema_version": self.schema_version, **d}
-        return d
 
-    def to_json(self) -> str:
-        # allow_nan=False: a NaN or infinity is not JSON; fail here rather than write it.
-        return json.dumps(self.to_dict(), ensure_ascii=False, allow_nan=False,
-                          separators=(",", ":"))
-
-    @classmethod
-    def from_dict(cls, data: Any) -> "Trace":
-        _check_header(data, TRACE_KIND, SCHEMA_VERSION, "trace", again=TRACE_AGAIN)
-        body = {k: v for k, v in data.items() if k != "kind"}
-        return _build(cls, body, "trace")
-
-    def save(self, path: str | os.PathLike) -> Path:
-        """Write the trace as JSON, atomically: a failed save leaves any existing file intact."""
-        path = Path(path)
-        text = self.to_json()  # serialise first: nothing touches the disk if this fails
-        _atomic_write(path, text)
-        return path
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> "Trace":
-        """Read a trace saved by `Trace.save`; a ValueError says what is wrong with a bad file."""
-        return _read_document(path, cls.from_dict, "trace", again=TRACE_AGAIN)
-
-
-# ---- the JSON documents viz writes (traces, sweeps, rooflines) --------------------------
-def _check_header(data: Any, kind: str, newest: int, what: str, *, again: str) -> int:
-    """The schema version of a viz JSON document of `kind`; a ValueError if it is not one.
-
-    again: what to do about a file that cannot be read, e.g. "record it again".
-    """
-    if not isinstance(data, dict) or data.get("kind") != kind:
-        raise ValueError(f"this is not a viz {what} (no \"kind\": \"{kind}\"); {again}")
-    version = data.get("schema_version")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise ValueError(f"{what} schema_version {version!r} is not valid; {again}")
-    if version > newest:
-        raise ValueError(f"{what} schema_version {version} is newer than this viz understands "
-                         f"({newest}); upgrade viz (git pull, then `make test`)")
-    return version
-
-
-def _read_document(path: str | os.PathLike, from_dict: Any, what: str, *, again: str) -> Any:
-    """`from_dict` of the JSON in `path`; every failure is a ValueError naming the file."""
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"no {what} file at {path}: check the path, or {again}")
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise ValueError(f"cannot read {path}: {e}") from None
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"cannot read {path}: it is not valid JSON ({e}); the file is corrupt "
-                         f"or truncated: {again}") from None
-    try:
-        return from_dict(data)
-    except ValueError as e:
-        raise ValueError(f"{path}: {e}") from None
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    """Write to a temporary file beside `path`, then rename it over `path` in one step.
-
-    A failure at any point leaves an existing file as it was and no temporary file behind.
-    A symlink is followed (its target is replaced); a target that exists but is not a regular
-    file (a folder, a device such as /dev/stdout) is refused rather than replaced.
-    """
-    path = Path(os.path.realpath(path))
-    if path.exists() and not path.is_file():
-        raise ValueError(f"{path} exists and is not a regular file: choose a file name to write")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)  # mkstemp makes the file owner-only; give it the usual mode
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-# ---- checked construction from JSON --------------------------------------------------
-def _build(tp: Any, value: Any, where: str) -> Any:
-    """Build `tp` (a dataclass, list, Optional or scalar type) from JSON `value`, checking types."""
-    origin = typing.get_origin(tp)
-    if dataclasses.is_dataclass(tp):
-        if not isinstance(value, dict):
-            raise ValueError(f"{where} should be an object, found {type(value).__name__}")
-        hints = typing.get_type_hints(tp)
-        kwargs = {}
-        for f in dataclasses.fields(tp):
-            if f.name in value:
-                kwargs[f.name] = _build(hints[f.name], value[f.name], f"{where}.{f.name}")
-            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise ValueError(f"{where} is missing the field {f.name!r}; "
-                                 f"the file is not a complete trace: record it again")
-        return tp(**kwargs)
-    if origin is typing.Union:
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        if value is None:
-            return None
-        return _build(args[0], value, where)
-    if origin is list:
-        if not isinstance(value, list):
-            raise ValueError(f"{where} should be a list, found {type(value).__name__}")
-        (item,) = typing.get_args(tp)
-        return [_build(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise ValueError(f"{where} should be a finite number, found {value!r}")
-        return float(value)
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"{where} should be an integer, found {value!r}")
-        return value
-    if tp is bool or tp is str:
-        if not isinstance(value, tp):
-            raise ValueError(f"{where} should be a {tp.__name__}, found {value!r}")
-        return value
-    raise TypeError(f"unsupported field type {tp!r} at {where}")  # a bug in this module
+SCHEMA_VERSION = Trace.SCHEMA_VERSION  # the trace layout this viz writes

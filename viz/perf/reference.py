@@ -9,13 +9,13 @@ Recorded by `benchmarks/perf_lab.py` (this project's 2-core CPU) and `benchmarks
 
 from __future__ import annotations
 
-import json
 from importlib import resources
 from typing import Union
 
-from viz.perf.roofline import ROOFLINE_KIND, Roofline
-from viz.perf.table import SWEEP_KIND, Sweep
-from viz.trace import TRACE_KIND, Trace
+from viz.documents import load_document
+from viz.perf.roofline import Roofline
+from viz.perf.table import Sweep
+from viz.trace import Trace
 
 
 def list_references() -> list[str]:
@@ -31,10 +31,5 @@ def load_reference(name: str) -> Union[Trace, Sweep, Roofline]:
     names = list_references()
     if name not in names:
         raise ValueError(f"no reference named {name!r}; shipped: {names}")
-    data = json.loads((resources.files("viz") / "data" / f"{name}.json").read_text("utf-8"))
-    kind = data.get("kind") if isinstance(data, dict) else None
-    readers = {TRACE_KIND: Trace.from_dict, SWEEP_KIND: Sweep.from_dict,
-               ROOFLINE_KIND: Roofline.from_dict}
-    if kind not in readers:
-        raise ValueError(f"reference {name!r} holds an unknown kind {kind!r}")
-    return readers[kind](data)
+    with resources.as_file(resources.files("viz") / "data" / f"{name}.json") as path:
+        return load_document(path)

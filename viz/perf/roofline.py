@@ -22,24 +22,14 @@ each weight for every prompt token, so its intensity grows with the prompt.
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import os
 import statistics
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, ClassVar, Optional, Sequence
 
 from viz.perf.counts import PassCost, decode_cost, prefill_cost
 from viz.perf.peaks import Peaks
-from viz.trace import (Environment, ModelSpec, Trace, _atomic_write, _build, _check_header,
-                       _read_document)
-
-ROOFLINE_KIND = "llm-inference-roofline"
-ROOFLINE_SCHEMA_VERSION = 1
-# What to do about a roofline file that cannot be used.
-ROOFLINE_AGAIN = ("measure it again with viz.perf.measure_roofline(...) or "
-                  "`python -m viz roofline`")
+from viz.documents import Document
+from viz.trace import Environment, ModelSpec, Trace
 
 
 @dataclass
@@ -101,8 +91,8 @@ def trace_points(trace: Trace) -> list[RooflinePoint]:
 
 def batch_points(sweep, spec: ModelSpec) -> list[RooflinePoint]:
     """One decode point per row of a batch-size sweep (`viz.perf.batch_size_sweep`)."""
-    if sweep.kind != "batch_size":
-        raise ValueError(f"batch_points needs a batch_size sweep, not {sweep.kind!r}")
+    if sweep.name != "batch_size":
+        raise ValueError(f"batch_points needs a batch_size sweep, not {sweep.name!r}")
     pts = []
     for row in sweep.rows():
         cost = decode_cost(spec, int(row["decode_context_tokens"]), int(row["batch_size"]))
@@ -113,15 +103,15 @@ def batch_points(sweep, spec: ModelSpec) -> list[RooflinePoint]:
 def prefill_points(sweep, spec: ModelSpec) -> list[RooflinePoint]:
     """One prefill point per row of a prompt-length sweep (`viz.perf.prompt_length_sweep`):
     the longer the prompt, the further right (each weight is reused by every prompt token)."""
-    if sweep.kind != "prompt_length":
-        raise ValueError(f"prefill_points needs a prompt_length sweep, not {sweep.kind!r}")
+    if sweep.name != "prompt_length":
+        raise ValueError(f"prefill_points needs a prompt_length sweep, not {sweep.name!r}")
     return [point(f"prefill {int(row['prompt_tokens'])}",
                   prefill_cost(spec, int(row["prompt_tokens"])), row["prefill_forward_s"])
             for row in sweep.rows()]
 
 
 @dataclass
-class Roofline:
+class Roofline(Document):
     """Measured peaks and measured passes, ready to plot (`viz.views.roofline`)."""
 
     peaks: Peaks
@@ -129,7 +119,13 @@ class Roofline:
     environment: Environment
     points: list[RooflinePoint] = field(default_factory=list)
     label: str = ""  # e.g. "CPU" or "H200"
-    schema_version: int = ROOFLINE_SCHEMA_VERSION
+
+    # Saved as JSON by `save` / `load` (see viz.documents for the rules of versions).
+    KIND: ClassVar[str] = "llm-inference-roofline"
+    SCHEMA_VERSION: ClassVar[int] = 1
+    WHAT: ClassVar[str] = "roofline"
+    AGAIN: ClassVar[str] = ("measure it again with viz.perf.measure_roofline(...) or "
+                            "`python -m viz roofline`")
 
     def attainable_flops_per_s(self, intensity: float) -> float:
         """The roof at intensity I: min(P, I · W)."""
@@ -171,30 +167,6 @@ class Roofline:
                          f"{r['achieved_bytes_per_s'] / 1e9:>8.2f}{r['mfu']:>7.1%}"
                          f"{r['mbu']:>7.1%}  {r['bound']}")
         return "\n".join(lines)
-
-    # ---- JSON -----------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": ROOFLINE_KIND, **dataclasses.asdict(self)}
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, allow_nan=False, indent=1)
-
-    @classmethod
-    def from_dict(cls, data: Any) -> "Roofline":
-        _check_header(data, ROOFLINE_KIND, ROOFLINE_SCHEMA_VERSION, "roofline",
-                      again=ROOFLINE_AGAIN)
-        return _build(cls, {k: v for k, v in data.items() if k != "kind"}, "roofline")
-
-    def save(self, path: str | os.PathLike) -> Path:
-        """Write as JSON, atomically."""
-        path = Path(path)
-        _atomic_write(path, self.to_json())
-        return path
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> "Roofline":
-        """Read a roofline saved by `Roofline.save`; a ValueError says what is wrong with it."""
-        return _read_document(path, cls.from_dict, "roofline", again=ROOFLINE_AGAIN)
 
 
 def measure_roofline(lm, prompt: str = "Explain in one paragraph why the sky is blue.", *,

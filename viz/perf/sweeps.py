@@ -121,7 +121,7 @@ def prompt_length_sweep(lm: LoadedModel, lengths: Sequence[int] = (8, 16, 32, 64
         cols["prefill_tokens_per_s"].append(tokens / forward)
         cols["prefill_flops"].append(flops)
         cols["achieved_flops_per_s"].append(flops / forward)
-    return Sweep(kind="prompt_length", x="prompt_tokens", columns=cols, model=lm.spec,
+    return Sweep(name="prompt_length", x="prompt_tokens", columns=cols, model=lm.spec,
                  environment=lm.environment(), settings={"repeats": repeats}, label=label)
 
 
@@ -181,7 +181,7 @@ def context_length_sweep(lm: LoadedModel, contexts: Sequence[int] = (16, 64, 256
         cols["kv_bytes"].append(runs[c][0].steps[-1].kv_bytes)
         cols["decode_bytes"].append(moved)
         cols["achieved_bytes_per_s"].append(moved / forward)
-    return Sweep(kind="context_length", x="context_tokens", columns=cols, model=lm.spec,
+    return Sweep(name="context_length", x="context_tokens", columns=cols, model=lm.spec,
                  environment=lm.environment(), settings={"steps": steps, "repeats": repeats},
                  label=label)
 
@@ -235,7 +235,7 @@ def cache_sweep(lm: LoadedModel, prompt: str = "The KV cache saves work because"
                                     else decode_cost(lm.spec, a.seq_len).flops)
         cols["uncached_flops"].append(prefill_cost(lm.spec, b.seq_len).flops)
         cols["same_token"].append(int(a.token_id == b.token_id))
-    return Sweep(kind="cache", x="seq_len", columns=cols, model=lm.spec,
+    return Sweep(name="cache", x="seq_len", columns=cols, model=lm.spec,
                  environment=lm.environment(),
                  settings={"prompt": prompt, "new_tokens": new_tokens, "repeats": repeats,
                            "same_tokens": on.generated_ids == off.generated_ids},
@@ -301,7 +301,7 @@ def batch_size_sweep(lm: LoadedModel, batch_sizes: Sequence[int] = (1, 2, 4, 8, 
         cols["aggregate_tokens_per_s"].append(b * new_tokens / latency)
         cols["aggregate_decode_tokens_per_s"].append(b / step)
         cols["kv_bytes"].append(rs[0].kv_bytes)
-    return Sweep(kind="batch_size", x="batch_size", columns=cols, model=lm.spec,
+    return Sweep(name="batch_size", x="batch_size", columns=cols, model=lm.spec,
                  environment=lm.environment(),
                  settings={"prompt": prompt, "new_tokens": new_tokens, "repeats": repeats},
                  label=label)

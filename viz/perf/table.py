@@ -8,35 +8,37 @@ the model and machine it was measured on. Units are in the column names (`_s` se
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import math
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Optional
+from typing import Any, ClassVar, Optional
 
-from viz.trace import (Environment, ModelSpec, _atomic_write, _build, _check_header,
-                       _read_document)
+from viz.documents import Document, Number
+from viz.trace import Environment, ModelSpec
 
-SWEEP_KIND = "llm-inference-sweep"
-SWEEP_SCHEMA_VERSION = 1
-# What to do about a sweep file that cannot be used.
-SWEEP_AGAIN = "measure it again with a viz.perf sweep or `python -m viz sweep`"
+
+def _v1_to_v2(data: dict) -> dict:
+    """Schema 1 stored which sweep it was under "sweep"; schema 2 calls it "name"."""
+    data["name"] = data.pop("sweep", None)
+    return data
 
 
 @dataclass
-class Sweep:
+class Sweep(Document):
     """The result of one sweep: `columns[name][row]`, all columns the same length."""
 
-    kind: str  # which sweep: "prompt_length", "context_length", "batch_size" or "cache"
+    name: str  # which sweep: "prompt_length", "context_length", "batch_size" or "cache"
     x: str  # the column that was varied (the natural x axis)
-    columns: dict[str, list[Any]]  # name → one value per row (numbers, or None where absent)
+    columns: dict[str, list[Optional[Number]]]  # name → one value per row (None where absent)
     model: ModelSpec  # what was measured
     environment: Environment  # where it was measured
     settings: dict[str, Any] = field(default_factory=dict)  # the sweep's arguments
     label: str = ""  # a name for comparisons, e.g. "CPU" or "H200"
-    schema_version: int = SWEEP_SCHEMA_VERSION
+
+    # Saved as JSON by `save` / `load` (see viz.documents for the rules of versions).
+    KIND: ClassVar[str] = "llm-inference-sweep"
+    SCHEMA_VERSION: ClassVar[int] = 2
+    WHAT: ClassVar[str] = "sweep"
+    AGAIN: ClassVar[str] = "measure it again with a viz.perf sweep or `python -m viz sweep`"
+    UPGRADES: ClassVar[dict] = {1: _v1_to_v2}
 
     def __post_init__(self):
         lengths = {len(v) for v in self.columns.values()}
@@ -62,55 +64,11 @@ class Sweep:
         names = list(self.columns)
         cells = [[_fmt(v) for v in row.values()] for row in self.rows()]
         widths = [max([len(n)] + [len(r[i]) for r in cells]) for i, n in enumerate(names)]
-        head = f"{self.kind} sweep: {self.model.name} on {self.environment.device_name} " \
+        head = f"{self.name} sweep: {self.model.name} on {self.environment.device_name} " \
                f"({self.environment.device}, {self.environment.dtype})"
         lines = [head, "  ".join(n.rjust(w) for n, w in zip(names, widths))]
         lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in cells]
         return "\n".join(lines)
-
-    # ---- JSON -----------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["sweep"] = d.pop("kind")  # "kind" marks the file type, as in a trace
-        return {"kind": SWEEP_KIND, **d}
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, allow_nan=False,
-                          separators=(",", ":"))
-
-    @classmethod
-    def from_dict(cls, data: Any) -> "Sweep":
-        version = _check_header(data, SWEEP_KIND, SWEEP_SCHEMA_VERSION, "sweep",
-                                again=SWEEP_AGAIN)
-        columns = data.get("columns")
-        if not isinstance(columns, dict) or not all(
-                isinstance(v, list) and all(_is_number(x) for x in v) for v in columns.values()):
-            raise ValueError("sweep.columns must map names to lists of finite numbers")
-        settings = data.get("settings", {})
-        if not isinstance(settings, dict):
-            raise ValueError("sweep.settings must be an object")
-        if not isinstance(data.get("sweep"), str) or not isinstance(data.get("x"), str):
-            raise ValueError("a sweep needs string fields \"sweep\" and \"x\"")
-        return cls(kind=data["sweep"], x=data["x"], columns=columns,
-                   model=_build(ModelSpec, data.get("model"), "sweep.model"),
-                   environment=_build(Environment, data.get("environment"), "sweep.environment"),
-                   settings=settings, label=str(data.get("label", "")), schema_version=version)
-
-    def save(self, path: str | os.PathLike) -> Path:
-        """Write as JSON, atomically (a failed save leaves any existing file intact)."""
-        path = Path(path)
-        _atomic_write(path, self.to_json())
-        return path
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> "Sweep":
-        """Read a sweep saved by `Sweep.save`; a ValueError says what is wrong with a bad file."""
-        return _read_document(path, cls.from_dict, "sweep", again=SWEEP_AGAIN)
-
-
-def _is_number(x: Any) -> bool:
-    return x is None or (isinstance(x, (int, float)) and not isinstance(x, bool)
-                         and math.isfinite(x))
 
 
 def _fmt(v: Optional[float]) -> str:

@@ -19,6 +19,8 @@ from viz.views.embeddings import embedding_data, embeddings_figure, embeddings_s
 from viz.views.explorer import explorer_figure, explorer_static, explorer_step, explorer_widget
 from viz.views.kv import kv_data, kv_figure, kv_static
 from viz.views.report import report_html, write_report
+from viz.views.roofline import roofline_data, roofline_figure, roofline_static, roofline_table
+from viz.views.sweeps import sweep_figure, throughput_latency_figure
 from viz.views.timeline import summary_card, timeline_data, timeline_figure, timeline_static
 from viz.views.tokens import token_chips, token_groups, tokens_html, tokens_static
 from viz.views.whatif import whatif_distribution, whatif_figure, whatif_static, whatif_widget
@@ -33,4 +35,6 @@ __all__ = [
     "timeline_figure", "timeline_static", "timeline_data", "summary_card",
     "compare_figure", "compare_static", "compare_card", "compare_data",
     "report_html", "write_report",
+    "roofline_figure", "roofline_static", "roofline_data", "roofline_table",
+    "sweep_figure", "throughput_latency_figure",
 ]

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from viz import __version__
-from viz.trace import Trace, _atomic_write
+from viz.documents import atomic_write
+from viz.trace import Trace
 from viz.views.base import NO_EMBEDDINGS, check_trace, trace_title
 from viz.views.compare import compare_figure
 from viz.views.distribution import distribution_figure
@@ -220,7 +221,7 @@ def write_report(trace: Trace, path: str | os.PathLike, compare: Optional[Trace]
         path = path.resolve()  # replace the file the link points to, not the link itself
     html = report_html(trace, compare)  # everything that can fail, before the disk is touched
     try:
-        _atomic_write(path, html)
+        atomic_write(path, html)
     except OSError as e:
         raise ValueError(f"cannot write the report to {path}: {e.strerror or e}; "
                          "choose another place with -o") from None

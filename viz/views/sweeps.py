@@ -59,11 +59,11 @@ def _check(sweep: Any, kind: Optional[str] = None) -> Sweep:
         raise ValueError(f"expected a viz.perf.Sweep, not {type(sweep).__name__}: run a sweep "
                          "such as viz.perf.prompt_length_sweep(lm) or load one with "
                          "viz.perf.load_reference(name)")
-    if kind and sweep.kind != kind:
-        raise ValueError(f"this view draws a {kind} sweep, not a {sweep.kind} one: "
+    if kind and sweep.name != kind:
+        raise ValueError(f"this view draws a {kind} sweep, not a {sweep.name} one: "
                          "use viz.views.sweeps.sweep_figure, which picks the right view")
-    if sweep.kind not in PANELS:
-        raise ValueError(f"no view for sweeps of kind {sweep.kind!r}")
+    if sweep.name not in PANELS:
+        raise ValueError(f"no view for sweeps of kind {sweep.name!r}")
     if len(sweep) == 0:
         raise ValueError("this sweep has no rows: run it with at least one setting")
     return sweep
@@ -82,7 +82,7 @@ def sweep_series(sweep: Sweep) -> list[dict[str, Any]]:
     _check(sweep)
     x = sweep.column(sweep.x)
     out = []
-    for p, (title, _, series) in enumerate(PANELS[sweep.kind]):
+    for p, (title, _, series) in enumerate(PANELS[sweep.name]):
         for column, scale, name in series:
             y = [None if v is None else v * scale for v in sweep.column(column)]
             out.append({"panel": p, "title": title, "name": name, "column": column, "x": x,
@@ -91,10 +91,10 @@ def sweep_series(sweep: Sweep) -> list[dict[str, Any]]:
 
 
 def _colour(sweep: Sweep, column: str, index: int) -> str:
-    if sweep.kind == "cache":
+    if sweep.name == "cache":
         return CACHE_COLOURS["uncached" if column.startswith("uncached") else "cached"]
     if index == 0:
-        return KIND_COLOUR.get(sweep.kind, palette.PREFILL)
+        return KIND_COLOUR.get(sweep.name, palette.PREFILL)
     return SERIES_COLOURS[index % len(SERIES_COLOURS)]
 
 
@@ -112,8 +112,8 @@ def sweep_figure(sweep: Sweep, reference: Optional[Sweep] = None, *,
 
     _check(sweep)
     if reference is not None:
-        _check(reference, sweep.kind)
-    panels = PANELS[sweep.kind]
+        _check(reference, sweep.name)
+    panels = PANELS[sweep.name]
     fig = make_subplots(rows=1, cols=len(panels), horizontal_spacing=0.09,
                         subplot_titles=[t for t, _, _ in panels])
     runs = [(sweep, "solid", "")] + ([(reference, "dash", " (reference)")] if reference else [])
@@ -134,18 +134,18 @@ def sweep_figure(sweep: Sweep, reference: Optional[Sweep] = None, *,
                 hovertemplate=f"{series['name']}<br>{sweep.x} %{{x}}: %{{y:.4g}}"
                               "<extra></extra>"), 1, series["panel"] + 1)
             named.add(name)
-    if peaks is not None and sweep.kind in ("prompt_length", "context_length"):
+    if peaks is not None and sweep.name in ("prompt_length", "context_length"):
         value, what = ((peaks.flops_per_s * 1e-9, "measured peak GFLOP/s")
-                       if sweep.kind == "prompt_length"
+                       if sweep.name == "prompt_length"
                        else (peaks.bytes_per_s * 1e-9, "measured peak GB/s"))
         x = sweep.column(sweep.x)
         fig.add_trace(go.Scatter(x=[min(x), max(x)], y=[value, value], mode="lines",
                                  name=what, line={"color": palette.FORMULA, "dash": "dash"}),
                       1, len(panels))
-    fig.update_layout(**plotly_layout(f"{sweep.kind.replace('_', ' ')} sweep: "
+    fig.update_layout(**plotly_layout(f"{sweep.name.replace('_', ' ')} sweep: "
                                       f"{sweep_title(sweep)}", height=400))
     for c, (_, unit, _) in enumerate(panels, start=1):
-        fig.update_xaxes(title=X_TITLES[sweep.kind], row=1, col=c)
+        fig.update_xaxes(title=X_TITLES[sweep.name], row=1, col=c)
         fig.update_yaxes(title=unit, rangemode="tozero", row=1, col=c)
     return fig
 
