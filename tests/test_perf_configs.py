@@ -15,10 +15,13 @@ TINY = {"name": "tiny-config", "config": {
 
 
 def test_shipped_configs():
-    assert configs.config_names() == ["llama-3.1-8b", "llama-3.2-1b", "smollm2-135m"]
+    assert configs.config_names() == ["llama-3.1-8b", "llama-3.2-1b", "smollm2-1.7b",
+                                      "smollm2-135m", "smollm2-360m"]
     for name in configs.config_names():
         entry = configs.read_config(name)
         assert entry["source"].startswith("https://") and entry["params"] > 0
+        # the published parameter count equals the count from the shape (no typo in a number)
+        assert configs.config_spec(name).n_params == entry["params"]
 
 
 def test_from_config_builds_the_described_model(tmp_path):
