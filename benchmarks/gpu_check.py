@@ -148,7 +148,7 @@ def one_config(runner: Runner, plan: dict, config, peaks) -> None:
                     reserve_s=30)
     if lm is None:
         return
-    label = f"{viz.load.device_name(lm.device)} (random weights)"
+    label = f"{viz.runtime.device_name(lm.device)} (random weights)"
     print(f"    {lm!r}", flush=True)
 
     def trace():
@@ -170,12 +170,12 @@ def one_config(runner: Runner, plan: dict, config, peaks) -> None:
             lm, plan["prompt_lengths"], repeats=plan["prompt_repeats"], progress=False,
             label=label)),
         ("context", lambda: perf.context_length_sweep(
-            lm, plan["contexts"], steps=plan["context_steps"], progress=False, label=label)),
+            lm, plan["contexts"], max_new_tokens=plan["context_steps"] + 1, progress=False, label=label)),
         ("batch", lambda: perf.batch_size_sweep(
-            lm, plan["batch_sizes"], new_tokens=plan["batch_tokens"], progress=False,
+            lm, plan["batch_sizes"], max_new_tokens=plan["batch_tokens"], progress=False,
             label=label)),
         ("cache", lambda: perf.cache_sweep(
-            lm, CHAT_PROMPT, new_tokens=plan["cache_tokens"], progress=False, label=label)),
+            lm, CHAT_PROMPT, max_new_tokens=plan["cache_tokens"], progress=False, label=label)),
     ]
     for kind, fn in steps:
         def run_sweep(kind=kind, fn=fn):

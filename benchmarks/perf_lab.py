@@ -33,7 +33,7 @@ PARTS = ["trace", "prompt", "context", "cache", "batch", "roofline", "random"]
 def label(lm) -> str:
     n = torch.get_num_threads()
     return f"CPU ({n} thread{'s' if n != 1 else ''})" if lm.device.type == "cpu" \
-        else viz.load.device_name(lm.device)
+        else viz.runtime.device_name(lm.device)
 
 
 def save(obj, out: Path, name: str) -> None:
@@ -87,25 +87,25 @@ def main() -> None:
         if "prompt" in args.only:
             save(prompts, out, "cpu-prompt-sweep")
     if "context" in args.only:
-        s = perf.context_length_sweep(lm, [16, 64, 256, 512, 1024], steps=8, repeats=1,
+        s = perf.context_length_sweep(lm, [16, 64, 256, 512, 1024], max_new_tokens=9, repeats=1,
                                       progress=progress, label=lab)
         print(s)
         save(s, out, "cpu-context-sweep")
     if "cache" in args.only:
-        s = perf.cache_sweep(lm, "The KV cache saves work because", new_tokens=32, repeats=1,
+        s = perf.cache_sweep(lm, "The KV cache saves work because", max_new_tokens=32, repeats=1,
                              progress=progress, label=lab)
         print(s)
         save(s, out, "cpu-cache-sweep")
     batch = None
     if "batch" in args.only or "roofline" in args.only:
-        batch = perf.batch_size_sweep(lm, [1, 2, 4, 8, 16], new_tokens=16, repeats=2,
+        batch = perf.batch_size_sweep(lm, [1, 2, 4, 8, 16], max_new_tokens=16, repeats=2,
                                       progress=progress, label=lab)
         print(batch)
         if "batch" in args.only:
             save(batch, out, "cpu-batch-sweep")
     if "roofline" in args.only:
         peaks = perf.measure_peaks(lm.device, lm.spec.dtype)
-        roof = perf.measure_roofline(lm, prompt_tokens=128, new_tokens=16, peaks=peaks,
+        roof = perf.measure_roofline(lm, prompt_tokens=128, max_new_tokens=16, peaks=peaks,
                                      batch=batch, prompt_sweep=prompts, label=lab)
         print(roof)
         save(roof, out, "cpu-roofline")

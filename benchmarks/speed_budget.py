@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 import viz  # noqa: E402
 from viz import default_model  # noqa: E402
-from viz.kvcache import new_cache  # noqa: E402
+from viz.compat import last_logits, live_bytes_per_layer, new_cache  # noqa: E402
 
 # A plain continuation (chat=False) whose greedy reply runs past 64 tokens without an
 # end-of-sequence token, so every method generates exactly the same number of tokens.
@@ -127,21 +127,18 @@ def bench_generation(lm, n: int, repeats: int) -> None:
 def overhead_accounting(lm, n: int, bare_s: float, repeats: int = 5) -> None:
     """What record does beyond the bare loop, timed piece by piece (immune to machine noise).
 
-    In the loop: one `_stats` call per step (softmax statistics and top-k over the
-    vocabulary, the live KV-cache size) and the clock reads. After the loop: decoding texts,
-    spans, embeddings, building the Trace = record's wall time − its own end_to_end_s.
+    In the loop: reading the live KV-cache size once per step (and the clock reads). After
+    the loop: softmax statistics and top-k over the vocabulary for every step, decoding
+    texts, spans, embeddings, building the Trace = record's wall time − its own end_to_end_s.
     """
-    from viz.record import _stats, model_forward
-
-    logits = torch.randn(lm.spec.vocab_size, device=lm.device)
     cache = new_cache(lm.model)
     with torch.inference_mode():
-        model_forward(lm.model)(torch.tensor([[1, 2, 3]], device=lm.device), cache)
+        last_logits(lm.model)(torch.tensor([[1, 2, 3]], device=lm.device), cache)
     per_step = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         for _ in range(50):
-            _stats(logits, 5, 1.0, 20, cache, lm.spec.n_layers, 10, 1, 0.0, 0.0, 0.0)
+            live_bytes_per_layer(cache, lm.spec.n_layers)
         per_step.append((time.perf_counter() - t0) / 50)
     after = []
     for _ in range(repeats):
@@ -150,7 +147,7 @@ def overhead_accounting(lm, n: int, bare_s: float, repeats: int = 5) -> None:
         after.append(time.perf_counter() - t0 - t.timing.end_to_end_s)
     in_loop = n * min(per_step)
     post = statistics.median(after)
-    print(f"overhead accounting: per-step statistics {min(per_step) * 1e3:.2f} ms × {n} = "
+    print(f"overhead accounting: per-step cache reading {min(per_step) * 1e3:.2f} ms × {n} = "
           f"{in_loop * 1e3:.1f} ms; after the loop {post * 1e3:.1f} ms; together "
           f"{(in_loop + post) * 1e3:.1f} ms = {(in_loop + post) / bare_s:.1%} of the bare loop's "
           f"{bare_s:.2f} s -> record ≈ {1 + (in_loop + post) / bare_s:.3f} x bare")
@@ -256,7 +253,7 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"{viz.load.device_name(torch.device('cpu'))}")
+          f"{viz.runtime.device_name(torch.device('cpu'))}")
     bench_load(3, cold=not args.skip_cold)
     lm = viz.load_model(device="cpu")
     bench_generation(lm, args.tokens, args.repeats)

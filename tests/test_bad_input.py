@@ -3,7 +3,7 @@
 import pytest
 
 import viz
-from viz.tiny import tiny_model
+from conftest import tiny_model
 
 
 @pytest.mark.parametrize("prompt, message", [

@@ -427,7 +427,7 @@ def test_report_renders_offline(browser, tmp_path):
     if not viz_report_exists():
         pytest.xfail("TODO(issue 3): `python -m viz report` does not exist yet; this test runs "
                      "as soon as it does")
-    from viz.tiny import tiny_model
+    from conftest import tiny_model
 
     import viz
 

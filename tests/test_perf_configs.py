@@ -43,7 +43,7 @@ def test_from_config_builds_the_described_model(tmp_path):
 
 
 def test_config_tokenizer_decodes_every_id():
-    tok = configs.config_tokenizer(300)
+    tok = configs.byte_tokenizer(300)
     assert len(tok) == 300
     assert tok.decode([72, 105]) == "Hi"
     assert tok.decode([299]) == "[299]" and tok.decode([259]) == "[259]"
@@ -52,7 +52,7 @@ def test_config_tokenizer_decodes_every_id():
     assert tok.apply_chat_template([{"role": "user", "content": "x"}],
                                    add_generation_prompt=True)["input_ids"][0] == configs.BOS_ID
     with pytest.raises(ValueError, match="at least"):
-        configs.config_tokenizer(100)
+        configs.byte_tokenizer(100)
 
 
 def test_context_length_override():

@@ -8,7 +8,8 @@ import torch
 
 import viz
 from viz import perf
-from viz.perf.peaks import Peaks, time_runs
+from viz.perf.peaks import Peaks
+from viz.runtime import time_runs
 from viz.perf.roofline import Roofline, RooflinePoint, point, trace_points
 
 
@@ -77,7 +78,7 @@ def test_trace_points_use_the_recorded_times(tiny_gqa):
 
 
 def test_measure_roofline_round_trip(tiny_gqa, tmp_path):
-    roof = perf.measure_roofline(tiny_gqa, new_tokens=4, batch_sizes=[1, 3], peaks=small_peaks(),
+    roof = perf.measure_roofline(tiny_gqa, max_new_tokens=4, batch_sizes=[1, 3], peaks=small_peaks(),
                                  progress=False)
     assert [p.label for p in roof.points] == ["prefill", "decode", "decode B=1", "decode B=3"]
     assert roof.bound(roof.points[0]) in ("memory", "compute")
@@ -91,7 +92,7 @@ def test_measure_roofline_round_trip(tiny_gqa, tmp_path):
 
 def test_measure_roofline_reuses_measurements(tiny_gqa):
     trace = viz.record(tiny_gqa, "Hello", max_new_tokens=5, stop_at_eos=False)
-    batch = perf.batch_size_sweep(tiny_gqa, [2], new_tokens=3, progress=False)
+    batch = perf.batch_size_sweep(tiny_gqa, [2], max_new_tokens=3, progress=False)
     roof = perf.measure_roofline(tiny_gqa, peaks=FAKE, trace=trace, batch=batch)
     assert roof.peaks is FAKE
     assert [p.label for p in roof.points] == ["prefill", "decode", "decode B=2"]
@@ -129,7 +130,7 @@ def test_roofline_view_draws_the_numbers(tiny_gqa):
 def test_sweep_views_draw_the_columns(tiny_gqa):
     from viz.views.sweeps import sweep_figure, sweep_series, throughput_latency_figure
 
-    sweep = perf.batch_size_sweep(tiny_gqa, [1, 2], new_tokens=3, progress=False)
+    sweep = perf.batch_size_sweep(tiny_gqa, [1, 2], max_new_tokens=3, progress=False)
     series = sweep_series(sweep)
     step = next(s for s in series if s["column"] == "decode_step_s")
     assert step["y"] == [v * 1e3 for v in sweep.column("decode_step_s")]

@@ -66,13 +66,20 @@ def test_cli_sweep_and_roofline(tmp_path, capsys):
     config = tmp_path / "tiny.json"
     config.write_text(json.dumps(load_script("gpu_check").QUICK["configs"][0]))
     out = tmp_path / "sweep.json"
-    assert main(["sweep", "batch", "--values", "1", "2", "--new-tokens", "3", "--config",
+    assert main(["sweep", "batch", "--values", "1", "2", "--max-new-tokens", "3", "--config",
                  str(config), "--device", "cpu", "--quiet", "-o", str(out)]) == 0
     assert perf.Sweep.load(out).column("batch_size") == [1, 2]
     assert "batch_size sweep" in capsys.readouterr().out
     assert main(["sweep", "cache", "--values", "3", "--config", str(config)]) == 2  # bad input
-    assert "--new-tokens" in capsys.readouterr().err
+    assert "takes no --values: use --max-new-tokens" in capsys.readouterr().err
+    assert main(["sweep", "prompt", "--max-new-tokens", "3", "--config", str(config)]) == 2
+    assert "drop --max-new-tokens" in capsys.readouterr().err
+    assert main(["sweep", "batch", "--threads", "0", "--config", str(config)]) == 2
+    assert "threads must be a whole number >= 1" in capsys.readouterr().err
     roof = tmp_path / "roof.json"
-    assert main(["roofline", "--config", str(config), "--device", "cpu", "--new-tokens", "3",
+    assert main(["roofline", "--config", str(config), "--device", "cpu", "--max-new-tokens", "3",
+                 "--threads", "1",
                  "--quiet", "-o", str(roof)]) == 0
-    assert [p.label for p in perf.Roofline.load(roof).points] == ["prefill", "decode"]
+    loaded = perf.Roofline.load(roof)
+    assert [p.label for p in loaded.points] == ["prefill", "decode"]
+    assert loaded.environment.threads == loaded.peaks.threads == 1

@@ -41,7 +41,7 @@ def test_progress_bar_is_shown_by_default(tiny_gqa, capsys):
 
 
 def test_context_length_sweep(tiny_gqa):
-    sweep = perf.context_length_sweep(tiny_gqa, [4, 16, 48], steps=3, progress=False)
+    sweep = perf.context_length_sweep(tiny_gqa, [4, 16, 48], max_new_tokens=4, progress=False)
     assert sweep.column("context_tokens") == [4, 16, 48]
     spec = tiny_gqa.spec
     # after prefill (c) and 3 decode steps the cache holds c + 3 tokens
@@ -51,7 +51,7 @@ def test_context_length_sweep(tiny_gqa):
 
 
 def test_cache_sweep(tiny):
-    sweep = perf.cache_sweep(tiny, "Hello 🍕", new_tokens=6, progress=False)
+    sweep = perf.cache_sweep(tiny, "Hello 🍕", max_new_tokens=6, progress=False)
     assert sweep.column("step") == list(range(6))
     seq = sweep.column("seq_len")
     assert seq == list(range(seq[0], seq[0] + 6))  # grows by one token per step
@@ -64,7 +64,7 @@ def test_cache_sweep(tiny):
 
 
 def test_batch_size_sweep(tiny_gqa):
-    sweep = perf.batch_size_sweep(tiny_gqa, [1, 2, 4], new_tokens=3, progress=False)
+    sweep = perf.batch_size_sweep(tiny_gqa, [1, 2, 4], max_new_tokens=3, progress=False)
     assert sweep.column("batch_size") == [1, 2, 4]
     n_prompt = sweep.column("prompt_tokens")[0]
     assert sweep.column("prompt_tokens") == [n_prompt] * 3

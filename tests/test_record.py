@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import viz
-from viz.record import model_forward
+from viz.compat import last_logits
 
 PROMPT = "Hello 🍕 wörld, 東京!"
 
@@ -235,9 +235,10 @@ def test_real_model_greedy_chat_reply(smollm):
     assert s.weight_bytes == 4 * s.n_params
 
 
-def test_model_forward_returns_last_position_logits(tiny_gqa):
-    ids = torch.tensor([[5, 6, 7, 8]])
+def test_last_logits_returns_each_rows_last_position(tiny_gqa):
+    ids = torch.tensor([[5, 6, 7, 8], [9, 10, 11, 12]])
     with torch.no_grad():
-        got = model_forward(tiny_gqa.model)(ids, None)
-        full = tiny_gqa.model(ids, use_cache=False).logits[0, -1]
+        got = last_logits(tiny_gqa.model)(ids, None)
+        full = tiny_gqa.model(ids, use_cache=False).logits[:, -1]
+    assert got.shape == (2, tiny_gqa.spec.vocab_size)
     torch.testing.assert_close(got, full)

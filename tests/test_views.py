@@ -361,14 +361,14 @@ def test_whatif_exact_settings_match_the_whole_vocabulary(real):
 def test_whatif_with_every_token_recorded_is_the_samplers_distribution(tiny_gqa):
     """Record the whole vocabulary: the what-if must equal sampling_distribution on the model's
     own logits, for any setting."""
-    from viz.record import model_forward
+    from viz.compat import last_logits
     from viz.sampling import sampling_distribution
 
     vocab = tiny_gqa.spec.vocab_size
     trace = viz.record(tiny_gqa, "Hello", max_new_tokens=1, log_top=vocab)
     with torch.inference_mode():
         ids = torch.tensor([trace.prompt_ids])
-        logits = model_forward(tiny_gqa.model)(ids, None)
+        logits = last_logits(tiny_gqa.model)(ids, None)[0]
     for t, k, p in [(1.0, None, None), (0.5, None, 0.9), (1.5, 40, 0.8)]:
         w = views.whatif_distribution(trace, 0, t, k, p)
         full = sampling_distribution(logits, t, k, p).numpy()

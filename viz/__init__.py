@@ -7,13 +7,23 @@ The data flows one way: load → record → Trace → views → lessons.
     trace = viz.record(lm, "The capital of France is", max_new_tokens=8)
     print(trace.summary())
     trace.save("trace.json")
+
+The three faces a lesson imports from: `viz` (this module: load, record, the Trace, the
+pieces of the decode loop and the exercises), `viz.views` (figures) and `viz.perf`
+(measurements).
 """
 
-__version__ = "0.1.0"
-
-from viz.load import LoadedModel, load_model  # noqa: E402
-from viz.record import record  # noqa: E402
-from viz.trace import SCHEMA_VERSION, ModelSpec, Step, Token, Trace  # noqa: E402
+from viz.version import __version__
+from viz.compat import cache_layers, last_logits, new_cache
+from viz.documents import load_document
+from viz.exercises import check, multiple_choice
+from viz.load import LoadedModel, load_model
+from viz.record import record
+from viz.runtime import using_threads
+from viz.sampling import sampling_distribution
+from viz.trace import SCHEMA_VERSION, ModelSpec, Step, Token, Trace
 
 __all__ = ["load_model", "LoadedModel", "record", "Trace", "Step", "Token", "ModelSpec",
-           "SCHEMA_VERSION", "__version__"]
+           "SCHEMA_VERSION", "__version__", "load_document", "using_threads",
+           "new_cache", "last_logits", "cache_layers", "sampling_distribution",
+           "check", "multiple_choice"]

@@ -1,8 +1,15 @@
-"""Command line: `python -m viz record "prompt" -o trace.json`, `python -m viz fetch-model`,
-`python -m viz report trace.json -o report.html`.
+"""Command line: every `python -m viz` command, in this one module.
 
-Each command is a function taking parsed arguments; `COMMANDS` registers them. A ValueError
-(bad input) prints one line naming the fix and exits with status 2, without a traceback.
+    python -m viz record "The capital of France is" -o trace.json
+    python -m viz report trace.json -o report.html
+    python -m viz fetch-model
+    python -m viz sweep prompt --values 8 16 32 64 -o prompt_sweep.json
+    python -m viz sweep batch --values 1 2 4 8 --config llama-3.2-1b --device cuda
+    python -m viz roofline --batch-sizes 1 4 16 -o roofline.json
+
+Each command is a function taking parsed arguments; `COMMANDS` registers the functions that
+add them to the parser. A ValueError (bad input) prints one line naming the fix and exits
+with status 2, without a traceback.
 """
 
 from __future__ import annotations
@@ -12,19 +19,8 @@ import sys
 from typing import Callable, Optional
 
 
-def _record(args: argparse.Namespace) -> int:
-    import viz
-
-    lm = viz.load_model(args.model, device=args.device, dtype=args.dtype)
-    trace = viz.record(lm, args.prompt, max_new_tokens=args.max_new_tokens, chat=args.chat,
-                       temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
-                       seed=args.seed, log_top=args.log_top, use_cache=not args.no_cache,
-                       label=args.label)
-    return print_and_save(trace.summary(), trace, args.output)
-
-
 def print_and_save(text: str, result, output: Optional[str]) -> int:
-    """Print a result's summary, then save it (a Trace, Sweep or Roofline) if asked to."""
+    """Print a result's summary, then save it (any viz document) if asked to."""
     print(text)
     if output:
         path = result.save(output)
@@ -32,7 +28,43 @@ def print_and_save(text: str, result, output: Optional[str]) -> int:
     return 0
 
 
-def _add_record(sub) -> None:
+def _model_arguments(p: argparse.ArgumentParser, configs: bool = False) -> None:
+    """--model/--device/--dtype/--threads (and --config where random weights make sense)."""
+    p.add_argument("--model", default=None, help="hub id, folder or .gguf (default: SmolLM2)")
+    if configs:
+        p.add_argument("--config", default=None,
+                       help="build a random-weight model from a config instead: a shipped name "
+                            "(see viz.perf.config_names()) or a JSON path")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
+    p.add_argument("--dtype", default=None, help="float32, bfloat16 or float16")
+    p.add_argument("--threads", type=int, default=None,
+                   help="CPU threads for the model's kernels (default: torch's own choice)")
+    p.add_argument("--label", default="", help="a name for the result, e.g. 'laptop CPU'")
+    p.add_argument("-o", "--output", default=None, help="where to save the result (JSON)")
+
+
+def _model(args: argparse.Namespace):
+    import viz
+    from viz import perf
+
+    if getattr(args, "config", None):
+        return perf.from_config(args.config, device=args.device, dtype=args.dtype)
+    return viz.load_model(args.model, device=args.device, dtype=args.dtype)
+
+
+# ---- record -------------------------------------------------------------------------------
+def _record(args: argparse.Namespace) -> int:
+    import viz
+
+    lm = _model(args)
+    trace = viz.record(lm, args.prompt, max_new_tokens=args.max_new_tokens, chat=args.chat,
+                       temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+                       seed=args.seed, log_top=args.log_top, use_cache=not args.no_cache,
+                       label=args.label, threads=args.threads)
+    return print_and_save(trace.summary(), trace, args.output)
+
+
+def add_record(sub) -> None:
     p = sub.add_parser("record", help="generate a reply and record its trace")
     p.add_argument("prompt", help="the text the model continues (or answers, with --chat)")
     p.add_argument("--max-new-tokens", type=int, default=32)
@@ -43,14 +75,11 @@ def _add_record(sub) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--log-top", type=int, default=20, help="candidates kept per step")
     p.add_argument("--no-cache", action="store_true", help="run without the KV cache")
-    p.add_argument("--model", default=None, help="hub id, folder or .gguf (default: SmolLM2)")
-    p.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
-    p.add_argument("--dtype", default=None, help="float32, bfloat16 or float16")
-    p.add_argument("--label", default="", help="a name for this trace, e.g. 'laptop CPU'")
-    p.add_argument("-o", "--output", default=None, help="where to save the trace (JSON)")
+    _model_arguments(p)
     p.set_defaults(func=_record)
 
 
+# ---- fetch-model --------------------------------------------------------------------------
 def _fetch(args: argparse.Namespace) -> int:
     from viz.default_model import fetch_default_model
 
@@ -58,11 +87,12 @@ def _fetch(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_fetch(sub) -> None:
+def add_fetch(sub) -> None:
     p = sub.add_parser("fetch-model", help="download, check and cache the default model")
     p.set_defaults(func=_fetch)
 
 
+# ---- report -------------------------------------------------------------------------------
 def _report(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -70,28 +100,85 @@ def _report(args: argparse.Namespace) -> int:
     from viz.views.report import write_report
 
     trace = Trace.load(args.trace)
-    other = Trace.load(args.compare) if args.compare else None
+    other = Trace.load(args.other) if args.other else None
     path = write_report(trace, args.output or Path(args.trace).with_suffix(".html"), other)
     print(f"wrote      {path} ({path.stat().st_size:,} bytes; opens offline in any browser)")
     return 0
 
 
-def _add_report(sub) -> None:
+def add_report(sub) -> None:
     p = sub.add_parser("report", help="write every view of a trace into one offline HTML file")
     p.add_argument("trace", help="a trace saved by `record -o` (JSON)")
     p.add_argument("-o", "--output", default=None,
                    help="where to write the HTML (default: the trace's name with .html)")
-    p.add_argument("--compare", default=None, help="a second trace to show beside the first")
+    p.add_argument("--other", default=None, help="a second trace to show beside the first")
     p.set_defaults(func=_report)
 
 
+# ---- sweep --------------------------------------------------------------------------------
+SWEEPS = {"prompt": "prompt_length_sweep", "context": "context_length_sweep",
+          "cache": "cache_sweep", "batch": "batch_size_sweep"}
+SWEEP_VALUES = {"prompt": "lengths", "context": "contexts", "batch": "batch_sizes"}
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from viz import perf
+
+    kw = {"progress": not args.quiet, "label": args.label, "threads": args.threads}
+    if args.repeats is not None:
+        kw["repeats"] = args.repeats
+    if args.values:
+        if args.kind not in SWEEP_VALUES:
+            raise ValueError("the cache sweep takes no --values: use --max-new-tokens")
+        kw[SWEEP_VALUES[args.kind]] = args.values
+    if args.max_new_tokens is not None:
+        if args.kind == "prompt":
+            raise ValueError("the prompt sweep always generates one token: "
+                             "drop --max-new-tokens")
+        kw["max_new_tokens"] = args.max_new_tokens
+    lm = _model(args)
+    result = getattr(perf, SWEEPS[args.kind])(lm, **kw)
+    return print_and_save(str(result), result, args.output)
+
+
+def add_sweep(sub) -> None:
+    p = sub.add_parser("sweep", help="measure a sweep: prompt, context, cache or batch")
+    p.add_argument("kind", choices=sorted(SWEEPS), help="what to vary")
+    p.add_argument("--values", type=int, nargs="+", default=None,
+                   help="the settings: prompt lengths, contexts or batch sizes")
+    p.add_argument("--repeats", type=int, default=None, help="runs per setting (medians)")
+    p.add_argument("--max-new-tokens", type=int, default=None,
+                   help="tokens generated per request (context, cache and batch sweeps)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _model_arguments(p, configs=True)
+    p.set_defaults(func=_sweep)
+
+
+# ---- roofline -----------------------------------------------------------------------------
+def _roofline(args: argparse.Namespace) -> int:
+    from viz import perf
+
+    lm = _model(args)
+    roof = perf.measure_roofline(lm, batch_sizes=args.batch_sizes or (),
+                                 max_new_tokens=args.max_new_tokens, progress=not args.quiet,
+                                 label=args.label, threads=args.threads)
+    return print_and_save(str(roof), roof, args.output)
+
+
+def add_roofline(sub) -> None:
+    p = sub.add_parser("roofline", help="measure this device's peaks and place prefill and "
+                                        "decode on its roofline")
+    p.add_argument("--batch-sizes", type=int, nargs="+", default=None,
+                   help="also place batched decode steps (e.g. 1 4 16)")
+    p.add_argument("--max-new-tokens", type=int, default=16,
+                   help="tokens generated (the decode steps measured are one fewer)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _model_arguments(p, configs=True)
+    p.set_defaults(func=_roofline)
+
+
 # Each entry adds one sub-command to the parser.
-COMMANDS: list[Callable] = [_add_record, _add_fetch, _add_report]
-
-# The performance lab's commands: `sweep` and `roofline` (see viz/perf/cli.py).
-from viz.perf.cli import PERF_COMMANDS  # noqa: E402
-
-COMMANDS += PERF_COMMANDS
+COMMANDS: list[Callable] = [add_record, add_fetch, add_report, add_sweep, add_roofline]
 
 
 def build_parser() -> argparse.ArgumentParser:

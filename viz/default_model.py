@@ -85,7 +85,7 @@ def convert_gguf(gguf_path: Path, gguf_sha256: str, root: Optional[Path] = None)
     """Dequantize a GGUF file to a float32 transformers folder in the cache (atomic)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from viz.load import quiet_transformers
+    from viz.compat import quiet_transformers
 
     target = converted_dir(gguf_sha256, root)
     if read_converted(target):

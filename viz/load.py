@@ -7,9 +7,7 @@ only when you name one. Introduced in lesson 00 (Start here).
 
 from __future__ import annotations
 
-import contextlib
 import os
-import platform
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,9 +17,9 @@ from urllib.parse import urlparse
 import torch
 
 from viz import default_model
+from viz.compat import quiet_transformers
+from viz.runtime import dtype_name, environment, resolve_device, resolve_dtype
 from viz.trace import Environment, ModelSpec
-
-DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
 @dataclass
@@ -40,85 +38,13 @@ class LoadedModel:
         return self.spec.dtype
 
     def environment(self) -> Environment:
-        """Describe the machine this model runs on (for a Trace)."""
-        import transformers
-
-        from viz import __version__
-
-        return Environment(
-            device=self.device.type,
-            device_name=device_name(self.device),
-            dtype=self.spec.dtype,
-            threads=torch.get_num_threads(),
-            torch_version=torch.__version__,
-            transformers_version=transformers.__version__,
-            python_version=platform.python_version(),
-            platform=platform.platform(),
-            viz_version=__version__,
-        )
+        """Describe the machine this model runs on, and its threads now (for a Trace)."""
+        return environment(self.device, self.spec.dtype)
 
     def __repr__(self) -> str:
         s = self.spec
         return (f"LoadedModel({s.name!r}: {s.n_params / 1e6:.1f} M params, {s.n_layers} layers, "
                 f"{s.dtype} on {self.device})")
-
-
-# ---- device and dtype ---------------------------------------------------------------
-def resolve_device(device: Union[str, torch.device] = "auto") -> torch.device:
-    """"auto" picks cuda, then mps, then cpu; an explicit device must exist here."""
-    if isinstance(device, torch.device):
-        device = str(device)
-    if not isinstance(device, str):
-        raise ValueError(f"device must be a string such as 'auto', 'cpu' or 'cuda', not {device!r}")
-    if device == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
-    try:
-        dev = torch.device(device)
-    except RuntimeError:
-        raise ValueError(f"unknown device {device!r}: use 'auto', 'cpu', 'cuda' or 'mps'") from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("CUDA is not available on this machine: use device='cpu' or 'auto'")
-    if dev.type == "mps" and not (getattr(torch.backends, "mps", None)
-                                  and torch.backends.mps.is_available()):
-        raise ValueError("MPS is not available on this machine: use device='cpu' or 'auto'")
-    if dev.type not in ("cpu", "cuda", "mps"):
-        raise ValueError(f"unsupported device {device!r}: use 'auto', 'cpu', 'cuda' or 'mps'")
-    return dev
-
-
-def resolve_dtype(dtype: Union[None, str, torch.dtype], device: torch.device) -> torch.dtype:
-    """None → float32 on CPU and MPS, bfloat16 on CUDA (what GPUs serve in)."""
-    if dtype is None:
-        return torch.bfloat16 if device.type == "cuda" else torch.float32
-    if isinstance(dtype, torch.dtype):
-        if dtype in DTYPES.values():
-            return dtype
-        dtype = str(dtype)
-    if isinstance(dtype, str) and dtype.removeprefix("torch.") in DTYPES:
-        return DTYPES[dtype.removeprefix("torch.")]
-    raise ValueError(f"unsupported dtype {dtype!r}: use one of {sorted(DTYPES)}")
-
-
-def dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
-
-
-def device_name(device: torch.device) -> str:
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    if device.type == "mps":
-        return "Apple GPU (mps)"
-    try:  # Linux: the CPU's model name
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "cpu"
 
 
 # ---- the model's shape -----------------------------------------------------------------
@@ -157,23 +83,6 @@ def eos_ids(model: Any, tokenizer: Any) -> list[int]:
         elif isinstance(v, (list, tuple)):
             ids.update(int(x) for x in v)
     return sorted(ids)
-
-
-@contextlib.contextmanager
-def quiet_transformers():
-    """Silence transformers' progress bars and advice while loading (notebooks stay clean)."""
-    from transformers.utils import logging as hf_logging
-
-    level = hf_logging.get_verbosity()
-    bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(level)
-        if bars:
-            hf_logging.enable_progress_bar()
 
 
 def wrap(model: Any, tokenizer: Any, *, name: str, device: torch.device, source: str = "",

@@ -7,45 +7,24 @@ Introduced in lesson 00; prefill is lesson 03, the decode loop lesson 04, the ca
 
 from __future__ import annotations
 
-import inspect
 import math
-import time
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 import numpy as np
 import torch
 
-from viz.kvcache import live_bytes_per_layer, new_cache
+from viz.compat import last_logits, live_bytes_per_layer, new_cache
 from viz.load import LoadedModel
+from viz.runtime import Clock, check_threads, memory_end, memory_start, using_threads
 from viz.sampling import check_sampling, choose
-from viz.trace import Embeddings, Memory, Settings, Step, Timing, Token, Trace
-
-
-class Clock:
-    """Reads the time after the device has finished its queued work.
-
-    On CUDA (and MPS) kernels run asynchronously: without a synchronize the clock would time
-    only the launch. `clock` can be injected (tests pass a fake one).
-    """
-
-    def __init__(self, device: torch.device, clock: Optional[Callable[[], float]] = None):
-        self._read = clock or time.perf_counter
-        self._sync = {"cuda": torch.cuda.synchronize,
-                      "mps": getattr(getattr(torch, "mps", None), "synchronize", None)
-                      }.get(device.type)
-        name = "injected" if clock else "perf_counter"
-        self.name = f"{name}+{device.type}.synchronize" if self._sync else name
-
-    def now(self) -> float:
-        if self._sync is not None:
-            self._sync()
-        return self._read()
+from viz.trace import Embeddings, Settings, Step, Timing, Token, Trace
 
 
 def record(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 32, chat: bool = False,
            temperature: float = 0.0, top_k: Optional[int] = None, top_p: Optional[float] = None,
            seed: int = 0, log_top: int = 20, use_cache: bool = True, stop_at_eos: bool = True,
-           embeddings: bool = True, label: str = "",
+           embeddings: bool = True, label: str = "", threads: Optional[int] = None,
            clock: Optional[Callable[[], float]] = None) -> Trace:
     """Generate a reply to `prompt` and record every step of it into a `Trace`.
 
@@ -58,25 +37,54 @@ def record(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 32, chat: bool
     log_top: candidates kept per step (ids, texts, logits, probabilities).
     use_cache: False recomputes the whole sequence at every step (lesson 05's comparison).
     embeddings: store each token's input embedding vector.
+    threads: CPU threads for the model's kernels (None: torch's current count); every timing
+        depends on it, and the trace records it (`trace.environment.threads`).
     clock: a function returning seconds (default `time.perf_counter`; tests inject one).
 
     Timing definitions are in `viz.trace.Timing` and `viz.trace.Trace`.
     """
     _check_arguments(lm, prompt, max_new_tokens, temperature, top_k, top_p, seed, log_top)
+    check_threads(threads)
+    settings = Settings(max_new_tokens=max_new_tokens, chat=chat, temperature=float(temperature),
+                        top_k=top_k, top_p=None if top_p is None else float(top_p), seed=seed,
+                        log_top=log_top, use_cache=use_cache, stop_at_eos=stop_at_eos)
+    with using_threads(threads):
+        return _record(lm, prompt, settings, embeddings, label, clock)
+
+
+@dataclass
+class _Pass:
+    """One forward pass as the loop saw it. Tensors stay where they are (no device sync in the
+    loop); `_step` reads them out into a `Step` once the reply is done."""
+
+    logits: torch.Tensor  # the scores of every possible next token (1-D, on the device)
+    token: int  # the token chosen from them
+    sample_prob: float  # its probability under the distribution actually sampled
+    seq_len: int  # tokens the pass could attend to (= KV-cache length after it)
+    input_tokens: int  # tokens fed to the pass (the prompt, then 1 with a cache)
+    kv_bytes_per_layer: list[int]  # read from the live cache tensors after the pass
+    forward_s: float  # the forward pass alone
+    sample_s: float  # choosing the token from the logits
+    emitted_at_s: float  # seconds from the start of `record` until the token was chosen
+
+
+def _record(lm: LoadedModel, prompt: str, settings: Settings, embeddings: bool, label: str,
+            clock: Optional[Callable[[], float]]) -> Trace:
+    max_new_tokens, use_cache = settings.max_new_tokens, settings.use_cache
+    temperature, top_k, top_p = settings.temperature, settings.top_k, settings.top_p
     model, tok, spec = lm.model, lm.tokenizer, lm.spec
     timer = Clock(lm.device, clock)
-    generator = torch.Generator().manual_seed(seed)  # the sampler's only source of randomness
-    eos = set(lm.eos_token_ids) if stop_at_eos else set()
-    k = min(log_top, spec.vocab_size)
-    forward = model_forward(model)
-    memory = _memory_start(lm.device)
-    raw: list[dict[str, Any]] = []  # per step: tensors and numbers, turned into Steps later
+    generator = torch.Generator().manual_seed(settings.seed)  # the sampler's only randomness
+    eos = set(lm.eos_token_ids) if settings.stop_at_eos else set()
+    forward = last_logits(model)  # (input ids, cache) → scores of the next token
+    memory = memory_start(lm.device)
+    passes: list[_Pass] = []  # one per forward pass, read out into Steps after the loop
 
     with torch.inference_mode():
         start = timer.now()
         # 1. Tokenize: text -> token ids (with each token's character span in the text).
-        prompt_text = _render(tok, prompt, chat)
-        enc = tok(prompt_text, add_special_tokens=not chat)
+        prompt_text = _render(tok, prompt, settings.chat)
+        enc = tok(prompt_text, add_special_tokens=not settings.chat)
         prompt_ids: list[int] = list(enc["input_ids"])
         input_ids = torch.tensor([prompt_ids], device=lm.device)
         t_tokenized = timer.now()
@@ -86,7 +94,7 @@ def record(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 32, chat: bool
         #    parallel; each layer's keys and values are written into the KV cache. The logits at
         #    the last position score every possible next token.
         cache = new_cache(model) if use_cache else None
-        logits = forward(input_ids, cache)
+        logits = forward(input_ids, cache)[0]
         t_forward = timer.now()
 
         # 3. Choose the first token from those logits (greedy or sampled). This is the moment
@@ -94,9 +102,11 @@ def record(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 32, chat: bool
         token, sample_prob = choose(logits, temperature, top_k, top_p, generator)
         t_emit = timer.now()
         generated = [token]
-        raw.append(_stats(logits, token, sample_prob, k, cache, spec.n_layers,
-                          len(prompt_ids), len(prompt_ids), t_forward - t_tokenized,
-                          t_emit - t_forward, t_emit - start))
+        passes.append(_Pass(logits=logits, token=token, sample_prob=sample_prob,
+                            seq_len=len(prompt_ids), input_tokens=len(prompt_ids),
+                            kv_bytes_per_layer=live_bytes_per_layer(cache, spec.n_layers),
+                            forward_s=t_forward - t_tokenized, sample_s=t_emit - t_forward,
+                            emitted_at_s=t_emit - start))
 
         # 4. Decode: one token per forward pass, until end-of-sequence or max_new_tokens.
         while len(generated) < max_new_tokens and token not in eos:
@@ -108,40 +118,41 @@ def record(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 32, chat: bool
             else:
                 # Without a cache the model must re-read the whole sequence every step.
                 step_ids = torch.tensor([prompt_ids + generated], device=lm.device)
-            logits = forward(step_ids, cache)  # scores for the token after the newest one
+            logits = forward(step_ids, cache)[0]  # scores for the token after the newest one
             t_forward = timer.now()
             # Sample the next token, append it, and go round again with it as the input.
             token, sample_prob = choose(logits, temperature, top_k, top_p, generator)
             t_emit = timer.now()
             generated.append(token)
-            raw.append(_stats(logits, token, sample_prob, k, cache, spec.n_layers,
-                              len(prompt_ids) + len(generated) - 1, step_ids.shape[1],
-                              t_forward - t0, t_emit - t_forward, t_emit - start))
-        memory = _memory_end(lm.device, memory)
+            passes.append(_Pass(logits=logits, token=token, sample_prob=sample_prob,
+                                seq_len=len(prompt_ids) + len(generated) - 1,
+                                input_tokens=step_ids.shape[1],
+                                kv_bytes_per_layer=live_bytes_per_layer(cache, spec.n_layers),
+                                forward_s=t_forward - t0, sample_s=t_emit - t_forward,
+                                emitted_at_s=t_emit - start))
+        memory = memory_end(lm.device, memory)
 
         # Bookkeeping after the loop, so it does not slow the steps it measures.
         timing = Timing(
             tokenize_s=t_tokenized - start,
-            prefill_forward_s=raw[0]["forward_s"],
-            prefill_sample_s=raw[0]["sample_s"],
-            ttft_s=raw[0]["emitted_at_s"],
-            end_to_end_s=raw[-1]["emitted_at_s"],
+            prefill_forward_s=passes[0].forward_s,
+            prefill_sample_s=passes[0].sample_s,
+            ttft_s=passes[0].emitted_at_s,
+            end_to_end_s=passes[-1].emitted_at_s,
             clock=timer.name,
         )
         stop = "eos" if generated[-1] in eos else "max_new_tokens"
         vectors = _embeddings(model, prompt_ids + generated) if embeddings else None
 
-    texts = _TokenTexts(tok)
-    output_text = tok.decode(generated, skip_special_tokens=False)
-    steps = [_finish_step(i, r, texts, spec, generated, output_text, tok)
-             for i, r in enumerate(raw)]
+        texts = _TokenTexts(tok)
+        output_text = tok.decode(generated, skip_special_tokens=False)
+        k = min(settings.log_top, spec.vocab_size)
+        steps = [_step(i, p, k, texts, spec, generated, output_text, tok)
+                 for i, p in enumerate(passes)]
     return Trace(
         model=spec,
-        environment=lm.environment(),
-        settings=Settings(max_new_tokens=max_new_tokens, chat=chat,
-                          temperature=float(temperature), top_k=top_k,
-                          top_p=None if top_p is None else float(top_p), seed=seed,
-                          log_top=log_top, use_cache=use_cache, stop_at_eos=stop_at_eos),
+        environment=lm.environment(),  # the thread count `threads=` set is still in effect
+        settings=settings,
         prompt=prompt,
         prompt_text=prompt_text,
         prompt_tokens=_prompt_tokens(tok, prompt_text, prompt_ids, texts),
@@ -154,24 +165,6 @@ def record(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 32, chat: bool
         memory=memory,
         label=label,
     )
-
-
-def model_forward(model) -> Callable[[torch.Tensor, Any], torch.Tensor]:
-    """`forward(input_ids, cache)` → the logits at the last position (a 1-D tensor).
-
-    Asks the model for the last position's logits only (`logits_to_keep=1`), as `generate`
-    does: scoring every prompt position would be wasted work. transformers 5 renamed
-    `past_key_values` to `cache`; use whichever this version's forward takes.
-    """
-    params = inspect.signature(model.forward).parameters
-    cache_arg = "cache" if "cache" in params else "past_key_values"
-    extra = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
-
-    def forward(input_ids: torch.Tensor, cache: Any) -> torch.Tensor:
-        out = model(input_ids=input_ids, use_cache=cache is not None, **{cache_arg: cache}, **extra)
-        return out.logits[0, -1]
-
-    return forward
 
 
 # ---- checks ------------------------------------------------------------------------------
@@ -218,30 +211,7 @@ def _render(tok, prompt: str, chat: bool) -> str:
                                    add_generation_prompt=True, tokenize=False)
 
 
-# ---- per-step measurements -----------------------------------------------------------------
-def _stats(logits, token, sample_prob, k, cache, n_layers, seq_len, input_tokens,
-           forward_s, sample_s, emitted_at_s) -> dict[str, Any]:
-    """What to keep from one step. Tensor ops only (no device sync); read out after the loop.
-
-    seq_len: tokens in the sequence this forward pass saw (= KV-cache length after it);
-    input_tokens: how many of them it was fed (the whole prompt, then 1 with a cache).
-    """
-    logits = logits.float()
-    lse = torch.logsumexp(logits, dim=-1)
-    probs = torch.exp(logits - lse)
-    top = torch.topk(logits, k)
-    return {
-        "token": token, "sample_prob": sample_prob,
-        "top_logits": top.values, "top_ids": top.indices, "lse": lse,
-        "entropy_nats": lse - (probs * logits).sum(),  # H = log Z − Σ p·logit
-        "logit": logits[token], "rank": (logits > logits[token]).sum(),
-        "kv": live_bytes_per_layer(cache, n_layers),
-        "seq_len": seq_len,
-        "input_tokens": input_tokens,
-        "forward_s": forward_s, "sample_s": sample_s, "emitted_at_s": emitted_at_s,
-    }
-
-
+# ---- reading out each step -------------------------------------------------------------------
 def _f32(values) -> list[float]:
     """Floats rounded to float32 precision, written as short decimals (smaller JSON)."""
     arr = np.asarray(values, dtype=np.float32).ravel()
@@ -271,34 +241,40 @@ def _common_prefix(a: str, b: str) -> int:
     return i
 
 
-def _finish_step(i, r, texts, spec, generated, output_text, tok) -> Step:
-    top_logits = r["top_logits"].cpu().numpy()
-    lse = float(r["lse"])
-    seq_len = r["seq_len"]
-    top_ids = r["top_ids"].cpu().tolist()
+def _step(i: int, p: _Pass, k: int, texts: "_TokenTexts", spec, generated: list[int],
+          output_text: str, tok) -> Step:
+    """The saved form of pass `i`: its candidates, probabilities and timings."""
+    logits = p.logits.float()
+    lse = torch.logsumexp(logits, dim=-1)
+    top = torch.topk(logits, k)
+    entropy_nats = lse - (torch.exp(logits - lse) * logits).sum()  # H = log Z − Σ p·logit
+    lse_f = float(lse)
+    top_logits = top.values.cpu().numpy()
+    top_ids = top.indices.cpu().tolist()
+    logit = float(logits[p.token])
     return Step(
         index=i,
         phase="prefill" if i == 0 else "decode",
-        token_id=r["token"],
-        token_text=texts(r["token"]),
-        token_special=r["token"] in texts.special,
-        logit=_f32([r["logit"].item()])[0],
-        prob=_f32([math.exp(r["logit"].item() - lse)])[0],
-        sample_prob=_f32([r["sample_prob"]])[0],
-        rank=int(r["rank"]),
+        token_id=p.token,
+        token_text=texts(p.token),
+        token_special=p.token in texts.special,
+        logit=_f32([logit])[0],
+        prob=_f32([math.exp(logit - lse_f)])[0],
+        sample_prob=_f32([p.sample_prob])[0],
+        rank=int((logits > logits[p.token]).sum()),
         top_ids=top_ids,
         top_texts=[texts(t) for t in top_ids],
         top_logits=_f32(top_logits),
-        top_probs=_f32(np.exp(top_logits.astype(np.float64) - lse)),
-        logsumexp=_f32([lse])[0],
-        entropy_bits=_f32([float(r["entropy_nats"]) / math.log(2)])[0],
-        seq_len=seq_len,
-        input_tokens=r["input_tokens"],
-        kv_bytes_per_layer=r["kv"],
-        kv_bytes_formula=spec.kv_bytes(seq_len),
-        forward_s=r["forward_s"],
-        sample_s=r["sample_s"],
-        emitted_at_s=r["emitted_at_s"],
+        top_probs=_f32(np.exp(top_logits.astype(np.float64) - lse_f)),
+        logsumexp=_f32([lse_f])[0],
+        entropy_bits=_f32([float(entropy_nats) / math.log(2)])[0],
+        seq_len=p.seq_len,
+        input_tokens=p.input_tokens,
+        kv_bytes_per_layer=p.kv_bytes_per_layer,
+        kv_bytes_formula=spec.kv_bytes(p.seq_len),
+        forward_s=p.forward_s,
+        sample_s=p.sample_s,
+        emitted_at_s=p.emitted_at_s,
         # Characters of the reply on screen once this token is added. A token holding part of
         # a multi-byte character adds nothing until the character is complete.
         text_end=_common_prefix(tok.decode(generated[: i + 1], skip_special_tokens=False),
@@ -336,19 +312,3 @@ def _embeddings(model, ids: list[int]) -> Embeddings:
     table = model.get_input_embeddings()
     index = torch.tensor(unique, device=table.weight.device)
     return Embeddings.from_array(unique, table(index).float().cpu().numpy())
-
-
-def _memory_start(device: torch.device) -> Memory:
-    if device.type != "cuda":
-        return Memory()
-    torch.cuda.reset_peak_memory_stats(device)
-    return Memory(device_weights_bytes=torch.cuda.memory_allocated(device))
-
-
-def _memory_end(device: torch.device, memory: Memory) -> Memory:
-    if device.type != "cuda":
-        return memory
-    torch.cuda.synchronize(device)
-    return Memory(device_weights_bytes=memory.device_weights_bytes,
-                  device_peak_bytes=torch.cuda.max_memory_allocated(device),
-                  device_end_bytes=torch.cuda.memory_allocated(device))

@@ -18,7 +18,7 @@
 """
 
 from viz.perf.batch import BatchRun, generate_batch
-from viz.perf.configs import config_names, config_spec, from_config
+from viz.perf.configs import BYTE_VOCAB, byte_tokenizer, config_names, config_spec, from_config
 from viz.perf.counts import PassCost, decode_cost, forward_cost, prefill_cost
 from viz.perf.peaks import Peaks, measure_peaks
 from viz.perf.reference import list_references, load_reference
@@ -29,6 +29,7 @@ from viz.perf.sweeps import (batch_size_sweep, cache_sweep, context_length_sweep
 from viz.perf.table import Sweep
 
 __all__ = ["BatchRun", "generate_batch", "config_names", "config_spec", "from_config",
+           "byte_tokenizer", "BYTE_VOCAB",
            "PassCost", "decode_cost", "forward_cost", "prefill_cost", "Peaks", "measure_peaks",
            "list_references", "load_reference", "Roofline", "RooflinePoint", "measure_roofline",
            "trace_points", "batch_points", "prefill_points", "batch_size_sweep", "cache_sweep",

@@ -15,15 +15,14 @@ steps (a static batch: nobody leaves early, nobody joins).
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence, Union
 
 import torch
 
-from viz.kvcache import live_bytes_per_layer, new_cache
+from viz.compat import last_logits, live_bytes_per_layer, new_cache
 from viz.load import LoadedModel
-from viz.record import Clock, _memory_end, _memory_start
+from viz.runtime import Clock, check_threads, memory_end, memory_start, using_threads
 from viz.trace import Memory
 
 
@@ -52,20 +51,6 @@ class BatchRun:
         return len(self.prompt_ids)
 
 
-def batch_forward(model) -> Callable[..., torch.Tensor]:
-    """`forward(input_ids, attention_mask, position_ids, cache)` → last-position logits (B, V)."""
-    params = inspect.signature(model.forward).parameters
-    cache_arg = "cache" if "cache" in params else "past_key_values"
-    extra = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
-
-    def forward(input_ids, attention_mask, position_ids, cache) -> torch.Tensor:
-        out = model(input_ids=input_ids, attention_mask=attention_mask,
-                    position_ids=position_ids, use_cache=True, **{cache_arg: cache}, **extra)
-        return out.logits[:, -1]
-
-    return forward
-
-
 def _ids(lm: LoadedModel, prompt: Union[str, Sequence[int]]) -> list[int]:
     if isinstance(prompt, str):
         if not prompt.strip():
@@ -78,13 +63,21 @@ def _ids(lm: LoadedModel, prompt: Union[str, Sequence[int]]) -> list[int]:
 
 
 def generate_batch(lm: LoadedModel, prompts: Sequence[Union[str, Sequence[int]]],
-                   max_new_tokens: int = 16, *,
+                   max_new_tokens: int = 16, *, threads: Optional[int] = None,
                    clock: Optional[Callable[[], float]] = None) -> BatchRun:
     """Greedy replies to several prompts in one batch, with a KV cache, timed step by step.
 
     prompts: texts (tokenized as `viz.record` does with chat=False) or lists of token ids.
+    threads: CPU threads for the model's kernels (None: torch's current count).
     clock: a function returning seconds (tests inject one); device work is synchronized first.
     """
+    check_threads(threads)
+    with using_threads(threads):
+        return _generate(lm, prompts, max_new_tokens, clock)
+
+
+def _generate(lm: LoadedModel, prompts, max_new_tokens: int,
+              clock: Optional[Callable[[], float]]) -> BatchRun:
     if not prompts:
         raise ValueError("give at least one prompt")
     if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
@@ -97,9 +90,9 @@ def generate_batch(lm: LoadedModel, prompts: Sequence[Union[str, Sequence[int]]]
                          f"{max_new_tokens} exceeds the model's {ctx} positions")
     dev = lm.device
     pad = lm.tokenizer.pad_token_id if lm.tokenizer.pad_token_id is not None else 0
-    forward = batch_forward(lm.model)
+    forward = last_logits(lm.model)
     timer = Clock(dev, clock)
-    memory = _memory_start(dev)
+    memory = memory_start(dev)
 
     # Left padding: request r's prompt fills the last len(r) columns; the mask marks them.
     ids = torch.full((len(prompt_ids), longest), pad, dtype=torch.long)
@@ -115,7 +108,7 @@ def generate_batch(lm: LoadedModel, prompts: Sequence[Union[str, Sequence[int]]]
         start = timer.now()
         # 1. Prefill: one forward pass over every prompt at once; the cache holds B rows.
         cache = new_cache(lm.model)
-        logits = forward(ids, mask, positions, cache)
+        logits = forward(ids, cache, mask, positions)
         t_forward = timer.now()
         # 2. Each request's first token: the highest-scoring one in its row.
         token = logits.argmax(-1)  # shape (B,)
@@ -129,7 +122,7 @@ def generate_batch(lm: LoadedModel, prompts: Sequence[Union[str, Sequence[int]]]
             t0 = timer.now()
             mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=1)
             last_position = last_position + 1
-            logits = forward(token[:, None], mask, last_position[:, None], cache)
+            logits = forward(token[:, None], cache, mask, last_position[:, None])
             t1 = timer.now()
             token = logits.argmax(-1)
             out.append(token)
@@ -137,7 +130,7 @@ def generate_batch(lm: LoadedModel, prompts: Sequence[Union[str, Sequence[int]]]
             step_forward.append(t1 - t0)
             step_total.append(t2 - t0)
             end = t2
-        memory = _memory_end(dev, memory)
+        memory = memory_end(dev, memory)
         generated = torch.stack(out, dim=1).cpu().tolist()
         kv = sum(live_bytes_per_layer(cache, lm.spec.n_layers))
 

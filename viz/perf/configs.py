@@ -17,18 +17,74 @@ and by `benchmarks/gpu_check.py`.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Optional, Union
 
 import torch
 
-from viz.load import LoadedModel, resolve_device, resolve_dtype, wrap
-from viz.tiny import SPECIALS, byte_tokenizer
+from viz.load import LoadedModel, wrap
+from viz.runtime import resolve_device, resolve_dtype
 from viz.trace import ModelSpec, dtype_bytes
+
+# ---- the tokenizer of models built from configs: one token per byte ------------------------
+SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}"
+                 "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n"
+                 "{% endif %}")
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's printable stand-in character for each byte value (byte-level BPE's alphabet)."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) \
+        + list(range(ord("®"), ord("ÿ") + 1))
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(256 + extra)
+            extra += 1
+    return chars
+
+
+BYTE_VOCAB = 256 + len(SPECIALS)  # the byte tokenizer's own ids
+
+
+@lru_cache(maxsize=4)
+def byte_tokenizer(vocab_size: int = BYTE_VOCAB):
+    """A byte-level tokenizer: ids 0-255 are bytes, then <|endoftext|>, <|im_start|>, <|im_end|>.
+
+    With a larger `vocab_size` (a model built from a published config), every further id
+    decodes to the placeholder text "[id]", so whatever a random-weight model picks can be
+    shown. Text is always encoded byte by byte (there are no merges).
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    if vocab_size < BYTE_VOCAB:
+        raise ValueError(f"vocab_size must be at least {BYTE_VOCAB} (256 bytes + "
+                         f"{len(SPECIALS)} control tokens), not {vocab_size}")
+    vocab = {ch: b for b, ch in _bytes_to_unicode().items()}
+    vocab.update({s: 256 + i for i, s in enumerate(SPECIALS)})
+    vocab.update({f"[{i}]": i for i in range(BYTE_VOCAB, vocab_size)})
+    tk = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tk.decoder = decoders.ByteLevel()
+    tk.post_processor = processors.ByteLevel(trim_offsets=False)
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="<|endoftext|>",
+                                  bos_token="<|im_start|>", eos_token="<|im_end|>",
+                                  pad_token="<|im_end|>")
+    tok.add_special_tokens({"additional_special_tokens": SPECIALS})
+    tok.chat_template = CHAT_TEMPLATE
+    return tok
 
 # The byte tokenizer's control tokens sit right after the 256 byte values.
 BOS_ID, EOS_ID = 256 + SPECIALS.index("<|im_start|>"), 256 + SPECIALS.index("<|im_end|>")
+
+
+# ---- configs ------------------------------------------------------------------------------
 
 
 def config_names() -> list[str]:
@@ -90,11 +146,6 @@ def config_spec(config: Union[str, Path, dict], dtype: str = "bfloat16") -> Mode
     return spec
 
 
-def config_tokenizer(vocab_size: int):
-    """The byte tokenizer, padded so every id in [0, vocab_size) decodes ("[id]" above 258)."""
-    return byte_tokenizer(vocab_size)
-
-
 def from_config(config: Union[str, Path, dict] = "smollm2-135m", *,
                 device: Union[str, torch.device] = "auto",
                 dtype: Union[None, str, torch.dtype] = None, seed: int = 0,
@@ -108,7 +159,7 @@ def from_config(config: Union[str, Path, dict] = "smollm2-135m", *,
         CPU's memory.
     seed: seeds the random initialisation (normal, std 0.02, as transformers initialises).
     context_length: overrides max_position_embeddings (the longest sequence `record` allows).
-    The tokenizer is `config_tokenizer`: bytes in, "[id]" placeholders out.
+    The tokenizer is `byte_tokenizer`: bytes in, "[id]" placeholders out.
     """
     from transformers import AutoModelForCausalLM, LlamaConfig
 
@@ -127,5 +178,5 @@ def from_config(config: Union[str, Path, dict] = "smollm2-135m", *,
         model = AutoModelForCausalLM.from_config(cfg, dtype=dt)
     model.generation_config.eos_token_id = EOS_ID
     model.generation_config.pad_token_id = EOS_ID
-    return wrap(model, config_tokenizer(cfg.vocab_size), name=entry["name"], device=dev,
+    return wrap(model, byte_tokenizer(cfg.vocab_size), name=entry["name"], device=dev,
                 source=f"config:{entry.get('source', entry['name'])}", random_weights=True)

@@ -10,7 +10,7 @@ Vendor datasheets quote peaks that code rarely reaches; the roofline in lesson 0
 
 "Fastest of several repeats" is the ceiling: noise (other programs, frequency changes) only
 ever makes a run slower. The median is kept too. On CUDA each run is timed with CUDA events
-(the device's own clock), elsewhere with `viz.record.Clock` (perf_counter after a device
+(the device's own clock), elsewhere with `viz.runtime.Clock` (perf_counter after a device
 synchronize).
 """
 
@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Callable, Optional, Union
+from typing import Optional, Union
 
 import torch
 
-from viz.load import device_name, dtype_name, resolve_device, resolve_dtype
-from viz.record import Clock
+from viz.runtime import (device_name, dtype_name, resolve_device, resolve_dtype, time_runs,
+                         using_threads)
 
 
 @dataclass
@@ -49,33 +49,6 @@ class Peaks:
         return self.flops_per_s / self.bytes_per_s
 
 
-def time_runs(fn: Callable[[], object], device: torch.device, repeats: int,
-              warmup: int = 1) -> tuple[list[float], str]:
-    """Seconds of each of `repeats` calls of `fn` (after `warmup` untimed ones), and the timer.
-
-    CUDA: events recorded on the stream around each call (device time, not launch time).
-    Elsewhere: `Clock`, which synchronizes the device before reading perf_counter.
-    """
-    for _ in range(warmup):
-        fn()
-    times = []
-    if device.type == "cuda":
-        for _ in range(repeats):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) / 1000.0)  # elapsed_time is in milliseconds
-        return times, "cuda events"
-    clock = Clock(device)
-    for _ in range(repeats):
-        t0 = clock.now()
-        fn()
-        times.append(clock.now() - t0)
-    return times, clock.name
-
-
 def _default_sizes(device: torch.device) -> tuple[int, int]:
     """(matmul n, copy bytes): big enough to saturate the device, short enough to wait for."""
     if device.type == "cuda":
@@ -87,12 +60,19 @@ def _default_sizes(device: torch.device) -> tuple[int, int]:
 
 def measure_peaks(device: Union[str, torch.device] = "auto",
                   dtype: Union[None, str, torch.dtype] = None, *, matmul_n: Optional[int] = None,
-                  copy_bytes: Optional[int] = None, repeats: int = 5) -> Peaks:
+                  copy_bytes: Optional[int] = None, repeats: int = 5,
+                  threads: Optional[int] = None) -> Peaks:
     """Measure peak FLOP/s (a matrix product) and peak bytes/s (a copy) on `device`.
 
     dtype: as in `viz.load_model` (bfloat16 on CUDA, float32 elsewhere): measure in the dtype
         the model runs in. About 2 s on a 2-core CPU with the default sizes.
+    threads: CPU threads to measure with (None: torch's current count); recorded.
     """
+    with using_threads(threads):
+        return _measure(device, dtype, matmul_n, copy_bytes, repeats)
+
+
+def _measure(device, dtype, matmul_n, copy_bytes, repeats) -> Peaks:
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
     n_default, bytes_default = _default_sizes(dev)

@@ -27,7 +27,10 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Optional, Sequence
 
 from viz.perf.counts import PassCost, decode_cost, prefill_cost
-from viz.perf.peaks import Peaks
+from viz.perf.peaks import Peaks, measure_peaks
+from viz.perf.sweeps import batch_size_sweep, prompt_of_length
+from viz.record import record
+from viz.runtime import check_threads, using_threads
 from viz.documents import Document
 from viz.trace import Environment, ModelSpec, Trace
 
@@ -170,11 +173,11 @@ class Roofline(Document):
 
 
 def measure_roofline(lm, prompt: str = "Explain in one paragraph why the sky is blue.", *,
-                     prompt_tokens: Optional[int] = None, new_tokens: int = 16,
+                     prompt_tokens: Optional[int] = None, max_new_tokens: int = 16,
                      batch_sizes: Sequence[int] = (),
                      peaks: Optional[Peaks] = None, trace: Optional[Trace] = None,
                      batch=None, prompt_sweep=None, progress: bool = True,
-                     label: str = "") -> Roofline:
+                     label: str = "", threads: Optional[int] = None) -> Roofline:
     """Measure this device's peaks, record `prompt`, and place its prefill and decode passes.
 
     prompt_tokens: use a filler prompt of exactly this many tokens instead (a longer prompt
@@ -185,20 +188,24 @@ def measure_roofline(lm, prompt: str = "Explain in one paragraph why the sky is 
     peaks: from `viz.perf.measure_peaks`;  trace: a `viz.record` trace of `lm` (cache on);
     batch: a `viz.perf.batch_size_sweep` of `lm` (then batch_sizes is not needed).
     prompt_sweep: a `viz.perf.prompt_length_sweep` of `lm`: one prefill point per length.
+    threads: CPU threads for everything measured here (None: torch's current count).
     """
-    from viz.perf.peaks import measure_peaks
-    from viz.perf.sweeps import batch_size_sweep, prompt_of_length
-    from viz.record import record
+    with using_threads(check_threads(threads)):
+        return _measure_roofline(lm, prompt, prompt_tokens, max_new_tokens, batch_sizes, peaks,
+                                 trace, batch, prompt_sweep, progress, label)
 
+
+def _measure_roofline(lm, prompt, prompt_tokens, max_new_tokens, batch_sizes, peaks, trace,
+                      batch, prompt_sweep, progress, label) -> Roofline:
     peaks = peaks or measure_peaks(lm.device, lm.spec.dtype)
     if prompt_tokens is not None:
         prompt = prompt_of_length(lm.tokenizer, prompt_tokens)
     if trace is None:
-        trace = record(lm, prompt, max_new_tokens=new_tokens, stop_at_eos=False,
+        trace = record(lm, prompt, max_new_tokens=max_new_tokens, stop_at_eos=False,
                        embeddings=False, log_top=1)
     pts = trace_points(trace)
     if batch is None and batch_sizes:
-        batch = batch_size_sweep(lm, batch_sizes, prompt=prompt, new_tokens=new_tokens,
+        batch = batch_size_sweep(lm, batch_sizes, prompt=prompt, max_new_tokens=max_new_tokens,
                                  progress=progress)
     if batch is not None:
         pts += batch_points(batch, lm.spec)

@@ -12,12 +12,16 @@ different settings are interleaved (setting 1, 2, 3, then 1, 2, 3 again, ...) so
 spell of a noisy machine spreads over all settings instead of spoiling one, and a first
 untimed warm-up run pays for one-off costs (memory allocation, kernel selection). Figures are
 medians over repeats. `progress=False` silences the progress bar (use it in notebooks).
+`threads=` sets the CPU threads every run of a sweep uses (None: torch's current count); the
+result's `environment.threads` records it. "How many tokens" is `max_new_tokens` everywhere:
+tokens generated per request, the first (from the prefill) included.
 """
 
 from __future__ import annotations
 
+import functools
 import statistics
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 from tqdm import tqdm
 
@@ -26,6 +30,7 @@ from viz.perf.batch import generate_batch
 from viz.perf.counts import decode_cost, prefill_cost
 from viz.perf.table import Sweep
 from viz.record import record
+from viz.runtime import check_threads, using_threads
 
 FILLER = ("The quick brown fox jumps over the lazy dog, and the model reads every word of this "
           "sentence in one parallel pass before it writes its first token. ")
@@ -67,6 +72,26 @@ def _check_settings(name: str, values: Iterable[int], minimum: int = 1) -> list[
     return values
 
 
+def _measured(sweep: Callable[..., Sweep]) -> Callable[..., Sweep]:
+    """Run a sweep with its `threads=` in effect (then restored) and `repeats` checked: every
+    run of the sweep, and the environment its result records, use that thread count."""
+    @functools.wraps(sweep)
+    def run(*args, **kwargs) -> Sweep:
+        repeats = kwargs.get("repeats", 1)
+        if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+            raise ValueError(f"repeats must be a whole number >= 1, not {repeats!r}")
+        with using_threads(check_threads(kwargs.get("threads"))):
+            return sweep(*args, **kwargs)
+    return run
+
+
+def _check_tokens(max_new_tokens: Any, minimum: int, why: str) -> None:
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) \
+            or max_new_tokens < minimum:
+        raise ValueError(f"max_new_tokens must be a whole number >= {minimum}"
+                         f"{f' ({why})' if why else ''}, not {max_new_tokens!r}")
+
+
 def _check_fits(lm: LoadedModel, longest: int, what: str) -> None:
     ctx = lm.spec.context_length
     if ctx and longest > ctx:
@@ -83,8 +108,10 @@ def _median(values: Sequence[float]) -> float:
 
 
 # ---- prompt length → TTFT (lesson 03) -------------------------------------------------------
+@_measured
 def prompt_length_sweep(lm: LoadedModel, lengths: Sequence[int] = (8, 16, 32, 64, 128), *,
-                        repeats: int = 3, progress: bool = True, label: str = "") -> Sweep:
+                        repeats: int = 3, progress: bool = True, label: str = "",
+                        threads: Optional[int] = None) -> Sweep:
     """Prompt length → time to first token and prefill speed (lesson 03).
 
     For each length n, a prompt of exactly n tokens is recorded with max_new_tokens=1.
@@ -130,13 +157,15 @@ def _one_token(lm: LoadedModel, prompt: str):
 
 
 # ---- context length → decode step latency (lesson 04) ---------------------------------------
+@_measured
 def context_length_sweep(lm: LoadedModel, contexts: Sequence[int] = (16, 64, 256, 512), *,
-                         steps: int = 8, repeats: int = 1, progress: bool = True,
-                         label: str = "") -> Sweep:
+                         max_new_tokens: int = 9, repeats: int = 1, progress: bool = True,
+                         label: str = "", threads: Optional[int] = None) -> Sweep:
     """Tokens already in the KV cache → how long one decode step takes (lesson 04).
 
-    For each context c, a prompt of exactly c tokens is prefilled, then `steps` decode steps
-    run (end-of-sequence ignored); step j attends to c + j tokens.
+    For each context c, a prompt of exactly c tokens is recorded with `max_new_tokens` tokens
+    (end-of-sequence ignored): the prefill, then max_new_tokens − 1 decode steps; decode step
+    j attends to c + j tokens.
     Columns (medians over all decode steps of all repeats):
       context_tokens         c, the prompt length
       decode_step_s          forward + choosing the token: the time between two tokens
@@ -147,14 +176,13 @@ def context_length_sweep(lm: LoadedModel, contexts: Sequence[int] = (16, 64, 256
       achieved_bytes_per_s   decode_bytes / decode_forward_s
     """
     contexts = _check_settings("contexts", contexts)
-    if not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps must be a whole number >= 1, not {steps!r}")
-    _check_fits(lm, contexts[-1] + steps + 1, "the longest context plus its decode steps")
+    _check_tokens(max_new_tokens, 2, "one decode step at least")
+    _check_fits(lm, contexts[-1] + max_new_tokens, "the longest context plus its new tokens")
     prompts = {c: prompt_of_length(lm.tokenizer, c) for c in contexts}
     runs: dict[int, list[Any]] = {c: [] for c in contexts}
 
     def run(c: int):
-        return record(lm, prompts[c], max_new_tokens=steps + 1, stop_at_eos=False,
+        return record(lm, prompts[c], max_new_tokens=max_new_tokens, stop_at_eos=False,
                       embeddings=False, log_top=1)
 
     with _bar(1 + repeats * len(contexts), "context length", progress) as bar:
@@ -173,7 +201,7 @@ def context_length_sweep(lm: LoadedModel, contexts: Sequence[int] = (16, 64, 256
         step = _median([s.forward_s + s.sample_s for s in decode])
         forward = _median([s.forward_s for s in decode])
         tokens = len(runs[c][0].prompt_tokens)
-        moved = decode_cost(lm.spec, tokens + statistics.median_low(range(1, steps + 1))).bytes
+        moved = decode_cost(lm.spec, tokens + statistics.median_low(range(1, max_new_tokens))).bytes
         cols["context_tokens"].append(tokens)
         cols["decode_step_s"].append(step)
         cols["decode_forward_s"].append(forward)
@@ -182,14 +210,15 @@ def context_length_sweep(lm: LoadedModel, contexts: Sequence[int] = (16, 64, 256
         cols["decode_bytes"].append(moved)
         cols["achieved_bytes_per_s"].append(moved / forward)
     return Sweep(name="context_length", x="context_tokens", columns=cols, model=lm.spec,
-                 environment=lm.environment(), settings={"steps": steps, "repeats": repeats},
+                 environment=lm.environment(), settings={"max_new_tokens": max_new_tokens, "repeats": repeats},
                  label=label)
 
 
 # ---- cache on vs off (lesson 05) ------------------------------------------------------------
+@_measured
 def cache_sweep(lm: LoadedModel, prompt: str = "The KV cache saves work because", *,
-                new_tokens: int = 24, repeats: int = 1, progress: bool = True,
-                label: str = "") -> Sweep:
+                max_new_tokens: int = 24, repeats: int = 1, progress: bool = True,
+                label: str = "", threads: Optional[int] = None) -> Sweep:
     """The cost of each new token as the text grows, with and without the KV cache (lesson 05).
 
     The same greedy reply is recorded with use_cache=True and use_cache=False (alternately,
@@ -203,12 +232,9 @@ def cache_sweep(lm: LoadedModel, prompt: str = "The KV cache saves work because"
       cached_flops, uncached_flops          counted FLOPs of that step's pass
       same_token                 1 where both runs chose the same token (greedy: always)
     """
-    if not isinstance(new_tokens, int) or new_tokens < 1:
-        raise ValueError(f"new_tokens must be a whole number >= 1, not {new_tokens!r}")
-    if not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a whole number >= 1, not {repeats!r}")
+    _check_tokens(max_new_tokens, 1, "")
     runs: dict[bool, list[Any]] = {True: [], False: []}
-    kw = dict(max_new_tokens=new_tokens, stop_at_eos=False, embeddings=False, log_top=1)
+    kw = dict(max_new_tokens=max_new_tokens, stop_at_eos=False, embeddings=False, log_top=1)
     with _bar(1 + 2 * repeats, "cache on/off", progress) as bar:
         record(lm, prompt, **{**kw, "max_new_tokens": 2})  # warm-up, not kept
         bar.update()
@@ -237,20 +263,21 @@ def cache_sweep(lm: LoadedModel, prompt: str = "The KV cache saves work because"
         cols["same_token"].append(int(a.token_id == b.token_id))
     return Sweep(name="cache", x="seq_len", columns=cols, model=lm.spec,
                  environment=lm.environment(),
-                 settings={"prompt": prompt, "new_tokens": new_tokens, "repeats": repeats,
+                 settings={"prompt": prompt, "max_new_tokens": max_new_tokens, "repeats": repeats,
                            "same_tokens": on.generated_ids == off.generated_ids},
                  label=label)
 
 
 # ---- batch size → throughput and latency (lesson 06) ----------------------------------------
+@_measured
 def batch_size_sweep(lm: LoadedModel, batch_sizes: Sequence[int] = (1, 2, 4, 8, 16), *,
-                     prompt: str = BATCH_PROMPT, new_tokens: int = 16, repeats: int = 1,
+                     prompt: str = BATCH_PROMPT, max_new_tokens: int = 16, repeats: int = 1,
                      progress: bool = True, label: str = "",
-                     prompt_tokens: Optional[int] = None) -> Sweep:
+                     prompt_tokens: Optional[int] = None, threads: Optional[int] = None) -> Sweep:
     """Requests per batch → aggregate tokens/s and each request's latency (lesson 06).
 
     Each batch holds B copies of the same prompt (so every request does the same work) and
-    generates `new_tokens` per request with `viz.perf.generate_batch`. With `prompt_tokens`,
+    generates `max_new_tokens` per request with `viz.perf.generate_batch`. With `prompt_tokens`,
     the prompt is instead a filler text of exactly that many tokens.
     Columns (medians over repeats, and over decode steps):
       batch_size                       B
@@ -261,14 +288,12 @@ def batch_size_sweep(lm: LoadedModel, batch_sizes: Sequence[int] = (1, 2, 4, 8, 
       decode_context_tokens            sequence length at the median decode step
       request_latency_s                until a request has all its tokens (all finish together)
       request_tokens_per_s             one request's streaming speed = 1 / decode_step_s
-      aggregate_tokens_per_s           B · new_tokens / request_latency_s (prefill included)
+      aggregate_tokens_per_s           B · max_new_tokens / request_latency_s (prefill included)
       aggregate_decode_tokens_per_s    B / decode_step_s
       kv_bytes                         KV cache after the last step, read from the tensors
     """
     batch_sizes = _check_settings("batch_sizes", batch_sizes)
-    if not isinstance(new_tokens, int) or new_tokens < 2:
-        raise ValueError(f"new_tokens must be a whole number >= 2 (one decode step at least), "
-                         f"not {new_tokens!r}")
+    _check_tokens(max_new_tokens, 2, "one decode step at least")
     if prompt_tokens is not None:
         prompt = prompt_of_length(lm.tokenizer, prompt_tokens)
     runs: dict[int, list[Any]] = {b: [] for b in batch_sizes}
@@ -277,7 +302,7 @@ def batch_size_sweep(lm: LoadedModel, batch_sizes: Sequence[int] = (1, 2, 4, 8, 
         bar.update()
         for _ in range(repeats):
             for b in batch_sizes:
-                runs[b].append(generate_batch(lm, [prompt] * b, new_tokens))
+                runs[b].append(generate_batch(lm, [prompt] * b, max_new_tokens))
                 bar.update()
     cols: dict[str, list[Any]] = {k: [] for k in (
         "batch_size", "prompt_tokens", "ttft_s", "decode_step_s", "decode_forward_s",
@@ -293,15 +318,15 @@ def batch_size_sweep(lm: LoadedModel, batch_sizes: Sequence[int] = (1, 2, 4, 8, 
         cols["ttft_s"].append(_median([r.ttft_s for r in rs]))
         cols["decode_step_s"].append(step)
         cols["decode_forward_s"].append(_median([s for r in rs for s in r.step_forward_s]))
-        # decode step j (1 .. new_tokens-1) leaves n_prompt + j tokens per request
+        # decode step j (1 .. max_new_tokens-1) leaves n_prompt + j tokens per request
         cols["decode_context_tokens"].append(n_prompt + statistics.median_low(
-            range(1, new_tokens)))
+            range(1, max_new_tokens)))
         cols["request_latency_s"].append(latency)
         cols["request_tokens_per_s"].append(1.0 / step)
-        cols["aggregate_tokens_per_s"].append(b * new_tokens / latency)
+        cols["aggregate_tokens_per_s"].append(b * max_new_tokens / latency)
         cols["aggregate_decode_tokens_per_s"].append(b / step)
         cols["kv_bytes"].append(rs[0].kv_bytes)
     return Sweep(name="batch_size", x="batch_size", columns=cols, model=lm.spec,
                  environment=lm.environment(),
-                 settings={"prompt": prompt, "new_tokens": new_tokens, "repeats": repeats},
+                 settings={"prompt": prompt, "max_new_tokens": max_new_tokens, "repeats": repeats},
                  label=label)

@@ -16,8 +16,18 @@ from viz.trace import Environment, ModelSpec
 
 
 def _v1_to_v2(data: dict) -> dict:
-    """Schema 1 stored which sweep it was under "sweep"; schema 2 calls it "name"."""
+    """Schema 1 stored which sweep it was under "sweep"; schema 2 calls it "name". Schema 1
+    settings counted tokens as "new_tokens" or (context sweep) "steps" decode steps; schema 2
+    says "max_new_tokens" everywhere (tokens per request, the prefill's included)."""
     data["name"] = data.pop("sweep", None)
+    settings = data.get("settings")
+    if isinstance(settings, dict):
+        settings = dict(settings)
+        if "new_tokens" in settings:
+            settings["max_new_tokens"] = settings.pop("new_tokens")
+        if "steps" in settings and isinstance(settings["steps"], int):
+            settings["max_new_tokens"] = settings.pop("steps") + 1
+        data["settings"] = settings
     return data
 
 

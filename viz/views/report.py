@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Callable, Optional
 
-from viz import __version__
+from viz.version import __version__
 from viz.documents import atomic_write
 from viz.trace import Trace
 from viz.views.base import NO_EMBEDDINGS, check_trace, trace_title

@@ -1,0 +1,205 @@
+"""Where code runs and how it is timed: device, dtype, threads, clocks and device memory.
+
+Everything that measures time in viz (record, sweeps, peaks, batches) takes its clock, its
+thread count and its device from here, so a measurement always says how it was made.
+
+- **device / dtype**: `resolve_device("auto")` picks cuda, then mps, then cpu;
+  `resolve_dtype(None, device)` is float32 on CPU and MPS, bfloat16 on CUDA.
+- **threads**: on a CPU every timing depends on how many threads torch's kernels use.
+  `using_threads(n)` sets them for a block and restores them after; `threads=` on every
+  measuring function goes through it, and the count is recorded in each result.
+- **clocks**: `Clock` reads the time only after the device finished its queued work (CUDA and
+  MPS run kernels asynchronously); `time_runs` times repeated calls (CUDA events on a GPU).
+- **memory**: `memory_start` / `memory_end` read the CUDA allocator around a recording.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import platform
+import time
+from pathlib import Path
+from typing import Callable, Iterator, Optional, Union
+
+import torch
+
+from viz.trace import Environment, Memory
+from viz.version import __version__
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+# ---- device and dtype ---------------------------------------------------------------------
+def resolve_device(device: Union[str, torch.device] = "auto") -> torch.device:
+    """"auto" picks cuda, then mps, then cpu; an explicit device must exist here."""
+    if isinstance(device, torch.device):
+        device = str(device)
+    if not isinstance(device, str):
+        raise ValueError(f"device must be a string such as 'auto', 'cpu' or 'cuda', not {device!r}")
+    if device == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if _mps_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise ValueError(f"unknown device {device!r}: use 'auto', 'cpu', 'cuda' or 'mps'") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("CUDA is not available on this machine: use device='cpu' or 'auto'")
+    if dev.type == "mps" and not _mps_available():
+        raise ValueError("MPS is not available on this machine: use device='cpu' or 'auto'")
+    if dev.type not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"unsupported device {device!r}: use 'auto', 'cpu', 'cuda' or 'mps'")
+    return dev
+
+
+def _mps_available() -> bool:
+    return bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
+
+
+def resolve_dtype(dtype: Union[None, str, torch.dtype], device: torch.device) -> torch.dtype:
+    """None → float32 on CPU and MPS, bfloat16 on CUDA (what GPUs serve in)."""
+    if dtype is None:
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    if isinstance(dtype, torch.dtype):
+        if dtype in DTYPES.values():
+            return dtype
+        dtype = str(dtype)
+    if isinstance(dtype, str) and dtype.removeprefix("torch.") in DTYPES:
+        return DTYPES[dtype.removeprefix("torch.")]
+    raise ValueError(f"unsupported dtype {dtype!r}: use one of {sorted(DTYPES)}")
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """"float32" for torch.float32."""
+    return str(dtype).removeprefix("torch.")
+
+
+def device_name(device: torch.device) -> str:
+    """The device's model name: the CPU's (from /proc/cpuinfo) or the GPU's."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    if device.type == "mps":
+        return "Apple GPU (mps)"
+    try:  # Linux: the CPU's model name
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "cpu"
+
+
+def environment(device: torch.device, dtype: str) -> Environment:
+    """Describe the machine, software and thread count a measurement ran with."""
+    import transformers
+
+    return Environment(
+        device=device.type,
+        device_name=device_name(device),
+        dtype=dtype,
+        threads=torch.get_num_threads(),
+        torch_version=torch.__version__,
+        transformers_version=transformers.__version__,
+        python_version=platform.python_version(),
+        platform=platform.platform(),
+        viz_version=__version__,
+    )
+
+
+# ---- threads ------------------------------------------------------------------------------
+def check_threads(threads: Optional[int]) -> Optional[int]:
+    """`threads` if it is None or a whole number >= 1; a ValueError naming the fix otherwise."""
+    if threads is None:
+        return None
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be a whole number >= 1 (or None for torch's current "
+                         f"{torch.get_num_threads()}), not {threads!r}")
+    return threads
+
+
+@contextlib.contextmanager
+def using_threads(threads: Optional[int]) -> Iterator[int]:
+    """Run the block with torch's intra-op thread count set to `threads`, then restore it.
+
+    None leaves the count as it is. Yields the count in effect (what a result records).
+    """
+    check_threads(threads)
+    before = torch.get_num_threads()
+    if threads is not None and threads != before:
+        torch.set_num_threads(threads)
+    try:
+        yield torch.get_num_threads()
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
+
+
+# ---- clocks -------------------------------------------------------------------------------
+class Clock:
+    """Reads the time after the device has finished its queued work.
+
+    On CUDA (and MPS) kernels run asynchronously: without a synchronize the clock would time
+    only the launch. `clock` can be injected (tests pass a fake one).
+    """
+
+    def __init__(self, device: torch.device, clock: Optional[Callable[[], float]] = None):
+        self._read = clock or time.perf_counter
+        self._sync = {"cuda": torch.cuda.synchronize,
+                      "mps": getattr(getattr(torch, "mps", None), "synchronize", None)
+                      }.get(device.type)
+        name = "injected" if clock else "perf_counter"
+        self.name = f"{name}+{device.type}.synchronize" if self._sync else name
+
+    def now(self) -> float:
+        if self._sync is not None:
+            self._sync()
+        return self._read()
+
+
+def time_runs(fn: Callable[[], object], device: torch.device, repeats: int,
+              warmup: int = 1) -> tuple[list[float], str]:
+    """Seconds of each of `repeats` calls of `fn` (after `warmup` untimed ones), and the timer.
+
+    CUDA: events recorded on the stream around each call (device time, not launch time).
+    Elsewhere: `Clock`, which synchronizes the device before reading perf_counter.
+    """
+    for _ in range(warmup):
+        fn()
+    times = []
+    if device.type == "cuda":
+        for _ in range(repeats):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1000.0)  # elapsed_time is in milliseconds
+        return times, "cuda events"
+    clock = Clock(device)
+    for _ in range(repeats):
+        t0 = clock.now()
+        fn()
+        times.append(clock.now() - t0)
+    return times, clock.name
+
+
+# ---- device memory ------------------------------------------------------------------------
+def memory_start(device: torch.device) -> Memory:
+    """Reset the CUDA peak counter and note what is allocated now (the weights). CUDA only."""
+    if device.type != "cuda":
+        return Memory()
+    torch.cuda.reset_peak_memory_stats(device)
+    return Memory(device_weights_bytes=torch.cuda.memory_allocated(device))
+
+
+def memory_end(device: torch.device, memory: Memory) -> Memory:
+    """`memory` with the peak and the final allocation added. CUDA only."""
+    if device.type != "cuda":
+        return memory
+    torch.cuda.synchronize(device)
+    return Memory(device_weights_bytes=memory.device_weights_bytes,
+                  device_peak_bytes=torch.cuda.max_memory_allocated(device),
+                  device_end_bytes=torch.cuda.memory_allocated(device))
