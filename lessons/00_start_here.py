@@ -145,7 +145,7 @@ mine = viz.record(lm, my_prompt, chat=True, max_new_tokens=24)
 print(mine.generated_text)
 
 # %% tags=["nbval-ignore-output"]
-views.summary_card(mine)
+views.summary_html(mine)
 
 # %% [markdown]
 # A small model is fast enough to study on a laptop, not always right: ask it
@@ -157,7 +157,7 @@ views.summary_card(mine)
 # Replace `None` with your answer and run the cell: it tells you whether you are right.
 
 # %%
-from viz.exercises import check, multiple_choice
+from viz import check, multiple_choice
 
 # %% [markdown]
 # **1.** The reply above has `trace.n_generated` tokens. How many forward passes of the model

@@ -85,7 +85,7 @@ widgets.VBox([box, chips])
 # the tokenizer alone (no model run) and prints each token with the bytes it stands for.
 
 # %%
-from viz.views.text import piece_bytes
+from viz.views import piece_bytes
 
 
 def show_tokens(text):
@@ -231,7 +231,7 @@ for text, c in nearest(space_paris[0]):
 # %%
 import plotly.graph_objects as go
 
-from viz.views.widgets import LinkedView
+from viz.views import LinkedView
 
 
 def row_figure(values):
@@ -261,7 +261,7 @@ views.embeddings_figure(trace)
 # The most alike pairs of *different* tokens in your text, read off the middle panel:
 
 # %%
-emb = views.embedding_data(trace)
+emb = views.embeddings_data(trace)
 pairs = [(emb.cosine[i, j], i, j) for i in range(len(emb.ids)) for j in range(i)
          if emb.ids[i] != emb.ids[j]]
 for c, i, j in sorted(pairs, reverse=True)[:4]:
@@ -310,7 +310,7 @@ print(f"500 words × {ratio:.2f} tokens per word ≈ {500 * ratio:.0f} tokens")
 # Replace `None` with your answer and run the cell: it tells you whether you are right.
 
 # %%
-from viz.exercises import check, multiple_choice
+from viz import check, multiple_choice
 
 # %% [markdown]
 # **1.** Predict how many tokens `"Hello, world! 12345"` is, without running the tokenizer.

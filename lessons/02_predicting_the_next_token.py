@@ -106,7 +106,7 @@ print("greedy choice = top score:  ", int(logits.argmax()) == s0.token_id)
 
 # %% [markdown]
 # That is all the model does at the end of a forward pass. (`viz.record` gets the same logits
-# from `lm.model(...)` directly: see `model_forward` and the loop in `viz/record.py`.)
+# from `lm.model(...)` directly: see `viz.last_logits` and the loop in `viz/record.py`.)
 #
 # The softmax runs over the **whole** vocabulary, not only the likely tokens. How is the
 # probability shared out?
@@ -139,11 +139,11 @@ print(W.data_ptr() == lm.model.get_input_embeddings().weight.data_ptr())
 # - **top-p** (nucleus): only the smallest set of most likely tokens whose probabilities add
 #   up to at least $p$.
 #
-# `viz.sampling.sampling_distribution` applies these rules to a vector of scores; it is the
+# `viz.sampling_distribution` applies these rules to a vector of scores; it is the
 # function `viz.record` samples with. On step 0's full 49,152 scores:
 
 # %%
-from viz.sampling import sampling_distribution
+from viz import sampling_distribution
 
 for T in (0.0, 0.5, 1.0, 1.5):
     q = sampling_distribution(logits, T)
@@ -254,7 +254,7 @@ print(f"numbers touched, forward / choice: {lm.spec.n_params / logits.numel():,.
 # 49,152 scores of step 0) or with `probs`.
 
 # %%
-from viz.exercises import check, multiple_choice
+from viz import check, multiple_choice
 
 # %% [markdown]
 # **1.** At step 0, what is the probability of the most likely token at temperature 0.5?

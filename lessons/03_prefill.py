@@ -66,7 +66,7 @@ for s in trace.steps[:4]:
 # duration on your machine.
 
 # %% tags=["nbval-ignore-output"]
-display(views.summary_card(trace))
+display(views.summary_html(trace))
 views.timeline_figure(trace)
 
 # %% [markdown]
@@ -80,9 +80,9 @@ views.timeline_figure(trace)
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
-from viz.views.base import plotly_layout
-from viz.views.palette import CHOSEN, PREFILL
-from viz.views.widgets import LinkedView
+from viz.views import plotly_layout
+from viz.views import palette
+from viz.views import LinkedView
 
 measured = {}  # prompt tokens → a one-token recording of that length
 
@@ -95,8 +95,8 @@ def prefill_chart(values):
                                  embeddings=False)
     xs = sorted(measured)
     fig = go.Figure(go.Scatter(x=xs, y=[measured[k].ttft_s * 1000 for k in xs], mode="markers",
-                               marker={"color": PREFILL, "size": 9}, name="measured"))
-    fig.add_scatter(x=[n], y=[measured[n].ttft_s * 1000], marker={"color": CHOSEN, "size": 15},
+                               marker={"color": palette.PREFILL, "size": 9}, name="measured"))
+    fig.add_scatter(x=[n], y=[measured[n].ttft_s * 1000], marker={"color": palette.CHOSEN, "size": 15},
                     name="your choice")
     return fig.update_layout(**plotly_layout(
         f"{n} prompt tokens: TTFT {measured[n].ttft_s * 1000:.0f} ms", height=350,
@@ -187,7 +187,7 @@ print(sweep)
 # course was built (`perf.load_reference("cpu-prompt-sweep")`).
 
 # %% tags=["nbval-ignore-output"]
-from viz.views.sweeps import sweep_figure
+from viz.views import sweep_figure
 
 sweep_figure(sweep, perf.load_reference("cpu-prompt-sweep"))
 
@@ -286,7 +286,7 @@ sweep_figure(sweep, peaks=peaks)
 # Replace `None` with your answer and run the cell: it tells you whether you are right.
 
 # %%
-from viz.exercises import check, multiple_choice
+from viz import check, multiple_choice
 
 # %% [markdown]
 # **1.** Using the line fitted above (*a* and *b*), predict the TTFT, in seconds, of a prompt

@@ -143,7 +143,7 @@ print("TPOT is the mean gap:", np.isclose(trace.tpot_s, np.mean(gaps)),
 # of roughly equal length. Hover for each one's duration.
 
 # %% tags=["nbval-ignore-output"]
-display(views.summary_card(trace))
+display(views.summary_html(trace))
 views.timeline_figure(trace)
 
 # %% [markdown]
@@ -200,9 +200,9 @@ print("fetching the weights takes longer than the arithmetic:", memory_floor > c
 # prefills prompts of several lengths, then times a few decode steps after each.
 
 # %% tags=["nbval-ignore-output"]
-from viz.views.sweeps import sweep_figure
+from viz.views import sweep_figure
 
-context = perf.context_length_sweep(lm, [16, 64, 256], steps=4, progress=False)
+context = perf.context_length_sweep(lm, [16, 64, 256], max_new_tokens=5, progress=False)
 sweep_figure(context, peaks=peaks)
 
 # %%
@@ -229,18 +229,18 @@ print(f"the cache would match the weights at {spec.weight_bytes / spec.kv_bytes_
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
-from viz.views.base import plotly_layout
-from viz.views.palette import DECODE, PREFILL
-from viz.views.widgets import LinkedView
+from viz.views import plotly_layout
+from viz.views import palette
+from viz.views import LinkedView
 
 
 def answer_time(values):
     n = values["answer tokens"]
     total = trace.ttft_s + (n - 1) * trace.tpot_s  # one prefill, then n - 1 decode steps
     fig = go.Figure([go.Bar(y=["answer"], x=[trace.ttft_s], orientation="h",
-                            marker_color=PREFILL, name="TTFT (prefill)"),
+                            marker_color=palette.PREFILL, name="TTFT (prefill)"),
                      go.Bar(y=["answer"], x=[(n - 1) * trace.tpot_s], orientation="h",
-                            marker_color=DECODE, name=f"{n - 1} decode steps × TPOT")])
+                            marker_color=palette.DECODE, name=f"{n - 1} decode steps × TPOT")])
     return fig.update_layout(**plotly_layout(f"{n} tokens: about {total:.1f} s", height=240,
                                              barmode="stack", xaxis={"title": "seconds"}))
 
@@ -256,7 +256,7 @@ LinkedView({"answer tokens": answer_tokens}, [answer_tokens], answer_time)
 # Replace `None` with your answer and run the cell: it tells you whether you are right.
 
 # %%
-from viz.exercises import check, multiple_choice
+from viz import check, multiple_choice
 
 # %% [markdown]
 # **1.** From your TTFT and TPOT above, how many seconds would a 500-word answer (700 tokens)

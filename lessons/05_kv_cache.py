@@ -32,7 +32,7 @@ import torch
 
 import viz
 from viz import perf, views
-from viz.views.sweeps import sweep_figure
+from viz.views import sweep_figure
 
 lm = viz.load_model()
 spec = lm.spec
@@ -65,17 +65,14 @@ views.kv_figure(trace)
 # over the prompt fills every layer with the prompt's keys and values.
 
 # %%
-from viz.kvcache import new_cache
-from viz.record import model_forward
-
-forward = model_forward(lm.model)  # input ids + cache → logits of the last position
-cache = new_cache(lm.model)  # empty: nothing stored yet
+forward = viz.last_logits(lm.model)  # input ids + cache → scores of the next token
+cache = viz.new_cache(lm.model)  # empty: nothing stored yet
 n = len(trace.prompt_ids)
 with torch.inference_mode():
     logits = forward(torch.tensor([trace.prompt_ids]), cache)  # prefill
-keys = cache.layers[0].keys
+keys, values = viz.cache_layers(cache)[0]  # layer 0
 print("layer 0 keys:  ", tuple(keys.shape))
-print("layer 0 values:", tuple(cache.layers[0].values.shape))
+print("layer 0 values:", tuple(values.shape))
 
 # %% [markdown]
 # The shape reads **(batch, KV heads, tokens, head size)**: one request, this model's KV
@@ -89,7 +86,7 @@ print("layer 0 values:", tuple(cache.layers[0].values.shape))
 before = keys.clone()
 with torch.inference_mode():
     forward(torch.tensor([[trace.steps[0].token_id]]), cache)  # one token in
-after = cache.layers[0].keys
+after = viz.cache_layers(cache)[0][0]  # layer 0's keys
 print("layer 0 keys after one step:", tuple(after.shape))
 print("old rows untouched:", torch.equal(after[:, :, :n], before))
 
@@ -99,12 +96,11 @@ print("old rows untouched:", torch.equal(after[:, :, :n], before))
 # layers' keys and values with the ones we built step by step:
 
 # %%
-fresh = new_cache(lm.model)
+fresh = viz.new_cache(lm.model)
 with torch.inference_mode():
     forward(torch.tensor([trace.prompt_ids + [trace.steps[0].token_id]]), fresh)
-same = all(torch.allclose(a.keys, b.keys, atol=1e-4)
-           and torch.allclose(a.values, b.values, atol=1e-4)
-           for a, b in zip(cache.layers, fresh.layers))
+same = all(torch.allclose(k1, k2, atol=1e-4) and torch.allclose(v1, v2, atol=1e-4)
+           for (k1, v1), (k2, v2) in zip(viz.cache_layers(cache), viz.cache_layers(fresh)))
 print("recomputed keys and values equal the cached ones:", same)
 
 # %% [markdown]
@@ -115,8 +111,7 @@ print("recomputed keys and values equal the cached ones:", same)
 per_token = 2 * spec.n_layers * spec.n_kv_heads * spec.head_dim * spec.bytes_per_element
 print(f"2 × {spec.n_layers} layers × {spec.n_kv_heads} KV heads × {spec.head_dim} × "
       f"{spec.bytes_per_element} bytes = {per_token:,} bytes per token")
-tensors = sum(t.numel() * t.element_size() for layer in cache.layers
-              for t in (layer.keys, layer.values))
+tensors = sum(t.numel() * t.element_size() for layer in viz.cache_layers(cache) for t in layer)
 print(f"the tensors hold {tensors:,} bytes for {n + 1} tokens; formula: {per_token * (n + 1):,}")
 print("the library's figure agrees:", tensors == spec.kv_bytes(n + 1) == trace.steps[1].kv_bytes)
 
@@ -176,7 +171,7 @@ for seq in (8, 32, 128, 512, 2048):
 # step (it takes a few seconds).
 
 # %% tags=["nbval-ignore-output"]
-sweep = perf.cache_sweep(lm, my_prompt, new_tokens=24, progress=False)
+sweep = perf.cache_sweep(lm, my_prompt, max_new_tokens=24, progress=False)
 print("same tokens in the sweep:", sweep.settings["same_tokens"])
 sweep_figure(sweep)
 
@@ -216,15 +211,15 @@ print(f"whole reply: {rows[-1]['cached_elapsed_s']:.2f} s with the cache, "
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
-from viz.views.palette import ACCENT, DECODE, MUTED
-from viz.views.widgets import LinkedView
+from viz.views import palette
+from viz.views import LinkedView
 
 # %%
 def kv_at(values):
     t = values["tokens"]
     names = ["KV cache (GQA)", "KV cache without GQA", "weights"]
     sizes = [spec.kv_bytes(t), spec.kv_bytes(t, n_kv_heads=spec.n_heads), spec.weight_bytes]
-    fig = go.Figure(go.Bar(x=names, y=[s / 1e6 for s in sizes], marker_color=[DECODE, MUTED, ACCENT]))
+    fig = go.Figure(go.Bar(x=names, y=[s / 1e6 for s in sizes], marker_color=[palette.DECODE, palette.MUTED, palette.ACCENT]))
     shape = (1, spec.n_kv_heads, t, spec.head_dim)
     fig.update_layout(title=f"{t:,} tokens: each layer holds K and V of shape {shape}",
                       yaxis_title="MB", yaxis_range=[0, 1200], height=340)
@@ -259,7 +254,7 @@ for m in (spec, big):
 # ## Check yourself
 
 # %%
-from viz.exercises import check, multiple_choice
+from viz import check, multiple_choice
 
 # %% [markdown]
 # **1.** Using the formula (K and V × layers × KV heads × head size × bytes), how many bytes

@@ -29,10 +29,10 @@ import ipywidgets as widgets
 
 import viz
 from viz import perf
-from viz.views.palette import CHOSEN
-from viz.views.roofline import roofline_figure
-from viz.views.sweeps import sweep_figure, throughput_latency_figure
-from viz.views.widgets import LinkedView
+from viz.views import palette
+from viz.views import roofline_figure
+from viz.views import sweep_figure, throughput_latency_figure
+from viz.views import LinkedView
 
 lm = viz.load_model()
 spec = lm.spec
@@ -44,7 +44,7 @@ spec = lm.spec
 # one prompt, a few new tokens each, with B = 1, 2, 4 and 8. It takes a few seconds.
 
 # %% tags=["nbval-ignore-output"]
-sweep = perf.batch_size_sweep(lm, [1, 2, 4, 8], new_tokens=8, progress=False)
+sweep = perf.batch_size_sweep(lm, [1, 2, 4, 8], max_new_tokens=8, progress=False)
 sweep_figure(sweep)
 
 # %% [markdown]
@@ -64,7 +64,7 @@ def pick(values):
     r = rows[values["batch"]]
     fig = throughput_latency_figure(sweep)
     fig.add_scatter(x=[r["decode_step_s"] * 1e3], y=[r["aggregate_decode_tokens_per_s"]],
-                    mode="markers", marker={"size": 22, "color": CHOSEN, "symbol": "circle-open",
+                    mode="markers", marker={"size": 22, "color": palette.CHOSEN, "symbol": "circle-open",
                                             "line": {"width": 3}}, name="chosen")
     fig.update_layout(title=f"batch of {values['batch']}: each request waits "
                             f"{r['decode_step_s'] * 1e3:.0f} ms per token; all together make "
@@ -190,7 +190,7 @@ for b in (1, 8, 64, 256, 1024):
 # ## Check yourself
 
 # %%
-from viz.exercises import check, multiple_choice
+from viz import check, multiple_choice
 
 # %% [markdown]
 # **1.** Past the ridge, a bigger batch stops being almost free: each step gets longer in

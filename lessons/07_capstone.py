@@ -29,7 +29,7 @@ import numpy as np
 
 import viz
 from viz import perf, views
-from viz.views.widgets import figure_output
+from viz.views import figure_output
 
 lm = viz.load_model()
 
@@ -60,7 +60,7 @@ def panel(fig):
 
 
 def dashboard(trace):
-    return widgets.VBox([widgets.HTML(views.summary_card(trace).html),
+    return widgets.VBox([widgets.HTML(views.summary_html(trace).html),
                          widgets.HTML(views.tokens_html(trace).html),
                          views.explorer_widget(trace),
                          panel(views.kv_figure(trace)), panel(views.timeline_figure(trace))])
@@ -137,7 +137,7 @@ else:
 # tokens/s, decode tokens/s and TPOT) rather than TTFT, which grows with the prompt's length.
 
 # %% tags=["nbval-ignore-output"]
-views.compare_card(trace, reference)
+views.compare_html(trace, reference)
 
 # %% tags=["nbval-ignore-output"]
 views.compare_figure(trace, reference)
@@ -148,7 +148,7 @@ views.compare_figure(trace, reference)
 
 # %% tags=["nbval-ignore-output"]
 report = views.write_report(trace, Path(tempfile.gettempdir()) / "my_reply_report.html",
-                            compare=reference)
+                            other=reference)
 print(f"wrote {report} ({report.stat().st_size / 1e6:.1f} MB): open it in a browser")
 
 # %% [markdown]
@@ -173,7 +173,7 @@ print(f"wrote {report} ({report.stat().st_size / 1e6:.1f} MB): open it in a brow
 # ## Check yourself
 
 # %%
-from viz.exercises import check, multiple_choice
+from viz import check, multiple_choice
 
 # %% [markdown]
 # **1.** A user complains: "I press Enter and nothing happens for a long time; once the

@@ -1,11 +1,16 @@
 """Shared fixtures: tiny random-weight models (seconds, no files), the real default model, one
-fake clock, and the `real_model` marker.
+fake clock, the `real_model` marker, and one headless Chromium for every browser test (with
+one rule for a machine without it: skip on a learner's machine, fail in CI).
 
 The tiny models are built the way a learner builds any model from its shape:
 `viz.perf.from_config` with a 2-layer Llama config and the byte tokenizer (one token per UTF-8
 byte, so an emoji splits across tokens as it does in the real model). Their text is
 meaningless; prefill, decode, the KV cache and grouped-query attention are the real code.
 """
+
+import os
+import shutil
+from typing import Optional
 
 import pytest
 
@@ -89,3 +94,57 @@ def pytest_collection_modifyitems(config, items):
         if "smollm" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.real_model)
 
+
+
+# ---- one browser for every browser test -----------------------------------------------------
+# Flags that let Chromium run headless as root on a machine with no network (see NOTES.md).
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--disable-dev-shm-usage"]
+CHROMIUM_CANDIDATES = ["/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome",
+                       "google-chrome-stable",
+                       "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
+                       "/Applications/Chromium.app/Contents/MacOS/Chromium"]
+HOW_TO_ENABLE = ("no Chromium or Chrome found. To run the browser test: `sudo make browser` "
+                 "(Debian/Ubuntu: apt-get install chromium chromium-driver fonts-liberation), or "
+                 "set VIZ_CHROMIUM=/path/to/chrome")
+
+
+def find_chromium() -> Optional[str]:
+    for name in [os.environ.get("VIZ_CHROMIUM", "")] + CHROMIUM_CANDIDATES:
+        if not name:
+            continue
+        path = shutil.which(name) or (name if os.path.isfile(name) and os.access(name, os.X_OK)
+                                      else None)
+        if path:
+            return path
+    return None
+
+
+def skip_or_fail(reason: str):
+    """The one rule for a check that cannot run here (no browser, no Python 3.11 for the
+    Binder build): a learner's machine skips it, saying how to enable it; CI (VIZ_CI=1), which
+    must run every check, fails instead."""
+    if os.environ.get("VIZ_CI"):
+        pytest.fail(f"{reason} (CI runs with VIZ_CI=1, where this check must run)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory):
+    """A headless Chromium context with a fresh profile, shared by every browser test."""
+    path = find_chromium()
+    if path is None:
+        skip_or_fail(HOW_TO_ENABLE)
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        skip_or_fail("pip install playwright (make test does) to run the browser tests")
+
+    with sync_playwright() as p:
+        ctx = p.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=path,
+            headless=True, args=CHROMIUM_FLAGS, viewport={"width": 1280, "height": 1600})
+        ctx.set_default_timeout(60_000)
+        yield ctx
+        ctx.close()

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import skip_or_fail
 from tools import course
 
 ROOT = course.ROOT
@@ -93,12 +94,6 @@ def test_readme_links_open_each_lesson_on_binder():
 
 
 # ---- the build, emulated ---------------------------------------------------------------------
-def skip_or_fail(reason: str):
-    if os.environ.get("VIZ_CI"):
-        pytest.fail(f"{reason} (CI runs with VIZ_CI=1, where this check must run)")
-    pytest.skip(reason)
-
-
 def export_tree(dest: Path, source: str) -> str:
     """Copy the repository into `dest` as a fresh clone would have it; returns a description."""
     dest.mkdir(parents=True)

@@ -35,7 +35,7 @@ def test_multiple_choice():
     assert multiple_choice("decode", opts, "decode", why="one token per pass").ok is True
     assert multiple_choice("prefill", opts, "decode").ok is False
     assert multiple_choice("neither", opts, "decode").ok is False
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="the correct answer 'batching' is not among the options"):
         multiple_choice("a", opts, "batching")
 
 

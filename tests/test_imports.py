@@ -134,9 +134,33 @@ def test_lessons_import_only_from_the_three_faces(lesson):
     modules = {module_name(p) for p in PACKAGE.rglob("*.py")}
     bad = []
     for target, name, line in imports(lesson, modules):
+        parent, _, last = target.rpartition(".")
+        if not name and parent in FACES and last in FACES[parent].__all__:
+            continue  # a module the face exports, e.g. `from viz.views import palette`
         if name:
             if target not in FACES or name not in FACES[target].__all__:
                 bad.append(f"line {line}: {name} from {target}")
         elif target not in FACES:
             bad.append(f"line {line}: module {target}")
     assert bad == [], f"{lesson.name} reaches past viz / viz.views / viz.perf: {bad}"
+
+
+def raises_without_match(path: Path) -> list[int]:
+    """Lines of `pytest.raises(...)` calls that do not say which message they expect."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == "raises" and getattr(node.func.value, "id", "") == "pytest" \
+                and not any(k.arg == "match" for k in node.keywords):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_every_expected_error_names_its_message(tmp_path):
+    """`pytest.raises(ValueError)` alone passes for the wrong ValueError too: ask for match=."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("import pytest\nwith pytest.raises(ValueError):\n    pass\n"
+                     "with pytest.raises(ValueError, match='x'):\n    pass\n")
+    assert raises_without_match(probe) == [2]
+    found = {p.name: raises_without_match(p) for p in (ROOT / "tests").glob("*.py")}
+    assert {name: lines for name, lines in found.items() if lines} == {}

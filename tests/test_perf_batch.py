@@ -56,7 +56,13 @@ def test_timing_from_injected_clock(tiny_gqa):
     assert run.end_to_end_s == 8.0
 
 
-@pytest.mark.parametrize("prompts, n", [([], 3), (["ok"], 0), ([" "], 2), (["x" * 600], 2)])
-def test_bad_input(tiny_gqa, prompts, n):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize("prompts, n, message", [
+    ([], 3, "give at least one prompt"),
+    (["ok"], 0, "max_new_tokens must be a whole number >= 1, not 0"),
+    ([" "], 2, "a prompt in the batch is empty: give every request some text"),
+    (["x" * 600], 2, r"the longest prompt \(600 tokens\) plus max_new_tokens=2 exceeds the "
+                     r"model's 512 positions"),
+])
+def test_bad_input(tiny_gqa, prompts, n, message):
+    with pytest.raises(ValueError, match=message):
         generate_batch(tiny_gqa, prompts, n)

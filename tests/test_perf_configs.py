@@ -62,7 +62,10 @@ def test_context_length_override():
         viz.record(lm, "x" * 70, max_new_tokens=1)
 
 
-@pytest.mark.parametrize("bad", ["no-such-config", {"config": {"model_type": "gpt2"}}])
-def test_bad_configs(bad):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize("bad, message", [
+    ("no-such-config", r"no config named 'no-such-config': use one of \[.*'smollm2-135m'"),
+    ({"config": {"model_type": "gpt2"}}, r"only Llama-style configs \(model_type 'llama'\)"),
+])
+def test_bad_configs(bad, message):
+    with pytest.raises(ValueError, match=message):
         configs.from_config(bad, device="cpu")

@@ -71,7 +71,7 @@ def test_decode_intensity_grows_with_batch_prefill_with_prompt():
 def test_bad_arguments():
     with pytest.raises(ValueError, match="input_tokens"):
         counts.forward_cost(tiny_spec(), input_tokens=5, context_tokens=4)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"batch >= 1 \(got 1, 4, 0\)"):
         counts.decode_cost(tiny_spec(), context_tokens=4, batch=0)
 
 

@@ -73,7 +73,7 @@ def test_trace_points_use_the_recorded_times(tiny_gqa):
     assert dec.flops == perf.decode_cost(tiny_gqa.spec, n + 2).flops
     with pytest.raises(ValueError, match="KV cache"):
         trace_points(viz.record(tiny_gqa, "Hello", max_new_tokens=2, use_cache=False))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="a measured time must be > 0 seconds, not 0.0"):
         point("bad", perf.decode_cost(tiny_gqa.spec, 5), 0.0)
 
 
@@ -122,16 +122,20 @@ def test_roofline_view_draws_the_numbers(tiny_gqa):
     fig = roofline_figure(roof, roof)
     decode = [t for t in fig.data if t.name.startswith("decode")]
     assert list(decode[0].x) == [2.0] and list(decode[0].y) == pytest.approx([10e9])
-    assert roofline_static(roof) is not None
+    static = roofline_static(roof)  # matplotlib: the same roof and point, in log-log axes
+    ax = static.axes[0]
+    assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
+    drawn = [(list(line.get_xdata()), list(line.get_ydata())) for line in ax.get_lines()]
+    assert ([lo, ridge, hi], [lo * 20e9, 100e9, 100e9]) in drawn
     with pytest.raises(ValueError, match="Roofline"):
         roofline_figure("not a roofline")
 
 
 def test_sweep_views_draw_the_columns(tiny_gqa):
-    from viz.views.sweeps import sweep_figure, sweep_series, throughput_latency_figure
+    from viz.views.sweeps import sweep_figure, sweep_data, throughput_latency_figure
 
     sweep = perf.batch_size_sweep(tiny_gqa, [1, 2], max_new_tokens=3, progress=False)
-    series = sweep_series(sweep)
+    series = sweep_data(sweep)
     step = next(s for s in series if s["column"] == "decode_step_s")
     assert step["y"] == [v * 1e3 for v in sweep.column("decode_step_s")]
     fig = sweep_figure(sweep)

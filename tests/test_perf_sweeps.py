@@ -78,10 +78,26 @@ def test_batch_size_sweep(tiny_gqa):
     roundtrip(sweep)
 
 
-@pytest.mark.parametrize("bad", [[], [4, 2], [2, 2], [0, 1], [1.5]])
-def test_bad_settings(tiny_gqa, bad):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize("bad, message", [
+    ([], "lengths must be a non-empty list of whole numbers >= 1"),
+    ([4, 2], "lengths must be increasing with no repeats"),
+    ([2, 2], "lengths must be increasing with no repeats"),
+    ([0, 1], "lengths must be a non-empty list of whole numbers >= 1"),
+    ([1.5], "lengths must be a non-empty list of whole numbers >= 1"),
+])
+def test_bad_settings(tiny_gqa, bad, message):
+    with pytest.raises(ValueError, match=message):
         perf.prompt_length_sweep(tiny_gqa, bad, progress=False)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"repeats": 0}, "repeats must be a whole number >= 1, not 0"),
+    ({"threads": 0}, r"threads must be a whole number >= 1 \(or None"),
+    ({"max_new_tokens": 1}, r"max_new_tokens must be a whole number >= 2 \(one decode step"),
+])
+def test_bad_repeats_threads_and_tokens(tiny_gqa, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        perf.batch_size_sweep(tiny_gqa, [1], progress=False, **kwargs)
 
 
 def test_too_long_for_the_model(tiny_gqa):

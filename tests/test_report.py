@@ -100,7 +100,7 @@ def test_failed_report_leaves_the_old_file(trace, tmp_path, monkeypatch):
         raise RuntimeError("disk on fire")
 
     monkeypatch.setattr(report, "timeline_figure", broken)  # fails half way through the page
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="disk on fire"):
         write_report(trace, path)
     assert path.read_bytes() == good
     assert [p.name for p in tmp_path.iterdir()] == ["r.html"]  # no temporary file left

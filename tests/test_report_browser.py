@@ -1,54 +1,39 @@
 """The report in a real browser, with the network cut: every plot renders, no script error,
 nothing is fetched, and moving each control changes what is drawn.
 
-Needs Debian's Chromium and Python Playwright (`make test` installs both; see
-../shared/NOTES.md). Without them the test is skipped, saying how to enable it.
+Uses the shared `browser` fixture (tests/conftest.py): Debian's Chromium driven by Playwright;
+without it the test skips on a learner's machine and fails in CI.
 """
-
-import shutil
-import tempfile
 
 import pytest
 
 import viz
 from viz.views.report import write_report
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage"]
-
 
 @pytest.fixture(scope="module")
-def page(tiny_gqa, tmp_path_factory):
-    sync_api = pytest.importorskip("playwright.sync_api",
-                                   reason="pip install playwright (make test does)")
-    if not shutil.which(CHROMIUM):
-        pytest.skip("no Chromium: apt-get install chromium (make test does) to run this test")
+def page(browser, tiny_gqa, tmp_path_factory):
     a = viz.record(tiny_gqa, "Hi 🍕 東京", max_new_tokens=5, stop_at_eos=False, label="A")
     b = viz.record(tiny_gqa, "Hello", max_new_tokens=4, stop_at_eos=False, use_cache=False)
-    path = write_report(a, tmp_path_factory.mktemp("browser") / "report.html", compare=b)
-    with sync_api.sync_playwright() as p, tempfile.TemporaryDirectory() as profile:
-        ctx = p.chromium.launch_persistent_context(profile, executable_path=CHROMIUM,
-                                                   args=FLAGS, headless=True,
-                                                   viewport={"width": 1200, "height": 900})
-        pg = ctx.new_page()
-        pg.errors, pg.fetched = [], []
-        pg.on("pageerror", lambda e: pg.errors.append(str(e)))
-        pg.on("console", lambda m: pg.errors.append(m.text) if m.type == "error" else None)
+    path = write_report(a, tmp_path_factory.mktemp("browser") / "report.html", other=b)
+    pg = browser.new_page()
+    pg.set_viewport_size({"width": 1200, "height": 900})
+    pg.errors, pg.fetched = [], []
+    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+    pg.on("console", lambda m: pg.errors.append(m.text) if m.type == "error" else None)
 
-        def offline(route):  # the network is cut: anything but the file itself is refused
-            if not route.request.url.startswith("file:"):
-                pg.fetched.append(route.request.url)
-                return route.abort()
-            return route.continue_()
+    def offline(route):  # the network is cut: anything but the file itself is refused
+        if not route.request.url.startswith("file:"):
+            pg.fetched.append(route.request.url)
+            return route.abort()
+        return route.continue_()
 
-        pg.route("**/*", offline)
-        pg.goto(path.as_uri())
-        pg.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 7",
-                             timeout=20000)
-        yield pg
-        ctx.close()
+    pg.route("**/*", offline)
+    pg.goto(path.as_uri())
+    pg.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 7",
+                         timeout=20000)
+    yield pg
+    pg.close()
 
 
 def data(page, div, trace, attr):

@@ -79,7 +79,7 @@ def test_failed_save_keeps_the_old_file(trace, tmp_path):
     before = path.read_bytes()
     bad = Trace.from_dict(json.loads(trace.to_json()))
     bad.steps[0].top_probs[0] = float("nan")  # not representable in JSON
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
         bad.save(path)
     assert path.read_bytes() == before
     assert os.listdir(tmp_path) == ["t.json"]  # no temporary file left behind

@@ -22,8 +22,9 @@ import viz
 from viz import views
 from viz.views import palette
 from viz.views.distribution import distribution_data
-from viz.views.explorer import BARS, KV_BARS, KV_NOW, LAT_BARS, LAT_NOW, TEXT, explorer_step
+from viz.views.explorer import BARS, KV_BARS, KV_NOW, LAT_BARS, LAT_NOW, TEXT, explorer_data
 from viz.views.text import piece_bytes
+from viz.views.tokens import token_groups
 from viz.views.whatif import setting, whatif_grid
 from viz.views.widgets import figure_output
 
@@ -126,7 +127,7 @@ def reference_distribution(logits, temperature, top_k, top_p):
 
 # ---- tokens ---------------------------------------------------------------------------------
 def test_token_chips_are_the_recorded_tokens(trace):
-    chips = views.token_chips(trace)
+    chips = views.tokens_data(trace)
     assert [c.id for c in chips] == trace.prompt_ids + trace.generated_ids
     assert [(c.start, c.end) for c in chips[:len(trace.prompt_tokens)]] == \
         [(t.start, t.end) for t in trace.prompt_tokens]
@@ -135,8 +136,8 @@ def test_token_chips_are_the_recorded_tokens(trace):
 
 
 def test_token_groups_cover_the_text_once(trace):
-    chips = views.token_chips(trace)
-    groups = views.token_groups(trace, chips)
+    chips = views.tokens_data(trace)
+    groups = token_groups(trace, chips)
     prompt = [g for g in groups if g.phase == "prefill"]
     reply = [g for g in groups if g.phase == "decode"]
     assert "".join(g.text for g in prompt) == trace.prompt_text
@@ -147,16 +148,16 @@ def test_token_groups_cover_the_text_once(trace):
 def test_emoji_split_into_byte_tokens_is_one_group(real):
     """NOTES: "I love 🍕" → spans (6, 8), (7, 8), (7, 8). The view groups them under " 🍕" and
     labels each with its bytes, which together are the UTF-8 encoding of " 🍕"."""
-    chips = views.token_chips(real)
+    chips = views.tokens_data(real)
     spans = [(c.start, c.end) for c in chips]
     i = spans.index((6, 8))
     assert spans[i:i + 3] == [(6, 8), (7, 8), (7, 8)]
-    group = next(g for g in views.token_groups(real, chips) if i in g.positions)
+    group = next(g for g in token_groups(real, chips) if i in g.positions)
     assert group.text == " 🍕" and group.positions == [i, i + 1, i + 2]
     raw = b"".join(piece_bytes(chips[p].piece) for p in group.positions)
     assert raw == " 🍕".encode("utf-8")
     assert all("�" not in chips[p].label for p in group.positions)  # bytes shown, not U+FFFD
-    cjk = [g for g in views.token_groups(real, chips) if g.text.strip() in ("東", "京", "東京")]
+    cjk = [g for g in token_groups(real, chips) if g.text.strip() in ("東", "京", "東京")]
     assert cjk, "the CJK characters should be grouped too"
 
 
@@ -211,7 +212,7 @@ def test_widget_output_is_what_the_plotly_renderer_emits(gqa):
 
 # ---- embeddings -----------------------------------------------------------------------------
 def test_embedding_data_is_the_recorded_vectors(trace):
-    d = views.embedding_data(trace)
+    d = views.embeddings_data(trace)
     vectors = trace.embeddings.vectors(trace.prompt_ids)
     np.testing.assert_array_equal(d.vectors, vectors)
     v = vectors.astype(np.float64)
@@ -236,13 +237,13 @@ def test_embeddings_figure_holds_the_vectors(gqa):
     fig = views.embeddings_figure(gqa)
     vectors = gqa.embeddings.vectors(gqa.prompt_ids)
     np.testing.assert_allclose(np.array(fig.data[0].z), vectors, rtol=1e-2, atol=1e-6)
-    np.testing.assert_allclose(np.array(fig.data[1].z), views.embedding_data(gqa).cosine,
+    np.testing.assert_allclose(np.array(fig.data[1].z), views.embeddings_data(gqa).cosine,
                                atol=1e-4)
     assert len(set(fig.data[0].y)) == len(gqa.prompt_tokens)  # one row per token, none merged
 
 
 def test_one_token_prompt_projects_to_the_origin(one_token):
-    d = views.embedding_data(one_token)
+    d = views.embeddings_data(one_token)
     assert d.xy.shape == (1, 2) and not d.xy.any() and d.explained == (0.0, 0.0)
     views.embeddings_figure(one_token)
 
@@ -302,9 +303,9 @@ def test_explorer_frames_move_every_linked_panel(trace):
 
 def test_explorer_text_rebuilds_the_reply(trace):
     for s in trace.steps:
-        e = explorer_step(trace, s.index)
+        e = explorer_data(trace, s.index)
         assert e.before + e.new == trace.output_text[:s.text_end]
-    last = explorer_step(trace, len(trace.steps) - 1)
+    last = explorer_data(trace, len(trace.steps) - 1)
     assert last.latency_s == pytest.approx(latencies_s(trace)[-1])
 
 
@@ -337,7 +338,7 @@ SETTINGS = [(t, k, p) for t in (0.0, 0.3, 1.0, 1.7) for k in (None, 1, 2, 3, 10,
 def test_whatif_equals_an_independent_numpy_computation(request, name):
     trace = request.getfixturevalue(name)
     for s, (t, k, p) in itertools.product(trace.steps[:3], SETTINGS):
-        w = views.whatif_distribution(trace, s.index, t, k, p)
+        w = views.whatif_data(trace, s.index, t, k, p)
         expected = reference_distribution(s.top_logits, t, k, p)
         np.testing.assert_allclose(w.probs, expected, atol=2e-6, err_msg=f"{t} {k} {p}")
         assert w.kept == [bool(x > 0) for x in expected]
@@ -349,11 +350,11 @@ def test_whatif_exact_settings_match_the_whole_vocabulary(real):
     whole-vocabulary probabilities (not only the recorded logits) over the top k."""
     s = real.steps[1]
     for k in (1, 2, 5, len(s.top_ids)):
-        w = views.whatif_distribution(real, 1, 1.0, k)
+        w = views.whatif_data(real, 1, 1.0, k)
         top = np.array(s.top_probs[:k], dtype=np.float64)
         assert w.exact
         np.testing.assert_allclose(w.probs[:k], top / top.sum(), atol=1e-5)
-    approx = views.whatif_distribution(real, 1, 1.0)
+    approx = views.whatif_data(real, 1, 1.0)
     assert not approx.exact and "upper bound" in approx.note()
     assert f"{sum(s.top_probs):.1%}" in approx.note()  # the recorded share, from logsumexp
 
@@ -370,7 +371,7 @@ def test_whatif_with_every_token_recorded_is_the_samplers_distribution(tiny_gqa)
         ids = torch.tensor([trace.prompt_ids])
         logits = last_logits(tiny_gqa.model)(ids, None)[0]
     for t, k, p in [(1.0, None, None), (0.5, None, 0.9), (1.5, 40, 0.8)]:
-        w = views.whatif_distribution(trace, 0, t, k, p)
+        w = views.whatif_data(trace, 0, t, k, p)
         full = sampling_distribution(logits, t, k, p).numpy()
         np.testing.assert_allclose(w.probs, full[w.ids], atol=1e-5)
         assert w.covered == pytest.approx(1.0, abs=1e-4)
@@ -395,7 +396,7 @@ def test_whatif_widget_never_fails_at_any_slider_position(gqa):
             for v in values:
                 c[name].value = v
                 assert w.error is None, (name, v, w.error)
-                expected = views.whatif_distribution(gqa, w.values["step"], **setting(w.values))
+                expected = views.whatif_data(gqa, w.values["step"], **setting(w.values))
                 assert list(w.figure.data[1].x) == expected.probs
             c[name].value = start
 
@@ -404,7 +405,7 @@ def test_whatif_grid_holds_the_same_numbers(gqa):
     g = whatif_grid(gqa)
     for si, ti, ki, pi in [(0, 0, 0, 0), (1, 4, 0, 2), (2, 7, 3, 5), (len(gqa.steps) - 1, 2, 1, 1)]:
         t, k, p = g["temperatures"][ti], g["top_ks"][ki], g["top_ps"][pi]
-        w = views.whatif_distribution(gqa, si, t, k, p)
+        w = views.whatif_data(gqa, si, t, k, p)
         vec, acc = g["index"][si][ti][ki][pi]
         np.testing.assert_allclose(g["vectors"][vec], w.probs, rtol=1e-3)
         assert [x > 0 for x in g["vectors"][vec]] == w.kept  # rounding never hides a token
@@ -479,7 +480,7 @@ def test_summary_card_figures_come_from_the_clock(gqa):
     """The fake clock makes every time exact: check TTFT, TPOT and tokens/s from the timing."""
     n = gqa.n_generated
     tpot = (gqa.timing.end_to_end_s - gqa.timing.ttft_s) / (n - 1)
-    text = repr(views.summary_card(gqa))
+    text = repr(views.summary_html(gqa))
     assert f"TTFT {gqa.timing.ttft_s * 1000:.1f} ms" in text
     assert f"TPOT {tpot * 1000:.1f} ms" in text
     assert f"decode {1 / tpot:.1f} tokens/s" in text
@@ -489,7 +490,7 @@ def test_summary_card_figures_come_from_the_clock(gqa):
 def test_one_token_trace_has_no_tpot_and_no_decode_bars(one_token):
     d = views.timeline_data(one_token)
     assert d.tpot_s is None and len(d.segments) == 2
-    card = repr(views.summary_card(one_token))
+    card = repr(views.summary_html(one_token))
     assert "TPOT n/a" in card and "decode n/a" in card
     fig = views.timeline_figure(one_token)
     assert not [t for t in fig.data if t.name == "decode" or str(t.name).startswith("TPOT")]
@@ -516,8 +517,8 @@ def test_comparison_shows_both_traces_on_the_same_scales(gqa, no_cache):
 
 # ---- bad input ------------------------------------------------------------------------------
 STEP_VIEWS = [views.distribution_data, views.distribution_figure, views.distribution_static,
-              views.explorer_step, views.explorer_figure, views.explorer_static,
-              views.whatif_distribution, views.whatif_figure, views.whatif_static]
+              views.explorer_data, views.explorer_figure, views.explorer_static,
+              views.whatif_data, views.whatif_figure, views.whatif_static]
 
 
 @pytest.mark.parametrize("view", STEP_VIEWS, ids=lambda f: f.__name__)
@@ -542,7 +543,7 @@ ALL_VIEWS = [views.tokens_html, views.tokens_static, views.embeddings_figure,
              views.embeddings_static, views.distribution_figure, views.distribution_static,
              views.explorer_figure, views.explorer_widget, views.explorer_static,
              views.whatif_figure, views.whatif_widget, views.whatif_static, views.kv_figure,
-             views.kv_static, views.timeline_figure, views.timeline_static, views.summary_card,
+             views.kv_static, views.timeline_figure, views.timeline_static, views.summary_html,
              views.report_html]
 
 
@@ -563,7 +564,7 @@ def test_every_view_draws_a_one_token_trace(view, one_token):
 
 def test_no_embeddings_gives_an_error_or_an_empty_state(no_embeddings):
     with pytest.raises(ValueError, match="embeddings=False.*record it again"):
-        views.embedding_data(no_embeddings)
+        views.embeddings_data(no_embeddings)
     fig = views.embeddings_figure(no_embeddings)
     assert not fig.data and "embeddings=False" in fig.layout.annotations[0].text
     draw(views.embeddings_static(no_embeddings))
@@ -572,7 +573,7 @@ def test_no_embeddings_gives_an_error_or_an_empty_state(no_embeddings):
 
 def test_bad_sampling_settings_are_refused_like_record(gqa):
     with pytest.raises(ValueError, match="temperature must be a number >= 0"):
-        views.whatif_distribution(gqa, 0, temperature=-1)
+        views.whatif_data(gqa, 0, temperature=-1)
     with pytest.raises(ValueError, match="top_k must be a whole number >= 1"):
         views.whatif_figure(gqa, 0, top_k=0)
     with pytest.raises(ValueError, match=r"top_p must be in \(0, 1\]"):
@@ -580,7 +581,7 @@ def test_bad_sampling_settings_are_refused_like_record(gqa):
 
 
 def test_comparison_names_the_bad_trace(gqa):
-    with pytest.raises(ValueError, match="the second trace has no steps"):
+    with pytest.raises(ValueError, match="the other trace has no steps"):
         views.compare_figure(gqa, dataclasses.replace(gqa, steps=[]))
 
 
@@ -600,6 +601,6 @@ def test_sweep_legend_names_each_series_once():
 
     for name in ("cpu-cache-sweep", "cpu-prompt-sweep", "cpu-batch-sweep"):
         sweep = perf.load_reference(name)
-        for fig in (sweep_figure(sweep), sweep_figure(sweep, reference=sweep)):
+        for fig in (sweep_figure(sweep), sweep_figure(sweep, other=sweep)):
             shown = [t.name for t in fig.data if t.showlegend is not False]
             assert len(shown) == len(set(shown)) and shown, (name, shown)

@@ -48,10 +48,10 @@ def _ratio(a: Optional[float], b: Optional[float]) -> str:
     return "n/a" if not a or b is None else f"{b / a:.2f}×"
 
 
-def compare_data(a: Trace, b: Trace) -> Comparison:
-    """Both traces' series with shared axis ranges, and the summary table. Lessons 05, 07."""
-    check_trace(a, "the first trace")
-    check_trace(b, "the second trace")
+def compare_data(trace: Trace, other: Trace) -> Comparison:
+    """Both traces' series with shared axis ranges, and the summary table: `trace` is A,
+    `other` is B. Lessons 05, 07."""
+    a, b = check_trace(trace, "the first trace"), check_trace(other, "the other trace")
     sa, sb = _side(a, "A"), _side(b, "B")
     top = max(sa.latencies_ms + sb.latencies_ms) * 1.08 or 1.0
     kv_top = max(sa.kv_bytes + sb.kv_bytes) * 1.08 or 1.0
@@ -77,9 +77,9 @@ def compare_data(a: Trace, b: Trace) -> Comparison:
     return Comparison(sa, sb, [0.0, top], [0.0, kv_top], [-0.6, n - 0.4], rows)
 
 
-def compare_card(a: Trace, b: Trace) -> HTML:
+def compare_html(trace: Trace, other: Trace) -> HTML:
     """The summary figures of both traces in a table, with the ratio B ÷ A. Lessons 05, 07."""
-    d = compare_data(a, b)
+    d = compare_data(trace, other)
     head = ("<tr><th></th>" + f"<th>{esc(d.a.title)}</th><th>{esc(d.b.title)}</th>"
             "<th>B ÷ A</th></tr>")
     body = "".join("<tr>" + "".join(f'<td style="padding:2px 10px">{esc(c)}</td>' for c in r)
@@ -89,13 +89,13 @@ def compare_card(a: Trace, b: Trace) -> HTML:
     return HTML(html, f"comparison: {d.a.title} vs {d.b.title}")
 
 
-def compare_figure(a: Trace, b: Trace):
-    """Plotly: latency per step and KV cache per step, A left and B right, same scales,
-    with the summary table below. Lessons 05 and 07."""
+def compare_figure(trace: Trace, other: Trace):
+    """Plotly: latency per step and KV cache per step, A (`trace`) left and B (`other`)
+    right, same scales, with the summary table below. Lessons 05 and 07."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    d = compare_data(a, b)
+    d = compare_data(trace, other)
     fig = make_subplots(rows=3, cols=2, row_heights=[0.3, 0.3, 0.4], vertical_spacing=0.08,
                         horizontal_spacing=0.06,
                         specs=[[{}, {}], [{}, {}], [{"type": "table", "colspan": 2}, None]],
@@ -125,10 +125,10 @@ def compare_figure(a: Trace, b: Trace):
     return fig
 
 
-def compare_static(a: Trace, b: Trace):
+def compare_static(trace: Trace, other: Trace):
     """Matplotlib: latency and KV cache per step, A left and B right, same scales, with the
     summary figures under them. Lessons 05 and 07."""
-    d = compare_data(a, b)
+    d = compare_data(trace, other)
     fig, axes = new_figure(2, 2, figsize=(12, 6.6), sharex=True, sharey="row")
     for col, side in enumerate((d.a, d.b)):
         colours = [palette.PHASE[p] for p in side.phases]

@@ -67,7 +67,7 @@ def _round(values: np.ndarray, digits: int) -> list[list[float]]:
     return [[float(f"{v:.{digits}g}") for v in row] for row in np.asarray(values).tolist()]
 
 
-def embedding_data(trace: Trace) -> EmbeddingData:
+def embeddings_data(trace: Trace) -> EmbeddingData:
     """The prompt tokens' vectors, their cosine similarities and 2-D projection. Lesson 01.
 
     Raises ValueError when the trace was recorded without embeddings.
@@ -100,7 +100,7 @@ def embeddings_figure(trace: Trace):
 
     if check_trace(trace).embeddings is None:
         return empty_figure("Input embeddings", NO_EMBEDDINGS)
-    d = embedding_data(trace)
+    d = embeddings_data(trace)
     n = len(d.ids)
     names = [esc(s) for s in d.labels]  # unique: each starts with the token's position
     fig = make_subplots(rows=1, cols=3, column_widths=[0.42, 0.3, 0.28], horizontal_spacing=0.1,
@@ -147,7 +147,7 @@ def embeddings_static(trace: Trace):
         fig, ax = new_figure(figsize=(10, 1.5))
         empty_axes(ax, NO_EMBEDDINGS)
         return fig
-    d = embedding_data(trace)
+    d = embeddings_data(trace)
     n = len(d.ids)
     fig, axes = new_figure(1, 3, figsize=(15, max(4.5, 0.16 * n + 1.5)),
                            gridspec_kw={"width_ratios": [1.4, 1, 1]})

@@ -49,7 +49,7 @@ class ExplorerStep:
                 f"KV cache {nbytes(self.kv_bytes)} for {self.seq_len} tokens")
 
 
-def explorer_step(trace: Trace, step: int) -> ExplorerStep:
+def explorer_data(trace: Trace, step: int) -> ExplorerStep:
     """The explorer's data at `step` (0 = prefill). Lesson 04."""
     s = get_step(trace, step)
     prev_end = trace.steps[s.index - 1].text_end if s.index > 0 else 0
@@ -137,7 +137,7 @@ def explorer_figure(trace: Trace, step: Optional[int] = None, limit: Optional[in
     import plotly.graph_objects as go
 
     check_trace(trace)
-    first = explorer_step(trace, 0 if step is None else step)
+    first = explorer_data(trace, 0 if step is None else step)
     n = len(trace.steps)
     steps = list(range(n))
     colours = [palette.PHASE[s.phase] for s in trace.steps]
@@ -178,7 +178,7 @@ def explorer_figure(trace: Trace, step: Optional[int] = None, limit: Optional[in
         caption = fig.layout.annotations[0].to_plotly_json()
         frames = []
         for i in steps:
-            e = explorer_step(trace, i)
+            e = explorer_data(trace, i)
             frames.append(go.Frame(name=str(i), data=_moving_traces(e, limit), traces=MOVING,
                                    layout={"annotations": [{**caption,
                                                             "text": esc(e.caption())}]}))
@@ -229,7 +229,7 @@ def _draw_runs(ax, lines: list[list[tuple[str, str]]]) -> None:
 
 def explorer_static(trace: Trace, step: int = 0, limit: Optional[int] = 10):
     """Matplotlib: the explorer's four panels at one step. Lesson 04."""
-    e = explorer_step(trace, step)
+    e = explorer_data(trace, step)
     fig = blank_figure(figsize=(12, 8), layout="constrained")
     grid = fig.add_gridspec(3, 2, height_ratios=[0.9, 1.3, 1.3])
     text_ax = fig.add_subplot(grid[0, :])

@@ -25,9 +25,9 @@ from viz.views.embeddings import embeddings_figure
 from viz.views.explorer import explorer_figure
 from viz.views.kv import kv_figure
 from viz.views.text import esc
-from viz.views.timeline import summary_card, timeline_figure
+from viz.views.timeline import summary_html, timeline_figure
 from viz.views.tokens import tokens_html
-from viz.views.whatif import whatif_distribution, whatif_figure, whatif_grid
+from viz.views.whatif import whatif_data, whatif_figure, whatif_grid
 from viz.views.widgets import CONFIG
 
 # (id, heading, what the section shows). The report holds each, in this order.
@@ -105,7 +105,7 @@ def _whatif_section(trace: Trace) -> str:
     setting up in `whatif_grid` (every number was computed here, in Python)."""
     grid = whatif_grid(trace)
     t0 = grid["temperatures"].index(1.0) if 1.0 in grid["temperatures"] else 0
-    first = whatif_distribution(trace, 0, grid["temperatures"][t0])
+    first = whatif_data(trace, 0, grid["temperatures"][t0])
     fig = whatif_figure(trace, 0, first.temperature)
     fig.layout.annotations = ()  # the note is a <p> under the figure, kept current by the script
     fig.update_layout(margin={"b": 50})
@@ -162,7 +162,7 @@ _WHATIF_JS = """
 """
 
 
-def _sections(trace: Trace, compare: Optional[Trace]) -> list[tuple[str, str, str, Callable]]:
+def _sections(trace: Trace, other: Optional[Trace]) -> list[tuple[str, str, str, Callable]]:
     """(id, heading, lead, body) for every section, the comparison last when given."""
     def embeddings() -> str:
         if trace.embeddings is None:
@@ -170,7 +170,7 @@ def _sections(trace: Trace, compare: Optional[Trace]) -> list[tuple[str, str, st
         return _plotly_div(embeddings_figure(trace), "viz-embeddings-plot")
 
     bodies = {
-        "summary": lambda: str(summary_card(trace)) + _meta(trace),
+        "summary": lambda: str(summary_html(trace)) + _meta(trace),
         "tokens": lambda: str(tokens_html(trace)),
         "embeddings": embeddings,
         "distribution": lambda: _plotly_div(distribution_figure(trace), "viz-distribution-plot"),
@@ -180,22 +180,22 @@ def _sections(trace: Trace, compare: Optional[Trace]) -> list[tuple[str, str, st
         "timeline": lambda: _plotly_div(timeline_figure(trace), "viz-timeline-plot"),
     }
     out = [(key, head, lead, bodies[key]) for key, head, lead in SECTIONS]
-    if compare is not None:
+    if other is not None:
         key, head, lead = COMPARE
-        out.append((key, head, lead, lambda: _plotly_div(compare_figure(trace, compare),
+        out.append((key, head, lead, lambda: _plotly_div(compare_figure(trace, other),
                                                          "viz-compare-plot")))
     return out
 
 
-def report_html(trace: Trace, compare: Optional[Trace] = None) -> str:
-    """The whole report as one HTML string (plotly.js inline). `compare`: a second trace to
+def report_html(trace: Trace, other: Optional[Trace] = None) -> str:
+    """The whole report as one HTML string (plotly.js inline). `other`: a second trace to
     show beside this one. Lesson 07."""
     from plotly.offline import get_plotlyjs
 
     check_trace(trace)
-    if compare is not None:
-        check_trace(compare, "the trace to compare with")
-    sections = _sections(trace, compare)
+    if other is not None:
+        check_trace(other, "the other trace")
+    sections = _sections(trace, other)
     title = f"LLM inference report: {trace_title(trace)}"
     nav = "".join(f'<a href="#{key}">{esc(head)}</a>' for key, head, _, _ in sections)
     body = "".join(f'<section id="{key}"><h2>{esc(head)}</h2><p class="viz-lead">{esc(lead)}'
@@ -210,8 +210,8 @@ def report_html(trace: Trace, compare: Optional[Trace] = None) -> str:
             f"nothing is fetched from the network.</footer></body></html>\n")
 
 
-def write_report(trace: Trace, path: str | os.PathLike, compare: Optional[Trace] = None) -> Path:
-    """Write `report_html(trace, compare)` to `path`, atomically: the page is built first, then
+def write_report(trace: Trace, path: str | os.PathLike, other: Optional[Trace] = None) -> Path:
+    """Write `report_html(trace, other)` to `path`, atomically: the page is built first, then
     written beside `path` and renamed over it, so a failure never leaves a half file. Lesson 07."""
     path = Path(path)
     if path.exists() and not path.is_file():  # a folder, /dev/stdout, a pipe: never replace it
@@ -219,7 +219,7 @@ def write_report(trace: Trace, path: str | os.PathLike, compare: Optional[Trace]
                          "e.g. -o report.html")
     if path.is_symlink():
         path = path.resolve()  # replace the file the link points to, not the link itself
-    html = report_html(trace, compare)  # everything that can fail, before the disk is touched
+    html = report_html(trace, other)  # everything that can fail, before the disk is touched
     try:
         atomic_write(path, html)
     except OSError as e:

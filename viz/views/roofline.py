@@ -131,7 +131,7 @@ def roofline_static(roofline: Roofline, *others: Roofline):
     return fig
 
 
-def roofline_table(roofline: Roofline, reference: Optional[Roofline] = None) -> str:
+def roofline_table(roofline: Roofline, other: Optional[Roofline] = None) -> str:
     """The roofline's numbers as text (what `print(roofline)` shows), optionally two of them."""
     text = str(_check(roofline))
-    return text if reference is None else text + "\n\n" + str(_check(reference))
+    return text if other is None else text + "\n\n" + str(_check(other))

@@ -1,9 +1,9 @@
 """Sweep views: what one measured table (`viz.perf.Sweep`) says, as a plotly figure.
 
 One function per sweep kind, and `sweep_figure` that picks the right one. Each takes an
-optional `reference` sweep of the same kind (e.g. a shipped GPU or CPU one, see
+optional `other` sweep of the same kind (e.g. a shipped GPU or CPU one, see
 `viz.perf.load_reference`) drawn beside it in a second colour on the same axes.
-`sweep_series` returns the numbers a figure draws (for tests and exercises).
+`sweep_data` returns the numbers a figure draws (for tests and exercises).
 Lessons 03 (prompt length), 04 (context length), 05 (cache), 06 (batch size).
 """
 
@@ -76,7 +76,7 @@ def sweep_title(sweep: Sweep) -> str:
     return " · ".join(parts)
 
 
-def sweep_series(sweep: Sweep) -> list[dict[str, Any]]:
+def sweep_data(sweep: Sweep) -> list[dict[str, Any]]:
     """The series a sweep figure draws: [{panel, name, column, x, y}] with y in the panel's
     unit (ms, MB, GFLOP/s ...), in drawing order."""
     _check(sweep)
@@ -98,11 +98,11 @@ def _colour(sweep: Sweep, column: str, index: int) -> str:
     return SERIES_COLOURS[index % len(SERIES_COLOURS)]
 
 
-def sweep_figure(sweep: Sweep, reference: Optional[Sweep] = None, *,
+def sweep_figure(sweep: Sweep, other: Optional[Sweep] = None, *,
                  peaks: Optional[Peaks] = None):
     """Plotly: one panel per measured quantity against the swept setting.
 
-    reference: a second sweep of the same kind, drawn dashed in another colour (e.g. a
+    other: a second sweep of the same kind, drawn dashed in another colour (e.g. a
         shipped GPU sweep beside the learner's CPU one); its x values may differ.
     peaks: draw the measured peak (FLOP/s for a prompt-length sweep, bytes/s for a
         context-length sweep) as a line on the last panel: how far from the ceiling.
@@ -111,21 +111,21 @@ def sweep_figure(sweep: Sweep, reference: Optional[Sweep] = None, *,
     from plotly.subplots import make_subplots
 
     _check(sweep)
-    if reference is not None:
-        _check(reference, sweep.name)
+    if other is not None:
+        _check(other, sweep.name)
     panels = PANELS[sweep.name]
     fig = make_subplots(rows=1, cols=len(panels), horizontal_spacing=0.09,
                         subplot_titles=[t for t, _, _ in panels])
-    runs = [(sweep, "solid", "")] + ([(reference, "dash", " (reference)")] if reference else [])
+    runs = [(sweep, "solid", "")] + ([(other, "dash", " (dashed)")] if other else [])
     named: set[str] = set()  # one legend entry per series, though it spans several panels
     for k, (s, dash, suffix) in enumerate(runs):
         counts: dict[int, int] = {}
-        for series in sweep_series(s):
+        for series in sweep_data(s):
             i = counts.get(series["panel"], 0)
             counts[series["panel"]] = i + 1
             colour = palette.ACCENT if k else _colour(s, series["column"], i)
             name = series["name"] + (f" — {s.label or s.environment.device_name}"
-                                     f"{suffix}" if reference else "")
+                                     f"{suffix}" if other else "")
             fig.add_trace(go.Scatter(
                 x=series["x"], y=finite(series["y"]), mode="lines+markers", name=name,
                 line={"color": colour, "dash": "dot" if i else dash},
@@ -150,16 +150,16 @@ def sweep_figure(sweep: Sweep, reference: Optional[Sweep] = None, *,
     return fig
 
 
-def throughput_latency_figure(sweep: Sweep, reference: Optional[Sweep] = None):
+def throughput_latency_figure(sweep: Sweep, other: Optional[Sweep] = None):
     """Plotly: the throughput/latency trade-off of a batch-size sweep — each request's time
     per token (x) against all requests' tokens per second (y), one point per batch size."""
     import plotly.graph_objects as go
 
     _check(sweep, "batch_size")
-    if reference is not None:
-        _check(reference, "batch_size")
+    if other is not None:
+        _check(other, "batch_size")
     fig = go.Figure()
-    for k, s in enumerate([sweep] + ([reference] if reference else [])):
+    for k, s in enumerate([sweep] + ([other] if other else [])):
         colour = palette.ACCENT if k else palette.DECODE
         b = s.column("batch_size")
         fig.add_trace(go.Scatter(

@@ -79,7 +79,7 @@ def card_rows(trace: Trace) -> list[tuple[str, str, str]]:
     ]
 
 
-def summary_card(trace: Trace) -> HTML:
+def summary_html(trace: Trace) -> HTML:
     """TTFT, TPOT, tokens/s and end-to-end time as a small HTML card. Lessons 03, 04, 07."""
     rows = card_rows(trace)
     cells = "".join(

@@ -45,7 +45,7 @@ class TokenGroup:
     positions: list[int]  # the chips in it
 
 
-def token_chips(trace: Trace, include_reply: bool = True) -> list[TokenChip]:
+def tokens_data(trace: Trace, include_reply: bool = True) -> list[TokenChip]:
     """Every prompt token (and, with `include_reply`, every generated one) with its span.
     Lesson 01 (the tokens exercise)."""
     check_trace(trace)
@@ -125,7 +125,7 @@ def tokens_html(trace: Trace, include_reply: bool = True, show_ids: bool = True)
     Tokens that share characters (an emoji split into bytes) are grouped, and the characters
     they make are written under the group. Lesson 01.
     """
-    chips = token_chips(trace, include_reply)
+    chips = tokens_data(trace, include_reply)
     parts = [_CSS, '<div class="viz-tokens">', '<div class="viz-legend">',
              f'<span style="border-color:{palette.PREFILL}">prompt (prefill)</span>']
     if include_reply:
@@ -172,7 +172,7 @@ def tokens_static(trace: Trace, include_reply: bool = True, width: int = 90):
     """
     from matplotlib.patches import FancyBboxPatch
 
-    chips = token_chips(trace, include_reply)
+    chips = tokens_data(trace, include_reply)
     groups = token_groups(trace, chips)
     # Lay out groups left to right, wrapping lines; a newline in the text starts a new line.
     placed, x, row = [], 0.0, 0

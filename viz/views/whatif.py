@@ -97,7 +97,7 @@ class WhatIf:
         return self.where() + self.setting()
 
 
-def whatif_distribution(trace: Trace, step: int = 0, temperature: float = 1.0,
+def whatif_data(trace: Trace, step: int = 0, temperature: float = 1.0,
                         top_k: Optional[int] = None, top_p: Optional[float] = None) -> WhatIf:
     """The recorded candidates of `step` re-shaped by a sampling setting (see module doc).
 
@@ -164,7 +164,7 @@ def whatif_figure(trace: Trace, step: int = 0, temperature: float = 1.0,
     """Plotly: recorded vs re-shaped probabilities of one step's candidates. Lesson 02."""
     import plotly.graph_objects as go
 
-    w = whatif_distribution(trace, step, temperature, top_k, top_p)
+    w = whatif_data(trace, step, temperature, top_k, top_p)
     xaxis, yaxis = whatif_axes(w)
     fig = go.Figure(whatif_traces(w), layout=plotly_layout(
         w.title(), height=max(380, 22 * len(w.ids) + 200), barmode="overlay", xaxis=xaxis,
@@ -225,7 +225,7 @@ GRID_TOP_P = [None, 0.95, 0.9, 0.8, 0.5, 0.2]
 
 def whatif_grid(trace: Trace, temperatures=GRID_TEMPERATURES, top_ks=GRID_TOP_K,
                 top_ps=GRID_TOP_P) -> dict:
-    """Every (step, temperature, top-k, top-p) of a grid, computed by `whatif_distribution`,
+    """Every (step, temperature, top-k, top-p) of a grid, computed by `whatif_data`,
     for a page with no kernel (the HTML report). Distinct probability vectors are stored once
     (greedy and top-k 1 give the same one at every temperature), to 4 significant digits (a
     possible token never rounds to 0).
@@ -273,7 +273,7 @@ def whatif_grid(trace: Trace, temperatures=GRID_TEMPERATURES, top_ks=GRID_TOP_K,
 def whatif_static(trace: Trace, step: int = 0, temperature: float = 1.0,
                   top_k: Optional[int] = None, top_p: Optional[float] = None):
     """Matplotlib: recorded vs re-shaped probabilities of one step's candidates. Lesson 02."""
-    w = whatif_distribution(trace, step, temperature, top_k, top_p)
+    w = whatif_data(trace, step, temperature, top_k, top_p)
     y = list(range(len(w.ids)))
     fig, ax = new_figure(figsize=(8, 0.3 * len(y) + 2.2))
     ax.barh(y, w.recorded, color="none", edgecolor=palette.MUTED, lw=1.2,
