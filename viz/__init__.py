@@ -17,6 +17,7 @@ from viz.version import __version__
 from viz.compat import cache_layers, last_logits, new_cache
 from viz.documents import load_document
 from viz.exercises import check, multiple_choice
+from viz.exercises import compare_prediction
 from viz.load import LoadedModel, load_model
 from viz.record import record
 from viz.runtime import using_threads
@@ -26,4 +27,4 @@ from viz.trace import SCHEMA_VERSION, ModelSpec, Step, Token, Trace
 __all__ = ["load_model", "LoadedModel", "record", "Trace", "Step", "Token", "ModelSpec",
            "SCHEMA_VERSION", "__version__", "load_document", "using_threads",
            "new_cache", "last_logits", "cache_layers", "sampling_distribution",
-           "check", "multiple_choice"]
+           "check", "multiple_choice", "compare_prediction"]

@@ -88,3 +88,48 @@ def multiple_choice(answer: Optional[str], options: Iterable[str], correct: str,
     if answer == correct:
         return Feedback(True, why or "that's it.")
     return Feedback(False, hint or "not this one; read the measurement above again.")
+
+
+# ---- predict, then measure ----------------------------------------------------------------
+def compare_prediction(prediction: Any, measured: Any, *, unit: str = "", rel_tol: float = 0.25,
+                       options: Optional[Iterable[str]] = None, hint: str = "") -> Feedback:
+    """Compare a prediction the learner wrote BEFORE a measuring cell with what it measured.
+
+    The lesson puts `prediction = None` above the cell that measures, and this check after
+    it, with the measured value as a variable from that cell (never computed here in plain
+    sight). Numbers: says by how much the prediction missed, signed, in percent of the
+    measurement; within `rel_tol` it counts as a good prediction. Choices (`options` given):
+    right or not. `None` asks for a prediction first and shows nothing of the measurement (so
+    the saved notebook's output does not depend on the machine). `hint` explains a method.
+    """
+    if options is not None:
+        options = list(options)
+        if measured not in options:
+            raise ValueError(f"the measured answer {measured!r} is not among the options {options}")
+    if prediction is None or prediction is Ellipsis:
+        ask = ("write your prediction in the cell above the measurement (replace None), then "
+               "run that cell, the measurement and this check again.")
+        if options is not None:
+            ask += " Choose one of: " + "; ".join(map(repr, options)) + "."
+        return Feedback(None, ask + (f" Hint: {hint}" if hint else ""))
+    if options is not None:
+        if prediction not in options:
+            return Feedback(False, f"{prediction!r} is not one of the options {options}.")
+        if prediction == measured:
+            return Feedback(True, f"you predicted {prediction!r}, and that is what was measured.")
+        return Feedback(False, f"you predicted {prediction!r}; the measurement says "
+                               f"{measured!r}." + (f" Hint: {hint}" if hint else ""))
+    if isinstance(measured, bool) or not isinstance(measured, (int, float)) \
+            or not math.isfinite(measured) or measured == 0:
+        raise ValueError(f"the measured value must be a finite non-zero number, not {measured!r}")
+    if isinstance(prediction, bool) or not isinstance(prediction, (int, float)) \
+            or not math.isfinite(prediction):
+        return Feedback(False, f"a prediction should be a number, not {prediction!r}.")
+    miss = (prediction - measured) / abs(measured)
+    verdict = "too high" if miss > 0 else "too low" if miss < 0 else "exactly right"
+    text = (f"you predicted {_fmt(float(prediction), unit)}; measured {_fmt(float(measured), unit)}"
+            f": off by {abs(miss):.0%} ({verdict}).")
+    if abs(miss) <= rel_tol:
+        return Feedback(True, text + f" Within {rel_tol:.0%}: a good prediction.")
+    return Feedback(False, text + f" More than {rel_tol:.0%} away."
+                    + (f" Hint: {hint}" if hint else ""))

@@ -15,6 +15,9 @@
 | `table.py` | `Sweep`, the table every sweep returns, and its JSON |
 | `configs.py` | random-weight models from published architecture configs |
 | `reference.py` | the traces and sweeps shipped in `viz/data/` |
+| `bandwidth.py` | memory bandwidth measured the way decode reads; this machine's peaks, cached |
+| `wall.py` | the memory wall: step time vs bytes, the regime rule, the fit, the fixed cost |
+| `speculative.py` | prompt-lookup decoding measured against plain decode |
 """
 
 from viz.perf.batch import BatchRun, generate_batch
@@ -27,10 +30,23 @@ from viz.perf.roofline import (Roofline, RooflinePoint, batch_points, measure_ro
 from viz.perf.sweeps import (batch_size_sweep, cache_sweep, context_length_sweep,
                              prompt_length_sweep, prompt_of_length)
 from viz.perf.table import Sweep
+from viz.perf.bandwidth import (Bandwidth, MachinePeaks, bandwidth_by_size, machine_peaks,
+                                measure_bandwidth, measure_machine_peaks, peaks_path)
+from viz.perf.wall import (H100_SXM, OVERHEAD_SHARE, REGIMES, REMEDIES, OverheadFloor,
+                           QuantizedTry, WallFit, WallPoint, WallRun, computed_wall,
+                           explain_regime, fit_wall, measure_overhead, measure_point,
+                           measure_wall, narrow_config, regime, roofline_seconds)
+from viz.perf.speculative import GenerateRun, LookupComparison, compare_prompt_lookup
 
 __all__ = ["BatchRun", "generate_batch", "config_names", "config_spec", "from_config",
            "byte_tokenizer", "BYTE_VOCAB",
            "PassCost", "decode_cost", "forward_cost", "prefill_cost", "Peaks", "measure_peaks",
            "list_references", "load_reference", "Roofline", "RooflinePoint", "measure_roofline",
            "trace_points", "batch_points", "prefill_points", "batch_size_sweep", "cache_sweep",
-           "context_length_sweep", "prompt_length_sweep", "prompt_of_length", "Sweep"]
+           "context_length_sweep", "prompt_length_sweep", "prompt_of_length", "Sweep",
+           "Bandwidth", "MachinePeaks", "bandwidth_by_size", "machine_peaks",
+           "measure_bandwidth", "measure_machine_peaks", "peaks_path",
+           "H100_SXM", "OVERHEAD_SHARE", "REGIMES", "REMEDIES", "OverheadFloor", "QuantizedTry",
+           "WallFit", "WallPoint", "WallRun", "computed_wall", "explain_regime", "fit_wall",
+           "measure_overhead", "measure_point", "measure_wall", "narrow_config", "regime",
+           "roofline_seconds", "GenerateRun", "LookupComparison", "compare_prompt_lookup"]

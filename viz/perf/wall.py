@@ -1,0 +1,652 @@
+"""The memory wall, measured: decode step time against the bytes one step reads.
+
+A decode step with batch 1 reads every weight once to make one token (lesson 04). If reading
+were all it did, its time would be bytes ÷ bandwidth. Measured, a step takes longer, for one
+of three reasons, and this module tells them apart on the learner's own machine (lesson 08):
+
+- **a fixed cost per step** — Python, the framework's dispatch and many tiny kernels, paid per
+  layer whatever the layer's width. Measured with a model of the *same depth* and a tiny
+  width (`narrow_config`: width 64, a 512-token vocabulary): its weights take almost no time
+  to read, so its step time is the fixed cost (`measure_overhead`).
+- **the memory floor** — M = bytes per step ÷ the read bandwidth measured over a buffer far
+  larger than the cache (`viz.perf.bandwidth`).
+- **the compute floor** — C = FLOPs per step ÷ the measured peak matmul FLOP/s in the step's
+  dtype.
+
+`regime` is the one rule that names a point from those numbers; `fit_wall` fits
+TPOT = fixed cost + bytes ÷ achieved bandwidth across points (least squares), whose intercept
+and slope are the two numbers that explain a decode step on a machine. Bytes per step vary
+three ways: the dtype of one shape (float32 → bfloat16 halves them), the model's size
+(shapes from a 12 M-parameter narrow model to 1.7 B, built by `viz.perf.from_config`: random
+weights, real kernels) and the fixed cost (tiny-width models of each depth).
+
+    run = perf.measure_wall(["smollm2-135m"], dtypes=["float32", "bfloat16"])
+    print(run)                      # each point: bytes, TPOT, floors, MBU, regime
+    fit = run.fit()                 # TPOT = fit.fixed_s + bytes / fit.bytes_per_s
+
+Byte and FLOP counts come from `viz.perf.counts.decode_cost` (weights + KV cache, at the
+median timed step's context). A run is saved as a `WallRun` document; the project CPU's
+reference is `viz/data/cpu-memory-wall.json`, recorded by `benchmarks/memory_wall.py`.
+`computed_wall` makes the same chart for a GPU from its datasheet — computed, not measured.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import statistics
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar, Optional, Sequence, Union
+
+import numpy as np
+
+from viz.documents import Document
+from viz.perf.bandwidth import MachinePeaks, machine_peaks
+from viz.perf.configs import config_spec, from_config, read_config
+from viz.perf.counts import decode_cost
+from viz.runtime import check_threads, device_name, resolve_device, using_threads
+from viz.trace import Environment, ModelSpec
+
+REGIMES = ("overhead-bound", "memory-bound", "compute-bound")
+# Rule 1 of `regime`: a step is overhead-bound when the fixed cost is at least this share of it.
+OVERHEAD_SHARE = 0.5
+# The tiny width and vocabulary of the models that measure the fixed cost.
+NARROW_WIDTH, NARROW_VOCAB = 64, 512
+# What a learner can do about each regime (lesson 08 prints it beside the rule's verdict).
+REMEDIES = {
+    "overhead-bound": "fewer Python round trips per token: fuse the small kernels and replay "
+                      "them as one (torch.compile, CUDA graphs on a GPU), or do more work per "
+                      "step (a batch, lesson 06) so the fixed cost is shared",
+    "memory-bound": "fewer bytes per token: fewer bytes per weight (bfloat16, 8- or 4-bit "
+                    "weights with a kernel that reads them directly), or more tokens per weight "
+                    "read (batching, lesson 06; speculative decoding)",
+    "compute-bound": "fewer FLOPs or faster arithmetic: a lower-precision matmul (bfloat16 "
+                     "where the CPU has it), or a device with a higher FLOP/s roof",
+}
+PROMPT = "The memory wall, measured one decode step at a time: "
+
+# An H100 SXM5 80 GB from NVIDIA's datasheet (not measured here): HBM3 3.35 TB/s, and
+# 1,979 TFLOPS bfloat16 Tensor Core *with sparsity*, i.e. 989 TFLOPS dense.
+H100_SXM = {
+    "device_name": "NVIDIA H100 SXM5 80 GB",
+    "bytes_per_s": 3.35e12,
+    "flops_per_s": {"bfloat16": 989e12},
+    "source": "NVIDIA H100 Tensor Core GPU datasheet: HBM3 3.35 TB/s; bfloat16 Tensor Core "
+              "1,979 TFLOPS with sparsity = 989 TFLOPS dense",
+}
+
+
+# ---- the rule -------------------------------------------------------------------------------
+def _finite(name: str, value: Any, positive: bool) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number of seconds, not {value!r}")
+    if value < 0 or (positive and value == 0):
+        raise ValueError(f"{name} must be {'> 0' if positive else '>= 0'} seconds, "
+                         f"not {value!r}")
+    return float(value)
+
+
+def regime(seconds: float, memory_floor_s: float, compute_floor_s: float,
+           fixed_cost_s: float, *, overhead_share: float = OVERHEAD_SHARE) -> str:
+    """The rule that names what limits a measured step: overhead-, memory- or compute-bound.
+
+    Inputs, all in seconds: t = the step's measured time; M = its memory floor (bytes read ÷
+    the measured read bandwidth); C = its compute floor (FLOPs ÷ the measured peak FLOP/s);
+    F = the fixed per-step cost measured with a model of the same depth and a tiny width.
+
+    1. **overhead-bound** if F ≥ overhead_share · t (default 0.5): at least half the step is
+       the cost a model with almost no weights pays too, so fewer bytes or FLOPs would barely
+       shorten it;
+    2. otherwise **compute-bound** if C ≥ M: the arithmetic needs at least as long as reading
+       the bytes (the pass sits at or right of the ridge point, as in `viz.perf.roofline`);
+    3. otherwise **memory-bound**: reading the bytes takes longer than the arithmetic.
+
+    Boundaries: F = overhead_share · t exactly is overhead-bound; C = M exactly is
+    compute-bound. F may exceed t (a noisy measurement): still overhead-bound.
+    Bad input (t ≤ 0, M ≤ 0, negative C or F, not a finite number, overhead_share outside
+    (0, 1]) raises a ValueError naming it. Lesson 08; tested on hand-made points.
+    """
+    t = _finite("seconds", seconds, positive=True)
+    m = _finite("memory_floor_s", memory_floor_s, positive=True)
+    c = _finite("compute_floor_s", compute_floor_s, positive=False)
+    f = _finite("fixed_cost_s", fixed_cost_s, positive=False)
+    if isinstance(overhead_share, bool) or not isinstance(overhead_share, (int, float)) \
+            or not 0 < overhead_share <= 1:
+        raise ValueError(f"overhead_share must be a fraction in (0, 1], not {overhead_share!r}")
+    if f >= overhead_share * t:
+        return "overhead-bound"
+    return "compute-bound" if c >= m else "memory-bound"
+
+
+def explain_regime(seconds: float, memory_floor_s: float, compute_floor_s: float,
+                   fixed_cost_s: float, *, overhead_share: float = OVERHEAD_SHARE) -> str:
+    """`regime`'s verdict with the comparison that decided it, in words (for printing)."""
+    name = regime(seconds, memory_floor_s, compute_floor_s, fixed_cost_s,
+                  overhead_share=overhead_share)
+    ms = lambda s: f"{s * 1e3:.2f} ms"  # noqa: E731
+    share = f"{overhead_share:g} ×" if overhead_share != 0.5 else "half of"
+    if name == "overhead-bound":
+        why = f"fixed cost {ms(fixed_cost_s)} ≥ {share} the step's {ms(seconds)}"
+    elif name == "compute-bound":
+        why = (f"fixed cost {ms(fixed_cost_s)} < {share} {ms(seconds)}, and compute floor "
+               f"{ms(compute_floor_s)} ≥ memory floor {ms(memory_floor_s)}")
+    else:
+        why = (f"fixed cost {ms(fixed_cost_s)} < {share} {ms(seconds)}, and memory floor "
+               f"{ms(memory_floor_s)} > compute floor {ms(compute_floor_s)}")
+    return f"{name}: {why}"
+
+
+# ---- the fit ----------------------------------------------------------------------------------
+@dataclass
+class WallFit:
+    """TPOT = fixed_s + bytes × seconds_per_byte, fitted by least squares."""
+
+    fixed_s: float  # the intercept: the step time of a model with no bytes to read
+    seconds_per_byte: float  # the slope
+    r_squared: float  # share of the variance of the step times the line explains
+    points: int  # how many points it was fitted to
+
+    @property
+    def bytes_per_s(self) -> float:
+        """The achieved bandwidth: 1 / slope (the rate the bytes actually streamed at)."""
+        return 1.0 / self.seconds_per_byte
+
+    def predict_s(self, step_bytes: float) -> float:
+        """The step time the line predicts for `step_bytes` bytes per step."""
+        return self.fixed_s + step_bytes * self.seconds_per_byte
+
+    def __str__(self) -> str:
+        return (f"TPOT ≈ {self.fixed_s * 1e3:.2f} ms + bytes ÷ {self.bytes_per_s / 1e9:.1f} GB/s "
+                f"(least squares over {self.points} points, R² {self.r_squared:.3f})")
+
+
+def fit_wall(step_bytes: Sequence[float], seconds: Sequence[float]) -> WallFit:
+    """Least-squares line through (bytes per step, seconds per step): intercept and slope.
+
+    Needs at least two points with different byte counts, all positive and finite; a line that
+    falls with more bytes (a negative slope: the timings are noise, not bandwidth) is refused
+    with a ValueError, as is any bad input. Lesson 08.
+    """
+    x, y = list(step_bytes), list(seconds)
+    if len(x) != len(y):
+        raise ValueError(f"step_bytes and seconds must have the same length ({len(x)} != "
+                         f"{len(y)}): one time per point")
+    if len(x) < 2:
+        raise ValueError(f"a line needs at least 2 points, got {len(x)}: measure more models "
+                         "or dtypes")
+    for name, values in (("step_bytes", x), ("seconds", y)):
+        for v in values:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+                    or v <= 0:
+                raise ValueError(f"every value of {name} must be a finite number > 0, not "
+                                 f"{v!r}")
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if np.ptp(xs) == 0:
+        raise ValueError("all points read the same number of bytes: a slope needs points of "
+                         "different sizes or dtypes")
+    slope, intercept = np.polyfit(xs, ys, 1)
+    if slope <= 0:
+        raise ValueError("the step time does not grow with the bytes read in these points (the "
+                         "fitted slope is <= 0): the machine was probably busy; measure again "
+                         "with more steps, or include larger models")
+    residual = float(np.sum((ys - (intercept + slope * xs)) ** 2))
+    total = float(np.sum((ys - ys.mean()) ** 2))
+    return WallFit(fixed_s=float(intercept), seconds_per_byte=float(slope),
+                   r_squared=1.0 - residual / total if total > 0 else 1.0, points=len(x))
+
+
+# ---- one point, the fixed cost ------------------------------------------------------------------
+@dataclass
+class WallPoint:
+    """One decode step measured (or computed): what it reads and does, and how long it took."""
+
+    label: str  # e.g. "SmolLM2-135M bf16"
+    model: str  # the shape's name
+    dtype: str  # "float32" or "bfloat16"
+    kind: str  # "shape" (a published or scaled shape) or "fixed cost" (tiny width)
+    n_params: int
+    n_layers: int
+    hidden_size: int
+    context_tokens: int  # tokens in the sequence at the median timed step
+    step_bytes: int  # counted bytes the step reads: weights + KV cache (`decode_cost`)
+    step_flops: int  # counted FLOPs of the step
+    seconds: float  # median decode forward pass (computed runs: fixed cost + roofline time)
+    seconds_min: float  # fastest timed step
+    seconds_max: float  # slowest timed step
+    steps_timed: int  # decode steps behind the median (0 for a computed point)
+    fixed_cost_s: float  # fixed per-step cost at this depth and dtype (from the overhead floor)
+    random_weights: bool = True  # built from a config (real kernels, meaningless text)
+    batch: int = 1  # requests per step (1: one token per weight read)
+
+
+@dataclass
+class OverheadFloor:
+    """The fixed per-step cost at each depth, in one dtype: tiny-width models, measured."""
+
+    dtype: str
+    hidden_size: int  # the tiny width (NARROW_WIDTH)
+    vocab_size: int  # the tiny vocabulary (NARROW_VOCAB)
+    layers: list[int]  # depths measured, increasing
+    seconds: list[float]  # median decode step of the tiny model at each depth
+    assumed: bool = False  # True: not measured here (a computed run's stated assumption)
+    note: str = ""  # how it was obtained
+
+    def __post_init__(self):
+        if len(self.layers) != len(self.seconds) or not self.layers:
+            raise ValueError("an overhead floor needs one time per depth, and at least one depth")
+        if sorted(set(self.layers)) != list(self.layers):
+            raise ValueError(f"overhead floor depths must increase with no repeats, not "
+                             f"{self.layers}")
+
+    @property
+    def per_layer_s(self) -> Optional[float]:
+        """Least-squares seconds per layer across the depths (None with a single depth)."""
+        if len(self.layers) < 2:
+            return None
+        return float(np.polyfit(self.layers, self.seconds, 1)[0])
+
+    @property
+    def constant_s(self) -> Optional[float]:
+        """Least-squares intercept: the part of the fixed cost that does not grow with depth."""
+        if len(self.layers) < 2:
+            return None
+        return float(np.polyfit(self.layers, self.seconds, 1)[1])
+
+    def at(self, n_layers: int) -> float:
+        """The fixed cost of a step through `n_layers` layers: measured at that depth when it
+        was, else read off the least-squares line through the measured depths."""
+        if n_layers in self.layers:
+            return self.seconds[self.layers.index(n_layers)]
+        if len(self.layers) < 2:
+            raise ValueError(f"the fixed cost was measured at {self.layers} layers only: "
+                             f"measure it at {n_layers} layers too (measure_overhead)")
+        return max(0.0, self.constant_s + self.per_layer_s * n_layers)
+
+
+def narrow_config(config: Union[str, dict], hidden_size: int = NARROW_WIDTH, *,
+                  vocab_size: Optional[int] = NARROW_VOCAB, n_layers: Optional[int] = None,
+                  name: Optional[str] = None) -> dict:
+    """A config dict for `from_config`: `config`'s depth (or `n_layers`) at a smaller width.
+
+    Heads of 64 dimensions (one key/value head), an MLP 3× as wide as the model; vocab_size
+    None keeps the original vocabulary. The default (width 64, vocabulary 512) has almost no
+    bytes to read: its step time is the fixed per-step cost of that depth.
+    """
+    entry = read_config(config)
+    if isinstance(hidden_size, bool) or not isinstance(hidden_size, int) or hidden_size < 8 \
+            or hidden_size % 8:
+        raise ValueError(f"hidden_size must be a multiple of 8 that is >= 8, not {hidden_size!r}")
+    c = dict(entry["config"])
+    head_dim = min(64, hidden_size)
+    c.update(hidden_size=hidden_size, intermediate_size=3 * hidden_size,
+             num_attention_heads=max(1, hidden_size // head_dim), num_key_value_heads=1,
+             head_dim=head_dim)
+    if vocab_size is not None:
+        c["vocab_size"] = int(vocab_size)
+    if n_layers is not None:
+        if isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 1:
+            raise ValueError(f"n_layers must be a whole number >= 1, not {n_layers!r}")
+        c["num_hidden_layers"] = n_layers
+    depth = c["num_hidden_layers"]
+    return {"name": name or f"{depth} layers × width {hidden_size}", "source":
+            f"{entry.get('source', entry['name'])} (narrowed by viz.perf.wall.narrow_config)",
+            "config": c}
+
+
+def _short(dtype: str) -> str:
+    return {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(dtype, dtype)
+
+
+def measure_point(lm, *, max_new_tokens: int = 16, repeats: int = 2, prompt: str = PROMPT,
+                  batch: int = 1, label: str = "", kind: str = "shape",
+                  fixed_cost_s: float = 0.0, threads: Optional[int] = None) -> WallPoint:
+    """Time `lm`'s decode steps: one warm-up, then `repeats` recordings of `max_new_tokens`.
+
+    seconds is the median forward pass over all timed decode steps (sampling excluded);
+    bytes and FLOPs are counted at the median step's context (`decode_cost`).
+    batch: > 1 decodes that many copies of the prompt together (`viz.perf.generate_batch`):
+        the arithmetic grows B-fold, the weight bytes do not (lesson 06).
+    fixed_cost_s: the fixed cost to place it with (`measure_wall` fills it in).
+    threads: CPU threads (None: torch's current count).
+    """
+    from viz.perf.batch import generate_batch
+    from viz.record import record
+
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) \
+            or max_new_tokens < 2:
+        raise ValueError(f"max_new_tokens must be a whole number >= 2 (one decode step at "
+                         f"least), not {max_new_tokens!r}")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be a whole number >= 1, not {repeats!r}")
+    if kind not in ("shape", "fixed cost"):
+        raise ValueError(f"kind must be 'shape' or 'fixed cost', not {kind!r}")
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"batch must be a whole number >= 1, not {batch!r}")
+    check_threads(threads)
+    times: list[float] = []
+    contexts: list[int] = []
+    with using_threads(threads):
+        if batch == 1:
+            record(lm, prompt, max_new_tokens=3, stop_at_eos=False, embeddings=False, log_top=1)
+            for _ in range(repeats):
+                trace = record(lm, prompt, max_new_tokens=max_new_tokens, stop_at_eos=False,
+                               embeddings=False, log_top=1)
+                times += [s.forward_s for s in trace.steps[1:]]
+                contexts += [s.seq_len for s in trace.steps[1:]]
+        else:
+            ids = list(lm.tokenizer(prompt)["input_ids"])
+            generate_batch(lm, [ids] * batch, 3)
+            for _ in range(repeats):
+                run = generate_batch(lm, [ids] * batch, max_new_tokens)
+                times += run.step_forward_s
+                contexts += [len(ids) + k for k in range(1, len(run.step_forward_s) + 1)]
+    spec = lm.spec
+    cost = decode_cost(spec, int(statistics.median_low(contexts)), batch)
+    name = label or f"{spec.name} {_short(spec.dtype)}" + (f" B={batch}" if batch > 1 else "")
+    return WallPoint(label=name, model=spec.name,
+                     dtype=spec.dtype, kind=kind, n_params=spec.n_params,
+                     n_layers=spec.n_layers, hidden_size=spec.hidden_size,
+                     context_tokens=cost.context_tokens, step_bytes=int(cost.bytes),
+                     step_flops=int(cost.flops), seconds=float(statistics.median(times)),
+                     seconds_min=float(min(times)), seconds_max=float(max(times)),
+                     steps_timed=len(times), fixed_cost_s=float(fixed_cost_s),
+                     random_weights=spec.random_weights, batch=batch)
+
+
+def measure_overhead(depths: Sequence[int], dtype: str = "float32", *, base: Union[str, dict] =
+                     "smollm2-135m", hidden_size: int = NARROW_WIDTH,
+                     vocab_size: int = NARROW_VOCAB, max_new_tokens: int = 16, repeats: int = 2,
+                     device="cpu", threads: Optional[int] = None
+                     ) -> tuple[OverheadFloor, list[WallPoint]]:
+    """The fixed per-step cost: a tiny-width model of each depth, built, timed and freed.
+
+    Returns the floor and the tiny models' own points (each overhead-bound by construction:
+    its fixed cost is its own time). About 1 s per depth on a 2-core CPU.
+    """
+    depths = sorted(set(_check_depths(depths)))
+    points = []
+    for n in depths:
+        lm = from_config(narrow_config(base, hidden_size, vocab_size=vocab_size, n_layers=n),
+                         device=device, dtype=dtype)
+        p = measure_point(lm, max_new_tokens=max_new_tokens, repeats=repeats, kind="fixed cost",
+                          label=f"{n} layer{'s' if n != 1 else ''} × {hidden_size} "
+                                f"{_short(dtype)}", threads=threads)
+        points.append(replace(p, fixed_cost_s=p.seconds))
+        del lm
+        gc.collect()
+    floor = OverheadFloor(dtype=dtype, hidden_size=hidden_size, vocab_size=vocab_size,
+                          layers=depths, seconds=[p.seconds for p in points],
+                          note=f"measured: median decode step of a model {hidden_size} wide "
+                               f"with a {vocab_size}-token vocabulary at each depth")
+    return floor, points
+
+
+def _check_depths(depths) -> list[int]:
+    depths = list(depths)
+    if not depths or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in depths):
+        raise ValueError(f"depths must be a non-empty list of whole numbers >= 1, not {depths!r}")
+    return depths
+
+
+# ---- the run --------------------------------------------------------------------------------------
+@dataclass
+class QuantizedTry:
+    """An attempt at fewer bytes per weight with a quantization library, measured."""
+
+    library: str  # e.g. "torchao 0.18.0"
+    method: str  # e.g. "Int8WeightOnlyConfig, eager"
+    model: str
+    baseline_dtype: str  # what it was compared with
+    baseline_s: float  # median decode step of the unquantized model
+    quantized_s: float  # median decode step after quantizing
+    note: str = ""
+
+
+@dataclass
+class WallRun(Document):
+    """Decode steps placed against the memory wall: points, floors and how they were measured."""
+
+    KIND: ClassVar[str] = "llm-inference-memory-wall"
+    SCHEMA_VERSION: ClassVar[int] = 1
+    WHAT: ClassVar[str] = "memory-wall run"
+    AGAIN: ClassVar[str] = ("measure it again with viz.perf.measure_wall(...) or "
+                            "`python benchmarks/memory_wall.py`")
+
+    label: str  # e.g. "this machine", "project CPU reference", "H100 (computed)"
+    computed: bool  # True: computed from published numbers; nothing here was measured
+    device: str  # "cpu", "cuda", ...
+    device_name: str
+    threads: int  # torch intra-op threads every timing ran with (0 for a computed run)
+    read_bytes_per_s: float  # the memory floor's bandwidth
+    flops_per_s: dict[str, float]  # dtype → the compute floor's peak
+    peaks_how: str  # how those two were measured, or which datasheet they come from
+    overhead: list[OverheadFloor] = field(default_factory=list)  # one per dtype
+    points: list[WallPoint] = field(default_factory=list)
+    overhead_share: float = OVERHEAD_SHARE  # the rule's threshold (see `regime`)
+    peaks: Optional[MachinePeaks] = None  # the full peak measurement, when measured
+    environment: Optional[Environment] = None
+    recorded: dict[str, Any] = field(default_factory=dict)  # command, date, load, threads
+    quantized: list[QuantizedTry] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    # ---- per point -------------------------------------------------------------------------
+    def point(self, label: str) -> WallPoint:
+        for p in self.points:
+            if p.label == label:
+                return p
+        raise ValueError(f"no point labelled {label!r}; this run has "
+                         f"{[p.label for p in self.points]}")
+
+    def memory_floor_s(self, p: WallPoint) -> float:
+        """M = bytes the step reads ÷ the read bandwidth."""
+        return p.step_bytes / self.read_bytes_per_s
+
+    def compute_floor_s(self, p: WallPoint) -> float:
+        """C = FLOPs of the step ÷ the peak matmul FLOP/s in its dtype."""
+        if p.dtype not in self.flops_per_s:
+            raise ValueError(f"no peak FLOP/s for {p.dtype} in this run (it has "
+                             f"{sorted(self.flops_per_s)})")
+        return p.step_flops / self.flops_per_s[p.dtype]
+
+    def regime(self, p: WallPoint) -> str:
+        """The rule (`viz.perf.wall.regime`) applied to this point's numbers."""
+        return regime(p.seconds, self.memory_floor_s(p), self.compute_floor_s(p),
+                      p.fixed_cost_s, overhead_share=self.overhead_share)
+
+    def explain(self, p: WallPoint) -> str:
+        """The rule's verdict on `p` and the comparison that decided it."""
+        return explain_regime(p.seconds, self.memory_floor_s(p), self.compute_floor_s(p),
+                              p.fixed_cost_s, overhead_share=self.overhead_share)
+
+    def mbu(self, p: WallPoint) -> float:
+        """Model bandwidth utilisation: (bytes ÷ measured time) ÷ read bandwidth."""
+        return p.step_bytes / p.seconds / self.read_bytes_per_s
+
+    def regimes(self) -> dict[str, str]:
+        """label → the rule's verdict, for every point."""
+        return {p.label: self.regime(p) for p in self.points}
+
+    def fixed_cost_s(self, dtype: str, n_layers: int) -> float:
+        """The fixed per-step cost of a model `n_layers` deep in `dtype` (the overhead floor)."""
+        for o in self.overhead:
+            if o.dtype == dtype:
+                return o.at(n_layers)
+        raise ValueError(f"no fixed cost measured in {dtype} (this run has "
+                         f"{[o.dtype for o in self.overhead]}): measure_overhead(..., "
+                         f"dtype={dtype!r})")
+
+    # ---- across points -------------------------------------------------------------------------
+    def fit(self, dtype: Optional[str] = None, kind: Optional[str] = None) -> WallFit:
+        """TPOT = fixed + bytes ÷ achieved bandwidth over the points (optionally one dtype or
+        one kind: "shape" leaves out the tiny fixed-cost models)."""
+        pts = [p for p in self.points if (dtype is None or p.dtype == dtype)
+               and (kind is None or p.kind == kind)]
+        return fit_wall([p.step_bytes for p in pts], [p.seconds for p in pts])
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One dict per point with its floors, MBU and regime (for a table or a test)."""
+        return [{"label": p.label, "dtype": p.dtype, "kind": p.kind, "n_params": p.n_params,
+                 "n_layers": p.n_layers, "step_bytes": p.step_bytes, "seconds": p.seconds,
+                 "memory_floor_s": self.memory_floor_s(p),
+                 "compute_floor_s": self.compute_floor_s(p), "fixed_cost_s": p.fixed_cost_s,
+                 "mbu": self.mbu(p), "regime": self.regime(p)} for p in self.points]
+
+    def merged(self, other: "WallRun") -> "WallRun":
+        """This run with `other`'s points and fixed-cost depths added (same machine)."""
+        if (other.device_name, other.computed) != (self.device_name, self.computed):
+            raise ValueError("merge runs of the same device only (measured with measured)")
+        floors = {o.dtype: o for o in self.overhead}
+        for o in other.overhead:
+            if o.dtype in floors:
+                mine = floors[o.dtype]
+                depth = dict(zip(mine.layers, mine.seconds))
+                depth.update({n: s for n, s in zip(o.layers, o.seconds) if n not in depth})
+                floors[o.dtype] = replace(mine, layers=sorted(depth),
+                                          seconds=[depth[n] for n in sorted(depth)])
+            else:
+                floors[o.dtype] = o
+        return replace(self, overhead=list(floors.values()),
+                       points=self.points + [p for p in other.points
+                                             if p.label not in {q.label for q in self.points}])
+
+    def title(self) -> str:
+        core = f"{self.label} · {self.device_name}" if self.label else self.device_name
+        if self.computed:
+            return f"{core} · COMPUTED from published numbers, not measured"
+        return f"{core} · {self.threads} thread{'s' if self.threads != 1 else ''}"
+
+    def __str__(self) -> str:
+        peak = ", ".join(f"{dt} {f / 1e9:,.0f} GFLOP/s" for dt, f in self.flops_per_s.items())
+        lines = [self.title(),
+                 f"memory floor at {self.read_bytes_per_s / 1e9:,.1f} GB/s (read); compute floor "
+                 f"at {peak}",
+                 f"{'point':<28}{'MB/step':>9}{'TPOT ms':>9}{'memory':>8}{'fixed':>8}"
+                 f"{'compute':>9}{'MBU':>6}  regime (the rule)",
+                 f"{'':<28}{'':>9}{'':>9}{'floor':>8}{'cost':>8}{'floor':>9}"]
+        for r in self.rows():
+            lines.append(f"{r['label']:<28}{r['step_bytes'] / 1e6:>9.1f}{r['seconds'] * 1e3:>9.2f}"
+                         f"{r['memory_floor_s'] * 1e3:>8.2f}{r['fixed_cost_s'] * 1e3:>8.2f}"
+                         f"{r['compute_floor_s'] * 1e3:>9.3f}{r['mbu']:>6.0%}  {r['regime']}")
+        return "\n".join(lines)
+
+
+# ---- measuring and computing runs -----------------------------------------------------------
+def measure_wall(shapes: Sequence[Union[str, dict]] = ("smollm2-135m",),
+                 dtypes: Sequence[str] = ("float32", "bfloat16"), *,
+                 peaks: Optional[MachinePeaks] = None, overhead_depths: Sequence[int] = (),
+                 batch_sizes: Sequence[int] = (1,), max_new_tokens: int = 16,
+                 repeats: int = 2, device="cpu",
+                 threads: Optional[int] = None, label: str = "this machine",
+                 fixed_cost_points: bool = True, progress: bool = False) -> WallRun:
+    """Measure the memory wall: each shape in each dtype, built from its config and timed.
+
+    shapes: shipped config names ("smollm2-135m", "smollm2-360m", "llama-3.2-1b",
+        "smollm2-1.7b") or config dicts (e.g. `narrow_config("smollm2-135m", 128,
+        vocab_size=None)`, a ~12 M-parameter model). Each is built, timed and freed in turn,
+        so only one lives in memory at a time.
+    peaks: this machine's peaks (default `machine_peaks(device, threads=threads)`: cached).
+    overhead_depths: depths at which to measure the fixed cost, besides each shape's own.
+    batch_sizes: requests per step for each shape (1: the memory wall; a large batch shows a
+        step whose arithmetic outgrows its bytes: compute-bound on a CPU at B=32).
+    repeats, max_new_tokens: timed recordings per model, and decode steps in each.
+    fixed_cost_points: also place the tiny fixed-cost models on the chart.
+    threads: CPU threads for every timing (None: torch's current count); recorded.
+    """
+    from tqdm import tqdm
+
+    check_threads(threads)
+    shapes, dtypes = list(shapes), list(dtypes)
+    if not shapes or not dtypes:
+        raise ValueError("measure_wall needs at least one shape and one dtype, e.g. "
+                         "measure_wall(['smollm2-135m'], dtypes=['float32'])")
+    entries = [read_config(s) for s in shapes]  # a bad name fails here, before any timing
+    batches = list(batch_sizes)
+    if not batches or any(isinstance(b, bool) or not isinstance(b, int) or b < 1
+                          for b in batches):
+        raise ValueError(f"batch_sizes must be whole numbers >= 1, not {batch_sizes!r}")
+    dev = resolve_device(device)
+    with using_threads(threads) as n_threads:
+        peaks = peaks or machine_peaks(dev, threads=n_threads)
+        for dt in dtypes:
+            peaks.flops(dt)  # a dtype without a measured peak fails before any timing
+        depths = sorted({e["config"]["num_hidden_layers"] for e in entries}
+                        | set(_check_depths(overhead_depths) if overhead_depths else []))
+        bar = tqdm(total=len(dtypes) * (1 + len(entries)), desc="memory wall", unit="model",
+                   disable=not progress, leave=False)
+        floors, points = {}, []
+        for dt in dtypes:
+            floors[dt], tiny = measure_overhead(depths, dt, max_new_tokens=max_new_tokens,
+                                                repeats=repeats, device=dev)
+            if fixed_cost_points:
+                points += tiny
+            bar.update()
+        for entry in entries:
+            for dt in dtypes:
+                lm = from_config(entry, device=dev, dtype=dt)
+                for b in batches:
+                    p = measure_point(lm, max_new_tokens=max_new_tokens, repeats=repeats,
+                                      batch=b)
+                    points.append(replace(p, fixed_cost_s=floors[dt].at(p.n_layers)))
+                environment = lm.environment()
+                del lm
+                gc.collect()
+                bar.update()
+        bar.close()
+    return WallRun(label=label, computed=False, device=dev.type, device_name=device_name(dev),
+                   threads=n_threads, read_bytes_per_s=peaks.bytes_per_s,
+                   flops_per_s={dt: peaks.flops(dt) for dt in dtypes},
+                   peaks_how=peaks.how(), overhead=[floors[dt] for dt in dtypes],
+                   points=points, peaks=peaks, environment=environment,
+                   recorded={"max_new_tokens": max_new_tokens, "repeats": repeats,
+                             "threads": n_threads, "shapes": [e["name"] for e in entries],
+                             "dtypes": dtypes, "batch_sizes": batches})
+
+
+def roofline_seconds(flops: float, step_bytes: float, flops_per_s: float,
+                     bytes_per_s: float) -> float:
+    """The roofline's time for a pass: FLOPs ÷ min(P, I·W) = max(FLOPs ÷ P, bytes ÷ W),
+    with I = FLOPs ÷ bytes (the formula of `viz.perf.roofline`)."""
+    intensity = flops / step_bytes
+    return flops / min(flops_per_s, intensity * bytes_per_s)
+
+
+def computed_wall(shapes: Sequence[Union[str, dict]], *, device_name: str, bytes_per_s: float,
+                  flops_per_s: dict[str, float], dtype: str = "bfloat16",
+                  fixed_cost_per_layer_s: float = 0.0, fixed_cost_note: str = "",
+                  context_tokens: int = 32, source: str = "",
+                  label: str = "computed") -> WallRun:
+    """The memory wall of a device from its published numbers: computed, not measured.
+
+    Each point's time = fixed cost + the roofline's time (`roofline_seconds`) from the counted
+    FLOPs and bytes of one decode step with `context_tokens` in the sequence. The fixed cost is
+    `fixed_cost_per_layer_s` × layers: an assumption you state in `fixed_cost_note` (0: a
+    step with no overhead at all, what CUDA graphs aim at).
+        gpu = computed_wall(shapes, **H100_SXM, fixed_cost_per_layer_s=...)
+    """
+    if not (isinstance(bytes_per_s, (int, float)) and bytes_per_s > 0):
+        raise ValueError(f"bytes_per_s must be > 0, not {bytes_per_s!r}")
+    if dtype not in flops_per_s or not flops_per_s[dtype] > 0:
+        raise ValueError(f"flops_per_s needs a peak > 0 for {dtype!r}, got {flops_per_s!r}")
+    _finite("fixed_cost_per_layer_s", fixed_cost_per_layer_s, positive=False)
+    points, depths = [], set()
+    for shape in shapes:
+        spec: ModelSpec = config_spec(shape, dtype=dtype)
+        cost = decode_cost(spec, context_tokens)
+        fixed = fixed_cost_per_layer_s * spec.n_layers
+        t = fixed + roofline_seconds(cost.flops, cost.bytes, flops_per_s[dtype], bytes_per_s)
+        depths.add(spec.n_layers)
+        points.append(WallPoint(
+            label=f"{spec.name} {_short(dtype)}", model=spec.name, dtype=dtype, kind="shape",
+            n_params=spec.n_params, n_layers=spec.n_layers, hidden_size=spec.hidden_size,
+            context_tokens=context_tokens, step_bytes=int(cost.bytes), step_flops=int(cost.flops),
+            seconds=t, seconds_min=t, seconds_max=t, steps_timed=0, fixed_cost_s=fixed))
+    layers = sorted(depths)
+    floor = OverheadFloor(dtype=dtype, hidden_size=0, vocab_size=0, layers=layers,
+                          seconds=[fixed_cost_per_layer_s * n for n in layers], assumed=True,
+                          note=fixed_cost_note or f"assumed {fixed_cost_per_layer_s * 1e3:g} ms "
+                                                  "per layer")
+    how = source or "published numbers"
+    return WallRun(label=label, computed=True, device="gpu", device_name=device_name, threads=0,
+                   read_bytes_per_s=float(bytes_per_s), flops_per_s=dict(flops_per_s),
+                   peaks_how=f"computed from {how}", overhead=[floor], points=points,
+                   notes=[f"fixed cost: {floor.note}"])

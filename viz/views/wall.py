@@ -1,0 +1,150 @@
+"""The memory-wall view: decode step time against the bytes one step reads (lesson 08).
+
+Log-log axes: bytes read per step across, seconds per step (TPOT) up. Three lines frame the
+points: the **memory floor** (bytes ÷ the measured read bandwidth: no step can sit below it
+for long), the **fixed cost** (the step time of a model of the same depth and a tiny width)
+and, dashed, the least-squares **fit** TPOT = fixed + bytes ÷ achieved bandwidth. Each point
+is coloured by the regime `viz.perf.wall.regime` gives it, and labelled with its MBU. A run
+computed from a datasheet says so in its title. Numbers: `viz.perf.wall`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any, Optional
+
+from viz.perf.wall import WallRun
+from viz.views import palette
+from viz.views.base import plotly_layout
+
+REGIME_COLOURS = {"overhead-bound": palette.SPECIAL, "memory-bound": palette.DECODE,
+                  "compute-bound": palette.PREFILL}
+DTYPE_SYMBOLS = {"float32": "circle", "bfloat16": "diamond", "float16": "square"}
+
+
+def _check(run: Any) -> WallRun:
+    if not isinstance(run, WallRun):
+        raise ValueError(f"expected a viz.perf.WallRun, not {type(run).__name__}: measure one "
+                         "with viz.perf.measure_wall(...) or load the shipped one with "
+                         "viz.perf.load_reference('cpu-memory-wall')")
+    if not run.points:
+        raise ValueError("this memory-wall run has no points: measure at least one model")
+    return run
+
+
+def _fixed_line_depth(run: WallRun) -> int:
+    """The depth whose fixed cost is drawn: the most common among the model shapes."""
+    shapes = [p.n_layers for p in run.points if p.kind == "shape"] or \
+        [p.n_layers for p in run.points]
+    return Counter(shapes).most_common(1)[0][0]
+
+
+def wall_data(run: WallRun, fit: bool = True) -> dict[str, Any]:
+    """The numbers `wall_figure` draws: points (bytes, seconds, regime, MBU), the memory-floor
+    line, the fixed-cost line of each dtype, the fitted line (None when it cannot be fitted)."""
+    _check(run)
+    xs = [p.step_bytes for p in run.points]
+    lo = 10 ** math.floor(math.log10(min(xs) / 2))
+    hi = 10 ** math.ceil(math.log10(max(xs) * 2))
+    depth = _fixed_line_depth(run)
+    fixed = []
+    for o in run.overhead:
+        try:
+            fixed.append({"dtype": o.dtype, "n_layers": depth, "seconds": o.at(depth),
+                          "assumed": o.assumed})
+        except ValueError:
+            continue
+    line = None
+    if fit:
+        try:
+            f = run.fit()
+            grid = [lo * (hi / lo) ** (k / 40) for k in range(41)]
+            line = {"x": grid, "y": [f.predict_s(x) for x in grid], "fixed_s": f.fixed_s,
+                    "bytes_per_s": f.bytes_per_s, "r_squared": f.r_squared}
+        except ValueError:
+            line = None
+    return {
+        "title": run.title(), "computed": run.computed, "x_range": [lo, hi],
+        "points": [{"label": p.label, "x": p.step_bytes, "y": p.seconds, "dtype": p.dtype,
+                    "kind": p.kind, "regime": run.regime(p), "mbu": run.mbu(p),
+                    "memory_floor_s": run.memory_floor_s(p), "fixed_cost_s": p.fixed_cost_s,
+                    "compute_floor_s": run.compute_floor_s(p)} for p in run.points],
+        "memory_floor": {"x": [lo, hi], "y": [lo / run.read_bytes_per_s,
+                                              hi / run.read_bytes_per_s],
+                         "bytes_per_s": run.read_bytes_per_s},
+        "fixed_cost": fixed,
+        "fit": line,
+    }
+
+
+def _add_run(fig, data: dict[str, Any], k: int, name: str) -> None:
+    import plotly.graph_objects as go
+
+    dash = "solid" if k == 0 else "dot"
+    mf = data["memory_floor"]
+    fig.add_trace(go.Scatter(
+        x=mf["x"], y=[y * 1e3 for y in mf["y"]], mode="lines", line={"color": palette.FORMULA,
+                                                                     "dash": dash, "width": 2},
+        name=f"memory floor{name}: bytes ÷ {mf['bytes_per_s'] / 1e9:,.1f} GB/s",
+        hovertemplate="%{x:.3s}B at peak read bandwidth: %{y:.3g} ms<extra></extra>"))
+    for f in data["fixed_cost"]:
+        what = "assumed" if f["assumed"] else "measured"
+        fig.add_trace(go.Scatter(
+            x=data["x_range"], y=[f["seconds"] * 1e3] * 2, mode="lines",
+            line={"color": REGIME_COLOURS["overhead-bound"], "dash": "dash" if k == 0 else "dot",
+                  "width": 1.5},
+            name=f"fixed cost{name}, {f['n_layers']} layers, {f['dtype']} ({what})",
+            hovertemplate=f"fixed cost ({what}): %{{y:.3g}} ms<extra></extra>"))
+    if data["fit"] is not None and k == 0:
+        ft = data["fit"]
+        fig.add_trace(go.Scatter(
+            x=ft["x"], y=[y * 1e3 for y in ft["y"]], mode="lines",
+            line={"color": palette.ACCENT, "dash": "dashdot", "width": 1.5},
+            name=f"fit: {ft['fixed_s'] * 1e3:.1f} ms + bytes ÷ {ft['bytes_per_s'] / 1e9:.1f} GB/s",
+            hoverinfo="skip"))
+    for regime, colour in REGIME_COLOURS.items():
+        pts = [p for p in data["points"] if p["regime"] == regime]
+        if not pts:
+            continue
+        fig.add_trace(go.Scatter(
+            x=[p["x"] for p in pts], y=[p["y"] * 1e3 for p in pts], mode="markers+text",
+            name=f"{regime}{name}", text=[f"MBU {p['mbu']:.0%}" for p in pts],
+            textposition="middle right", textfont={"size": 10, "color": colour},
+            marker={"color": colour if k == 0 else "white", "size": 11,
+                    "symbol": [DTYPE_SYMBOLS.get(p["dtype"], "circle") for p in pts],
+                    "line": {"color": colour if k else "white", "width": 2 if k else 1}},
+            customdata=[[p["label"], p["memory_floor_s"] * 1e3, p["fixed_cost_s"] * 1e3,
+                         p["compute_floor_s"] * 1e3] for p in pts],
+            hovertemplate="%{customdata[0]}: %{x:.3s}B per step, %{y:.3g} ms<br>memory floor "
+                          "%{customdata[1]:.3g} ms · fixed cost %{customdata[2]:.3g} ms · "
+                          f"compute floor %{{customdata[3]:.3g}} ms<br>{regime}<extra></extra>"))
+
+
+def wall_figure(run: WallRun, *others: WallRun, fit: bool = True, height: int = 500):
+    """Plotly: TPOT against bytes per step (log-log), coloured by regime, MBU beside each point.
+
+    others: more runs on the same axes (e.g. the shipped reference beside your own run),
+        drawn hollow with dotted floors. Circles are float32, diamonds bfloat16.
+    fit: draw the least-squares line of the first run.
+    """
+    import plotly.graph_objects as go
+
+    runs = [_check(run)] + [_check(o) for o in others]
+    datas = [wall_data(r, fit=fit) for r in runs]
+    fig = go.Figure()
+    for k, (r, d) in enumerate(zip(runs, datas)):
+        _add_run(fig, d, k, "" if k == 0 else f" ({r.label})")
+    lo = min(d["x_range"][0] for d in datas)
+    hi = max(d["x_range"][1] for d in datas)
+    fig.update_layout(**plotly_layout(f"the memory wall: {datas[0]['title']}", height=height))
+    fig.update_xaxes(type="log", title="bytes read per decode step",
+                     range=[math.log10(lo), math.log10(hi)])
+    fig.update_yaxes(type="log", title="time per decode step (ms)")
+    return fig
+
+
+def wall_table(run: WallRun, other: Optional[WallRun] = None) -> str:
+    """The run's numbers as text (what `print(run)` shows), optionally a second run below."""
+    text = str(_check(run))
+    return text if other is None else text + "\n\n" + str(_check(other))
