@@ -47,9 +47,8 @@ def test_token_id_prompts_and_kv_bytes(tiny_gqa):
     assert run.kv_bytes == 2 * tiny_gqa.spec.kv_bytes(4 + 4)
 
 
-def test_timing_from_injected_clock(tiny_gqa):
-    ticks = iter(range(1000))
-    run = generate_batch(tiny_gqa, ["ab", "cd"], 3, clock=lambda: float(next(ticks)))
+def test_timing_from_injected_clock(tiny_gqa, fake_clock):
+    run = generate_batch(tiny_gqa, ["ab", "cd"], 3, clock=fake_clock(step=1.0))
     # reads: start 0, prefill done 1, first tokens 2; each step: t0, forward done, chosen
     assert (run.prefill_forward_s, run.ttft_s) == (1.0, 2.0)
     assert run.step_forward_s == [1.0, 1.0] and run.step_s == [2.0, 2.0]

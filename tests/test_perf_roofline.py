@@ -55,15 +55,9 @@ def test_mfu_mbu_and_bound_by_hand(tiny_gqa):
     assert roof.rows()[0]["mfu"] == pytest.approx(0.1)
 
 
-def test_trace_points_use_the_recorded_times(tiny_gqa):
-    jumps = iter([0.0] + [0.5 * (i + 1) for i in range(100)])
-    now = [0.0]
-
-    def clock():
-        now[0] += next(jumps)
-        return now[0]
-
-    trace = viz.record(tiny_gqa, "Hello", max_new_tokens=4, stop_at_eos=False, clock=clock)
+def test_trace_points_use_the_recorded_times(tiny_gqa, fake_clock):
+    trace = viz.record(tiny_gqa, "Hello", max_new_tokens=4, stop_at_eos=False,
+                       clock=fake_clock(growth=0.5))
     pre, dec = trace_points(trace)
     assert pre.seconds == trace.timing.prefill_forward_s == 1.0
     n = len(trace.prompt_ids)

@@ -124,16 +124,10 @@ def test_sampling_never_leaves_top_p(tiny_gqa, top_p):
         assert mass_before < top_p + 1e-6
 
 
-def test_timing_from_injected_clock(tiny_gqa):
-    # A clock that jumps by a different, known amount at every read.
-    jumps = iter([0.0] + [0.5 * (i + 1) for i in range(100)])
-    now = [0.0]
-
-    def clock():
-        now[0] += next(jumps)
-        return now[0]
-
-    trace = viz.record(tiny_gqa, PROMPT, max_new_tokens=3, stop_at_eos=False, clock=clock)
+def test_timing_from_injected_clock(tiny_gqa, fake_clock):
+    # A clock that jumps by a different, known amount at every read: 0.5, 1.0, 1.5, ...
+    trace = viz.record(tiny_gqa, PROMPT, max_new_tokens=3, stop_at_eos=False,
+                       clock=fake_clock(growth=0.5))
     # Reads: start, tokenized, prefill forward done, first token; then per decode step:
     # step start, forward done, token chosen.  Times: 0, .5, 1.5, 3 | 5, 7.5, 10.5 | 14, 18, 22.5
     t = trace.timing

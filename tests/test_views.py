@@ -33,21 +33,11 @@ matplotlib.use("Agg")
 PROMPT = "Hi 🍕 東京 $x$ <b>"  # an emoji, CJK, mathtext dollars and an HTML-looking tag
 
 
-class FakeClock:
-    """Advances 10 ms per reading: every recorded time is exact and known."""
-
-    def __init__(self):
-        self.t = 0.0
-
-    def __call__(self):
-        self.t += 0.01
-        return self.t
-
-
 @pytest.fixture(scope="module")
-def gqa(tiny_gqa):
+def gqa(tiny_gqa, fake_clock):
+    """Recorded with a clock that advances 10 ms per reading: every time is exact and known."""
     return viz.record(tiny_gqa, PROMPT, max_new_tokens=6, chat=True, stop_at_eos=False,
-                      clock=FakeClock())
+                      clock=fake_clock(step=0.01))
 
 
 @pytest.fixture(scope="module")
