@@ -12,11 +12,17 @@ In order, each step timed and guarded (an error is written down and the next ste
 the time budget is nearly spent, the remaining steps are skipped and say so):
 1. the CUDA tests (`tests/test_perf_cuda.py`, when pytest is installed there);
 2. the device's peaks in bfloat16 (and float32): matmul FLOP/s, copy bytes/s, CUDA events;
-3. for each config (smollm2-135m, llama-3.2-1b, llama-3.1-8b): build it; record a 64-token
+3. the memory wall (lesson 08): the device's peaks measured as `viz.perf.machine_peaks` does
+   (matmul per dtype; read, copy and matvec bandwidth over 2 GiB), the fixed per-step cost
+   (tiny-width models of each depth) and the decode step of SmolLM2-135M/360M/1.7B,
+   Llama-3.2-1B and Llama-3.1-8B in bfloat16 and float32, plus Llama-3.2-1B at batch 512
+   (`viz.perf.measure_wall`); `--wall-only` runs just this (and the peaks);
+4. for each config (smollm2-135m, llama-3.2-1b, llama-3.1-8b): build it; record a 64-token
    chat reply (a trace); prompt-length, context-length, batch-size and cache sweeps; its
    roofline (trace prefill/decode + one decode point per batch size); free it.
 Outputs under --out: gpu-<config>-trace.json, gpu-<config>-<sweep>-sweep.json,
-gpu-<config>-roofline.json, gpu-peaks.json, summary.json (what ran, how long, what failed).
+gpu-<config>-roofline.json, gpu-peaks.json, gpu-memory-wall.json (a `viz.perf.WallRun`: copy
+it to viz/data/ to ship it), summary.json (what ran, how long, what failed).
 Copy the ones worth shipping into viz/data/ (each trace ≤ 200 KB) and note the figures.
 """
 
@@ -30,7 +36,7 @@ import subprocess
 import sys
 import time
 import traceback
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,6 +62,11 @@ FULL = {
     "peaks": {"matmul_n": 8192, "copy_bytes": 2 << 30, "repeats": 10},
     "device": "cuda",
     "dtype": "bfloat16",
+    "wall": {"shapes": ["smollm2-135m", "smollm2-360m", "llama-3.2-1b", "smollm2-1.7b",
+                        "llama-3.1-8b"],
+             "dtypes": ["bfloat16", "float32"], "steps": 16, "repeats": 3,
+             "buffer_bytes": 2 << 30, "matmul_n": 8192,
+             "compute_point": ("llama-3.2-1b", "bfloat16", 512)},
 }
 # A dry run for any machine (the test suite runs it on the CPU): a 2-layer config, tiny sizes.
 QUICK = {
@@ -75,6 +86,9 @@ QUICK = {
     "peaks": {"matmul_n": 128, "copy_bytes": 1 << 22, "repeats": 2},
     "device": "auto",
     "dtype": None,
+    "wall": {"shapes": ["tiny-llama"], "dtypes": ["float32"], "steps": 3, "repeats": 1,
+             "buffer_bytes": 4 << 20, "matmul_n": 64, "compute_point": ("tiny-llama",
+                                                                        "float32", 4)},
 }
 
 
@@ -199,6 +213,42 @@ def one_config(runner: Runner, plan: dict, config, peaks) -> None:
         torch.cuda.empty_cache()
 
 
+def memory_wall(runner: Runner, plan: dict):
+    """The memory-wall reference on this device: peaks, fixed cost, one point per shape."""
+    from viz.perf.bandwidth import measure_machine_peaks
+    from viz.perf.wall import measure_wall
+
+    w = plan["wall"]
+    named = {c["name"]: c for c in plan["configs"] if isinstance(c, dict)}
+    shapes = [named.get(s, s) for s in w["shapes"]]
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    dtypes = list(dict.fromkeys(w["dtypes"] + ["bfloat16", "float32"]))
+    peaks = measure_machine_peaks(dev, buffer_bytes=w["buffer_bytes"], matmul_n=w["matmul_n"],
+                                  dtypes=dtypes)
+    print("    " + peaks.how().replace("\n", "\n    "), flush=True)
+    label = f"{peaks.device_name} (random weights)"
+    run = measure_wall(shapes, w["dtypes"], peaks=peaks, overhead_depths=[1],
+                       max_new_tokens=w["steps"], repeats=w["repeats"], device=dev, label=label)
+    if w.get("compute_point"):
+        shape, dtype, batch = w["compute_point"]
+        more = measure_wall([named.get(shape, shape)], [dtype], peaks=peaks, batch_sizes=[batch],
+                            prompt="Hi", max_new_tokens=max(3, w["steps"] // 2),
+                            repeats=w["repeats"], overhead=run.overhead, device=dev,
+                            fixed_cost_points=False, label=label)
+        run = run.merged(more)
+    try:
+        fit = str(run.fit())
+    except ValueError as e:  # tiny dry-run models may show no slope
+        fit = f"no fit: {e}"
+    run = replace(run, notes=[fit], recorded={
+        **run.recorded, "command": "python benchmarks/gpu_check.py " + " ".join(sys.argv[1:]),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": peaks.device_name})
+    runner.save(run, "gpu-memory-wall.json")
+    print("    " + str(run).replace("\n", "\n    ") + "\n    " + fit, flush=True)
+    return run
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="folder for the JSON results")
@@ -206,6 +256,8 @@ def main(argv=None) -> int:
     ap.add_argument("--budget-s", type=float, default=540.0,
                     help="stop starting new steps after this many seconds (default 540)")
     ap.add_argument("--configs", nargs="+", default=None, help="only these shipped configs")
+    ap.add_argument("--wall-only", action="store_true",
+                    help="only the peaks and the memory wall (lesson 08's GPU reference)")
     args = ap.parse_args(argv)
     plan = dict(QUICK if args.quick else FULL)
     if args.configs:
@@ -219,7 +271,7 @@ def main(argv=None) -> int:
     env = environment()
     print(json.dumps(env), flush=True)
 
-    if torch.cuda.is_available():
+    if torch.cuda.is_available() and not args.wall_only:
         runner.run("CUDA tests", lambda: cuda_tests(runner), reserve_s=60)
 
     def measure(dtype):
@@ -236,7 +288,9 @@ def main(argv=None) -> int:
         {"environment": env, "model_dtype": asdict(peaks) if peaks else None,
          "float32": asdict(fp32) if fp32 else None}, indent=1))
 
-    for config in plan["configs"]:
+    runner.run("memory wall", lambda: memory_wall(runner, plan), reserve_s=90)
+
+    for config in ([] if args.wall_only else plan["configs"]):
         one_config(runner, plan, config, peaks)
 
     summary = {"environment": env, "plan": {k: v for k, v in plan.items() if k != "configs"},

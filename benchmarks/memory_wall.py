@@ -126,6 +126,10 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3, help="timed recordings per model")
     ap.add_argument("--quick", action="store_true", help="tiny sizes: a dry run in seconds")
     ap.add_argument("--no-int8", action="store_true", help="skip the torchao int8 try")
+    ap.add_argument("--torchao-path", default=None,
+                    help="a folder holding torchao (pip install --target DIR torchao==0.18.0), "
+                         "added to the import path only for the int8 try, after everything "
+                         "else is measured (torchao is not a project dependency)")
     ap.add_argument("--label", default="project CPU reference")
     args = ap.parse_args(argv)
     plan = QUICK if args.quick else FULL
@@ -155,6 +159,8 @@ def main(argv=None) -> int:
                                      max_new_tokens=max(4, args.steps // 2), repeats=args.repeats,
                                      fixed_cost_points=False, label=args.label)
             run = run.merged(more)
+        if args.torchao_path:
+            sys.path.insert(0, args.torchao_path)
         quantized = [] if (args.no_int8 or not plan["int8_shape"]) else \
             int8_try(plan["int8_shape"], args.steps, args.repeats)
     after = load_average()

@@ -34,6 +34,10 @@ def test_gpu_check_quick_dry_run(tmp_path, capsys):
                                               "prefill 4", "prefill 16"]
     peaks = json.loads((tmp_path / "gpu-peaks.json").read_text())
     assert peaks["model_dtype"]["flops_per_s"] > 0
+    wall = perf.WallRun.load(tmp_path / "gpu-memory-wall.json")  # lesson 08's GPU reference
+    assert [p.label for p in wall.points] == ["1 layer × 64 fp32", "2 layers × 64 fp32",
+                                              "tiny-llama fp32", "tiny-llama fp32 B=4"]
+    assert wall.recorded["command"].startswith("python benchmarks/gpu_check.py")
 
 
 def test_gpu_check_budget_skips_instead_of_overrunning(tmp_path):
@@ -50,7 +54,7 @@ def test_shipped_references_load_and_stay_small():
     data = Path(viz.__file__).parent / "data"
     for name in names:
         ref = perf.load_reference(name)
-        assert isinstance(ref, (viz.Trace, perf.Sweep, perf.Roofline)), name
+        assert isinstance(ref, (viz.Trace, perf.Sweep, perf.Roofline, perf.WallRun)), name
         size = (data / f"{name}.json").stat().st_size
         if isinstance(ref, viz.Trace):
             assert size <= 200_000, f"{name} is {size:,} bytes: keep a shipped trace <= 200 KB"

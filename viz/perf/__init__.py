@@ -18,6 +18,7 @@
 | `bandwidth.py` | memory bandwidth measured the way decode reads; this machine's peaks, cached |
 | `wall.py` | the memory wall: step time vs bytes, the regime rule, the fit, the fixed cost |
 | `speculative.py` | prompt-lookup decoding measured against plain decode |
+| `words.py` | tokens per word, measured with the model's tokenizer (answer length → tokens) |
 """
 
 from viz.perf.batch import BatchRun, generate_batch
@@ -33,10 +34,14 @@ from viz.perf.table import Sweep
 from viz.perf.bandwidth import (Bandwidth, MachinePeaks, bandwidth_by_size, machine_peaks,
                                 measure_bandwidth, measure_machine_peaks, peaks_path)
 from viz.perf.wall import (H100_SXM, OVERHEAD_SHARE, REGIMES, REMEDIES, OverheadFloor,
-                           QuantizedTry, WallFit, WallPoint, WallRun, computed_wall,
-                           explain_regime, fit_wall, measure_overhead, measure_point,
-                           measure_wall, narrow_config, regime, roofline_seconds)
+                           QuantizedTry, WallFit, WallPoint, WallRun, bytes_whatif,
+                           computed_wall, explain_regime, fit_wall, measure_overhead,
+                           measure_point, measure_wall, narrow_config, regime,
+                           roofline_seconds)
 from viz.perf.speculative import GenerateRun, LookupComparison, compare_prompt_lookup
+from viz.perf.counts import activation_bytes
+from viz.perf.peaks import cached_peaks, peaks_from_machine
+from viz.perf.words import SAMPLE_PARAGRAPH, count_words_tokens, tokens_per_word
 
 __all__ = ["BatchRun", "generate_batch", "config_names", "config_spec", "from_config",
            "byte_tokenizer", "BYTE_VOCAB",
@@ -49,4 +54,7 @@ __all__ = ["BatchRun", "generate_batch", "config_names", "config_spec", "from_co
            "H100_SXM", "OVERHEAD_SHARE", "REGIMES", "REMEDIES", "OverheadFloor", "QuantizedTry",
            "WallFit", "WallPoint", "WallRun", "computed_wall", "explain_regime", "fit_wall",
            "measure_overhead", "measure_point", "measure_wall", "narrow_config", "regime",
-           "roofline_seconds", "GenerateRun", "LookupComparison", "compare_prompt_lookup"]
+           "roofline_seconds", "bytes_whatif", "GenerateRun", "LookupComparison",
+           "compare_prompt_lookup"]
+__all__ += ["activation_bytes", "cached_peaks", "peaks_from_machine", "SAMPLE_PARAGRAPH",
+            "count_words_tokens", "tokens_per_word"]

@@ -156,7 +156,8 @@ class WallFit:
         return self.fixed_s + step_bytes * self.seconds_per_byte
 
     def __str__(self) -> str:
-        return (f"TPOT ≈ {self.fixed_s * 1e3:.2f} ms + bytes ÷ {self.bytes_per_s / 1e9:.1f} GB/s "
+        return (f"TPOT ≈ {self.fixed_s * 1e3:.2f} ms + bytes ÷ "
+                f"{self.bytes_per_s / 1e9:.1f} GB/s "
                 f"(least squares over {self.points} points, R² {self.r_squared:.3f})")
 
 
@@ -388,7 +389,7 @@ def _check_depths(depths) -> list[int]:
     return depths
 
 
-# ---- the run --------------------------------------------------------------------------------------
+# ---- the run ------------------------------------------------------------------------------------
 @dataclass
 class QuantizedTry:
     """An attempt at fewer bytes per weight with a quantization library, measured."""
@@ -535,7 +536,8 @@ def measure_wall(shapes: Sequence[Union[str, dict]] = ("smollm2-135m",),
                  dtypes: Sequence[str] = ("float32", "bfloat16"), *,
                  peaks: Optional[MachinePeaks] = None, overhead_depths: Sequence[int] = (),
                  batch_sizes: Sequence[int] = (1,), max_new_tokens: int = 16,
-                 repeats: int = 2, device="cpu",
+                 repeats: int = 2, prompt: str = PROMPT,
+                 overhead: Sequence[OverheadFloor] = (), device="cpu",
                  threads: Optional[int] = None, label: str = "this machine",
                  fixed_cost_points: bool = True, progress: bool = False) -> WallRun:
     """Measure the memory wall: each shape in each dtype, built from its config and timed.
@@ -549,6 +551,10 @@ def measure_wall(shapes: Sequence[Union[str, dict]] = ("smollm2-135m",),
     batch_sizes: requests per step for each shape (1: the memory wall; a large batch shows a
         step whose arithmetic outgrows its bytes: compute-bound on a CPU at B=32).
     repeats, max_new_tokens: timed recordings per model, and decode steps in each.
+    prompt: what each model is fed (byte tokenizer: one token per byte); a short one keeps a
+        large batch's prefill short.
+    overhead: fixed-cost floors measured before (e.g. `run.overhead`): a dtype whose floor
+        already has every depth needed is not measured again.
     fixed_cost_points: also place the tiny fixed-cost models on the chart.
     threads: CPU threads for every timing (None: torch's current count); recorded.
     """
@@ -574,18 +580,22 @@ def measure_wall(shapes: Sequence[Union[str, dict]] = ("smollm2-135m",),
         bar = tqdm(total=len(dtypes) * (1 + len(entries)), desc="memory wall", unit="model",
                    disable=not progress, leave=False)
         floors, points = {}, []
+        known = {o.dtype: o for o in overhead}
         for dt in dtypes:
-            floors[dt], tiny = measure_overhead(depths, dt, max_new_tokens=max_new_tokens,
-                                                repeats=repeats, device=dev)
-            if fixed_cost_points:
-                points += tiny
+            if dt in known and set(depths) <= set(known[dt].layers):
+                floors[dt] = known[dt]
+            else:
+                floors[dt], tiny = measure_overhead(depths, dt, max_new_tokens=max_new_tokens,
+                                                    repeats=repeats, device=dev)
+                if fixed_cost_points:
+                    points += tiny
             bar.update()
         for entry in entries:
             for dt in dtypes:
                 lm = from_config(entry, device=dev, dtype=dt)
                 for b in batches:
                     p = measure_point(lm, max_new_tokens=max_new_tokens, repeats=repeats,
-                                      batch=b)
+                                      batch=b, prompt=prompt)
                     points.append(replace(p, fixed_cost_s=floors[dt].at(p.n_layers)))
                 environment = lm.environment()
                 del lm
@@ -650,3 +660,33 @@ def computed_wall(shapes: Sequence[Union[str, dict]], *, device_name: str, bytes
                    read_bytes_per_s=float(bytes_per_s), flops_per_s=dict(flops_per_s),
                    peaks_how=f"computed from {how}", overhead=[floor], points=points,
                    notes=[f"fixed cost: {floor.note}"])
+
+
+def bytes_whatif(run: WallRun, bytes_per_weight: float) -> list[dict[str, Any]]:
+    """Each model shape's step time predicted at `bytes_per_weight` bytes per weight.
+
+    predicted = its fixed cost (measured at its depth) + its step's bytes, rescaled to
+    `bytes_per_weight`, ÷ the achieved bandwidth of the fit over the shapes. A prediction from
+    the line, not a measurement: fewer bytes only pay with a kernel that reads them directly
+    (lesson 08 shows one that did not). One row per model (its float32 point when measured).
+    """
+    if isinstance(bytes_per_weight, bool) or not isinstance(bytes_per_weight, (int, float)) \
+            or not 0 < bytes_per_weight <= 8:
+        raise ValueError(f"bytes_per_weight must be a number in (0, 8], not {bytes_per_weight!r}")
+    fit = run.fit(kind="shape")
+    chosen: dict[str, WallPoint] = {}
+    for p in run.points:
+        if p.kind != "shape" or p.batch != 1:
+            continue
+        if p.model not in chosen or p.dtype == "float32":
+            chosen[p.model] = p
+    rows = []
+    for p in sorted(chosen.values(), key=lambda q: q.n_params):
+        scale = bytes_per_weight / {"float32": 4, "bfloat16": 2, "float16": 2}.get(p.dtype, 4)
+        read_s = p.step_bytes * scale / fit.bytes_per_s
+        rows.append({"model": p.model, "n_params": p.n_params, "n_layers": p.n_layers,
+                     "fixed_s": p.fixed_cost_s, "read_s": read_s,
+                     "predicted_s": p.fixed_cost_s + read_s,
+                     "step_bytes": p.step_bytes * scale,
+                     "fixed_share": p.fixed_cost_s / (p.fixed_cost_s + read_s)})
+    return rows

@@ -36,7 +36,8 @@ from viz.views.timeline import summary_html, timeline_data, timeline_figure, tim
 from viz.views.tokens import tokens_data, tokens_html, tokens_static
 from viz.views.whatif import whatif_data, whatif_figure, whatif_static, whatif_widget
 from viz.views.widgets import LinkedView, figure_output
-from viz.views.wall import wall_data, wall_figure, wall_table
+from viz.views.wall import (bytes_whatif_data, bytes_whatif_figure, wall_data, wall_figure,
+                             wall_table)
 
 __all__ = [
     "tokens_html", "tokens_static", "tokens_data",
@@ -51,5 +52,5 @@ __all__ = [
     "roofline_figure", "roofline_static", "roofline_data", "roofline_table",
     "report_html", "write_report",
     "plotly_layout", "palette", "LinkedView", "figure_output", "piece_bytes",
-    "wall_figure", "wall_data", "wall_table",
+    "wall_figure", "wall_data", "wall_table", "bytes_whatif_figure", "bytes_whatif_data",
 ]

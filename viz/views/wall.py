@@ -148,3 +148,35 @@ def wall_table(run: WallRun, other: Optional[WallRun] = None) -> str:
     """The run's numbers as text (what `print(run)` shows), optionally a second run below."""
     text = str(_check(run))
     return text if other is None else text + "\n\n" + str(_check(other))
+
+
+def bytes_whatif_data(run: WallRun, bytes_per_weight: float) -> dict[str, Any]:
+    """The numbers `bytes_whatif_figure` draws (`viz.perf.wall.bytes_whatif`)."""
+    from viz.perf.wall import bytes_whatif
+
+    rows = bytes_whatif(_check(run), bytes_per_weight)
+    return {"bytes_per_weight": bytes_per_weight, "rows": rows,
+            "bytes_per_s": run.fit(kind="shape").bytes_per_s}
+
+
+def bytes_whatif_figure(run: WallRun, bytes_per_weight: float, height: int = 360):
+    """Plotly: each model's step split into its fixed cost and its weight reading, predicted at
+    `bytes_per_weight` bytes per weight from the run's fit (a prediction, not a measurement)."""
+    import plotly.graph_objects as go
+
+    d = bytes_whatif_data(run, bytes_per_weight)
+    names = [f"{r['model']} ({r['n_params'] / 1e6:,.0f} M)" for r in d["rows"]]
+    fig = go.Figure([
+        go.Bar(y=names, x=[r["fixed_s"] * 1e3 for r in d["rows"]], orientation="h",
+               name="fixed cost (measured at its depth)",
+               marker_color=REGIME_COLOURS["overhead-bound"],
+               hovertemplate="fixed cost %{x:.1f} ms<extra></extra>"),
+        go.Bar(y=names, x=[r["read_s"] * 1e3 for r in d["rows"]], orientation="h",
+               name=f"reading the weights at {d['bytes_per_s'] / 1e9:.1f} GB/s (the fit)",
+               marker_color=REGIME_COLOURS["memory-bound"],
+               customdata=[r["fixed_share"] * 100 for r in d["rows"]],
+               hovertemplate="reading %{x:.1f} ms; the fixed cost is %{customdata:.0f}% of the "
+                             "step<extra></extra>")])
+    return fig.update_layout(**plotly_layout(
+        f"{bytes_per_weight:g} bytes per weight: predicted from the fit, not measured",
+        height=height, barmode="stack", xaxis={"title": "predicted time per decode step (ms)"}))
