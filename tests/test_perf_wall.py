@@ -307,7 +307,7 @@ def test_measure_wall_bad_input_fails_before_timing():
         wall.measure_wall([tiny_config()], overhead_depths=[0], peaks=_peaks())
 
 
-# ---- bandwidth, measured and cached ---------------------------------------------------------------
+# ---- bandwidth, measured and cached -------------------------------------------------------------
 @pytest.mark.parametrize("method, moved", [("read", 1), ("copy", 2), ("matvec", 1)])
 def test_measure_bandwidth_methods(method, moved):
     b = bandwidth.measure_bandwidth(4 << 20, method, repeats=2, threads=1)
