@@ -1,0 +1,222 @@
+"""Every way a server can fail a client gives a ServeError that names the fix; in a load run,
+failed requests are recorded with their reason, completed ones kept, and the file written.
+
+The misbehaving server is tests/serve_fault_server.py (real HTTP through uvicorn; only the
+bytes of each reply are chosen), started through viz.serve's own ManagedProcess.
+"""
+
+import math
+import time
+
+import pytest
+
+from serve_support import fault_server, gone
+from viz.serve import (SLO, LoadRun, ServeError, StreamRecord, Timeouts, check_url,
+                       record_request, run_load)
+from viz.serve.server import free_port
+
+
+@pytest.fixture(scope="module")
+def faults(tmp_path_factory):
+    server = fault_server(tmp_path_factory.mktemp("faults")).start()
+    yield server
+    server.stop()
+    assert gone(server.pid)
+
+
+def url(server) -> str:
+    return server.root_url + "/v1"
+
+
+def test_a_correct_stream_is_timed_chunk_by_chunk(faults, tmp_path):
+    rec = record_request(url(faults), "hi", model="ok", max_tokens=5)
+    r = rec.request
+    assert r.ok and r.error is None and r.http_status == 200
+    assert r.token_texts == [f"tok{i} " for i in range(5)]
+    assert rec.text == "tok0 tok1 tok2 tok3 tok4 "
+    assert (r.prompt_tokens, r.output_tokens, r.finish_reason) == (5, 5, "length")
+    # the definitions, recomputed here from the raw times
+    assert rec.ttft_s == pytest.approx(r.token_times_s[0] - r.sent_s)
+    assert rec.itl_s == pytest.approx([b - a for a, b in zip(r.token_times_s, r.token_times_s[1:])])
+    assert rec.tpot_s == pytest.approx((r.end_s - r.token_times_s[0]) / 4)
+    assert all(g >= 0.005 for g in rec.itl_s)  # the server waits 10 ms between chunks
+    path = rec.save(tmp_path / "one.json")
+    again = StreamRecord.load(path)
+    assert again.request == r and again.target.model == "ok"
+    assert "TTFT" in again.summary()
+
+
+@pytest.mark.parametrize("model, kind, message", [
+    ("http500", "http", r"HTTP 500 from the server: the fault server failed on purpose "
+                        r"\(the server failed: check its log\)"),
+    ("http400", "http", r"HTTP 400 from the server: max_tokens is too large for this model"),
+    ("http422", "http", r"HTTP 422 from the server: Unexpected fields in the request"),
+    ("nonstream", "protocol", r"answered with application/json, not a stream of events"),
+    ("malformed", "protocol", r"a malformed event in the stream \(its data is not JSON"),
+    ("truncated", "protocol", r"the stream ended after 3 text chunks without its final chunk"),
+    ("cut", "connection", r"the connection broke mid-stream after 3 text chunks .*check the "
+                          r"server's log"),
+    ("error-event", "server", r"reported an error mid-stream after 2 text chunks"),
+])
+def test_each_fault_names_itself_and_the_fix(faults, model, kind, message):
+    with pytest.raises(ServeError, match=message) as err:
+        record_request(url(faults), "hi", model=model, max_tokens=5)
+    assert err.value.kind == kind
+
+
+def test_a_failed_request_can_be_kept_instead_of_raised(faults):
+    rec = record_request(url(faults), "hi", model="cut", max_tokens=5, raise_on_error=False)
+    assert not rec.ok and rec.request.error_kind == "connection"
+    assert rec.request.token_texts == ["tok0 ", "tok1 ", "tok2 "]  # what came is kept
+    assert "failed (connection)" in rec.summary()
+
+
+def test_a_stalled_stream_times_out(faults):
+    start = time.monotonic()
+    with pytest.raises(ServeError, match=r"the stream stalled: no data for 0.5 s after 2 text "
+                                         r"chunks") as err:
+        record_request(url(faults), "hi", model="stall", timeouts=Timeouts(stall_s=0.5))
+    assert err.value.kind == "timeout" and time.monotonic() - start < 10
+
+
+def test_a_request_has_a_time_limit(faults):
+    with pytest.raises(ServeError, match=r"took longer than 0.4 s \(its limit\)"):
+        record_request(url(faults), "hi", model="stall",
+                       timeouts=Timeouts(stall_s=30, request_s=0.4))
+
+
+def test_unknown_model_lists_what_the_server_serves(faults):
+    with pytest.raises(ServeError, match=r"unknown model 'nope': .* serves \['ok', "):
+        record_request(url(faults), "hi", model="nope")
+
+
+def test_connection_refused_says_nothing_is_serving():
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    with pytest.raises(ServeError, match=r"cannot connect to .*nothing is serving there. Start "
+                                         r"a server") as err:
+        record_request(dead, "hi")
+    assert err.value.kind == "connection"
+
+
+def test_an_unreachable_host_fails_fast_with_the_fix():
+    # .invalid never resolves (RFC 6761): no network needed to show the message
+    with pytest.raises(ServeError, match=r"cannot connect to http://no-such-host.invalid:8000/v1 "
+                                         r"\(gaierror.*check the host and port") as err:
+        record_request("http://no-such-host.invalid:8000/v1", "hi", allow_remote=True,
+                       timeouts=Timeouts(connect_s=1, stall_s=1, request_s=2))
+    assert err.value.kind == "connection"
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("http://example.com:8000/v1", r"refusing to contact example.com: viz sends requests only "
+                                   r"to servers on this machine .*allow_remote=True"),
+    ("ftp://127.0.0.1/v1", r"is not an http\(s\) URL"),
+    ("", r"the server URL must be a string"),
+    (42, r"the server URL must be a string"),
+    ("http://127.0.0.1:99999/v1", r"has an invalid port"),
+])
+def test_bad_urls(bad, message):
+    with pytest.raises(ServeError, match=message):
+        check_url(bad)
+
+
+def test_urls_are_normalised_and_remote_needs_consent():
+    assert check_url("http://127.0.0.1:8000") == "http://127.0.0.1:8000/v1"
+    assert check_url("http://localhost:8000/v1/") == "http://localhost:8000/v1"
+    assert check_url("http://[::1]:8000/v1") == "http://[::1]:8000/v1"
+    assert check_url("http://gpu-box:8000/v1", allow_remote=True) == "http://gpu-box:8000/v1"
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(concurrency=0), r"concurrency must be a whole number from 1 to 512, not 0"),
+    (dict(concurrency=-3), r"concurrency must be a whole number from 1 to 512, not -3"),
+    (dict(concurrency=2.5), r"concurrency must be a whole number"),
+    (dict(rate=0), r"rate must be a number from 1e-06 to 10000, not 0"),
+    (dict(rate=-1.0), r"rate must be a number from 1e-06 to 10000, not -1.0"),
+    (dict(rate=math.nan), r"rate must be a number"),
+    (dict(rate=1.0, concurrency=2), r"give either concurrency= .* or rate= .*exactly one"),
+    (dict(), r"give either concurrency= .* or rate= .*exactly one"),
+    (dict(concurrency=2, n_requests=0), r"n_requests must be a whole number from 1"),
+    (dict(concurrency=2, max_duration_s=0), r"max_duration_s must be a number from 0.001"),
+    (dict(concurrency=2, max_duration_s=math.inf), r"max_duration_s must be a number"),
+    (dict(concurrency=2, max_concurrency=2), r"max_concurrency caps a rate= run"),
+    (dict(concurrency=2, prompts=[]), r"prompts must be a non-empty list"),
+    (dict(concurrency=2, prompts=["ok", "  "]), r"prompt 1 is empty or not text"),
+    (dict(concurrency=2, seed="x"), r"seed must be a whole number"),
+])
+def test_bad_load_settings_are_refused_before_any_request(kwargs, message):
+    with pytest.raises(ServeError, match=message):
+        run_load(f"http://127.0.0.1:{free_port()}/v1", **kwargs)
+
+
+def test_bad_request_arguments():
+    with pytest.raises(ServeError, match=r"the prompt is empty"):
+        record_request("http://127.0.0.1:1/v1", "  ")
+    with pytest.raises(ServeError, match=r"max_tokens must be a whole number >= 1, not 0"):
+        record_request("http://127.0.0.1:1/v1", "hi", max_tokens=0)
+    with pytest.raises(ServeError, match=r"temperature must be a number >= 0"):
+        record_request("http://127.0.0.1:1/v1", "hi", temperature=-1)
+    with pytest.raises(ServeError, match=r"timeout stall_s must be a number of seconds > 0"):
+        Timeouts(stall_s=0)
+    with pytest.raises(ValueError, match=r"SLO ttft_s must be a number of seconds > 0"):
+        SLO(ttft_s=-1)
+
+
+def test_a_load_run_against_an_unreachable_server_fails_before_it_starts(tmp_path):
+    out = tmp_path / "run.json"
+    with pytest.raises(ServeError, match=r"cannot connect to .*nothing is serving there"):
+        run_load(f"http://127.0.0.1:{free_port()}/v1", concurrency=2, out=str(out))
+    assert not out.exists()  # nothing was run, so nothing is claimed
+
+
+def test_a_load_run_keeps_completed_requests_and_records_failed_ones(faults, tmp_path):
+    out = tmp_path / "run.json"
+    run = run_load(url(faults), model="flaky", concurrency=2, n_requests=6, max_tokens=4,
+                   progress=False, out=str(out))
+    saved = LoadRun.load(out)
+    assert saved.requests == run.requests and len(run.requests) == 6
+    for r in run.requests:  # the fault server cuts the odd-numbered requests
+        if r.index % 2:
+            assert not r.ok and r.error_kind == "connection"
+            assert "the connection broke mid-stream after 3 text chunks" in r.error
+            assert len(r.token_texts) == 3
+        else:
+            assert r.ok and r.error is None and r.n_output_tokens == 4
+    s = run.summary()
+    assert (s.n_completed, s.n_failed, s.errors) == (3, 3, {"connection": 3})
+    assert s.output_tokens == 12 and run.stopped == ""
+
+
+def test_a_server_dying_mid_run_is_recorded_and_the_file_written(tmp_path):
+    server = fault_server(tmp_path, "dies").start()
+    out = tmp_path / "died.json"
+    try:
+        run = run_load(server, model="die", concurrency=2, n_requests=4, progress=False,
+                       out=str(out))
+    finally:
+        server.stop()
+    assert gone(server.pid)
+    saved = LoadRun.load(out)
+    assert [r.ok for r in saved.requests] == [False] * 4
+    assert {r.error_kind for r in saved.requests} <= {"connection"}
+    first = min(saved.requests, key=lambda r: r.sent_s)
+    assert "broke mid-stream after 2 text chunks" in first.error
+    assert "process has exited (code 1)" in first.error  # the server's own state, from viz
+    assert first.token_texts == ["tok0 ", "tok1 "]
+
+
+def test_a_load_run_stops_at_its_time_limit_and_keeps_what_streamed(faults, tmp_path):
+    out = tmp_path / "late.json"
+    start = time.monotonic()
+    run = run_load(url(faults), model="stall", rate=20.0, n_requests=50, max_duration_s=1.0,
+                   progress=False, out=str(out), timeouts=Timeouts(stall_s=30))
+    took = time.monotonic() - start
+    assert took < 8, f"the run took {took:.1f} s despite a 1 s limit"
+    assert "time limit of 1 s reached" in run.stopped
+    sent = [r for r in run.requests if r.sent_s is not None]
+    assert 0 < len(sent) < 50
+    assert all(r.error_kind == "cancelled" for r in run.requests)
+    assert all(r.token_texts == ["tok0 ", "tok1 "] for r in sent if r.sent_s < 0.8)
+    assert all(r.error == "not sent: the run's time limit came first"
+               for r in run.requests if r.sent_s is None)
+    assert LoadRun.load(out).stopped == run.stopped

@@ -1,0 +1,181 @@
+"""No server outlives what started it: an exception in the `with` block, Ctrl-C in a
+notebook (a kernel interrupt), a kernel restart, the parent killed outright. And a server
+that cannot start says why.
+
+The lifecycle is viz.serve's ManagedProcess, the same class EmbeddedServer is; these tests
+run it on the small fault server (a second to start) instead of the model (test_serve_real.py
+checks the real server's own stop).
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from serve_support import FAULT_SERVER, fault_server, gone
+from viz.serve import EmbeddedServer, ServeError
+from viz.serve.server import ManagedProcess, free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_an_exception_inside_the_block_stops_the_server(tmp_path):
+    with pytest.raises(RuntimeError, match="something went wrong in the user's code"):
+        with fault_server(tmp_path) as server:
+            pid = server.pid
+            assert server.alive and server.rss_bytes() > 0
+            raise RuntimeError("something went wrong in the user's code")
+    assert gone(pid)
+    assert not server.alive
+    server.stop()  # idempotent
+
+
+def test_killing_the_parent_outright_kills_the_server(tmp_path):
+    """The parent gets SIGKILL (no cleanup code runs): the worker's watchdog notices."""
+    code = textwrap.dedent(f"""
+        import os, signal, sys
+        from pathlib import Path
+        sys.path.insert(0, {str(ROOT / 'tests')!r})
+        from serve_support import fault_server
+        server = fault_server(Path({str(tmp_path)!r})).start()
+        print(server.pid, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    pid = int(proc.stdout.split()[0])
+    assert gone(pid, timeout_s=5), f"server {pid} outlived its killed parent"
+
+
+def _kernel():
+    from jupyter_client.manager import KernelManager
+
+    km = KernelManager(kernel_name="python3")
+    km.start_kernel(cwd=str(ROOT), env={**os.environ, "PYTHONPATH": str(ROOT)})
+    kc = km.client()
+    kc.start_channels()
+    kc.wait_for_ready(timeout=60)
+    return km, kc
+
+
+def _wait_for(path: Path, timeout_s: float = 60) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path.is_file() and path.read_text().strip():
+            return path.read_text().strip()
+        time.sleep(0.1)
+    raise AssertionError(f"the kernel wrote nothing to {path}")
+
+
+def _reply(kc, msg_id: str, ename: str) -> None:
+    """Wait for the kernel's answer to `msg_id` and check it ended with `ename`."""
+    while True:
+        msg = kc.get_shell_msg(timeout=60)
+        if msg["parent_header"].get("msg_id") == msg_id:
+            assert msg["content"].get("ename") == ename, msg["content"]
+            return
+
+
+def test_a_kernel_interrupt_and_a_kernel_restart_leave_no_server(tmp_path):
+    km, kc = _kernel()
+    try:
+        # 1. Ctrl-C (interrupt) while a cell waits inside the `with` block
+        pid_file = tmp_path / "pid1"
+        first = kc.execute(textwrap.dedent(f"""
+            import sys, time
+            from pathlib import Path
+            sys.path.insert(0, {str(ROOT / 'tests')!r})
+            from serve_support import fault_server
+            with fault_server(Path({str(tmp_path)!r}), "interrupted") as server:
+                Path({str(pid_file)!r}).write_text(str(server.pid))
+                time.sleep(120)
+        """))
+        pid1 = int(_wait_for(pid_file))
+        assert not gone(pid1, timeout_s=0.2)
+        km.interrupt_kernel()
+        assert gone(pid1), "the server survived a kernel interrupt"
+        _reply(kc, first, "KeyboardInterrupt")
+
+        # 2. a server started without `with`, then the kernel is restarted (killed)
+        pid_file = tmp_path / "pid2"
+        kc.execute(textwrap.dedent(f"""
+            server = fault_server(Path({str(tmp_path)!r}), "restarted").start()
+            Path({str(pid_file)!r}).write_text(str(server.pid))
+        """))
+        pid2 = int(_wait_for(pid_file))
+        assert not gone(pid2, timeout_s=0.2)
+        km.restart_kernel(now=True)
+        assert gone(pid2), "the server survived a kernel restart"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def test_a_server_that_exits_while_starting_shows_its_log(tmp_path):
+    script = tmp_path / "broken.py"
+    script.write_text("import sys\nprint('cannot load the model: out of memory')\nsys.exit(7)\n")
+    port = free_port()
+    p = ManagedProcess(["--script", str(script)], host="127.0.0.1", port=port,
+                       log_path=tmp_path / "broken.log")
+    with pytest.raises(ServeError, match=r"exited with code 7 while starting; the end of its "
+                                         r"log .*\n(.*\n)*cannot load the model: out of memory"):
+        p.start()
+    assert not p.alive
+
+
+def test_a_server_that_never_answers_is_given_up_and_stopped(tmp_path):
+    script = tmp_path / "silent.py"
+    script.write_text("import time\ntime.sleep(60)\n")
+    p = ManagedProcess(["--script", str(script)], host="127.0.0.1", port=free_port(),
+                       log_path=tmp_path / "silent.log", startup_timeout_s=1.5)
+    start = time.monotonic()
+    with pytest.raises(ServeError, match=r"did not answer http://127.0.0.1:\d+/health within "
+                                         r"1.5 s: the machine may be busy"):
+        p.start()
+    assert time.monotonic() - start < 20
+    assert gone(p.pid)
+
+
+def test_the_worker_refuses_to_run_for_a_parent_that_is_not_its_own(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "viz.serve.worker", "--parent-pid", "1",
+                           "--script", str(FAULT_SERVER), "--", "--port", "1"],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 1 and "parent 1 already gone" in proc.stderr
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(model="/no/such/folder"), r"unknown model '/no/such/folder': the embedded server "
+                                    r"runs offline and needs a local transformers model folder"),
+    (dict(dtype="int3"), r"dtype must be one of"),
+    (dict(device="tpu"), r"device must be 'cpu', 'cuda', 'cuda:N', 'mps' or 'auto'"),
+    (dict(page_size=0), r"page_size must be a whole number >= 1, not 0"),
+    (dict(page_size=2), r"page_size must be at least 4 tokens"),
+    (dict(num_pages=-1), r"num_pages must be a whole number >= 1"),
+    (dict(max_batch_tokens=1.5), r"max_batch_tokens must be a whole number >= 1"),
+    (dict(host="0.0.0.0"), r"refusing to listen on 0.0.0.0: .*allow_remote=True"),
+])
+def test_bad_server_settings_are_refused_before_starting(kwargs, message, tmp_path):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    kwargs = {"model": str(folder), **kwargs}
+    with pytest.raises(ServeError, match=message):
+        EmbeddedServer(**kwargs)
+
+
+def test_cuda_that_is_not_there_is_refused(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: the refusal cannot be shown here")
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    with pytest.raises(ValueError, match=r"CUDA is not available on this machine"):
+        EmbeddedServer(str(folder), device="cuda")

@@ -1,0 +1,120 @@
+"""The real `transformers serve` on the default model, started by viz: what it answers, how
+the client's clock agrees with the server's own per-token timestamps, what continuous
+batching does with a small load, and one request at a time for contrast.
+
+One continuous-batching server for the whole session (~10 s to start, ~1.2 GB); the
+one-at-a-time server only for its test. Marked `real_model` (they need `make model`).
+"""
+
+import math
+import statistics
+
+import pytest
+
+import viz
+from serve_support import gone
+from viz.serve import EmbeddedServer, record_request, run_load
+
+pytestmark = pytest.mark.real_model
+
+# Plain ASCII answers: every token is one text chunk (no character split across tokens).
+PROMPTS = [{"name": "count", "prompt": "Count from one to twenty in words, separated by commas.",
+            "max_tokens": 14},
+           {"name": "colors", "prompt": "Name five colors, separated by commas.", "max_tokens": 14},
+           {"name": "days", "prompt": "List the days of the week, separated by commas.",
+            "max_tokens": 14}]
+# Different answer lengths, so that one request ends while another still decodes.
+STAGGERED = [{"name": "short", "prompt": "Say hello in one word.", "max_tokens": 3},
+             {"name": "long", "prompt": "Count from one to ten in words.", "max_tokens": 14},
+             {"name": "mid", "prompt": "What is two plus two?", "max_tokens": 5},
+             {"name": "last", "prompt": "Name three colors.", "max_tokens": 5}]
+
+
+@pytest.fixture(scope="session")
+def cb_server():
+    server = EmbeddedServer(continuous_batching=True, record=True).start()
+    yield server
+    pid = server.pid
+    server.stop()
+    assert gone(pid), "the embedded server outlived its stop()"
+
+
+def test_the_server_answers_as_generate_does(cb_server, smollm):
+    question = "What is the capital of France?"
+    rec = record_request(cb_server, question, max_tokens=12)
+    local = viz.record(smollm, question, chat=True, max_new_tokens=12)
+    assert rec.text == local.generated_text
+    assert rec.request.prompt_tokens == len(local.prompt_tokens)
+    assert rec.target.model == str(cb_server.model_folder)
+    assert rec.request.server is not None
+    assert rec.request.server.prompt_tokens == len(local.prompt_tokens)
+
+
+def test_client_times_agree_with_the_servers_own_timestamps(cb_server):
+    """transformers stamps each token when its forward pass hands it out
+    (`record_timestamps`); the client stamps each SSE chunk when it arrives. Both read the
+    same monotonic clock (one machine), so client − server is what lies between: decoding
+    the token to text, the SSE write, the socket, the client's parsing — the HTTP overhead.
+    It must be ≥ 0 (a chunk cannot arrive before its token exists) and small: ≤ 150 ms for
+    each token, 50 ms in the median, on a busy 2-core machine (quiet: ~2-10 ms).
+    TTFT differs from the server's own (first token − received) by what precedes the
+    server's stamp: the request's HTTP parsing and chat-template tokenization (≤ 500 ms)."""
+    run = run_load(cb_server, concurrency=3, n_requests=3, prompts=PROMPTS, progress=False)
+    gaps = []
+    for r in run.requests:
+        assert r.ok, r.error
+        s = r.server
+        assert s is not None and len(s.token_times_s) == r.output_tokens
+        # the server does not stream the end-of-sequence token as text
+        eos = 1 if r.finish_reason == "stop" else 0
+        assert len(r.token_times_s) == len(s.token_times_s) - eos
+        gaps += [c - t for c, t in zip(r.token_times_s, s.token_times_s)]
+        server_ttft = s.token_times_s[0] - s.received_s
+        assert 0 <= r.ttft_s - server_ttft <= 0.5
+        assert r.sent_s <= s.received_s <= s.started_s <= s.token_times_s[0]
+    assert min(gaps) >= 0, f"a chunk arrived before its token was made: {min(gaps) * 1e3:.1f} ms"
+    assert max(gaps) <= 0.150, f"HTTP overhead up to {max(gaps) * 1e3:.0f} ms"
+    assert statistics.median(gaps) <= 0.050
+
+
+def test_continuous_batching_joins_shares_and_pages(cb_server, tmp_path):
+    run = run_load(cb_server, concurrency=2, n_requests=4, prompts=STAGGERED, seed=0,
+                   progress=False, out=str(tmp_path / "run.json"))
+    assert all(r.ok for r in run.requests), [r.error for r in run.requests]
+    s = run.summary()
+    assert s.output_tokens == sum(r.output_tokens for r in run.requests)
+    schedule = run.schedule
+    assert schedule is not None and schedule.page_size == cb_server.page_size
+    assert schedule.total_pages == cb_server.num_pages
+    ids = {r.request_id for r in run.requests}
+    assert ids <= set(schedule.request_ids())
+    steps = [st for st in schedule.steps if {e.request_id for e in st.batch} & ids]
+    assert max(len(st.batch) for st in steps) >= 2, "never two requests in one step"
+    assert any({e.phase for e in st.batch} == {"prefill", "decode"} for st in steps), \
+        "no request joined while another was decoding"
+    for st in steps:
+        assert st.tokens <= schedule.max_batch_tokens
+        for e in st.batch:
+            held = e.cached_tokens + e.query_tokens
+            assert len(e.pages) == math.ceil(held / schedule.page_size)
+    # the chat template's system prompt opens every request: its first page is reused
+    later = [r for r in run.requests if r.index >= 2]
+    for r in later:
+        first = next(e for st in steps for e in st.batch if e.request_id == r.request_id)
+        assert first.cached_tokens >= schedule.page_size, (r.prompt_name, first)
+    assert any(st.shared_pages for st in steps)
+    assert cb_server.peak_rss_bytes() < 1.6e9  # the sizing keeps it within Binder's budget
+
+
+def test_one_request_at_a_time_queues_the_rest():
+    with EmbeddedServer(continuous_batching=False, record=True) as server:
+        run = run_load(server, concurrency=2, n_requests=2, prompts=PROMPTS[:2],
+                       progress=False)
+        pid = server.pid
+    assert gone(pid)
+    assert all(r.ok for r in run.requests) and run.schedule is None
+    first, second = sorted(run.requests, key=lambda r: r.server.started_s)
+    # both were sent at once; the second started only once the first was finished
+    assert abs(first.sent_s - second.sent_s) < 0.2
+    assert second.server.started_s >= first.server.finished_s
+    assert second.ttft_s > first.e2e_s * 0.8

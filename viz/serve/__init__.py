@@ -1,0 +1,39 @@
+"""Many users at once: a real server, its clients, and what happens inside it (lesson 09).
+
+    from viz import serve
+    with serve.EmbeddedServer(continuous_batching=True, record=True) as server:
+        one = serve.record_request(server, "What is the capital of France?")
+        run = serve.run_load(server, concurrency=4, n_requests=8)
+    print(run.summary())
+
+- `client`: record one streaming request to any OpenAI-compatible server (`record_request`
+  → `StreamRecord`), with the errors (`ServeError`) that name the fix.
+- `server`: `EmbeddedServer` / `serve()`: `transformers serve` on the default model, offline,
+  started and stopped cleanly (`worker` ties it to this process).
+- `loadgen`: `run_load`: N concurrent streams or seeded Poisson arrivals over the shipped
+  prompts (`prompts.json`), bounded in count and time → a `LoadRun` document.
+- `metrics`: TTFT, ITL, TPOT, E2E and goodput, defined once (`summarize`, `SLO`).
+- `scheduler`: the continuous-batching loop step by step, in-process (`StepRecorder`,
+  `record_schedule` → `Schedule`), pinned to `SUPPORTED_TRANSFORMERS`.
+
+Views: `viz.views.serving`. Command line: `python -m viz serve`, `python -m viz load`.
+"""
+
+from viz.serve.client import (ServeError, StreamRecord, Target, Timeouts, check_url,
+                              record_request)
+from viz.serve.loadgen import (LoadRun, LoadSettings, Prompt, arrival_times, load_prompts,
+                               run_load, sweep_load)
+from viz.serve.metrics import (SLO, LoadSummary, RequestRecord, ServerTiming, StaticBatchWaste,
+                               static_batching_waste, summarize)
+from viz.serve.scheduler import (SUPPORTED_TRANSFORMERS, Schedule, SchedulerStep, StepRecorder,
+                                 UnsupportedTransformers, check_transformers_version,
+                                 record_schedule)
+from viz.serve.server import EmbeddedServer, ServerInfo, serve
+
+__all__ = ["record_request", "StreamRecord", "ServeError", "Target", "Timeouts", "check_url",
+           "run_load", "sweep_load", "LoadRun", "LoadSettings", "Prompt", "load_prompts",
+           "arrival_times", "SLO", "LoadSummary", "RequestRecord", "ServerTiming", "summarize",
+           "StaticBatchWaste", "static_batching_waste",
+           "Schedule", "SchedulerStep", "StepRecorder", "record_schedule",
+           "SUPPORTED_TRANSFORMERS", "UnsupportedTransformers", "check_transformers_version",
+           "EmbeddedServer", "ServerInfo", "serve"]

@@ -1,0 +1,380 @@
+"""Load runs: many requests at once against one server, every request recorded.
+
+    run = viz.serve.run_load(server, concurrency=4, n_requests=16)    # 4 streams kept busy
+    run = viz.serve.run_load(server, rate=2.0, n_requests=16, seed=0)  # Poisson, 2 per second
+    print(run.summary())       # percentiles, throughput, goodput (viz.serve.metrics)
+    run.save("run.json")       # a LoadRun document: every request, every token's arrival
+
+Two ways to load a server, as vLLM's and GuideLLM's benchmarks do:
+
+- **concurrency N** (closed loop): N streams; each sends its next request as soon as its last
+  one ends. The load follows the server's speed.
+- **rate λ** (open loop): requests arrive at random, independent times — a Poisson process,
+  gaps drawn from an exponential distribution of mean 1/λ (seeded: the same seed gives the
+  same arrival times) — whether or not the server keeps up. `max_concurrency` optionally caps
+  how many are in flight.
+
+Prompts cycle through a shipped set of eight (`prompts.json`, `load_prompts()`), short and
+long, each with its own answer limit, in an order shuffled by the seed. Every run is bounded
+twice: `n_requests` requests at most, and `max_duration_s` seconds at most — nothing is sent
+after that, and requests still streaming then are cancelled (recorded as such, with the text
+they got). A failed request is recorded with its reason; completed ones are kept; with
+`out=`, the file is written whatever happened (also on Ctrl-C, before it propagates).
+Introduced in lesson 09 (Serving many users).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.resources
+import json
+import math
+import random
+import sys
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Optional, Sequence
+
+from viz.documents import Document
+from viz.serve.client import (ClientInfo, ServeError, Target, Timeouts, attach_server_timing,
+                              check_url, make_client, now, resolve_target, run_coroutine,
+                              stream_request, utc_now)
+from viz.serve.metrics import (SLO, LoadSummary, RequestRecord, StaticBatchWaste,
+                               static_batching_waste, summarize)
+from viz.serve.scheduler import Schedule
+from viz.serve.server import ServerInfo
+
+MAX_REQUESTS = 10_000
+MAX_CONCURRENCY = 512
+MAX_DURATION_S = 24 * 3600.0
+
+
+@dataclass
+class Prompt:
+    """One prompt of a set."""
+
+    name: str
+    prompt: str
+    max_tokens: int  # this prompt's answer limit
+
+
+def load_prompts() -> list[Prompt]:
+    """The shipped prompt set (viz/serve/prompts.json): eight prompts, 36 to 270 tokens with
+    the default model's chat template, answers of 8 to 64 tokens at most."""
+    text = importlib.resources.files("viz.serve").joinpath("prompts.json").read_text("utf-8")
+    return [Prompt(p["name"], p["prompt"], int(p["max_tokens"]))
+            for p in json.loads(text)["prompts"]]
+
+
+def _prompts(prompts: Any, max_tokens: Optional[int]) -> list[Prompt]:
+    if prompts is None:
+        out = load_prompts()
+    elif isinstance(prompts, str) or not isinstance(prompts, Sequence) or not prompts:
+        raise ServeError("prompts must be a non-empty list of strings (or of "
+                         "{'name', 'prompt', 'max_tokens'}), or None for the shipped set")
+    else:
+        out = []
+        for i, p in enumerate(prompts):
+            if isinstance(p, Prompt):
+                out.append(p)
+            elif isinstance(p, str) and p.strip():
+                out.append(Prompt(f"prompt {i}", p, max_tokens or 64))
+            elif isinstance(p, dict) and isinstance(p.get("prompt"), str) and p["prompt"].strip():
+                out.append(Prompt(str(p.get("name", f"prompt {i}")), p["prompt"],
+                                  int(p.get("max_tokens", max_tokens or 64))))
+            else:
+                raise ServeError(f"prompt {i} is empty or not text: {p!r}")
+    if max_tokens is not None:
+        out = [Prompt(p.name, p.prompt, max_tokens) for p in out]
+    return out
+
+
+# ---- the saved run ----------------------------------------------------------------------------
+@dataclass
+class LoadSettings:
+    """How a load run was driven."""
+
+    mode: str  # "concurrency" (N streams, closed loop) or "rate" (Poisson arrivals, open loop)
+    concurrency: Optional[int]  # streams (mode concurrency), or the in-flight cap (mode rate)
+    rate_per_s: Optional[float]  # mean arrivals per second (mode rate)
+    n_requests: int  # requests scheduled
+    max_duration_s: float  # nothing sent, and everything stopped, after this long
+    seed: int  # prompt order and arrival times
+    max_tokens: Optional[int]  # one answer limit for every prompt (None: each prompt's own)
+    temperature: float
+    timeouts: Timeouts
+    slo: SLO  # the objective the summary's goodput uses by default
+    prompts: list[Prompt] = field(default_factory=list)
+
+
+@dataclass
+class LoadRun(Document):
+    """Every request of one load run, as the client saw it (`run_load`). Lesson 09."""
+
+    KIND: ClassVar[str] = "llm-inference-load-run"
+    SCHEMA_VERSION: ClassVar[int] = 1
+    WHAT: ClassVar[str] = "load run"
+    AGAIN: ClassVar[str] = ("run it again with viz.serve.run_load(...) or "
+                            "`python -m viz load URL -o FILE`")
+
+    target: Target
+    settings: LoadSettings
+    requests: list[RequestRecord]
+    client: ClientInfo
+    recorded_at: str  # ISO 8601, UTC
+    stopped: str = ""  # why the run stopped before sending everything ("" = it did not)
+    server: Optional[ServerInfo] = None  # how the server was run, when viz started it
+    schedule: Optional[Schedule] = None  # the server's scheduler steps, when it recorded them
+    label: str = ""  # e.g. "continuous batching, 4 streams"
+
+    def summary(self, slo: Optional[SLO] = None) -> LoadSummary:
+        """Percentiles, throughput and goodput (definitions: viz.serve.metrics)."""
+        return summarize(self.requests, slo or self.settings.slo)
+
+    def static_batching_waste(self, batch_size: int) -> StaticBatchWaste:
+        """What static batching would have wasted on this run's completed requests (their
+        prompt and answer lengths as the server counted them), `batch_size` at a time."""
+        done = [r for r in sorted(self.requests, key=lambda r: r.index)
+                if r.ok and r.prompt_tokens is not None]
+        if not done:
+            raise ValueError("no completed request with token counts in this run")
+        return static_batching_waste([r.prompt_tokens for r in done],
+                                     [r.n_output_tokens for r in done], batch_size)
+
+    @property
+    def load_label(self) -> str:
+        """The load in words: "4 streams" or "2.0 requests/s"."""
+        s = self.settings
+        if s.mode == "concurrency":
+            return f"{s.concurrency} stream{'s' if s.concurrency != 1 else ''}"
+        cap = f", at most {s.concurrency} at once" if s.concurrency else ""
+        return f"{s.rate_per_s:g} requests per second{cap}"
+
+    def __str__(self) -> str:
+        head = f"{self.label or self.target.server_label or self.target.model} · {self.load_label}"
+        stop = f"\nstopped early: {self.stopped}" if self.stopped else ""
+        return f"{head}{stop}\n{self.summary()}"
+
+
+def arrival_times(n: int, rate_per_s: float, seed: int) -> list[float]:
+    """n arrival times of a Poisson process of `rate_per_s` (seconds; the first at 0):
+    exponential gaps of mean 1/rate, from `random.Random(seed)`."""
+    rng = random.Random(seed)
+    t, out = 0.0, []
+    for i in range(n):
+        if i:
+            t += rng.expovariate(rate_per_s)
+        out.append(t)
+    return out
+
+
+def prompt_order(n: int, prompts: list[Prompt], seed: int) -> list[Prompt]:
+    """n prompts: the set shuffled by `seed`, repeated as often as needed."""
+    order = list(range(len(prompts)))
+    random.Random(seed).shuffle(order)
+    return [prompts[order[i % len(order)]] for i in range(n)]
+
+
+def _check(name: str, value: Any, low: float, high: float, whole: bool) -> None:
+    bad = isinstance(value, bool) or not isinstance(value, (int, float)) or \
+        (whole and not isinstance(value, int)) or not math.isfinite(value) or \
+        not low <= value <= high
+    if bad:
+        kind = "a whole number" if whole else "a number"
+        raise ServeError(f"{name} must be {kind} from {low:g} to {high:g}, not {value!r}")
+
+
+def run_load(url: Any, *, concurrency: Optional[int] = None, rate: Optional[float] = None,
+             max_concurrency: Optional[int] = None, n_requests: int = 16,
+             max_duration_s: float = 300.0, prompts: Any = None,
+             max_tokens: Optional[int] = None, seed: int = 0, model: Optional[str] = None,
+             endpoint: str = "chat", temperature: float = 0.0,
+             timeouts: Optional[Timeouts] = None, slo: Optional[SLO] = None,
+             allow_remote: bool = False, api_key: Optional[str] = None, progress: bool = True,
+             label: str = "", out: Optional[str] = None) -> LoadRun:
+    """Load a server with `n_requests` requests and record every one. Lesson 09.
+
+    url: the server's API root ("http://127.0.0.1:8000/v1") or an `EmbeddedServer` (then
+        its own timestamps and scheduler steps join the run when it records them).
+    concurrency: N streams kept busy — or rate: mean requests per second (Poisson, seeded),
+        optionally capped by max_concurrency. Exactly one of the two.
+    prompts: None for the shipped set, or a list of strings / {name, prompt, max_tokens}.
+    max_tokens: one answer limit for all prompts (None: each prompt's own).
+    slo: the objective for goodput (default SLO(): TTFT ≤ 1 s, TPOT ≤ 150 ms).
+    out: also save the run there (JSON), whatever happens.
+    """
+    if (concurrency is None) == (rate is None):
+        raise ServeError("give either concurrency= (streams kept busy) or rate= (requests "
+                         "per second), exactly one of them")
+    if concurrency is not None:
+        _check("concurrency", concurrency, 1, MAX_CONCURRENCY, True)
+    if rate is not None:
+        _check("rate", rate, 1e-6, 1e4, False)
+    if max_concurrency is not None:
+        if rate is None:
+            raise ServeError("max_concurrency caps a rate= run; with concurrency= it is the "
+                             "concurrency itself")
+        _check("max_concurrency", max_concurrency, 1, MAX_CONCURRENCY, True)
+    _check("n_requests", n_requests, 1, MAX_REQUESTS, True)
+    _check("max_duration_s", max_duration_s, 1e-3, MAX_DURATION_S, False)
+    if max_tokens is not None:
+        _check("max_tokens", max_tokens, 1, 1e6, True)
+    _check("temperature", temperature, 0, 1e3, False)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ServeError(f"seed must be a whole number, not {seed!r}")
+    base_url = check_url(url, allow_remote)
+    timeouts = timeouts or Timeouts()
+    slo = slo or SLO()
+    chosen = prompt_order(n_requests, _prompts(prompts, max_tokens), seed)
+    arrivals = arrival_times(n_requests, rate, seed) if rate is not None else [0.0] * n_requests
+    settings = LoadSettings(
+        mode="rate" if rate is not None else "concurrency",
+        concurrency=concurrency if rate is None else max_concurrency,
+        rate_per_s=float(rate) if rate is not None else None, n_requests=n_requests,
+        max_duration_s=float(max_duration_s), seed=seed, max_tokens=max_tokens,
+        temperature=float(temperature), timeouts=timeouts, slo=slo,
+        prompts=_prompts(prompts, max_tokens))
+    run_id = uuid.uuid4().hex[:8]
+    requests = [RequestRecord(index=i, request_id=f"viz-{run_id}-{i}", prompt_name=p.name,
+                              max_tokens=p.max_tokens, scheduled_s=arrivals[i])
+                for i, p in enumerate(chosen)]
+    state: dict[str, Any] = {"t0": None, "t_end": None, "stopped": "", "target": None}
+    server_label = getattr(url, "label", "") if not isinstance(url, str) else ""
+    on_failure = (lambda rec: url.failure_note(short=True)) \
+        if hasattr(url, "failure_note") and not isinstance(url, str) else None
+
+    async def drive() -> None:
+        client = make_client(base_url, timeouts, api_key)
+        try:
+            state["target"] = await resolve_target(client, base_url, model, endpoint,
+                                                   server_label)
+            await _drive(client, state, requests, chosen, settings, on_failure, progress)
+        finally:
+            await client.close()
+
+    def finish() -> LoadRun:
+        t0 = state["t0"]
+        if t0 is not None:
+            attach_server_timing(url, requests, t0)
+        run = LoadRun(target=state["target"] or Target(base_url, endpoint, model or "", "",
+                                                         server_label),
+                      settings=settings, requests=requests, client=ClientInfo.here(),
+                      recorded_at=utc_now(), stopped=state["stopped"],
+                      server=url.info() if hasattr(url, "info") and not isinstance(url, str)
+                      else None, label=label)
+        if t0 is not None and hasattr(url, "schedule") and not isinstance(url, str):
+            run.schedule = url.schedule(start=t0, end=state["t_end"] or now(), origin=t0,
+                                        label=label)
+        if out:
+            run.save(out)
+        return run
+
+    def interrupted() -> None:
+        state["stopped"] = state["stopped"] or "interrupted (Ctrl-C or a kernel interrupt)"
+        finish()
+
+    run_coroutine(drive, on_interrupt=interrupted)
+    return finish()
+
+
+async def _drive(client, state: dict, requests: list[RequestRecord], chosen: list[Prompt],
+                 settings: LoadSettings, on_failure, progress: bool) -> None:
+    """Send the requests as the settings say, until done or out of time."""
+    from tqdm import tqdm
+
+    target: Target = state["target"]
+    bar = tqdm(total=len(requests), unit="request", disable=not progress, file=sys.stderr,
+               desc=f"load ({settings.mode})", leave=False)
+    t0 = now()
+    state["t0"] = t0
+    deadline = t0 + settings.max_duration_s
+    started: list[asyncio.Task] = []
+
+    async def one(i: int) -> None:
+        try:
+            await stream_request(client, target, requests[i], t0, prompt=chosen[i].prompt,
+                                 temperature=settings.temperature, timeouts=settings.timeouts,
+                                 on_failure=on_failure)
+        finally:
+            bar.update(1)
+
+    async def senders() -> None:
+        if settings.mode == "concurrency":
+            nxt = iter(range(len(requests)))
+
+            async def stream_worker() -> None:
+                for i in nxt:
+                    if now() >= deadline:
+                        return
+                    requests[i].scheduled_s = now() - t0
+                    await one(i)
+
+            workers = [asyncio.create_task(stream_worker())
+                       for _ in range(min(settings.concurrency, len(requests)))]
+            started.extend(workers)
+            await asyncio.gather(*workers)
+        else:
+            cap = asyncio.Semaphore(settings.concurrency) if settings.concurrency else None
+
+            async def capped(i: int) -> None:
+                if cap is None:
+                    await one(i)
+                    return
+                async with cap:
+                    await one(i)
+
+            tasks = []
+            for i, r in enumerate(requests):
+                delay = t0 + r.scheduled_s - now()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                if now() >= deadline:
+                    break
+                tasks.append(asyncio.create_task(capped(i)))
+                started.append(tasks[-1])
+            await asyncio.gather(*tasks)
+
+    main = asyncio.create_task(senders())
+    try:
+        await asyncio.wait_for(asyncio.shield(main), timeout=max(0.0, deadline - now()))
+    except (TimeoutError, asyncio.TimeoutError):
+        for t in started:
+            t.cancel()
+        main.cancel()
+        await asyncio.gather(main, *started, return_exceptions=True)
+    except asyncio.CancelledError:  # an interrupt: record what was in flight, then stop
+        for t in started:
+            t.cancel()
+        main.cancel()
+        await asyncio.gather(main, *started, return_exceptions=True)
+        state["t_end"] = now()
+        raise
+    finally:
+        bar.close()
+    state["t_end"] = now()
+    unsent = sum(1 for r in requests if r.sent_s is None)
+    if unsent and not state["stopped"]:
+        state["stopped"] = (f"time limit of {settings.max_duration_s:g} s reached: "
+                            f"{len(requests) - unsent} of {len(requests)} requests sent")
+    elif any(r.error_kind == "cancelled" for r in requests) and not state["stopped"]:
+        state["stopped"] = (f"time limit of {settings.max_duration_s:g} s reached with "
+                            "requests still streaming (cancelled)")
+    for r in requests:  # never sent: say why, so no request is silently missing
+        if r.sent_s is None and r.error is None:
+            r.error_kind, r.error = "cancelled", "not sent: the run's time limit came first"
+
+
+def sweep_load(url: Any, *, concurrencies: Sequence[int] = (1, 4, 8),
+               requests_per_stream: int = 2, min_requests: int = 4, label: str = "",
+               **kwargs) -> list[LoadRun]:
+    """One `run_load` per concurrency (the same seed and prompts each time), for the
+    throughput/latency chart. Each run sends max(min_requests, N × requests_per_stream)."""
+    if not concurrencies:
+        raise ServeError("concurrencies must list at least one number of streams")
+    runs = []
+    for c in concurrencies:
+        n = max(min_requests, c * requests_per_stream)
+        runs.append(run_load(url, concurrency=c, n_requests=n,
+                             label=label or getattr(url, "label", ""), **kwargs))
+    return runs

@@ -1,0 +1,593 @@
+"""Inside the server, step by step: transformers' continuous batching, recorded in-process.
+
+A continuous-batching server runs one loop: choose the requests for the next forward pass
+(the *batch*), run it, hand each request its new token, repeat. `StepRecorder` writes down,
+for every pass of that loop,
+
+- which requests are in the batch and how many tokens each brings: a chunk of its prompt
+  (prefill, split into chunks when the prompt is longer than the step's token budget) or one
+  token (decode);
+- which requests wait, which finished;
+- the KV cache's pages: each request's page table (which pages hold its keys and values),
+  the free pages, and the pages several requests share because their prompts begin alike
+  (prefix sharing).
+
+transformers has no public hook for this: the recorder wraps two methods of its batch
+processor (`prepare_next_batch`, `update_batch`) and reads the scheduler's and the paged
+cache's attributes. Those are internals and move between releases, so they are pinned:
+`SUPPORTED_TRANSFORMERS` is the range this was written and tested against, and any other
+version fails at once with a message naming it (`check_transformers_version`).
+
+`RequestProbe` does the same for per-request timing inside `transformers serve`: when the
+server received each request, when it left the queue, when each token was produced
+(transformers' own `record_timestamps`) — the server's side of the client's measurements.
+
+Both run inside the serving process: `viz.serve.EmbeddedServer(record=True)` installs them
+in its server (see `viz.serve.worker`), and `record_schedule` runs a model in this process.
+Introduced in lesson 09 (Serving many users).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+import json
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Optional
+
+from viz.documents import Document
+
+# The transformers releases whose continuous-batching internals this module reads.
+SUPPORTED_TRANSFORMERS = (">=5.24", "<5.25")
+
+
+class UnsupportedTransformers(RuntimeError):
+    """The installed transformers is outside `SUPPORTED_TRANSFORMERS`."""
+
+
+def supported_range() -> str:
+    return ",".join(SUPPORTED_TRANSFORMERS)
+
+
+def check_transformers_version(version: Optional[str] = None) -> str:
+    """The installed transformers version if this module can read its internals; otherwise
+    an `UnsupportedTransformers` naming the supported range and the fix."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    if version is None:
+        import transformers
+
+        version = transformers.__version__
+    try:
+        ok = Version(version) in SpecifierSet(supported_range())
+    except InvalidVersion:
+        ok = False
+    if not ok:
+        raise UnsupportedTransformers(
+            f"the continuous-batching recorder reads transformers internals and supports "
+            f"transformers {supported_range()}, but {version} is installed: install "
+            f"'transformers{supported_range()}' (pip install 'transformers{supported_range()}'), "
+            "or run without it (EmbeddedServer(record=False) still serves and times every "
+            "request from the client side)")
+    return version
+
+
+def now() -> float:
+    """The clock shared with the client: time.perf_counter (CLOCK_MONOTONIC on Linux)."""
+    return time.perf_counter()
+
+
+# ---- the recorded data ---------------------------------------------------------------------------
+@dataclass
+class BatchEntry:
+    """One request's part in one forward pass."""
+
+    request_id: str
+    phase: str  # "prefill" (prompt tokens) or "decode" (its last output token, fed back)
+    query_tokens: int  # tokens it brings to this pass (a prompt chunk, or 1 when decoding)
+    cached_tokens: int  # tokens already in its KV cache before the pass (shared prefix included)
+    new_token: bool  # the pass ends with a new output token for it (False: a prompt chunk
+    #                  that is not the last one)
+    pages: list[int]  # its page table after scheduling: the KV pages holding its tokens
+
+
+@dataclass
+class SchedulerStep:
+    """One pass of the serving loop. Times: seconds from the schedule's origin."""
+
+    index: int  # 0, 1, 2, ... in the order the loop ran them
+    start_s: float  # the scheduler began choosing this batch
+    forward_s: float  # the batch was ready: the forward pass began
+    end_s: float  # forward pass, sampling and bookkeeping done: tokens handed out
+    batch: list[BatchEntry]
+    waiting: list[str]  # requests queued and not yet started
+    held: list[str]  # started requests left out of this pass (no room for their next token)
+    finished: list[str]  # requests that ended in this pass
+    free_pages: int  # pages no request holds and no finished prefix keeps
+    cached_pages: int  # pages no request holds that keep a finished request's full prefix
+    #                    blocks for reuse (reclaimed when space runs out)
+    shared_pages: list[int]  # pages held by two or more requests at once (a common prefix)
+
+    @property
+    def tokens(self) -> int:
+        """Tokens in this pass (the step's share of the token budget)."""
+        return sum(e.query_tokens for e in self.batch)
+
+
+@dataclass
+class Schedule(Document):
+    """Every pass of a continuous-batching loop (`StepRecorder`). Lesson 09."""
+
+    KIND: ClassVar[str] = "llm-inference-schedule"
+    SCHEMA_VERSION: ClassVar[int] = 1
+    WHAT: ClassVar[str] = "schedule"
+    AGAIN: ClassVar[str] = ("record it again with viz.serve.record_schedule(...) or a load run "
+                            "on EmbeddedServer(record=True)")
+
+    page_size: int  # tokens per KV page
+    total_pages: int  # pages in the cache
+    first_page: int  # the lowest page id (ids run first_page .. first_page + total_pages - 1)
+    bytes_per_page: int  # KV bytes of one page, over every layer
+    max_batch_tokens: int  # the token budget of one pass
+    steps: list[SchedulerStep]
+    prompt_tokens: dict[str, int]  # request id -> prompt length in tokens
+    transformers_version: str
+    label: str = ""
+
+    def request_ids(self) -> list[str]:
+        """Every request seen, in order of first appearance (waiting or in a batch)."""
+        seen: dict[str, None] = {}
+        for s in self.steps:
+            for rid in [e.request_id for e in s.batch] + s.waiting + s.held:
+                seen.setdefault(rid, None)
+        return list(seen)
+
+    def between(self, start_s: float, end_s: float) -> "Schedule":
+        """The steps that began within [start_s, end_s]."""
+        steps = [s for s in self.steps if start_s <= s.start_s <= end_s]
+        return Schedule(self.page_size, self.total_pages, self.first_page, self.bytes_per_page,
+                        self.max_batch_tokens, steps, dict(self.prompt_tokens),
+                        self.transformers_version, self.label)
+
+    def shifted(self, origin: float) -> "Schedule":
+        """The same steps with times measured from `origin` (in this schedule's clock)."""
+        def move(s: SchedulerStep) -> SchedulerStep:
+            return SchedulerStep(s.index, s.start_s - origin, s.forward_s - origin,
+                                 s.end_s - origin, s.batch, s.waiting, s.held, s.finished,
+                                 s.free_pages, s.cached_pages, s.shared_pages)
+        return Schedule(self.page_size, self.total_pages, self.first_page, self.bytes_per_page,
+                        self.max_batch_tokens, [move(s) for s in self.steps],
+                        dict(self.prompt_tokens), self.transformers_version, self.label)
+
+
+def schedule_from_lines(header: dict[str, Any], lines: list[dict[str, Any]],
+                        origin: float = 0.0, label: str = "") -> Schedule:
+    """A Schedule from the probe's JSON lines (absolute clock), with times from `origin`."""
+    steps = []
+    prompt_tokens: dict[str, int] = {}
+    for i, d in enumerate(lines):
+        prompt_tokens.update(d.get("prompt_tokens", {}))
+        steps.append(SchedulerStep(
+            index=i, start_s=d["start"] - origin, forward_s=d["forward"] - origin,
+            end_s=d["end"] - origin,
+            batch=[BatchEntry(**e) for e in d["batch"]], waiting=d["waiting"], held=d["held"],
+            finished=d["finished"], free_pages=d["free_pages"], cached_pages=d["cached_pages"],
+            shared_pages=d["shared_pages"]))
+    return Schedule(page_size=header["page_size"], total_pages=header["total_pages"],
+                    first_page=header["first_page"],
+                    bytes_per_page=header["bytes_per_page"],
+                    max_batch_tokens=header["max_batch_tokens"], steps=steps,
+                    prompt_tokens=prompt_tokens,
+                    transformers_version=header["transformers_version"], label=label)
+
+
+# ---- the step recorder --------------------------------------------------------------------------
+_INSTALLED: dict[str, Any] = {}  # one recorder / probe per process (they patch classes)
+_LOCK = threading.Lock()
+
+
+def _internals():
+    """The classes the recorder patches, after the version check."""
+    check_transformers_version()
+    from transformers.generation.continuous_batching import continuous_api
+    from transformers.generation.continuous_batching.requests import RequestStatus
+
+    return continuous_api, RequestStatus
+
+
+def _allocator(cache) -> Any:
+    """The cache allocator of the model's full-attention layers (the only kind SmolLM2 and
+    most models have); the first one otherwise."""
+    allocators = cache.cache_allocators
+    return allocators.get("full_attention") or next(iter(allocators.values()))
+
+
+def cache_header(cache) -> dict[str, Any]:
+    """Page size, page count, bytes per page and token budget of a PagedAttentionCache."""
+    import transformers
+
+    a = _allocator(cache)
+    return {"page_size": int(a.tokens_per_page), "total_pages": int(a.num_blocks),
+            "first_page": int(cache.pool.num_reserved_sectors * a.blocks_per_sector),
+            "bytes_per_page": int(a.bytes_per_block),
+            "max_batch_tokens": int(cache.max_batch_tokens),
+            "transformers_version": transformers.__version__}
+
+
+def _snapshot(processor, status) -> dict[str, Any]:
+    """What one chosen batch holds, read after `prepare_next_batch` (before the forward)."""
+    cache, scheduler = processor.cache, processor.scheduler
+    a = _allocator(cache)
+    batch, prompt_tokens = [], {}
+    for fs in processor.inputs_and_outputs.requests_in_batch:
+        st = fs.state
+        q = int(fs.query_length)
+        batch.append({"request_id": st.request_id,
+                      "phase": "decode" if st.generated_len() > 0 else "prefill",
+                      "query_tokens": q, "cached_tokens": int(st.position_offset) - q,
+                      "new_token": bool(fs.has_new_token),
+                      "pages": [int(b) for b in a.block_table.get(st.request_id, [])]})
+        prompt_tokens[st.request_id] = len(st.initial_tokens)
+    in_batch = {e["request_id"] for e in batch}
+    pool = cache.pool
+    free = pool.count_free_blocks(a.index) + pool.num_free_sectors * a.blocks_per_sector
+    for rid, st in scheduler.waiting_requests.items():
+        prompt_tokens[rid] = len(st.initial_tokens)
+    return {"batch": batch, "waiting": list(scheduler.waiting_requests),
+            "held": [r for r in scheduler.active_requests if r not in in_batch],
+            "free_pages": int(free), "cached_pages": len(a.ledger.cached_blocks),
+            "shared_pages": sorted(int(b) for b, n in a.ledger.shared_ref_counts.items()
+                                   if n >= 2),
+            "prompt_tokens": prompt_tokens}
+
+
+class StepRecorder:
+    """Records every pass of transformers' continuous-batching loop in this process.
+
+        with StepRecorder() as rec:
+            ... run requests through model.init_continuous_batching() / generate_batch() ...
+        schedule = rec.schedule()
+
+    `sink(line)` (optional) receives each step as a dict (absolute clock) as it happens: the
+    embedded server writes them to a file. Removing the recorder (leaving the `with`, or
+    `remove()`) restores transformers' methods, also after an error. Async batching (CUDA
+    graphs with double buffering) is refused: there a step's results arrive one pass late.
+    """
+
+    def __init__(self, sink: Optional[Callable[[dict[str, Any]], None]] = None):
+        self.sink = sink
+        self.lines: list[dict[str, Any]] = []
+        self.header: Optional[dict[str, Any]] = None
+        self._originals: dict[str, Any] = {}
+        self.error: Optional[str] = None
+
+    def install(self) -> "StepRecorder":
+        continuous_api, status = _internals()
+        proc_cls = continuous_api.ContinuousBatchProcessor
+        for name in ("prepare_next_batch", "update_batch"):
+            if not callable(getattr(proc_cls, name, None)):
+                raise UnsupportedTransformers(
+                    f"transformers' ContinuousBatchProcessor has no {name}(): its internals "
+                    f"moved; this recorder supports transformers {supported_range()}")
+        with _LOCK:
+            if "steps" in _INSTALLED:
+                raise RuntimeError("a StepRecorder is already recording in this process: "
+                                   "remove it first (leave its `with` block)")
+            _INSTALLED["steps"] = self
+        recorder = self
+        prepare, update = proc_cls.prepare_next_batch, proc_cls.update_batch
+        self._originals = {"prepare_next_batch": prepare, "update_batch": update}
+
+        def prepare_next_batch(proc):
+            start = now()
+            ready = prepare(proc)
+            if ready:
+                recorder._begin(proc, start, status)
+            return ready
+
+        def update_batch(proc):
+            update(proc)
+            recorder._end(proc)
+
+        proc_cls.prepare_next_batch = prepare_next_batch
+        proc_cls.update_batch = update_batch
+        return self
+
+    def _begin(self, proc, start: float, status) -> None:
+        try:
+            if getattr(proc, "use_async_batching", False):
+                raise UnsupportedTransformers(
+                    "async batching (CUDA graphs with double buffering) hands out a step's "
+                    "tokens one pass late: start the server with --no-cb-use-cuda-graph to "
+                    "record its steps")
+            if self.header is None:
+                self.header = cache_header(proc.cache)
+            snap = _snapshot(proc, status)
+            snap["start"], snap["forward"] = start, now()
+            proc._viz_step = snap
+        except Exception as e:  # never break the server: stop recording, keep the reason
+            self.error = f"{type(e).__name__}: {e}"
+            proc._viz_step = None
+
+    def _end(self, proc) -> None:
+        snap = getattr(proc, "_viz_step", None)
+        if snap is None:
+            return
+        proc._viz_step = None
+        snap["end"] = now()
+        active = proc.scheduler.active_requests
+        snap["finished"] = [e["request_id"] for e in snap["batch"]
+                            if e["request_id"] not in active]
+        snap["header"] = self.header
+        self.lines.append(snap)
+        if self.sink is not None:
+            try:
+                self.sink(snap)
+            except Exception as e:
+                self.error = f"{type(e).__name__}: {e}"
+
+    def remove(self) -> None:
+        if not self._originals:
+            return
+        continuous_api, _ = _internals()
+        for name, fn in self._originals.items():
+            setattr(continuous_api.ContinuousBatchProcessor, name, fn)
+        self._originals = {}
+        with _LOCK:
+            if _INSTALLED.get("steps") is self:
+                del _INSTALLED["steps"]
+
+    def __enter__(self) -> "StepRecorder":
+        return self.install()
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+    def schedule(self, origin: Optional[float] = None, label: str = "") -> Schedule:
+        """The steps recorded so far; times from `origin` (default: the first step's start)."""
+        if not self.lines or self.header is None:
+            raise ValueError("no continuous-batching step was recorded: send requests through "
+                             "model.init_continuous_batching() (or generate_batch) while the "
+                             "recorder is installed" + (f"; recorder error: {self.error}"
+                                                        if self.error else ""))
+        origin = self.lines[0]["start"] if origin is None else origin
+        return schedule_from_lines(self.header, self.lines, origin, label)
+
+
+def record_schedule(model: Any, prompts: list[list[int]], *, max_new_tokens: int = 16,
+                    page_size: int = 16, num_blocks: int = 64, max_batch_tokens: int = 64,
+                    arrive_every_steps: int = 0, label: str = "") -> tuple[Schedule, dict]:
+    """Run token-id prompts through transformers' continuous batching in this process,
+    recording every step. Returns (schedule, {request id: generated token ids}).
+
+    model: a transformers causal LM (e.g. `viz.load_model().model`, or a tiny random one).
+    arrive_every_steps: 0 sends every request at once; k > 0 adds one request every k
+    steps (the rest wait outside the server), so requests join a running batch.
+    Greedy decoding; no EOS stop (every request makes max_new_tokens tokens). Lesson 09.
+    """
+    from transformers import ContinuousBatchingConfig, GenerationConfig
+
+    if not prompts or any(not p for p in prompts):
+        raise ValueError("prompts must be a non-empty list of non-empty token-id lists")
+    for name, v in (("max_new_tokens", max_new_tokens), ("page_size", page_size),
+                    ("num_blocks", num_blocks), ("max_batch_tokens", max_batch_tokens)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a whole number >= 1, not {v!r}")
+    check_transformers_version()
+    gen = GenerationConfig(do_sample=False, max_new_tokens=max_new_tokens, eos_token_id=-1)
+    cfg = ContinuousBatchingConfig(page_size=page_size, num_blocks=num_blocks,
+                                   max_batch_tokens=max_batch_tokens, use_async_batching=False,
+                                   use_cuda_graph=False)
+    outputs: dict[str, list[int]] = {}
+    with StepRecorder() as rec:
+        manager = model.init_continuous_batching(generation_config=gen,
+                                                 continuous_batching_config=cfg)
+        manager.start()
+        try:
+            pending = list(enumerate(prompts))
+            ids = []
+            while pending:
+                i, p = pending.pop(0)
+                ids.append(manager.add_request(p, request_id=f"req_{i}",
+                                               max_new_tokens=max_new_tokens))
+                if arrive_every_steps and pending:
+                    target = len(rec.lines) + arrive_every_steps
+                    deadline = now() + 120
+                    while len(rec.lines) < target and now() < deadline \
+                            and manager.is_running():
+                        time.sleep(0.001)
+            deadline = now() + 600
+            while len(outputs) < len(ids) and now() < deadline:
+                out = manager.get_result(timeout=1)
+                if out is not None and out.is_finished():
+                    if out.error:
+                        raise RuntimeError(f"request {out.request_id} failed: {out.error}")
+                    outputs[out.request_id] = list(out.generated_tokens)
+                elif out is None and not manager.is_running():
+                    break
+        finally:
+            manager.stop(block=True, timeout=10)
+    if len(outputs) < len(prompts):
+        raise RuntimeError(f"only {len(outputs)} of {len(prompts)} requests finished"
+                           + (f" (recorder: {rec.error})" if rec.error else ""))
+    return rec.schedule(label=label), outputs
+
+
+# ---- the request probe (inside transformers serve) ----------------------------------------------
+_CURRENT = contextvars.ContextVar("viz_request", default=None)
+
+
+class RequestProbe:
+    """Per-request server-side timestamps inside `transformers serve`, written as JSON lines
+    (`sink(line)`): {"id", "received", "started", "tokens": [...], "finished",
+    "prompt_tokens", "output_tokens", "error"} on the shared monotonic clock.
+
+    Continuous batching: every request gets `record_timestamps=True` (transformers' own
+    per-token timestamps, taken when each token is produced); received = added to the
+    manager, started = first scheduled, finished = done. One request at a time: the same
+    moments read from the streamer `model.generate()` feeds (its first call carries the
+    prompt, when generation starts; each later call one new token).
+    """
+
+    def __init__(self, sink: Callable[[dict[str, Any]], None]):
+        self.sink = sink
+        self._originals: list[tuple[Any, str, Any]] = []
+
+    def _patch(self, owner, name, fn) -> None:
+        self._originals.append((owner, name, getattr(owner, name)))
+        setattr(owner, name, fn)
+
+    def install(self) -> "RequestProbe":
+        continuous_api, _ = _internals()
+        from transformers.cli.serving import utils as serving
+
+        with _LOCK:
+            if "probe" in _INSTALLED:
+                raise RuntimeError("a RequestProbe is already installed in this process")
+            _INSTALLED["probe"] = self
+        probe = self
+        manager_cls = continuous_api.ContinuousBatchingManager
+        router_cls = continuous_api.OutputRouter
+        add_request = manager_cls.add_request
+        params = inspect.signature(add_request)
+        if "record_timestamps" not in params.parameters:
+            raise UnsupportedTransformers(
+                "ContinuousBatchingManager.add_request takes no record_timestamps: its "
+                f"internals moved; the probe supports transformers {supported_range()}")
+
+        def add_request_timed(manager, *args, **kwargs):
+            bound = params.bind(manager, *args, **kwargs)
+            bound.arguments["record_timestamps"] = True
+            return add_request(*bound.args, **bound.kwargs)
+
+        def done(output) -> None:
+            if output.is_finished():
+                started, finished = output.lifespan
+                probe._emit({"id": output.request_id, "received": output.created_time,
+                             "started": started if started > 0 else None,
+                             "finished": finished if finished > 0 else None,
+                             "tokens": list(output.timestamps or []),
+                             "prompt_tokens": len(output.prompt_ids),
+                             "output_tokens": len(output.generated_tokens),
+                             "error": output.error})
+
+        deliver, deliver_batch = router_cls.deliver, router_cls.deliver_batch
+
+        def deliver_timed(router, output):
+            done(output)
+            return deliver(router, output)
+
+        def deliver_batch_timed(router, outputs):
+            for o in outputs:
+                done(o)
+            return deliver_batch(router, outputs)
+
+        self._patch(manager_cls, "add_request", add_request_timed)
+        self._patch(router_cls, "deliver", deliver_timed)
+        self._patch(router_cls, "deliver_batch", deliver_batch_timed)
+
+        # one request at a time: model.generate() with a DirectStreamer
+        gm, streamer_cls = serving.GenerateManager, serving.DirectStreamer
+        gen_stream, s_init, s_put, s_end = (gm.generate_streaming, streamer_cls.__init__,
+                                            streamer_cls.put, streamer_cls.end)
+
+        def generate_streaming(manager, model, processor, inputs, gen_config, request_id,
+                               *args, **kwargs):
+            ids = inputs["input_ids"]
+            n = int(ids.shape[-1]) if hasattr(ids, "shape") else len(ids)
+            token = _CURRENT.set({"id": request_id, "received": now(), "started": None,
+                                  "tokens": [], "finished": None, "prompt_tokens": n,
+                                  "output_tokens": 0, "error": None})
+            try:
+                return gen_stream(manager, model, processor, inputs, gen_config, request_id,
+                                  *args, **kwargs)
+            finally:
+                _CURRENT.reset(token)
+
+        def init(streamer, *args, **kwargs):
+            s_init(streamer, *args, **kwargs)
+            streamer._viz = _CURRENT.get()
+
+        def put(streamer, value):
+            t = now()
+            rec = getattr(streamer, "_viz", None)
+            if rec is not None:
+                if rec["started"] is None:
+                    rec["started"] = t  # the prompt: generation of this request begins
+                else:
+                    n = int(value.numel()) if hasattr(value, "numel") else 1
+                    rec["tokens"].extend([t] * n)
+            return s_put(streamer, value)
+
+        def end(streamer):
+            rec = getattr(streamer, "_viz", None)
+            if rec is not None:
+                rec["finished"] = now()
+                rec["output_tokens"] = len(rec["tokens"])
+                probe._emit(dict(rec))
+            return s_end(streamer)
+
+        self._patch(gm, "generate_streaming", generate_streaming)
+        self._patch(streamer_cls, "__init__", init)
+        self._patch(streamer_cls, "put", put)
+        self._patch(streamer_cls, "end", end)
+        return self
+
+    def _emit(self, line: dict[str, Any]) -> None:
+        try:
+            self.sink(line)
+        except Exception:  # never break the server for a record
+            pass
+
+    def remove(self) -> None:
+        for owner, name, fn in reversed(self._originals):
+            setattr(owner, name, fn)
+        self._originals = []
+        with _LOCK:
+            if _INSTALLED.get("probe") is self:
+                del _INSTALLED["probe"]
+
+
+class JsonLines:
+    """A thread-safe append-only JSON-lines file, flushed after every line (a reader in
+    another process sees each complete line as soon as it is written)."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._f = open(self.path, "a", encoding="utf-8")
+        self._lock = threading.Lock()
+
+    def __call__(self, line: dict[str, Any]) -> None:
+        text = json.dumps(line, separators=(",", ":"), allow_nan=False)
+        with self._lock:
+            self._f.write(text + "\n")
+            self._f.flush()
+
+
+def read_json_lines(path: Path) -> list[dict[str, Any]]:
+    """Every complete line of a JSON-lines file (a last line still being written is skipped)."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+def install_server_probes(folder: Path) -> None:
+    """Inside a serving process: record request timings and scheduler steps into `folder`
+    (requests.jsonl, steps.jsonl). Called by `viz.serve.worker` for EmbeddedServer(record=True)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    RequestProbe(JsonLines(folder / "requests.jsonl")).install()
+    StepRecorder(JsonLines(folder / "steps.jsonl")).install()

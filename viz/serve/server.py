@@ -1,0 +1,446 @@
+"""An embedded `transformers serve`: the default model behind an OpenAI-compatible API, on
+this machine, started and stopped by viz.
+
+    with viz.serve.EmbeddedServer(continuous_batching=True) as server:
+        rec = viz.serve.record_request(server, "Hello")
+    # the server process is gone here, whatever happened inside the block
+
+What it does, in order: picks a free port on 127.0.0.1; starts `transformers serve <the
+default model's local folder>` offline (HF_HUB_OFFLINE=1) in its own process group, through
+`viz.serve.worker` (which kills the server if this process dies: a kernel restart leaves no
+server behind); writes its log to a file; waits for `/health` and `/v1/models` (with a time
+limit, and the log's last lines in the error if it exits); sends one warm-up request (the
+first continuous-batching request pays a one-off set-up of a few seconds); and on `stop()` /
+leaving the `with` block / an exception / Ctrl-C / interpreter exit, ends the process group
+(SIGTERM, then SIGKILL).
+
+Memory: continuous batching reserves its whole KV cache up front. transformers' defaults
+size it for a GPU (≈3.5 GiB of KV on a CPU, 7 GiB resident in all); the defaults here —
+pages of 16 tokens, 128 pages (2,048 tokens of KV, 94 MB for the default model in float32),
+256 tokens per step — keep the server near 1.2 GB, so a Binder session (2 GB) holds it and a
+notebook kernel together. They are the flags `--cb-block-size 16 --cb-num-blocks 128
+--cb-max-batch-tokens 256` (`block-size` is the command line's name for the page size).
+
+Introduced in lesson 09 (Serving many users).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from viz.serve.client import ServeError, is_loopback, record_request
+from viz.serve.scheduler import Schedule, read_json_lines, schedule_from_lines
+
+DTYPES = ("float32", "bfloat16", "float16", "auto")
+# Continuous batching on a CPU: small enough for Binder's 2 GB (see the module docstring).
+PAGE_SIZE = 16
+NUM_PAGES = 128
+MAX_BATCH_TOKENS = 256
+_LIVE: "weakref.WeakSet[ManagedProcess]" = weakref.WeakSet()
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _kill_group(pid: int) -> None:
+    """SIGKILL a process group (used at garbage collection / exit as a last resort)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def process_tree_rss(pid: int) -> int:
+    """Resident bytes of a process and all its descendants now (0 if it is gone)."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        procs = [root] + root.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return 0
+    total = 0
+    for p in procs:
+        try:
+            total += p.memory_info().rss
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def process_tree_peak(pid: int) -> int:
+    """The sum of each process's peak resident memory (Linux VmHWM) over a process tree: an
+    upper bound of the tree's peak. Falls back to the current RSS where VmHWM is missing."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        procs = [root] + root.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return 0
+    total = 0
+    for p in procs:
+        try:
+            text = Path(f"/proc/{p.pid}/status").read_text()
+            m = re.search(r"^VmHWM:\s+(\d+) kB", text, re.MULTILINE)
+            total += int(m.group(1)) * 1024 if m else p.memory_info().rss
+        except (OSError, psutil.NoSuchProcess):
+            pass
+    return total
+
+
+class ManagedProcess:
+    """A server process in its own process group, tied to this process by
+    `viz.serve.worker`, with its log in a file and a readiness check on an HTTP path.
+
+    worker_args: what follows `python -m viz.serve.worker --parent-pid PID`, e.g.
+    ["--serve", "--", ...transformers serve args] or ["--script", FILE, "--", ...].
+    """
+
+    def __init__(self, worker_args: list[str], *, host: str, port: int, log_path: Path,
+                 env: Optional[dict[str, str]] = None, ready_path: str = "/health",
+                 startup_timeout_s: float = 180.0, what: str = "server"):
+        self.worker_args = list(worker_args)
+        self.host, self.port = host, port
+        self.log_path = Path(log_path)
+        self.env = env
+        self.ready_path = ready_path
+        self.startup_timeout_s = startup_timeout_s
+        self.what = what
+        self.proc: Optional[subprocess.Popen] = None
+        self._log = None
+        self._finalizer = None
+
+    # ---- state --------------------------------------------------------------------------
+    @property
+    def root_url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The OpenAI API root, e.g. http://127.0.0.1:8000/v1 — what clients are given."""
+        return self.root_url + "/v1"
+
+    @property
+    def pid(self) -> Optional[int]:
+        return self.proc.pid if self.proc is not None else None
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def returncode(self) -> Optional[int]:
+        return None if self.proc is None else self.proc.poll()
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.rstrip().splitlines()[-lines:])
+
+    def failure_note(self, short: bool = False) -> str:
+        """For an error message: whether the server is still running, and its log (its last
+        lines too unless `short`)."""
+        if self.alive:
+            return f" [the {self.what} is still running; its log: {self.log_path}]"
+        if short:
+            return (f" [the {self.what} process has exited (code {self.returncode}); its log: "
+                    f"{self.log_path}]")
+        return (f" [the {self.what} process has exited (code {self.returncode}); its log, "
+                f"{self.log_path}, ends with:\n{self.log_tail(8)}]")
+
+    # ---- life cycle ---------------------------------------------------------------------
+    def start(self) -> "ManagedProcess":
+        if self.alive:
+            return self
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "ab")
+        cmd = [sys.executable, "-m", "viz.serve.worker", "--parent-pid", str(os.getpid()),
+               *self.worker_args]
+        self._log.write(f"$ {' '.join(cmd)}\n".encode())
+        self._log.flush()
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, env=self.env,
+                                     start_new_session=True)  # its own process group
+        self._finalizer = weakref.finalize(self, _kill_group, self.proc.pid)
+        _LIVE.add(self)
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout_s
+        url = self.root_url + self.ready_path
+        while True:
+            code = self.proc.poll()
+            if code is not None:
+                tail = self.log_tail()
+                hint = ""
+                if "address already in use" in tail.lower():
+                    hint = f" (port {self.port} is taken: choose another port, or leave port=None)"
+                raise ServeError(f"the {self.what} exited with code {code} while starting"
+                                 f"{hint}; the end of its log ({self.log_path}):\n{tail}",
+                                 "server")
+            try:
+                with urllib.request.urlopen(url, timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except (urllib.error.URLError, OSError, ValueError):
+                pass
+            if time.monotonic() > deadline:
+                raise ServeError(f"the {self.what} did not answer {url} within "
+                                 f"{self.startup_timeout_s:g} s: the machine may be busy (raise "
+                                 f"startup_timeout_s); its log is {self.log_path}", "timeout")
+            time.sleep(0.2)
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """End the whole process group: SIGTERM, then SIGKILL after `timeout_s`. Idempotent."""
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            for sig, wait_s in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 10.0)):
+                try:
+                    os.killpg(proc.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    proc.wait(wait_s)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        if proc is not None:
+            _kill_group(proc.pid)  # anything the server itself started
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        _LIVE.discard(self)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # ---- memory -------------------------------------------------------------------------
+    def rss_bytes(self) -> int:
+        """Resident memory of the server's processes now."""
+        return process_tree_rss(self.pid) if self.alive else 0
+
+    def peak_rss_bytes(self) -> int:
+        """Peak resident memory of the server's processes so far (Linux: VmHWM)."""
+        return process_tree_peak(self.pid) if self.alive else 0
+
+
+@atexit.register
+def _stop_all() -> None:
+    for p in list(_LIVE):
+        try:
+            p.stop(timeout_s=3)
+        except Exception:
+            pass
+
+
+@dataclass
+class ServerInfo:
+    """How an embedded server was run (kept in every load run made against it)."""
+
+    software: str  # "transformers serve 5.24.0"
+    model: str  # the model's name
+    continuous_batching: bool
+    device: str
+    dtype: str
+    page_size: Optional[int]  # tokens per KV page (continuous batching only)
+    num_pages: Optional[int]  # pages in the KV cache
+    max_batch_tokens: Optional[int]  # token budget of one step
+    recorded: bool  # the server recorded its own timestamps and scheduler steps
+
+
+class EmbeddedServer(ManagedProcess):
+    """`transformers serve` on the default model (or a local model folder), offline, on
+    127.0.0.1. See the module docstring. Lesson 09.
+
+    continuous_batching: True serves requests together (continuous batching with a paged KV
+        cache); False serves them one at a time, in arrival order.
+    page_size, num_pages, max_batch_tokens: continuous batching's memory and step budget.
+    record: also record, inside the server, each request's server-side timestamps and every
+        scheduler step (`viz.serve.scheduler`; needs a supported transformers version).
+    warmup: send one short request once ready (continuous batching sets itself up then).
+    """
+
+    def __init__(self, model: Optional[str] = None, *, continuous_batching: bool = True,
+                 device: str = "cpu", dtype: str = "float32", page_size: int = PAGE_SIZE,
+                 num_pages: int = NUM_PAGES, max_batch_tokens: int = MAX_BATCH_TOKENS,
+                 host: str = "127.0.0.1", port: Optional[int] = None, record: bool = False,
+                 warmup: bool = True, log_path: Optional[str] = None,
+                 startup_timeout_s: float = 180.0, allow_remote: bool = False):
+        from viz import default_model
+
+        if model is None:
+            folder = default_model.default_model_path()  # ValueError naming `make model`
+            name = default_model.DEFAULT_MODEL
+        else:
+            folder = Path(str(model)).expanduser()
+            if not (folder / "config.json").is_file():
+                raise ServeError(f"unknown model {model!r}: the embedded server runs offline "
+                                 "and needs a local transformers model folder (with "
+                                 "config.json); leave model out for the default model")
+            name = folder.name
+        if dtype not in DTYPES:
+            raise ServeError(f"dtype must be one of {DTYPES}, not {dtype!r}")
+        if not isinstance(device, str) or not re.fullmatch(r"auto|cpu|cuda(:\d+)?|mps", device):
+            raise ServeError(f"device must be 'cpu', 'cuda', 'cuda:N', 'mps' or 'auto', "
+                             f"not {device!r}")
+        if device.startswith("cuda") or device == "mps":
+            from viz.runtime import resolve_device
+
+            resolve_device(device.split(":")[0])  # ValueError if it is not on this machine
+        for label, v in (("page_size", page_size), ("num_pages", num_pages),
+                         ("max_batch_tokens", max_batch_tokens)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ServeError(f"{label} must be a whole number >= 1, not {v!r}")
+        if page_size < 4:
+            raise ServeError("page_size must be at least 4 tokens (transformers' minimum)")
+        if not allow_remote and not is_loopback(host):
+            raise ServeError(f"refusing to listen on {host}: the embedded server is for this "
+                             "machine (127.0.0.1); pass allow_remote=True to expose it")
+        self.model_folder, self.model_name = Path(folder), name
+        self.continuous_batching = bool(continuous_batching)
+        self.device, self.dtype = device, dtype
+        self.page_size, self.num_pages = page_size, num_pages
+        self.max_batch_tokens = max_batch_tokens
+        self.record, self.warmup = bool(record), bool(warmup)
+        self._fixed_port = port
+        run_dir = Path(tempfile.mkdtemp(prefix="viz-serve-"))
+        self.record_dir = run_dir / "record" if self.record else None
+        super().__init__([], host=host, port=port or 0,
+                         log_path=Path(log_path) if log_path else run_dir / "server.log",
+                         startup_timeout_s=startup_timeout_s, what="transformers server")
+
+    # ---- what it is ---------------------------------------------------------------------
+    @property
+    def label(self) -> str:
+        if self.continuous_batching:
+            return (f"continuous batching (pages of {self.page_size} tokens × "
+                    f"{self.num_pages}, {self.max_batch_tokens} tokens per step)")
+        return "one request at a time"
+
+    def info(self) -> ServerInfo:
+        import transformers
+
+        cb = self.continuous_batching
+        return ServerInfo(software=f"transformers serve {transformers.__version__}",
+                          model=self.model_name, continuous_batching=cb, device=self.device,
+                          dtype=self.dtype, page_size=self.page_size if cb else None,
+                          num_pages=self.num_pages if cb else None,
+                          max_batch_tokens=self.max_batch_tokens if cb else None,
+                          recorded=self.record)
+
+    def command(self) -> list[str]:
+        """The `transformers serve` arguments (what you would type after `transformers serve`)."""
+        args = [str(self.model_folder), "--device", self.device, "--dtype", self.dtype,
+                "--host", self.host, "--port", str(self.port)]
+        if self.continuous_batching:
+            args += ["--continuous-batching", "--cb-block-size", str(self.page_size),
+                     "--cb-num-blocks", str(self.num_pages),
+                     "--cb-max-batch-tokens", str(self.max_batch_tokens)]
+        return args
+
+    def __repr__(self) -> str:
+        state = f"running at {self.url}" if self.alive else "stopped"
+        return f"EmbeddedServer({self.model_name}, {self.label}, {state})"
+
+    # ---- life cycle ---------------------------------------------------------------------
+    def start(self) -> "EmbeddedServer":
+        if self.alive:
+            return self
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+               "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false",
+               "PYTHONUNBUFFERED": "1"}
+        self.env = env
+        for attempt in range(3):  # a free port can be taken between choosing and binding
+            if not self._fixed_port:
+                self.port = free_port(self.host)
+            head = ["--record", str(self.record_dir)] if self.record else []
+            self.worker_args = head + ["--serve", "--", *self.command()]
+            try:
+                super().start()
+                break
+            except ServeError as e:
+                if "is taken" not in str(e) or self._fixed_port or attempt == 2:
+                    raise
+        try:
+            self._check_model()
+            if self.warmup:
+                record_request(self, "Hello!", max_tokens=4)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _check_model(self) -> None:
+        with urllib.request.urlopen(self.root_url + "/v1/models", timeout=10) as r:
+            ids = [m.get("id") for m in json.loads(r.read()).get("data", [])]
+        if str(self.model_folder) not in ids:
+            raise ServeError(f"the server started but lists {ids}, not {self.model_folder}: "
+                             f"see its log {self.log_path}", "server")
+
+    def __enter__(self) -> "EmbeddedServer":
+        return self.start()
+
+    # ---- what the server recorded (record=True) -------------------------------------------
+    def server_timings(self) -> dict[str, dict[str, Any]]:
+        """request id → the server's own timestamps (absolute monotonic clock)."""
+        if self.record_dir is None:
+            return {}
+        return {d["id"]: d for d in read_json_lines(self.record_dir / "requests.jsonl")}
+
+    def schedule(self, start: Optional[float] = None, end: Optional[float] = None,
+                 origin: Optional[float] = None, label: str = "") -> Optional[Schedule]:
+        """The scheduler steps the server recorded between `start` and `end` (absolute
+        monotonic clock), timed from `origin`; None if nothing was recorded."""
+        if self.record_dir is None:
+            return None
+        lines = read_json_lines(self.record_dir / "steps.jsonl")
+        lines = [d for d in lines if (start is None or d["start"] >= start)
+                 and (end is None or d["start"] <= end)]
+        if not lines:
+            return None
+        return schedule_from_lines(lines[0]["header"], lines,
+                                   origin if origin is not None else lines[0]["start"], label)
+
+
+def serve(model: Optional[str] = None, **kwargs) -> EmbeddedServer:
+    """Start an `EmbeddedServer` and return it, running (stop it with `.stop()`, or use
+    `with EmbeddedServer(...) as server:`). Lesson 09."""
+    return EmbeddedServer(model, **kwargs).start()
+
