@@ -17,6 +17,8 @@ What it measures, in order (each printed as it goes):
 3. each shape (a 12 M narrow SmolLM2, SmolLM2-135M, SmolLM2-360M, Llama-3.2-1B,
    SmolLM2-1.7B) in float32 and bfloat16: median decode forward pass over --repeats
    recordings of --steps steps; plus SmolLM2-135M float32 at batch 32 (a compute-heavy step);
+   everything measured --rounds times (default 2), each point kept from its least-disturbed
+   round (`viz.perf.best_of`; every round's figure is kept in the file);
 4. int8 weight-only with torchao (`quantize_(model, Int8WeightOnlyConfig())`, eager) on the
    SmolLM2-135M shape, if torchao is importable (it is not a project dependency);
 then the fit TPOT = fixed + bytes ÷ achieved bandwidth, and the file, labelled with the
@@ -45,7 +47,7 @@ import torch  # noqa: E402
 
 from viz.perf import from_config  # noqa: E402
 from viz.perf.bandwidth import measure_machine_peaks  # noqa: E402
-from viz.perf.wall import (QuantizedTry, measure_point, measure_wall,  # noqa: E402
+from viz.perf.wall import (QuantizedTry, best_of, measure_point, measure_wall,  # noqa: E402
                            narrow_config)
 from viz.runtime import device_name, using_threads  # noqa: E402
 
@@ -124,6 +126,9 @@ def main(argv=None) -> int:
                     help="torch threads (default: torch's default, what a learner's kernel uses)")
     ap.add_argument("--steps", type=int, default=16, help="decode steps per recording")
     ap.add_argument("--repeats", type=int, default=3, help="timed recordings per model")
+    ap.add_argument("--rounds", type=int, default=2,
+                    help="measure everything this many times; each point is kept from its "
+                         "least-disturbed round (viz.perf.best_of)")
     ap.add_argument("--quick", action="store_true", help="tiny sizes: a dry run in seconds")
     ap.add_argument("--no-int8", action="store_true", help="skip the torchao int8 try")
     ap.add_argument("--torchao-path", default=None,
@@ -150,15 +155,23 @@ def main(argv=None) -> int:
         for b in peaks.by_size:
             print(f"  read over {b.buffer_bytes / MIB:6.0f} MiB: {b.bytes_per_s / 1e9:5.1f} GB/s "
                   f"(median {b.bytes_per_s_median / 1e9:5.1f})", flush=True)
-        run = measure_wall(plan["shapes"], plan["dtypes"], peaks=peaks, overhead_depths=[1],
-                                max_new_tokens=args.steps, repeats=args.repeats,
-                                label=args.label, progress=False)
-        if plan["compute_point"]:
-            shape, dtype, batch = plan["compute_point"]
-            more = measure_wall([shape], [dtype], peaks=peaks, batch_sizes=[batch],
-                                     max_new_tokens=max(4, args.steps // 2), repeats=args.repeats,
-                                     fixed_cost_points=False, label=args.label)
-            run = run.merged(more)
+        rounds = []
+        for k in range(max(1, args.rounds)):
+            print(f"round {k + 1} of {args.rounds} (load average {load_average()})", flush=True)
+            run = measure_wall(plan["shapes"], plan["dtypes"], peaks=peaks, overhead_depths=[1],
+                               max_new_tokens=args.steps, repeats=args.repeats,
+                               label=args.label, progress=True)
+            if plan["compute_point"]:
+                shape, dtype, batch = plan["compute_point"]
+                more = measure_wall([shape], [dtype], peaks=peaks, batch_sizes=[batch],
+                                    prompt="Hi", max_new_tokens=max(4, args.steps // 2),
+                                    repeats=args.repeats, overhead=run.overhead,
+                                    fixed_cost_points=False, label=args.label)
+                run = run.merged(more)
+            for p in run.points:
+                print(f"  {p.label:<36} {p.seconds * 1e3:8.2f} ms", flush=True)
+            rounds.append(run)
+        run = best_of(rounds)
         if args.torchao_path:
             sys.path.insert(0, args.torchao_path)
         quantized = [] if (args.no_int8 or not plan["int8_shape"]) else \

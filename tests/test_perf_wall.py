@@ -4,6 +4,7 @@ prompt-lookup decoding. Expected numbers are worked out here, independently of t
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -213,12 +214,30 @@ def test_merged_adds_points_and_depths():
     a = _run()
     b = _run(points=[_point("360M", 724_000_000, 720_000_000, 60e-3, 8.5e-3)],
              overhead=[OverheadFloor("float32", 64, 512, [1, 32], [0.7e-3, 8.3e-3])])
+    b.flops_per_s = {"float16": 50e9}
     m = a.merged(b)
+    assert m.flops_per_s == {"float32": 100e9, "bfloat16": 200e9, "float16": 50e9}
     assert [p.label for p in m.points][-1] == "360M" and len(m.points) == 5
     fp32 = next(o for o in m.overhead if o.dtype == "float32")
     assert fp32.layers == [1, 30, 32] and fp32.seconds == [0.7e-3, 7.8e-3, 8.3e-3]
     with pytest.raises(ValueError, match="same device"):
         a.merged(_run(device_name="Other CPU"))
+
+
+def test_best_of_takes_each_point_from_its_least_disturbed_round():
+    calm = _run()
+    busy = _run(points=[replace(p, seconds=p.seconds * 1.5) for p in calm.points],
+                overhead=[replace(o, seconds=[s * 2 for s in o.seconds]) for o in calm.overhead])
+    mixed = _run(points=[calm.points[0], busy.points[1], calm.points[2], busy.points[3]])
+    best = wall.best_of([busy, mixed])
+    assert [p.seconds for p in best.points] == [p.seconds for p in calm.points[:1]] + [
+        busy.points[1].seconds, calm.points[2].seconds, busy.points[3].seconds]
+    assert best.overhead[0].seconds == [7.8e-3]  # the lower of 15.6 and 7.8 ms
+    assert best.recorded["rounds"]["fp32"] == [44e-3 * 1.5, 44e-3 * 1.5]
+    with pytest.raises(ValueError, match="same points in the same order"):
+        wall.best_of([calm, _run(points=calm.points[:2])])
+    with pytest.raises(ValueError, match="non-empty list of WallRun"):
+        wall.best_of([])
 
 
 # ---- the GPU, computed -------------------------------------------------------------------------

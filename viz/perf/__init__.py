@@ -34,13 +34,14 @@ from viz.perf.table import Sweep
 from viz.perf.bandwidth import (Bandwidth, MachinePeaks, bandwidth_by_size, machine_peaks,
                                 measure_bandwidth, measure_machine_peaks, peaks_path)
 from viz.perf.wall import (H100_SXM, OVERHEAD_SHARE, REGIMES, REMEDIES, OverheadFloor,
-                           QuantizedTry, WallFit, WallPoint, WallRun, bytes_whatif,
+                           QuantizedTry, WallFit, WallPoint, WallRun, best_of, bytes_whatif,
                            computed_wall, explain_regime, fit_wall, measure_overhead,
                            measure_point, measure_wall, narrow_config, regime,
                            roofline_seconds)
 from viz.perf.speculative import GenerateRun, LookupComparison, compare_prompt_lookup
 from viz.perf.counts import activation_bytes
-from viz.perf.peaks import cached_peaks, peaks_from_machine
+from viz.perf.peaks import cached_peaks, linear_seconds, peaks_from_machine, time_kernel
+from viz.perf.roofline import pass_regime
 from viz.perf.words import SAMPLE_PARAGRAPH, count_words_tokens, tokens_per_word
 
 __all__ = ["BatchRun", "generate_batch", "config_names", "config_spec", "from_config",
@@ -54,7 +55,8 @@ __all__ = ["BatchRun", "generate_batch", "config_names", "config_spec", "from_co
            "H100_SXM", "OVERHEAD_SHARE", "REGIMES", "REMEDIES", "OverheadFloor", "QuantizedTry",
            "WallFit", "WallPoint", "WallRun", "computed_wall", "explain_regime", "fit_wall",
            "measure_overhead", "measure_point", "measure_wall", "narrow_config", "regime",
-           "roofline_seconds", "bytes_whatif", "GenerateRun", "LookupComparison",
+           "roofline_seconds", "bytes_whatif", "best_of", "GenerateRun", "LookupComparison",
            "compare_prompt_lookup"]
 __all__ += ["activation_bytes", "cached_peaks", "peaks_from_machine", "SAMPLE_PARAGRAPH",
-            "count_words_tokens", "tokens_per_word"]
+            "count_words_tokens", "tokens_per_word", "pass_regime", "time_kernel",
+            "linear_seconds"]
