@@ -149,18 +149,18 @@ def test_narrow_config_keeps_depth_and_shrinks_width():
 
 
 # ---- a hand-made run ----------------------------------------------------------------------------
-def _point(label, step_bytes, flops, seconds, fixed, dtype="float32", kind="shape"):
+def _point(label, step_bytes, flops, seconds, fixed, dtype="float32", kind="shape", batch=1):
     return WallPoint(label=label, model=label, dtype=dtype, kind=kind, n_params=1, n_layers=30,
                      hidden_size=64, context_tokens=20, step_bytes=step_bytes, step_flops=flops,
                      seconds=seconds, seconds_min=seconds, seconds_max=seconds, steps_timed=16,
-                     fixed_cost_s=fixed)
+                     fixed_cost_s=fixed, batch=batch)
 
 
 def _run(**kw):
     pts = [_point("tiny", 5_000_000, 10_000_000, 8e-3, 7.8e-3, kind="fixed cost"),
            _point("fp32", 540_000_000, 270_000_000, 44e-3, 7.8e-3),
            _point("bf16", 270_000_000, 270_000_000, 24e-3, 8.5e-3, dtype="bfloat16"),
-           _point("fp32 B=32", 620_000_000, 8_600_000_000, 150e-3, 7.8e-3)]
+           _point("fp32 B=32", 620_000_000, 8_600_000_000, 150e-3, 7.8e-3, batch=32)]
     args = dict(label="hand-made", computed=False, device="cpu", device_name="Test CPU",
                 threads=2, read_bytes_per_s=40e9,
                 flops_per_s={"float32": 100e9, "bfloat16": 200e9}, peaks_how="by hand",
@@ -431,3 +431,23 @@ def test_prompt_lookup_gives_the_same_tokens_with_fewer_passes():
         compare_prompt_lookup(lm, "  ", chat=False)
     with pytest.raises(ValueError, match="num_lookup_tokens must be a whole number >= 1"):
         compare_prompt_lookup(lm, "abc", chat=False, num_lookup_tokens=0)
+
+
+def test_bytes_whatif_predicts_from_the_fit():
+    run = _run()
+    fit = run.fit(kind="shape")
+    rows = wall.bytes_whatif(run, 1)
+    # one row per model shape at batch 1 (fp32 and bf16 of one model are one row, float32's)
+    assert [r["model"] for r in rows] == ["fp32", "bf16"]
+    fp32 = run.point("fp32")
+    assert rows[0]["predicted_s"] == pytest.approx(7.8e-3 + 540e6 / 4 / fit.bytes_per_s)
+    assert rows[1]["read_s"] == pytest.approx(270e6 / 2 / fit.bytes_per_s)
+    assert rows[0]["fixed_share"] == pytest.approx(7.8e-3 / rows[0]["predicted_s"])
+    from viz.views.wall import bytes_whatif_figure
+    fig = bytes_whatif_figure(run, 0.5)
+    assert fig.layout.title.text.startswith("0.5 bytes per weight: predicted from the fit")
+    assert bytes_whatif_figure(run, 1).layout.title.text.startswith("1 byte per weight")
+    assert fig.layout.xaxis.range[1] == bytes_whatif_figure(run, 4).layout.xaxis.range[1]
+    with pytest.raises(ValueError, match=r"bytes_per_weight must be a number in \(0, 8\]"):
+        wall.bytes_whatif(run, 0)
+    assert fp32.batch == 1

@@ -56,7 +56,7 @@ def wall_data(run: WallRun, fit: bool = True) -> dict[str, Any]:
         except ValueError:
             continue
     line = None
-    if fit:
+    if fit and not run.computed:  # a line through computed points would only restate them
         try:
             f = run.fit()
             grid = [lo * (hi / lo) ** (k / 40) for k in range(41)]
@@ -88,12 +88,12 @@ def _add_run(fig, data: dict[str, Any], k: int, name: str) -> None:
                                                                      "dash": dash, "width": 2},
         name=f"memory floor{name}: bytes ÷ {mf['bytes_per_s'] / 1e9:,.1f} GB/s",
         hovertemplate="%{x:.3s}B at peak read bandwidth: %{y:.3g} ms<extra></extra>"))
-    for f in data["fixed_cost"]:
+    for j, f in enumerate(data["fixed_cost"]):
         what = "assumed" if f["assumed"] else "measured"
         fig.add_trace(go.Scatter(
             x=data["x_range"], y=[f["seconds"] * 1e3] * 2, mode="lines",
-            line={"color": REGIME_COLOURS["overhead-bound"], "dash": "dash" if k == 0 else "dot",
-                  "width": 1.5},
+            line={"color": REGIME_COLOURS["overhead-bound"], "width": 1.5,
+                  "dash": ("dash", "longdash", "dashdot")[j % 3] if k == 0 else "dot"},
             name=f"fixed cost{name}, {f['n_layers']} layers, {f['dtype']} ({what})",
             hovertemplate=f"fixed cost ({what}): %{{y:.3g}} ms<extra></extra>"))
     if data["fit"] is not None and k == 0:
@@ -109,16 +109,19 @@ def _add_run(fig, data: dict[str, Any], k: int, name: str) -> None:
             continue
         fig.add_trace(go.Scatter(
             x=[p["x"] for p in pts], y=[p["y"] * 1e3 for p in pts], mode="markers+text",
-            name=f"{regime}{name}", text=[f"MBU {p['mbu']:.0%}" for p in pts],
+            name=f"{regime}{name}",
+            # the tiny fixed-cost models crowd together: their MBU is in the hover text
+            text=[f"MBU {p['mbu']:.0%}" if p["kind"] == "shape" else "" for p in pts],
             textposition="middle right", textfont={"size": 10, "color": colour},
             marker={"color": colour if k == 0 else "white", "size": 11,
                     "symbol": [DTYPE_SYMBOLS.get(p["dtype"], "circle") for p in pts],
                     "line": {"color": colour if k else "white", "width": 2 if k else 1}},
             customdata=[[p["label"], p["memory_floor_s"] * 1e3, p["fixed_cost_s"] * 1e3,
-                         p["compute_floor_s"] * 1e3] for p in pts],
-            hovertemplate="%{customdata[0]}: %{x:.3s}B per step, %{y:.3g} ms<br>memory floor "
-                          "%{customdata[1]:.3g} ms · fixed cost %{customdata[2]:.3g} ms · "
-                          f"compute floor %{{customdata[3]:.3g}} ms<br>{regime}<extra></extra>"))
+                         p["compute_floor_s"] * 1e3, p["mbu"] * 100] for p in pts],
+            hovertemplate="%{customdata[0]}: %{x:.3s}B per step, %{y:.3g} ms, MBU "
+                          "%{customdata[4]:.1f}%<br>memory floor %{customdata[1]:.3g} ms · "
+                          "fixed cost %{customdata[2]:.3g} ms · compute floor "
+                          f"%{{customdata[3]:.3g}} ms<br>{regime}<extra></extra>"))
 
 
 def wall_figure(run: WallRun, *others: WallRun, fit: bool = True, height: int = 500):
@@ -138,7 +141,7 @@ def wall_figure(run: WallRun, *others: WallRun, fit: bool = True, height: int = 
     lo = min(d["x_range"][0] for d in datas)
     hi = max(d["x_range"][1] for d in datas)
     fig.update_layout(**plotly_layout(f"the memory wall: {datas[0]['title']}", height=height))
-    fig.update_xaxes(type="log", title="bytes read per decode step",
+    fig.update_xaxes(type="log", title="bytes read per decode step", exponentformat="SI",
                      range=[math.log10(lo), math.log10(hi)])
     fig.update_yaxes(type="log", title="time per decode step (ms)")
     return fig
@@ -155,8 +158,9 @@ def bytes_whatif_data(run: WallRun, bytes_per_weight: float) -> dict[str, Any]:
     from viz.perf.wall import bytes_whatif
 
     rows = bytes_whatif(_check(run), bytes_per_weight)
+    widest = max(r["predicted_s"] for r in bytes_whatif(run, 4))  # fixed axis across the slider
     return {"bytes_per_weight": bytes_per_weight, "rows": rows,
-            "bytes_per_s": run.fit(kind="shape").bytes_per_s}
+            "bytes_per_s": run.fit(kind="shape").bytes_per_s, "x_max_s": widest * 1.05}
 
 
 def bytes_whatif_figure(run: WallRun, bytes_per_weight: float, height: int = 360):
@@ -166,6 +170,7 @@ def bytes_whatif_figure(run: WallRun, bytes_per_weight: float, height: int = 360
 
     d = bytes_whatif_data(run, bytes_per_weight)
     names = [f"{r['model']} ({r['n_params'] / 1e6:,.0f} M)" for r in d["rows"]]
+    per = "byte" if bytes_per_weight == 1 else "bytes"
     fig = go.Figure([
         go.Bar(y=names, x=[r["fixed_s"] * 1e3 for r in d["rows"]], orientation="h",
                name="fixed cost (measured at its depth)",
@@ -177,6 +182,10 @@ def bytes_whatif_figure(run: WallRun, bytes_per_weight: float, height: int = 360
                customdata=[r["fixed_share"] * 100 for r in d["rows"]],
                hovertemplate="reading %{x:.1f} ms; the fixed cost is %{customdata:.0f}% of the "
                              "step<extra></extra>")])
-    return fig.update_layout(**plotly_layout(
-        f"{bytes_per_weight:g} bytes per weight: predicted from the fit, not measured",
-        height=height, barmode="stack", xaxis={"title": "predicted time per decode step (ms)"}))
+    fig.update_layout(**plotly_layout(
+        f"{bytes_per_weight:g} {per} per weight: predicted from the fit, not measured",
+        height=height, barmode="stack",
+        xaxis={"title": "predicted time per decode step (ms)", "range": [0, d["x_max_s"] * 1e3]},
+        legend={"orientation": "h", "y": -0.3}))
+    fig.update_yaxes(automargin=True)
+    return fig
