@@ -115,6 +115,24 @@ def reference_distribution(logits, temperature, top_k, top_p):
     return e / e.sum()
 
 
+def reference_whatif(step, temperature, top_k, top_p):
+    """(probabilities of the recorded candidates, share of the unrecorded tokens or None),
+    written out again: exact where the recorded logits and logsumexp suffice (greedy, top-k ≤
+    recorded, temperature 1 without top-k and with top-p closing among the recorded tokens),
+    else re-normalised over the recorded candidates with the share unknown."""
+    n = len(step.top_logits)
+    whole = np.exp(np.asarray(step.top_logits, dtype=np.float64) - step.logsumexp)
+    if temperature == 0 or (top_k is not None and top_k <= n):
+        return reference_distribution(step.top_logits, temperature, top_k, top_p), 0.0
+    if temperature == 1 and top_k is None:
+        if top_p is None or top_p >= 1:
+            return whole, 1 - whole.sum()
+        if whole.sum() >= top_p:
+            keep = (np.cumsum(whole) - whole) < top_p
+            return np.where(keep, whole, 0) / whole[keep].sum(), 0.0
+    return reference_distribution(step.top_logits, temperature, top_k, top_p), None
+
+
 # ---- tokens ---------------------------------------------------------------------------------
 def test_token_chips_are_the_recorded_tokens(trace):
     chips = views.tokens_data(trace)
@@ -329,10 +347,13 @@ def test_whatif_equals_an_independent_numpy_computation(request, name):
     trace = request.getfixturevalue(name)
     for s, (t, k, p) in itertools.product(trace.steps[:3], SETTINGS):
         w = views.whatif_data(trace, s.index, t, k, p)
-        expected = reference_distribution(s.top_logits, t, k, p)
+        expected, rest = reference_whatif(s, t, k, p)
         np.testing.assert_allclose(w.probs, expected, atol=2e-6, err_msg=f"{t} {k} {p}")
         assert w.kept == [bool(x > 0) for x in expected]
         assert w.recorded == s.top_probs
+        assert (w.rest is None) == (rest is None) and w.exact == (rest is not None)
+        if rest is not None:
+            assert w.rest == pytest.approx(rest, abs=2e-6)
 
 
 def test_whatif_exact_settings_match_the_whole_vocabulary(real):
@@ -344,9 +365,25 @@ def test_whatif_exact_settings_match_the_whole_vocabulary(real):
         top = np.array(s.top_probs[:k], dtype=np.float64)
         assert w.exact
         np.testing.assert_allclose(w.probs[:k], top / top.sum(), atol=1e-5)
-    approx = views.whatif_data(real, 1, 1.0)
+    approx = views.whatif_data(real, 1, 1.3)
     assert not approx.exact and "upper bound" in approx.note()
     assert f"{sum(s.top_probs):.1%}" in approx.note()  # the recorded share, from logsumexp
+
+
+def test_whatif_at_default_settings_shows_the_recorded_probabilities(real):
+    """Temperature 1, no filter: each bar is the probability the trace recorded (not
+    re-normalised over the top candidates), and the grey bar holds the rest, on the figure."""
+    s = real.steps[1]
+    w = views.whatif_data(real, 1)
+    assert w.exact and w.probs == s.top_probs
+    assert w.rest == pytest.approx(1 - sum(s.top_probs), abs=1e-6) and w.rest > 0
+    fig = views.whatif_figure(real, 1)
+    assert list(fig.data[1].x) == s.top_probs
+    assert list(fig.data[2].x) == [w.rest] and fig.data[2].text == (f"{w.rest:.1%}",)
+    assert f"the other {real.model.vocab_size - len(s.top_ids):,} tokens" in \
+        fig.layout.yaxis.ticktext[-1]
+    unknown = views.whatif_figure(real, 1, temperature=1.3)
+    assert unknown.data[2].text == ("not known: not recorded",)
 
 
 def test_whatif_with_every_token_recorded_is_the_samplers_distribution(tiny_gqa):
@@ -393,11 +430,15 @@ def test_whatif_widget_never_fails_at_any_slider_position(gqa):
 
 def test_whatif_grid_holds_the_same_numbers(gqa):
     g = whatif_grid(gqa)
-    for si, ti, ki, pi in [(0, 0, 0, 0), (1, 4, 0, 2), (2, 7, 3, 5), (len(gqa.steps) - 1, 2, 1, 1)]:
+    cells = [(0, 0, 0, 0), (1, 4, 0, 2), (2, 7, 3, 5), (len(gqa.steps) - 1, 2, 1, 1), (1, 4, 0, 0),
+             (2, 5, 0, 0)]  # ..., temperature 1 unfiltered (exact, a grey bar), 1.25 (unknown)
+    assert g["temperatures"][4] == 1.0 and g["temperatures"][5] == 1.25
+    for si, ti, ki, pi in cells:
         t, k, p = g["temperatures"][ti], g["top_ks"][ki], g["top_ps"][pi]
         w = views.whatif_data(gqa, si, t, k, p)
-        vec, acc = g["index"][si][ti][ki][pi]
+        vec, acc, rest = g["index"][si][ti][ki][pi]
         np.testing.assert_allclose(g["vectors"][vec], w.probs, rtol=1e-3)
+        assert rest == (None if w.rest is None else pytest.approx(w.rest, rel=1e-3))
         assert [x > 0 for x in g["vectors"][vec]] == w.kept  # rounding never hides a token
         assert g["accuracy"][acc] == w.accuracy()
         assert g["settings"][ti][ki][pi] == w.setting()

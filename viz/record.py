@@ -14,18 +14,19 @@ from typing import Any, Callable, Optional
 import numpy as np
 import torch
 
-from viz.compat import last_logits, live_bytes_per_layer, new_cache
+from viz.compat import last_logits, live_bytes_per_layer, new_cache, watch_attention
 from viz.load import LoadedModel
 from viz.runtime import Clock, check_threads, memory_end, memory_start, using_threads
 from viz.sampling import check_sampling, choose
-from viz.trace import Embeddings, Settings, Step, Timing, Token, Trace
+from viz.trace import Attention, Embeddings, Settings, Step, Timing, Token, Trace
 
 
 def record(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 32, chat: bool = False,
            temperature: float = 0.0, top_k: Optional[int] = None, top_p: Optional[float] = None,
            seed: int = 0, log_top: int = 20, use_cache: bool = True, stop_at_eos: bool = True,
            embeddings: bool = True, label: str = "", threads: Optional[int] = None,
-           clock: Optional[Callable[[], float]] = None) -> Trace:
+           clock: Optional[Callable[[], float]] = None, attention: bool = False,
+           attention_head: int = 0) -> Trace:
     """Generate a reply to `prompt` and record every step of it into a `Trace`.
 
     max_new_tokens: most tokens to generate (the reply stops earlier at end-of-sequence,
@@ -37,6 +38,11 @@ def record(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 32, chat: bool
     log_top: candidates kept per step (ids, texts, logits, probabilities).
     use_cache: False recomputes the whole sequence at every step (lesson 05's comparison).
     embeddings: store each token's input embedding vector.
+    attention: also store, for every step, where its newest query looked: the attention
+        weights over every earlier position, per layer (mean over heads, and head
+        `attention_head`), 8 bits each (`Trace.attention`; lesson 05). Off by default: it
+        switches the model to eager attention for the recording (restored afterwards; the
+        tokens are the same) and adds ~2 bytes per layer per position per step to the trace.
     threads: CPU threads for the model's kernels (None: torch's current count); every timing
         depends on it, and the trace records it (`trace.environment.threads`).
     clock: a function returning seconds (default `time.perf_counter`; tests inject one).
@@ -45,11 +51,13 @@ def record(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 32, chat: bool
     """
     _check_arguments(lm, prompt, max_new_tokens, temperature, top_k, top_p, seed, log_top)
     check_threads(threads)
+    _check_attention(lm, attention, attention_head)
     settings = Settings(max_new_tokens=max_new_tokens, chat=chat, temperature=float(temperature),
                         top_k=top_k, top_p=None if top_p is None else float(top_p), seed=seed,
-                        log_top=log_top, use_cache=use_cache, stop_at_eos=stop_at_eos)
+                        log_top=log_top, use_cache=use_cache, stop_at_eos=stop_at_eos,
+                        attention=bool(attention))
     with using_threads(threads):
-        return _record(lm, prompt, settings, embeddings, label, clock)
+        return _record(lm, prompt, settings, embeddings, label, clock, attention_head)
 
 
 @dataclass
@@ -66,10 +74,12 @@ class _Pass:
     forward_s: float  # the forward pass alone
     sample_s: float  # choosing the token from the logits
     emitted_at_s: float  # seconds from the start of `record` until the token was chosen
+    attention: Optional[torch.Tensor] = None  # (layers, heads, seq_len): where the newest
+    #   query looked (attention=True only)
 
 
 def _record(lm: LoadedModel, prompt: str, settings: Settings, embeddings: bool, label: str,
-            clock: Optional[Callable[[], float]]) -> Trace:
+            clock: Optional[Callable[[], float]], attention_head: int = 0) -> Trace:
     max_new_tokens, use_cache = settings.max_new_tokens, settings.use_cache
     temperature, top_k, top_p = settings.temperature, settings.top_k, settings.top_p
     model, tok, spec = lm.model, lm.tokenizer, lm.spec
@@ -80,7 +90,8 @@ def _record(lm: LoadedModel, prompt: str, settings: Settings, embeddings: bool, 
     memory = memory_start(lm.device)
     passes: list[_Pass] = []  # one per forward pass, read out into Steps after the loop
 
-    with torch.inference_mode():
+    # With attention=True, hooks keep each pass's attention weights for the newest query.
+    with torch.inference_mode(), watch_attention(model, settings.attention) as looked:
         start = timer.now()
         # 1. Tokenize: text -> token ids (with each token's character span in the text).
         prompt_text = _render(tok, prompt, settings.chat)
@@ -106,7 +117,8 @@ def _record(lm: LoadedModel, prompt: str, settings: Settings, embeddings: bool, 
                             seq_len=len(prompt_ids), input_tokens=len(prompt_ids),
                             kv_bytes_per_layer=live_bytes_per_layer(cache, spec.n_layers),
                             forward_s=t_forward - t_tokenized, sample_s=t_emit - t_forward,
-                            emitted_at_s=t_emit - start))
+                            emitted_at_s=t_emit - start,
+                            attention=looked.take() if looked else None))
 
         # 4. Decode: one token per forward pass, until end-of-sequence or max_new_tokens.
         while len(generated) < max_new_tokens and token not in eos:
@@ -129,7 +141,8 @@ def _record(lm: LoadedModel, prompt: str, settings: Settings, embeddings: bool, 
                                 input_tokens=step_ids.shape[1],
                                 kv_bytes_per_layer=live_bytes_per_layer(cache, spec.n_layers),
                                 forward_s=t_forward - t0, sample_s=t_emit - t_forward,
-                                emitted_at_s=t_emit - start))
+                                emitted_at_s=t_emit - start,
+                                attention=looked.take() if looked else None))
         memory = memory_end(lm.device, memory)
 
         # Bookkeeping after the loop, so it does not slow the steps it measures.
@@ -149,6 +162,7 @@ def _record(lm: LoadedModel, prompt: str, settings: Settings, embeddings: bool, 
         k = min(settings.log_top, spec.vocab_size)
         steps = [_step(i, p, k, texts, spec, generated, output_text, tok)
                  for i, p in enumerate(passes)]
+        attention = _attention(passes, spec, attention_head) if settings.attention else None
     return Trace(
         model=spec,
         environment=lm.environment(),  # the thread count `threads=` set is still in effect
@@ -164,6 +178,7 @@ def _record(lm: LoadedModel, prompt: str, settings: Settings, embeddings: bool, 
         embeddings=vectors,
         memory=memory,
         label=label,
+        attention=attention,
     )
 
 
@@ -188,6 +203,15 @@ def _check_arguments(lm, prompt, max_new_tokens, temperature, top_k, top_p, seed
         raise ValueError(f"seed must be a whole number, not {seed!r}")
     if not _is_int(log_top) or log_top < 1:
         raise ValueError(f"log_top must be a whole number >= 1, not {log_top!r}")
+
+
+def _check_attention(lm, attention, head) -> None:
+    if not isinstance(attention, bool):
+        raise ValueError(f"attention must be True or False, not {attention!r}")
+    if not _is_int(head) or not 0 <= head < lm.spec.n_heads:
+        raise ValueError(f"attention_head must be a head number from 0 to "
+                         f"{lm.spec.n_heads - 1} ({lm.spec.name} has {lm.spec.n_heads} query "
+                         f"heads per layer), not {head!r}")
 
 
 def _check_length(spec, n_prompt: int, max_new_tokens: int) -> None:
@@ -231,6 +255,13 @@ class _TokenTexts:
         if token_id not in self._cache:
             self._cache[token_id] = self.tok.decode([token_id], skip_special_tokens=False)
         return self._cache[token_id]
+
+    def piece(self, token_id: int) -> str:
+        """The vocabulary's spelling of a token whose text holds only part of a character (its
+        bytes can be read from it, see viz.views.text.piece_bytes); "" for a whole one."""
+        if "\N{REPLACEMENT CHARACTER}" not in self(token_id):
+            return ""
+        return str(self.tok.convert_ids_to_tokens(int(token_id)))
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -279,7 +310,18 @@ def _step(i: int, p: _Pass, k: int, texts: "_TokenTexts", spec, generated: list[
         # a multi-byte character adds nothing until the character is complete.
         text_end=_common_prefix(tok.decode(generated[: i + 1], skip_special_tokens=False),
                                 output_text),
+        token_piece=texts.piece(p.token),
+        top_pieces=[texts.piece(t) for t in top_ids],
     )
+
+
+def _attention(passes: list[_Pass], spec, head: int) -> Attention:
+    """The recorded attention rows of every pass: the mean over heads and head `head`."""
+    rows = []
+    for p in passes:
+        a = p.attention.float()  # (layers, heads, seq_len)
+        rows.append(torch.stack([a.mean(dim=1), a[:, head]], dim=1).cpu().numpy())
+    return Attention.from_rows(rows, n_heads=spec.n_heads, head=head)
 
 
 def _prompt_tokens(tok, text: str, ids: list[int], texts: _TokenTexts) -> list[Token]:

@@ -12,6 +12,7 @@ Introduced in lesson 00 (Start here); the timing definitions are taught in lesso
 from __future__ import annotations
 
 import base64
+import zlib
 from dataclasses import dataclass, field
 from typing import ClassVar, Optional
 
@@ -95,6 +96,7 @@ class Settings:
     log_top: int  # candidates kept per step
     use_cache: bool  # False: every step recomputes the whole sequence (no KV cache)
     stop_at_eos: bool  # False: always run max_new_tokens steps
+    attention: bool = False  # True: each step's attention weights were recorded (Trace.attention)
 
 
 @dataclass
@@ -136,6 +138,11 @@ class Step:
     sample_s: float  # turning logits into the chosen token
     emitted_at_s: float  # seconds from the start of `record` until this token was chosen
     text_end: int  # characters of Trace.output_text written once this token is appended
+    # The vocabulary's spelling (as Token.piece) of tokens whose text holds only part of a
+    # character, so views can show their bytes; "" where the text is whole (it is then exact).
+    # Traces recorded before viz stored them have "" and [] (views then show U+FFFD).
+    token_piece: str = ""  # of the chosen token
+    top_pieces: list[str] = field(default_factory=list)  # of each candidate in top_ids
 
     @property
     def kv_bytes(self) -> int:
@@ -203,6 +210,60 @@ class Embeddings:
 
 
 @dataclass
+class Attention:
+    """Where each step looked: the attention weights of the step's newest query over every
+    position it could read (the prompt and the tokens generated so far), per layer.
+
+    Row [l, j] of step s is how much layer l's query for the token fed in at step s weighed
+    position j (0 ≤ j < Step.seq_len; at step 0, the prefill, the query of the last prompt
+    token). Two rows per layer and step: the mean over all query heads, and head `head` alone.
+    Stored compactly: each row scaled so its largest weight is 255 and rounded to 8 bits
+    (error at most scale/2, i.e. 0.2 % of the row's largest weight), all rows in one
+    zlib-compressed base64 blob; the per-row scales (float32) in another. Recorded by
+    `viz.record(..., attention=True)`; taught in lesson 05.
+    """
+
+    n_layers: int
+    n_heads: int  # query heads the mean is taken over
+    head: int  # the one head stored beside the mean
+    lengths: list[int]  # per step: positions its query read (= Step.seq_len)
+    scales_b64: str  # float32, one per row, in the order of the rows; zlib, base64
+    weights_b64: str  # uint8, rows step by step, within a step layer by layer, mean then head
+
+    @classmethod
+    def from_rows(cls, rows: list[np.ndarray], n_heads: int, head: int) -> "Attention":
+        """From one array per step, shaped (layers, 2, positions): [:, 0] the mean over heads,
+        [:, 1] head `head`."""
+        scales, parts = [], []
+        for r in rows:
+            r = np.asarray(r, dtype=np.float32)
+            top = r.max(axis=-1, keepdims=True) / 255.0
+            top[top == 0] = 1.0
+            parts.append(np.clip(np.rint(r / top), 0, 255).astype(np.uint8).ravel())
+            scales.append(top.astype(np.float32).ravel())
+        pack = lambda a: base64.b64encode(zlib.compress(a.tobytes(), 9)).decode("ascii")
+        return cls(n_layers=int(rows[0].shape[0]) if rows else 0, n_heads=n_heads, head=head,
+                   lengths=[int(r.shape[-1]) for r in rows],
+                   scales_b64=pack(np.concatenate(scales) if scales else np.zeros(0, np.float32)),
+                   weights_b64=pack(np.concatenate(parts) if parts else np.zeros(0, np.uint8)))
+
+    def step(self, step: int) -> np.ndarray:
+        """Step `step`'s weights as float32, shaped (layers, 2, positions): [:, 0] the mean over
+        heads, [:, 1] head `self.head`."""
+        if not 0 <= step < len(self.lengths):
+            raise ValueError(f"no attention stored for step {step}: this trace has steps 0 to "
+                             f"{len(self.lengths) - 1}")
+        unpack = lambda b, t: np.frombuffer(zlib.decompress(base64.b64decode(b)), dtype=t)
+        q, scales = unpack(self.weights_b64, np.uint8), unpack(self.scales_b64, np.float32)
+        rows_before = 2 * self.n_layers * step
+        start = 2 * self.n_layers * sum(self.lengths[:step])
+        n = self.lengths[step]
+        block = q[start:start + 2 * self.n_layers * n].reshape(self.n_layers, 2, n)
+        s = scales[rows_before:rows_before + 2 * self.n_layers].reshape(self.n_layers, 2, 1)
+        return block.astype(np.float32) * s
+
+
+@dataclass
 class Memory:
     """Device memory (CUDA only; None elsewhere)."""
 
@@ -237,6 +298,7 @@ class Trace(Document):
     embeddings: Optional[Embeddings]
     memory: Memory = field(default_factory=Memory)
     label: str = ""  # a name for comparisons, e.g. "CPU" or "H200"
+    attention: Optional[Attention] = None  # recorded with viz.record(..., attention=True)
 
     # Saved as JSON by `save` / `load` (see viz.documents for the rules of versions).
     KIND: ClassVar[str] = "llm-inference-trace"

@@ -22,6 +22,8 @@ Also here for lessons that build their own small figures: `plotly_layout` (the h
 """
 
 from viz.views import palette
+from viz.views.attention import (attention_data, attention_figure, attention_matrix,
+                                 attention_static, attention_widget)
 from viz.views.base import plotly_layout
 from viz.views.compare import compare_data, compare_figure, compare_html, compare_static
 from viz.views.distribution import distribution_data, distribution_figure, distribution_static
@@ -33,6 +35,7 @@ from viz.views.roofline import roofline_data, roofline_figure, roofline_static, 
 from viz.views.sweeps import sweep_data, sweep_figure, throughput_latency_figure
 from viz.views.text import piece_bytes
 from viz.views.timeline import summary_html, timeline_data, timeline_figure, timeline_static
+from viz.views.prompt import prompt_data, prompt_html, prompt_table
 from viz.views.tokens import tokens_data, tokens_html, tokens_static
 from viz.views.whatif import whatif_data, whatif_figure, whatif_static, whatif_widget
 from viz.views.widgets import LinkedView, figure_output
@@ -53,4 +56,6 @@ __all__ = [
     "report_html", "write_report",
     "plotly_layout", "palette", "LinkedView", "figure_output", "piece_bytes",
     "wall_figure", "wall_data", "wall_table", "bytes_whatif_figure", "bytes_whatif_data",
+    "attention_figure", "attention_widget", "attention_static", "attention_data",
+    "attention_matrix", "prompt_html", "prompt_data", "prompt_table",
 ]

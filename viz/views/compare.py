@@ -13,7 +13,7 @@ from viz.trace import Trace
 from viz.views import palette
 from viz.views.base import (HTML, bytes_axis, check_trace, mpl_title, ms, nbytes, new_figure,
                             per_s, plotly_layout, step_latencies_s, trace_title)
-from viz.views.text import esc
+from viz.views.text import esc, reply_text
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def compare_data(trace: Trace, other: Trace) -> Comparison:
         ("KV cache", "on" if a.settings.use_cache else "off",
          "on" if b.settings.use_cache else "off", ""),
         ("device", a.environment.device_name, b.environment.device_name, ""),
-        ("reply", repr(a.generated_text[:60]), repr(b.generated_text[:60]), ""),
+        ("reply", repr(reply_text(a)[:60]), repr(reply_text(b)[:60]), ""),
     ]
     return Comparison(sa, sb, [0.0, top], [0.0, kv_top], [-0.6, n - 0.4], rows)
 

@@ -61,12 +61,12 @@ class Distribution:
             chosen = self.ids[i] == self.chosen_id
             out.append(Bar(self.labels[i], self.probs[i], palette.CHOSEN if chosen else colour,
                            "chosen" if chosen else "candidate",
-                           f"rank {i + 1}: id {self.ids[i]}, logit {self.logits[i]:.3f}, "
+                           f"rank {i}: id {self.ids[i]}, logit {self.logits[i]:.3f}, "
                            f"p = {self.probs[i]:.4f}" + (" (chosen)" if chosen else "")))
         shown = sum(self.probs[:n])
         if self.chosen_index is None or self.chosen_index >= n:
             out.append(Bar(self.chosen_label, self.chosen_prob, palette.CHOSEN, "chosen",
-                           f"rank {self.chosen_rank + 1}: id {self.chosen_id}, "
+                           f"rank {self.chosen_rank}: id {self.chosen_id}, "
                            f"p = {self.chosen_prob:.4f} (chosen)"))
             shown += self.chosen_prob
         rest = max(0.0, 1.0 - shown)
@@ -76,9 +76,11 @@ class Distribution:
         return out
 
     def title(self) -> str:
+        """Ranks count from 0, as `Step.rank` does: rank 0 is the most likely token."""
+        rank = ("rank 0 = the most likely" if self.chosen_rank == 0
+                else f"rank {self.chosen_rank}, where 0 = the most likely")
         return (f"Step {self.step} ({self.phase}): chose {self.chosen_label} "
-                f"(p = {self.chosen_prob:.3f}, rank {self.chosen_rank + 1}); "
-                f"entropy {self.entropy_bits:.2f} bits")
+                f"(p = {self.chosen_prob:.3f}, {rank}); entropy {self.entropy_bits:.2f} bits")
 
 
 def distribution_data(trace: Trace, step: int) -> Distribution:
@@ -86,17 +88,22 @@ def distribution_data(trace: Trace, step: int) -> Distribution:
     s = get_step(trace, step)
     return Distribution(
         step=s.index, phase=s.phase, ids=list(s.top_ids),
-        labels=distinct_labels(s.top_texts, s.top_ids), probs=list(s.top_probs),
-        logits=list(s.top_logits), chosen_id=s.token_id, chosen_label=token_label(s.token_text),
+        labels=distinct_labels(s.top_texts, s.top_ids, s.top_pieces), probs=list(s.top_probs),
+        logits=list(s.top_logits), chosen_id=s.token_id,
+        chosen_label=token_label(s.token_text, s.token_piece),
         chosen_prob=s.prob, chosen_rank=s.rank,
         rest=max(0.0, 1.0 - sum(s.top_probs)), entropy_bits=s.entropy_bits,
         vocab_size=trace.model.vocab_size)
 
 
-def distinct_labels(texts: list[str], ids: list[int]) -> list[str]:
-    """Visible token labels; where two look alike (several partial characters, all "�"),
-    each gets its id so the bars can be told apart."""
-    labels = [token_label(t) for t in texts]
+def distinct_labels(texts: list[str], ids: list[int],
+                    pieces: Optional[list[str]] = None) -> list[str]:
+    """Visible token labels (a partial character as its bytes, where `pieces` holds its
+    spelling); where two still look alike (partial characters of a trace recorded before
+    pieces were stored, all "�"), each gets its id so the bars can be told apart."""
+    pieces = list(pieces or [])
+    pieces += [""] * (len(texts) - len(pieces))
+    labels = [token_label(t, p or None) for t, p in zip(texts, pieces)]
     return [f"{lab} (id {i})" if labels.count(lab) > 1 else lab for lab, i in zip(labels, ids)]
 
 
@@ -154,8 +161,9 @@ def distribution_figure(trace: Trace, step: Optional[int] = None, limit: Optiona
     return fig
 
 
-def step_controls(trace: Trace, prefix: str = "step ") -> dict:
-    """A slider over the steps (frames named "0", "1", ...) and a play/pause button."""
+def step_controls(trace: Trace, prefix: str = "step ", active: int = 0) -> dict:
+    """A slider over the steps (frames named "0", "1", ...), starting at step `active`, and a
+    play/pause button."""
     def go_to(duration):
         return {"mode": "immediate", "frame": {"duration": duration, "redraw": True},
                 "transition": {"duration": 0}, "fromcurrent": True}
@@ -164,7 +172,7 @@ def step_controls(trace: Trace, prefix: str = "step ") -> dict:
              for i in range(len(trace.steps))]
     return {
         "margin": {"b": 150},
-        "sliders": [{"active": 0, "steps": steps, "x": 0.1, "len": 0.9, "y": 0,
+        "sliders": [{"active": active, "steps": steps, "x": 0.1, "len": 0.9, "y": 0,
                      "yanchor": "top", "pad": {"t": 70},
                      "currentvalue": {"prefix": prefix + "(0 = prefill): "}}],
         "updatemenus": [{"type": "buttons", "showactive": False, "x": 0, "y": 0,

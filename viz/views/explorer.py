@@ -58,14 +58,17 @@ def explorer_data(trace: Trace, step: int) -> ExplorerStep:
         step=s.index, phase=s.phase,
         prompt_tail=("…" if len(trace.prompt_text) > PROMPT_TAIL else "") + tail,
         before=trace.output_text[:prev_end], new=trace.output_text[prev_end:s.text_end],
-        token=token_label(s.token_text), partial=PARTIAL in s.token_text,
+        token=token_label(s.token_text, s.token_piece), partial=PARTIAL in s.token_text,
         latency_s=step_latencies_s(trace)[s.index], forward_s=s.forward_s,
         kv_bytes=s.kv_bytes, seq_len=s.seq_len, distribution=distribution_data(trace, s.index))
 
 
 def _runs(e: ExplorerStep) -> list[tuple[str, str]]:
-    """The text panel as (text, style) runs: prompt (muted), reply so far, the new token."""
-    new = e.new if e.new else f"[{e.token}: part of a character]"
+    """The text panel as (text, style) runs: prompt (muted), reply so far, the new token. A
+    token that completes no character (or leaves the reply cut mid-character) shows its
+    bytes."""
+    new = e.new if e.new and not (e.partial and PARTIAL in e.new) else \
+        f"[{e.token}: part of a character]"
     return [(e.prompt_tail, "prompt"), (e.before, "reply"), (new, "new")]
 
 
@@ -131,13 +134,20 @@ def _moving_traces(e: ExplorerStep, limit: Optional[int]):
     ]
 
 
+def first_step(trace: Trace) -> int:
+    """Where the explorer opens: the first decode step (1), or the prefill (0) of a
+    one-token reply. The slider still reaches the prefill at 0."""
+    return 1 if len(trace.steps) > 1 else 0
+
+
 def explorer_figure(trace: Trace, step: Optional[int] = None, limit: Optional[int] = 10):
     """Plotly explorer. step=None: a slider and play button over every step (no kernel
-    needed); step=k: the panels at step k alone. `limit`: candidates shown. Lesson 04."""
+    needed), opening at the first decode step (step 0, the prefill, is one notch left);
+    step=k: the panels at step k alone. `limit`: candidates shown. Lesson 04."""
     import plotly.graph_objects as go
 
     check_trace(trace)
-    first = explorer_data(trace, 0 if step is None else step)
+    first = explorer_data(trace, first_step(trace) if step is None else step)
     n = len(trace.steps)
     steps = list(range(n))
     colours = [palette.PHASE[s.phase] for s in trace.steps]
@@ -183,14 +193,14 @@ def explorer_figure(trace: Trace, step: Optional[int] = None, limit: Optional[in
                                    layout={"annotations": [{**caption,
                                                             "text": esc(e.caption())}]}))
         fig.frames = frames
-        fig.update_layout(**step_controls(trace))
+        fig.update_layout(**step_controls(trace, active=first.step))
     return fig
 
 
 # ---- ipywidgets ---------------------------------------------------------------------------------
 def explorer_widget(trace: Trace, limit: Optional[int] = 10):
-    """ipywidgets explorer for a live kernel: a play button and a step slider drive the plotly
-    panels of `explorer_figure(trace, step)`. Returns a `viz.views.widgets.LinkedView`
+    """ipywidgets explorer for a live kernel: a play button and a step slider (opening at the
+    first decode step; 0 is the prefill) drive the plotly panels of `explorer_figure(trace, step)`. Returns a `viz.views.widgets.LinkedView`
     (`.controls["step"]`, `.figure`). Lesson 04."""
     import ipywidgets as widgets
 
@@ -198,10 +208,11 @@ def explorer_widget(trace: Trace, limit: Optional[int] = 10):
 
     check_trace(trace)
     last = len(trace.steps) - 1
-    slider = widgets.IntSlider(value=0, min=0, max=last, description="step",
+    start = first_step(trace)
+    slider = widgets.IntSlider(value=start, min=0, max=last, description="step",
                                continuous_update=True, disabled=last == 0,
                                layout={"width": "420px"})
-    play = widgets.Play(value=0, min=0, max=last, interval=700, description="play",
+    play = widgets.Play(value=start, min=0, max=last, interval=700, description="play",
                         disabled=last == 0)
     widgets.jslink((play, "value"), (slider, "value"))
     view = LinkedView({"step": slider}, [widgets.HBox([play, slider])],
@@ -227,9 +238,10 @@ def _draw_runs(ax, lines: list[list[tuple[str, str]]]) -> None:
                 prev = ax.annotate(label, xy=(1, 0), xycoords=prev, **kw)
 
 
-def explorer_static(trace: Trace, step: int = 0, limit: Optional[int] = 10):
-    """Matplotlib: the explorer's four panels at one step. Lesson 04."""
-    e = explorer_data(trace, step)
+def explorer_static(trace: Trace, step: Optional[int] = None, limit: Optional[int] = 10):
+    """Matplotlib: the explorer's four panels at one step (default: the first decode step).
+    Lesson 04."""
+    e = explorer_data(trace, first_step(check_trace(trace)) if step is None else step)
     fig = blank_figure(figsize=(12, 8), layout="constrained")
     grid = fig.add_gridspec(3, 2, height_ratios=[0.9, 1.3, 1.3])
     text_ax = fig.add_subplot(grid[0, :])

@@ -24,7 +24,7 @@ from viz.views.distribution import distribution_figure
 from viz.views.embeddings import embeddings_figure
 from viz.views.explorer import explorer_figure
 from viz.views.kv import kv_figure
-from viz.views.text import esc
+from viz.views.text import esc, reply_text
 from viz.views.timeline import summary_html, timeline_figure
 from viz.views.tokens import tokens_html
 from viz.views.whatif import whatif_data, whatif_figure, whatif_grid
@@ -94,7 +94,7 @@ def _meta(trace: Trace) -> str:
         ("settings", f"{sampling}; max {s.max_new_tokens} new tokens; "
                      f"KV cache {'on' if s.use_cache else 'off'}; chat {s.chat}"),
         ("prompt", repr(trace.prompt)),
-        ("reply", repr(trace.generated_text) + f" (stopped: {trace.stop_reason})"),
+        ("reply", repr(reply_text(trace)) + f" (stopped: {trace.stop_reason})"),
     ]
     body = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in rows)
     return f'<table class="viz-meta">{body}</table>'
@@ -147,12 +147,16 @@ _WHATIF_JS = """
     for (var i = 0; i < n; i++) { y.push(i); if (probs[i] > 0) kept++; }
     var colours = probs.map(function(p){ return p > 0 ? st.colour : G.removed; });
     var text = probs.map(function(p){ return p > 0 ? (100 * p).toFixed(1) + '%' : 'removed'; });
-    Plotly.restyle(gd, {x: [st.recorded, probs], y: [y, y], customdata: [st.labels, st.labels],
-                        text: [null, text], 'marker.color': [gd.data[0].marker.color, colours]},
-                   [0, 1]);
+    var rest = cell[2], restText = rest === null ? G.unknown : (100 * rest).toFixed(1) + '%';
+    Plotly.restyle(gd, {x: [st.recorded, probs, [rest === null ? 0 : rest]], y: [y, y, [n]],
+                        customdata: [st.labels, st.labels, null],
+                        text: [null, text, [restText]],
+                        'marker.color': [gd.data[0].marker.color, colours, G.removed]},
+                   [0, 1, 2]);
     Plotly.relayout(gd, {'title.text': st.title + G.settings[v.t][v.k][v.p],
-                         'yaxis.tickvals': y, 'yaxis.ticktext': st.labels,
-                         'yaxis.range': [n - 0.5, -0.5]});
+                         'yaxis.tickvals': y.concat([n]),
+                         'yaxis.ticktext': st.labels.concat([st.rest_label]),
+                         'yaxis.range': [n + 0.5, -0.5]});
     document.getElementById('viz-wi-note').textContent =
       G.kept.replace('{kept}', kept).replace('{n}', n) + st.coverage + G.accuracy[cell[1]];
   }

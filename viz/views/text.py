@@ -63,13 +63,51 @@ def piece_bytes(piece: Optional[str]) -> Optional[bytes]:
 
 
 def token_label(text: str, piece: Optional[str] = None) -> str:
-    """What a token's chip or bar shows: its visible text, or its raw bytes when it holds only
-    part of a character (" 🍕" split in three shows as ␣\\xf0\\x9f, \\x8d, \\x95)."""
+    """What a token's chip or bar shows: its visible text, or its bytes when it holds only part
+    of a character (" 🍕" split in three shows as ␣<0xF0><0x9F>, <0x8D>, <0x95>: the same
+    spelling as SentencePiece's byte tokens). Without a known piece (a trace recorded before
+    viz stored them) the text is shown as decoded, U+FFFD included."""
     if PARTIAL in text:
         raw = piece_bytes(piece)
         if raw is not None:
-            return visible(raw.decode("utf-8", errors="backslashreplace"))
+            return byte_label(raw)
     return visible(text)
+
+
+def byte_label(raw: bytes) -> str:
+    """Bytes as text: whole UTF-8 characters as themselves (made visible), every byte of an
+    incomplete one as <0xNN>."""
+    out = []
+    for ch in raw.decode("utf-8", errors="surrogateescape"):
+        code = ord(ch)
+        out.append(f"<0x{code - 0xDC00:02X}>" if 0xDC80 <= code <= 0xDCFF else visible(ch))
+    return "".join(out)
+
+
+def cut_text(text: str, trailing_pieces: list[str]) -> str:
+    """`text` with a U+FFFD at its end (a reply cut off in the middle of a character) written
+    as the bytes of the trailing partial tokens, when their pieces are known."""
+    if not text.endswith(PARTIAL) or not trailing_pieces:
+        return text
+    raw = [piece_bytes(p) for p in trailing_pieces]
+    if any(r is None for r in raw):
+        return text
+    return text[:-1] + byte_label(b"".join(raw))
+
+
+def reply_text(trace) -> str:
+    """What the user was shown (`generated_text`), a character cut off at its end shown as the
+    bytes of its tokens (<0xF0><0x9F>) when the trace knows them."""
+    tail = []
+    for s in reversed(trace.steps):
+        if PARTIAL not in s.token_text or s.token_special:
+            break
+        tail.insert(0, s.token_piece)
+    return cut_text(trace.generated_text, tail)
+
+
+PARTIAL_NOTE = ("<0xNN>: one byte of a character that the tokenizer split across several "
+                "tokens (byte-level BPE); the bytes join into the character")
 
 
 def esc(text: str) -> str:

@@ -54,10 +54,10 @@ def timeline_data(trace: Trace) -> Timeline:
     emitted = [s.emitted_at_s for s in trace.steps]
     segments = [Segment("tokenize", "tokenize", 0.0, t.tokenize_s, ""),
                 Segment("prefill", "prefill", t.tokenize_s, emitted[0] - t.tokenize_s,
-                        token_label(trace.steps[0].token_text))]
+                        token_label(trace.steps[0].token_text, trace.steps[0].token_piece))]
     for s, before in zip(trace.steps[1:], emitted):
         segments.append(Segment(f"step {s.index}", "decode", before, s.emitted_at_s - before,
-                                token_label(s.token_text)))
+                                token_label(s.token_text, s.token_piece)))
     return Timeline(
         segments=segments, latencies_s=step_latencies_s(trace),
         forward_s=[s.forward_s for s in trace.steps], sample_s=[s.sample_s for s in trace.steps],

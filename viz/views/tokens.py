@@ -15,7 +15,8 @@ from typing import Optional
 from viz.trace import Trace
 from viz.views import palette
 from viz.views.base import HTML, check_trace, mpl_text, new_figure
-from viz.views.text import PARTIAL, drawable, esc, token_label, visible
+from viz.views.text import (PARTIAL, PARTIAL_NOTE, byte_label, drawable, esc, piece_bytes,
+                            token_label, visible)
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class TokenChip:
     id: int  # vocabulary id
     label: str  # what the chip shows (visible whitespace; raw bytes for a partial character)
     text: str  # the token decoded alone
-    piece: Optional[str]  # the vocabulary's spelling (None for reply tokens: not recorded)
+    piece: Optional[str]  # the vocabulary's spelling (reply tokens: only partial ones)
     start: int  # character span [start, end) in its text (prompt_text, or output_text for
     end: int  #   the reply); spans of the tokens of one character overlap
     special: bool  # a control token such as <|im_start|>
@@ -64,8 +65,9 @@ def tokens_data(trace: Trace, include_reply: bool = True) -> list[TokenChip]:
     group += 1
     prev_end = 0
     for s in trace.steps:
-        chips.append(TokenChip(len(chips), s.token_id, token_label(s.token_text), s.token_text,
-                               None, prev_end, s.text_end, s.token_special,
+        piece = s.token_piece or None  # recorded only for partial characters
+        chips.append(TokenChip(len(chips), s.token_id, token_label(s.token_text, piece),
+                               s.token_text, piece, prev_end, s.text_end, s.token_special,
                                PARTIAL in s.token_text, "decode", group))
         if s.text_end > prev_end or s.token_special or not chips[-1].partial:
             group += 1
@@ -87,20 +89,35 @@ def token_groups(trace: Trace, chips: list[TokenChip]) -> list[TokenGroup]:
     return out
 
 
+def group_label(group: TokenGroup, chips: list[TokenChip]) -> str:
+    """The characters a group makes, made visible; where its bytes make no whole character
+    (a reply cut off mid-character, or bytes that are not valid UTF-8), those bytes as <0xNN>."""
+    if PARTIAL not in group.text:
+        return visible(group.text)
+    raw = [chips[p].text.encode() if PARTIAL not in chips[p].text else piece_bytes(chips[p].piece)
+           for p in group.positions]
+    if any(r is None for r in raw):
+        return visible(group.text)
+    return byte_label(b"".join(raw))
+
+
 def _colour(chip: TokenChip) -> str:
     return palette.SPECIAL if chip.special else palette.PHASE[chip.phase]
 
 
 def _hover(chip: TokenChip) -> str:
     where = "prompt_text" if chip.phase == "prefill" else "output_text"
-    lines = [f"token {chip.position}: id {chip.id}", f"text {chip.text!r}"]
+    known = chip.partial and "<0x" in chip.label
+    text = "none alone: decoded by itself it gives U+FFFD" if known else repr(chip.text)
+    lines = [f"token {chip.position}: id {chip.id}", f"text {text}"]
     if chip.piece is not None:
         lines.append(f"piece {chip.piece!r}")
     lines.append(f"characters {chip.start}–{chip.end} of {where}")
     if chip.special:
         lines.append("special (control) token")
     if chip.partial:
-        lines.append("only part of a character: its bytes are shown")
+        lines.append("only part of a character: its bytes are shown" if "<0x" in chip.label
+                     else "only part of a character (its bytes were not recorded)")
     return "\n".join(lines)
 
 
@@ -114,6 +131,7 @@ _CSS = """<style>
   border:1px solid;border-radius:4px;padding:0 3px;margin:1px;line-height:1.3;white-space:pre}
 .viz-tokens .viz-id{font-size:9px;color:#555}
 .viz-tokens .viz-chars{font-size:11px;text-align:center;color:#333;line-height:1.3}
+.viz-tokens .viz-note{font-size:11px;color:#555;line-height:1.4;font-family:sans-serif}
 .viz-tokens .viz-legend span{border:1px solid;border-radius:4px;padding:0 4px;margin-right:8px}
 </style>"""
 
@@ -133,11 +151,13 @@ def tokens_html(trace: Trace, include_reply: bool = True, show_ids: bool = True)
     parts += [f'<span style="border-color:{palette.SPECIAL}">control token</span>',
               f"{len(trace.prompt_tokens)} prompt tokens"
               + (f", {len(trace.steps)} generated" if include_reply else "") + "</div>"]
+    if any("<0x" in c.label for c in chips):
+        parts.append(f'<div class="viz-note">{esc(PARTIAL_NOTE)}</div>')
     for g in token_groups(trace, chips):
         members = [chips[p] for p in g.positions]
         multi = len(members) > 1 or members[0].partial
         parts.append(f'<span class="viz-group{" viz-multi" if multi else ""}"'
-                     f' title="{esc(f"{len(members)} tokens make {g.text!r}")}">'
+                     f' title="{esc(f"{len(members)} token(s) make {group_label(g, chips)!r}")}">'
                      '<span class="viz-row">')
         for c in members:
             colour = _colour(c)
@@ -147,7 +167,7 @@ def tokens_html(trace: Trace, include_reply: bool = True, show_ids: bool = True)
                          f"{esc(c.label)}{ident}</span>")
         parts.append("</span>")
         if multi:
-            parts.append(f'<span class="viz-chars">{esc(visible(g.text))}</span>')
+            parts.append(f'<span class="viz-chars">{esc(group_label(g, chips))}</span>')
         parts.append("</span>")
         if "\n" in g.text:  # keep the text's own line breaks
             parts.append("<br>")
@@ -206,7 +226,7 @@ def tokens_static(trace: Trace, include_reply: bool = True, width: int = 90):
         if len(g.positions) > 1 or chips[g.positions[0]].partial:
             ax.plot([gx + 0.1, cx - 0.1], [y + 1.55, y + 1.55], color=palette.MUTED, lw=1)
             ax.text((gx + cx) / 2, y + 1.85, ha="center", va="center", fontsize=7,
-                    **mpl_text(visible(g.text)))
+                    **mpl_text(group_label(g, chips)))
     title = f"{len(trace.prompt_tokens)} prompt tokens (blue)"
     if include_reply:
         title += f", {len(trace.steps)} generated (orange)"

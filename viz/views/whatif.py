@@ -2,11 +2,14 @@
 see which tokens remain possible — no model needed.
 
 The reshaping is `viz.sampling.sampling_distribution`, the very function `viz.record` samples
-with. A trace keeps only the `log_top` most likely logits per step, so the distribution shown
-is over those recorded candidates; how much probability they held (at temperature 1) is known
-exactly from the recorded `logsumexp`, and the view says so. Greedy and any top-k ≤ the number
-recorded keep only recorded tokens, so those settings are exact; otherwise each probability
-shown is an upper bound (the unrecorded tail would take a share).
+with. A trace keeps only the `log_top` most likely logits per step; how much probability they
+held at temperature 1 is known exactly from the recorded `logsumexp` (the rest belongs to the
+unrecorded tokens, drawn as one grey bar). So these settings are exact: greedy; any top-k ≤
+the number recorded (only recorded tokens remain); and temperature 1 without top-k (the
+recorded whole-vocabulary probabilities themselves, and top-p's cut where it falls among the
+recorded tokens). Any other setting would need the unrecorded logits: the probabilities shown
+are then re-normalised over the recorded candidates, each an upper bound, and the figure
+says so.
 Used in lesson 02 (predicting the next token).
 """
 
@@ -52,10 +55,13 @@ class WhatIf:
     ids: list[int]  # the recorded candidates, most likely first
     labels: list[str]
     recorded: list[float]  # their recorded probabilities (whole vocabulary, temperature 1)
-    probs: list[float]  # the sampler's probabilities over the recorded candidates
+    probs: list[float]  # the sampler's probabilities of the recorded candidates (exact, or
+    #   upper bounds re-normalised over them: see `exact`)
     chosen_id: int  # the token the recording actually picked
     covered: float  # probability the recorded candidates held at temperature 1
     vocab_size: int
+    rest: Optional[float] = None  # probability left to the unrecorded tokens under this
+    #   setting, when known exactly (None: it would need logits the trace did not keep)
 
     @property
     def kept(self) -> list[bool]:
@@ -64,9 +70,10 @@ class WhatIf:
 
     @property
     def exact(self) -> bool:
-        """True when the setting keeps only recorded tokens, so the numbers are the sampler's
-        own: greedy, or top-k with k ≤ the candidates recorded."""
-        return self.temperature == 0 or (self.top_k is not None and self.top_k <= len(self.ids))
+        """True when the numbers are the sampler's own over the whole vocabulary: greedy,
+        top-k ≤ the candidates recorded, or temperature 1 without top-k (unless top-p reaches
+        past the recorded candidates)."""
+        return self.rest is not None
 
     def setting(self) -> str:
         return setting_text(self.temperature, self.top_k, self.top_p)
@@ -83,6 +90,9 @@ class WhatIf:
                 f"{1 - self.covered:.1%}, known from logsumexp). ")
 
     def accuracy(self) -> str:
+        if self.exact and self.rest:
+            return ("At temperature 1 with no top-k the recorded probabilities are the sampler's "
+                    "own and the grey bar holds the unrecorded tokens' share: exact.")
         if self.exact:
             return ("This setting keeps only recorded tokens: these are exactly the sampler's "
                     "probabilities.")
@@ -105,7 +115,8 @@ def whatif_data(trace: Trace, step: int = 0, temperature: float = 1.0,
     `viz.record` (from `viz.sampling.check_sampling`). Lesson 02.
     """
     s = get_step(trace, step)
-    return _whatif(trace, s, distinct_labels(s.top_texts, s.top_ids), temperature, top_k, top_p)
+    return _whatif(trace, s, distinct_labels(s.top_texts, s.top_ids, s.top_pieces), temperature,
+                   top_k, top_p)
 
 
 def _whatif(trace: Trace, s: Step, labels: list[str], temperature: float,
@@ -115,12 +126,28 @@ def _whatif(trace: Trace, s: Step, labels: list[str], temperature: float,
     from viz.sampling import sampling_distribution
 
     logits = torch.tensor(s.top_logits, dtype=torch.float32)
-    probs = sampling_distribution(logits, temperature, top_k, top_p)
+    probs = sampling_distribution(logits, temperature, top_k, top_p).tolist()  # over recorded
+    n, covered = len(s.top_ids), float(sum(s.top_probs))
+    rest: Optional[float] = None
+    if temperature == 0 or (top_k is not None and top_k <= n):
+        rest = 0.0  # only recorded tokens remain: re-normalising over them is exact
+    elif temperature == 1 and top_k is None:
+        # The recorded probabilities are the whole vocabulary's (from logsumexp); every
+        # unrecorded token is less likely than every recorded one.
+        if top_p is None or top_p >= 1:
+            probs, rest = list(s.top_probs), max(0.0, 1.0 - covered)
+        else:
+            before = [sum(s.top_probs[:i]) for i in range(n)]  # mass of the better tokens
+            if covered >= top_p:  # the nucleus closes among the recorded tokens
+                keep = [b < top_p for b in before]
+                kept = sum(p for p, k in zip(s.top_probs, keep) if k)
+                probs = [p / kept if k else 0.0 for p, k in zip(s.top_probs, keep)]
+                rest = 0.0
     return WhatIf(step=s.index, phase=s.phase, temperature=float(temperature), top_k=top_k,
                   top_p=None if top_p is None else float(top_p), ids=list(s.top_ids),
-                  labels=labels, recorded=list(s.top_probs), probs=probs.tolist(),
-                  chosen_id=s.token_id, covered=float(sum(s.top_probs)),
-                  vocab_size=trace.model.vocab_size)
+                  labels=labels, recorded=list(s.top_probs), probs=probs,
+                  chosen_id=s.token_id, covered=covered, vocab_size=trace.model.vocab_size,
+                  rest=rest)
 
 
 def _bar_text(w: WhatIf) -> list[str]:
@@ -131,9 +158,24 @@ def _colours(w: WhatIf) -> list[str]:
     return [palette.PHASE[w.phase] if k else palette.MUTED for k in w.kept]
 
 
+def rest_label(w: WhatIf) -> str:
+    """The grey bar's label: every token the trace did not record, together."""
+    return f"the other {w.vocab_size - len(w.ids):,} tokens"
+
+
+def rest_text(rest: Optional[float]) -> str:
+    """The grey bar's value: exact when known, else said to be unknown."""
+    return "not known: not recorded" if rest is None else f"{rest:.1%}"
+
+
 # ---- plotly -------------------------------------------------------------------------------------
+# Trace order in the figure: recorded outlines, this setting's bars, the unrecorded tokens' bar.
+RECORDED, SETTING, REST = range(3)
+
+
 def whatif_traces(w: WhatIf):
-    """Two horizontal go.Bars: the recorded probabilities (grey outline) and the re-shaped."""
+    """Three horizontal go.Bars: the recorded probabilities (grey outline), the re-shaped ones,
+    and one grey bar for all unrecorded tokens together (below the candidates)."""
     import plotly.graph_objects as go
 
     y = list(range(len(w.ids)))
@@ -148,15 +190,22 @@ def whatif_traces(w: WhatIf):
                marker={"color": _colours(w)}, text=_bar_text(w), textposition="outside",
                cliponaxis=False, customdata=names,
                hovertemplate="%{customdata}: p = %{x:.4f}<extra></extra>"),
+        go.Bar(x=[w.rest or 0.0], y=[len(w.ids)], orientation="h", name="not recorded",
+               marker={"color": palette.MUTED}, text=[rest_text(w.rest)],
+               textposition="outside", cliponaxis=False, showlegend=False,
+               hovertemplate=esc(rest_label(w)) + ": %{text}<extra></extra>"),
     ]
 
 
 def whatif_axes(w: WhatIf) -> tuple[dict, dict]:
-    """x (probability 0-1) and y (one tick per candidate, the chosen one marked ◀) settings."""
+    """x (probability 0-1) and y (one tick per candidate, the chosen one marked ◀, then the
+    unrecorded tokens) settings."""
     labels = [esc(lab) + (" ◀" if i == w.chosen_id else "") for lab, i in zip(w.labels, w.ids)]
+    n = len(w.ids)
     return ({"range": [0, 1.12], "title": "probability", "tickformat": ".0%"},
-            {"tickmode": "array", "tickvals": list(range(len(w.ids))), "ticktext": labels,
-             "range": [len(w.ids) - 0.5, -0.5], "title": None})
+            {"tickmode": "array", "tickvals": list(range(n + 1)),
+             "ticktext": labels + [esc(rest_label(w))], "range": [n + 0.5, -0.5],
+             "title": None, "automargin": True})
 
 
 def whatif_figure(trace: Trace, step: int = 0, temperature: float = 1.0,
@@ -167,7 +216,7 @@ def whatif_figure(trace: Trace, step: int = 0, temperature: float = 1.0,
     w = whatif_data(trace, step, temperature, top_k, top_p)
     xaxis, yaxis = whatif_axes(w)
     fig = go.Figure(whatif_traces(w), layout=plotly_layout(
-        w.title(), height=max(380, 22 * len(w.ids) + 200), barmode="overlay", xaxis=xaxis,
+        w.title(), height=max(380, 22 * (len(w.ids) + 1) + 200), barmode="overlay", xaxis=xaxis,
         yaxis=yaxis, margin={"l": 130, "r": 30, "t": 85, "b": 120},
         legend={"orientation": "h", "x": 0, "y": 1.01, "yanchor": "bottom"}))
     fig.add_annotation(text="<br>".join(esc(line) for line in textwrap.wrap(w.note(), 110)),
@@ -232,8 +281,9 @@ def whatif_grid(trace: Trace, temperatures=GRID_TEMPERATURES, top_ks=GRID_TOP_K,
 
     Returns {"temperatures", "top_ks", "top_ps": the grid's values (None = off),
     "vectors": [[p, ...]], "accuracy": [sentence], "settings": [t][k][p] → text,
-    "index": [step][t][k][p] → [vector number, accuracy number],
-    "steps": [{labels, recorded, colour, title, coverage}], "kept": `KEPT`}.
+    "index": [step][t][k][p] → [vector number, accuracy number, unrecorded share or None],
+    "steps": [{labels, recorded, colour, title, coverage, rest_label}], "kept": `KEPT`,
+    "unknown": the grey bar's text when the unrecorded share is not known}.
     """
     check_trace(trace)
     n_max = max(len(s.top_ids) for s in trace.steps)
@@ -242,31 +292,34 @@ def whatif_grid(trace: Trace, temperatures=GRID_TEMPERATURES, top_ks=GRID_TOP_K,
     seen: dict[tuple, int] = {}
     accuracy: list[str] = []
 
-    def cell(w: WhatIf) -> list[int]:
-        """[vector number, accuracy number] of one setting, storing each distinct one once."""
+    def cell(w: WhatIf) -> list:
+        """[vector number, accuracy number, unrecorded share] of one setting, storing each
+        distinct vector once."""
         vec = tuple(float(f"{x:.4g}") for x in w.probs)
         if vec not in seen:
             seen[vec] = len(vectors)
             vectors.append(list(vec))
         if w.accuracy() not in accuracy:
             accuracy.append(w.accuracy())
-        return [seen[vec], accuracy.index(w.accuracy())]
+        rest = None if w.rest is None else float(f"{w.rest:.4g}")
+        return [seen[vec], accuracy.index(w.accuracy()), rest]
 
     index, steps = [], []
     for s in trace.steps:
-        labels = distinct_labels(s.top_texts, s.top_ids)
+        labels = distinct_labels(s.top_texts, s.top_ids, s.top_pieces)
         index.append([[[cell(_whatif(trace, s, labels, t, k, p)) for p in top_ps]
                        for k in top_ks] for t in temperatures])
         w = _whatif(trace, s, labels, 1.0, None, None)
         steps.append({"labels": [esc(lab) + (" ◀" if j == w.chosen_id else "")
                                  for lab, j in zip(w.labels, w.ids)],
                       "recorded": w.recorded, "colour": palette.PHASE[w.phase],
-                      "title": esc(w.where()), "coverage": w.coverage()})
+                      "title": esc(w.where()), "coverage": w.coverage(),
+                      "rest_label": esc(rest_label(w))})
     return {"temperatures": list(temperatures), "top_ks": top_ks, "top_ps": list(top_ps),
             "vectors": vectors, "accuracy": accuracy, "index": index, "steps": steps,
             "settings": [[[setting_text(t, k, p) for p in top_ps] for k in top_ks]
                          for t in temperatures],
-            "kept": KEPT, "removed": palette.MUTED}
+            "kept": KEPT, "removed": palette.MUTED, "unknown": rest_text(None)}
 
 
 # ---- matplotlib ---------------------------------------------------------------------------------
@@ -275,15 +328,19 @@ def whatif_static(trace: Trace, step: int = 0, temperature: float = 1.0,
     """Matplotlib: recorded vs re-shaped probabilities of one step's candidates. Lesson 02."""
     w = whatif_data(trace, step, temperature, top_k, top_p)
     y = list(range(len(w.ids)))
-    fig, ax = new_figure(figsize=(8, 0.3 * len(y) + 2.2))
+    fig, ax = new_figure(figsize=(8, 0.3 * (len(y) + 1) + 2.2))
     ax.barh(y, w.recorded, color="none", edgecolor=palette.MUTED, lw=1.2,
             label="recorded (temperature 1)")
     ax.barh(y, w.probs, color=_colours(w), height=0.55, label="with this setting")
     for i, text in enumerate(_bar_text(w)):
         ax.text(max(w.probs[i], w.recorded[i]) + 0.01, i, text, va="center", fontsize=7)
-    set_ticklabels(ax, "y", y, [lab + (" ◀" if i == w.chosen_id else "")
-                                for lab, i in zip(w.labels, w.ids)], fontsize=8)
-    ax.set_ylim(len(y) - 0.5, -0.5)
+    n = len(y)
+    ax.barh([n], [w.rest or 0.0], color=palette.MUTED, height=0.55)
+    ax.text((w.rest or 0.0) + 0.01, n, rest_text(w.rest), va="center", fontsize=7)
+    set_ticklabels(ax, "y", y + [n], [lab + (" ◀" if i == w.chosen_id else "")
+                                      for lab, i in zip(w.labels, w.ids)] + [rest_label(w)],
+                   fontsize=8)
+    ax.set_ylim(n + 0.5, -0.5)
     ax.set_xlim(0, 1.12)
     ax.set_xlabel("probability")
     ax.legend(loc="lower right", fontsize=8)
