@@ -17,7 +17,8 @@ Naming, one rule for every view `<view>`:
 A view of two things takes the second as `other` (`compare_figure(trace, other)`,
 `sweep_figure(sweep, other)`); `roofline_figure(roofline, *others)` takes several.
 Also here for lessons that build their own small figures: `plotly_layout` (the house layout),
-`palette` (the colours), `LinkedView` / `figure_output` (controls redrawing a figure), and
+`palette` (the colours), `LinkedView` / `figure_output` (controls redrawing a figure),
+`LinkedText` (a text box run on Enter or after a pause, with a "recording…" status), and
 `piece_bytes` (the bytes behind a byte-level BPE token's spelling).
 """
 
@@ -25,11 +26,13 @@ from viz.views import palette
 from viz.views.attention import (attention_data, attention_figure, attention_matrix,
                                  attention_static, attention_widget)
 from viz.views.base import plotly_layout
+from viz.views.batch import batch_timeline_data, batch_timeline_figure, batch_timeline_static
 from viz.views.compare import compare_data, compare_figure, compare_html, compare_static
 from viz.views.distribution import distribution_data, distribution_figure, distribution_static
 from viz.views.embeddings import embeddings_data, embeddings_figure, embeddings_static
 from viz.views.explorer import explorer_data, explorer_figure, explorer_static, explorer_widget
 from viz.views.kv import kv_data, kv_figure, kv_static
+from viz.views.layer import layer_diagram_data, layer_diagram_figure, layer_diagram_static
 from viz.views.report import report_html, write_report
 from viz.views.roofline import roofline_data, roofline_figure, roofline_static, roofline_table
 from viz.views.sweeps import sweep_data, sweep_figure, throughput_latency_figure
@@ -38,7 +41,7 @@ from viz.views.timeline import summary_html, timeline_data, timeline_figure, tim
 from viz.views.prompt import prompt_data, prompt_html, prompt_table
 from viz.views.tokens import tokens_data, tokens_html, tokens_static
 from viz.views.whatif import whatif_data, whatif_figure, whatif_static, whatif_widget
-from viz.views.widgets import LinkedView, figure_output
+from viz.views.widgets import LinkedText, LinkedView, figure_output
 from viz.views.wall import (bytes_whatif_data, bytes_whatif_figure, wall_data, wall_figure,
                              wall_table)
 
@@ -58,4 +61,6 @@ __all__ = [
     "wall_figure", "wall_data", "wall_table", "bytes_whatif_figure", "bytes_whatif_data",
     "attention_figure", "attention_widget", "attention_static", "attention_data",
     "attention_matrix", "prompt_html", "prompt_data", "prompt_table",
+    "batch_timeline_figure", "batch_timeline_static", "batch_timeline_data",
+    "layer_diagram_figure", "layer_diagram_static", "layer_diagram_data", "LinkedText",
 ]

@@ -1,4 +1,5 @@
-"""Live controls for a kernel: ipywidgets that redraw a plain plotly figure.
+"""Live controls for a kernel: ipywidgets that redraw a plain plotly figure (`LinkedView`), and
+a text box that runs a function on Enter or after a pause (`LinkedText`).
 
 No `go.FigureWidget` (it puts a random uid in its text form and needs anywidget): each change
 of a control builds an ordinary `go.Figure` and hands its plotly JSON to an `Output` widget,
@@ -63,3 +64,112 @@ class LinkedView(widgets.VBox):
             return
         self.error = None
         self.output.outputs = (figure_output(self.figure),)
+
+
+class LinkedText(widgets.VBox):
+    """A text box that runs `run(text)` when the learner presses Enter or pauses typing — not
+    at every keystroke — with a visible status, and shows what `run` returned below it.
+
+    run: text → something to show: a plotly figure, an object with `_repr_html_` (a view's
+        HTML), or anything else (shown as text). A ValueError it raises (an empty prompt, say)
+        is shown in the status line instead.
+    pause_s: seconds of no typing after which the text is run (None: only Enter or leaving the
+        box runs it). The status reads "recording…" while `run` works, then how long it took.
+    schedule: `schedule(delay_s, callback)` → a handle with `.cancel()`; default: the kernel's
+        event loop (`loop.call_later`). Tests inject their own.
+
+    After each run `.result` is what `run` returned, `.error` the message of a ValueError (else
+    None) and `.runs` how many times it ran. Lesson 01 (type a text, see its tokens).
+    """
+
+    def __init__(self, run: Callable[[str], Any], value: str = "", description: str = "text",
+                 pause_s: Optional[float] = 0.8,
+                 schedule: Optional[Callable[[float, Callable[[], None]], Any]] = None,
+                 width: str = "95%"):
+        if pause_s is not None and (isinstance(pause_s, bool) or
+                                    not isinstance(pause_s, (int, float)) or pause_s <= 0):
+            raise ValueError(f"pause_s must be a number of seconds > 0, or None to run only on "
+                             f"Enter, not {pause_s!r}")
+        self._run, self.pause_s = run, pause_s
+        self._schedule = schedule or _call_later
+        self._pending: Any = None
+        self._last: Optional[str] = None
+        self.result: Any = None
+        self.error: Optional[str] = None
+        self.runs = 0
+        self.box = widgets.Text(value=value, description=description,
+                                continuous_update=pause_s is not None,
+                                style={"description_width": "initial"}, layout={"width": width})
+        self.status = widgets.HTML()
+        self.output = widgets.Output()
+        super().__init__(children=[self.box, self.status, self.output])
+        self.box.observe(self._typed, names="value")
+        self.box.on_msg(self._message)  # Enter sends a "submit" event
+        self.run()
+
+    def _typed(self, change) -> None:
+        if self.pause_s is None:  # the value only changes on Enter or leaving the box
+            self.run()
+            return
+        if self._pending is not None:
+            self._pending.cancel()
+        self.status.value = (f'<span style="color:#555">waiting for a {self.pause_s:g} s pause '
+                             "(or press Enter)…</span>")
+        self._pending = self._schedule(self.pause_s, self.run)
+
+    def _message(self, widget, content, buffers) -> None:
+        if content.get("event") == "submit":
+            self.run()
+
+    def run(self) -> None:
+        """Run the text now (what a pause or Enter triggers); a text already shown is not
+        run again."""
+        import time
+
+        if self._pending is not None:
+            self._pending.cancel()
+            self._pending = None
+        text = self.box.value
+        if text == self._last:
+            self.status.value = '<span style="color:#555">unchanged</span>'
+            return
+        self.status.value = '<span style="color:#E69F00"><b>recording…</b></span>'
+        start = time.perf_counter()
+        try:
+            result = self._run(text)
+        except ValueError as e:
+            self.error, self._last = str(e), text
+            self.status.value = f'<span style="color:#D55E00">{_escape(str(e))}</span>'
+            return
+        self.runs += 1
+        self.result, self.error, self._last = result, None, text
+        self.output.outputs = (_display(result),)
+        self.status.value = (f'<span style="color:#555">done in '
+                             f"{time.perf_counter() - start:.1f} s</span>")
+
+
+def _escape(text: str) -> str:
+    import html
+
+    return html.escape(text)
+
+
+def _display(result: Any) -> dict[str, Any]:
+    """One display_data output for what a LinkedText's function returned."""
+    if hasattr(result, "to_plotly_json"):
+        return figure_output(result)
+    data = {"text/plain": repr(result)}
+    if hasattr(result, "_repr_html_"):
+        data["text/html"] = result._repr_html_()
+    return {"output_type": "display_data", "metadata": {}, "data": data}
+
+
+def _call_later(delay_s: float, callback: Callable[[], None]) -> Any:
+    """Run `callback` after `delay_s` on the kernel's event loop (ipykernel runs one)."""
+    import asyncio
+
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = asyncio.get_event_loop()
+    return loop.call_later(delay_s, callback)
