@@ -48,7 +48,7 @@ def main(argv=None) -> int:
         for name, cb in modes.items():
             t = time.perf_counter()
             servers[name] = EmbeddedServer(continuous_batching=cb).start()
-            print(f"started {name}: {servers[name].label}, in {time.perf_counter() - t:.1f} s "
+            print(f"started {servers[name]!r} in {time.perf_counter() - t:.1f} s "
                   "(warm-up included)", flush=True)
         rows = []
         for streams in args.streams:

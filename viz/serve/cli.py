@@ -47,7 +47,7 @@ def _start(args: argparse.Namespace, port: Any = None):
 def _serve(args: argparse.Namespace) -> int:
     server = _start(args, args.port)
     try:
-        print(f"serving    {server.model_name} · {server.label}")
+        print(f"serving    {server!r}")
         print(f"url        {server.url}   (OpenAI-compatible; log: {server.log_path})")
         print(f"try        python -m viz request \"Hello!\" --url {server.url}")
         print(f"           python -m viz load {server.url} --concurrency 4 -o run.json")
@@ -79,9 +79,9 @@ def _target_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-remote", action="store_true",
                    help="allow a server on another machine (default: this machine only)")
     p.add_argument("--api-key", default=None, help="for servers that require one")
-    p.add_argument("--stall-timeout", type=float, default=30.0,
+    p.add_argument("--stall-timeout", type=float, default=60.0,
                    help="give up a stream after this many seconds without data")
-    p.add_argument("--request-timeout", type=float, default=120.0,
+    p.add_argument("--request-timeout", type=float, default=300.0,
                    help="give up a request after this many seconds in all")
     p.add_argument("--label", default="", help="a name for the result")
     p.add_argument("-o", "--output", default=None, help="where to save the result (JSON)")

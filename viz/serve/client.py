@@ -114,8 +114,9 @@ class Timeouts:
     """How long a request may take before it is given up (seconds)."""
 
     connect_s: float = 5.0  # to open the connection
-    stall_s: float = 30.0  # with no data at all from the server (a stalled stream)
-    request_s: float = 120.0  # for the whole request, first byte to last
+    stall_s: float = 60.0  # with no data at all from the server (a stalled stream; a
+    #                        one-at-a-time server sends nothing while a request queues)
+    request_s: float = 300.0  # for the whole request, first byte to last
 
     def __post_init__(self):
         for name in ("connect_s", "stall_s", "request_s"):

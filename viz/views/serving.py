@@ -27,6 +27,9 @@ from viz.serve.scheduler import Schedule, SchedulerStep
 from viz.views import palette
 from viz.views.base import empty_figure, plotly_layout
 
+# Legends go above the plot area (below the title), clear of the x axis's title.
+TOP_LEGEND = {"orientation": "h", "x": 0, "y": 1.02, "xanchor": "left", "yanchor": "bottom"}
+
 ERROR = palette.CHOSEN
 WAITING = "#BBBBBB"
 HELD = palette.SPECIAL
@@ -173,9 +176,9 @@ def request_timeline_figure(run: LoadRun, steps: bool = True):
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="end of a scheduler step",
                                  line={"color": palette.MUTED, "width": 0.5, "dash": "dot"},
                                  hoverinfo="skip", visible="legendonly"))
-    fig.update_layout(**plotly_layout(title, height=max(260, 70 + 26 * len(rows)),
-                                      barmode="overlay", margin={"l": 110, "r": 20, "t": 60,
-                                                                 "b": 50}))
+    fig.update_layout(**plotly_layout(title, height=max(300, 130 + 26 * len(rows)),
+                                      barmode="overlay", legend=TOP_LEGEND,
+                                      margin={"l": 110, "r": 20, "t": 100, "b": 50}))
     fig.update_xaxes(title="seconds since the run started", rangemode="tozero")
     fig.update_yaxes(autorange="reversed", type="category", categoryorder="array",
                      categoryarray=names)
@@ -187,6 +190,9 @@ LATENCY = {"tpot": ("TPOT p50: each request's time per token (ms)", "tpot_s"),
            "itl": ("ITL p50: gap between tokens (ms)", "itl_s"),
            "ttft": ("TTFT p50: wait for the first token (ms)", "ttft_s"),
            "e2e": ("E2E p50: whole answer (ms)", "e2e_s")}
+
+
+POSITIONS = ["top left", "bottom right", "top right", "bottom left"]  # labels of nearby points
 
 
 def serving_tradeoff_data(runs: Sequence[LoadRun], latency: str = "tpot") -> list[dict[str, Any]]:
@@ -222,12 +228,14 @@ def serving_tradeoff_figure(runs: Sequence[LoadRun], latency: str = "tpot"):
         fig.add_trace(go.Scatter(
             x=[p["latency_ms"] for p in pts], y=[p["tokens_per_s"] for p in pts],
             mode="lines+markers+text", name=name, text=[p["load"] for p in pts],
-            textposition="top left", line={"color": colour}, marker={"color": colour, "size": 9},
+            textposition=[POSITIONS[(i + k) % len(POSITIONS)] for i in range(len(pts))], line={"color": colour}, marker={"color": colour, "size": 9},
             customdata=[[p["ttft_ms"], p["goodput_per_s"] or 0.0] for p in pts],
             hovertemplate="%{text}: %{y:.1f} tokens/s in all, %{x:.0f} ms per token each, "
                           "TTFT p50 %{customdata[0]:.0f} ms, goodput %{customdata[1]:.2f} "
                           "requests/s<extra></extra>"))
-    fig.update_layout(**plotly_layout("throughput vs latency as the load rises", height=430))
+    fig.update_layout(**plotly_layout("throughput vs latency as the load rises", height=450,
+                                      legend=TOP_LEGEND, margin={"l": 70, "r": 20, "t": 100,
+                                                                 "b": 50}))
     fig.update_xaxes(title=LATENCY[latency][0] + " — lower is better", rangemode="tozero")
     fig.update_yaxes(title="all requests: output tokens / s — higher is better",
                      rangemode="tozero")
@@ -271,7 +279,8 @@ def itl_distribution_figure(runs: Sequence[LoadRun], bins: int = 40):
         return empty_figure("inter-token latency", "no completed request with two or more "
                                                   "tokens")
     fig.update_layout(**plotly_layout("inter-token latency: the gaps between tokens",
-                                      height=400, barmode="overlay"),
+                                      height=430, barmode="overlay", legend=TOP_LEGEND,
+                                      margin={"l": 60, "r": 20, "t": 120, "b": 50}),
                       yaxis2={"overlaying": "y", "range": [0, 100], "visible": False})
     fig.update_xaxes(title="gap between two tokens of one request (ms)", rangemode="tozero")
     fig.update_yaxes(title="% of gaps")
@@ -371,8 +380,9 @@ def schedule_figure(schedule: Schedule, names: Optional[dict[str, str]] = None,
                                  marker={"color": STATE_COLOURS[k], "size": 10,
                                          "symbol": "square"}), 2, 1)
     fig.update_layout(**plotly_layout(f"the scheduler, step by step ({len(steps)} steps)",
-                                      height=max(400, 230 + 22 * len(ids)),
-                                      margin={"l": 110, "r": 20, "t": 60, "b": 50}))
+                                      height=max(420, 250 + 22 * len(ids)),
+                                      legend=TOP_LEGEND,
+                                      margin={"l": 110, "r": 20, "t": 110, "b": 50}))
     fig.update_yaxes(title="tokens · pages", rangemode="tozero", row=1, col=1)
     fig.update_yaxes(autorange="reversed", type="category", row=2, col=1)
     fig.update_xaxes(title="step (one forward pass each)", row=2, col=1)
