@@ -40,7 +40,8 @@ from viz.perf.wall import (H100_SXM, OVERHEAD_SHARE, REGIMES, REMEDIES, Overhead
                            roofline_seconds)
 from viz.perf.speculative import GenerateRun, LookupComparison, compare_prompt_lookup
 from viz.perf.counts import activation_bytes
-from viz.perf.peaks import cached_peaks, peaks_from_machine
+from viz.perf.peaks import cached_peaks, linear_seconds, peaks_from_machine, time_kernel
+from viz.perf.roofline import pass_regime
 from viz.perf.words import SAMPLE_PARAGRAPH, count_words_tokens, tokens_per_word
 
 __all__ = ["BatchRun", "generate_batch", "config_names", "config_spec", "from_config",
@@ -57,4 +58,5 @@ __all__ = ["BatchRun", "generate_batch", "config_names", "config_spec", "from_co
            "roofline_seconds", "bytes_whatif", "best_of", "GenerateRun", "LookupComparison",
            "compare_prompt_lookup"]
 __all__ += ["activation_bytes", "cached_peaks", "peaks_from_machine", "SAMPLE_PARAGRAPH",
-            "count_words_tokens", "tokens_per_word"]
+            "count_words_tokens", "tokens_per_word", "pass_regime", "time_kernel",
+            "linear_seconds"]

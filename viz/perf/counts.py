@@ -36,8 +36,38 @@ behind MFU.
     kv      = B · 2 · L · n_kv · d · b · c       the cached keys and values read, and the
                                                  new ones written: each of the c tokens once
 
-Activations, logits and attention re-reading its inputs are not counted: the real traffic is
-at least this. Arithmetic intensity = FLOPs / bytes.
+Activations, logits and attention re-reading its inputs are not counted in `PassCost.bytes`:
+the real traffic is at least this. Arithmetic intensity = FLOPs / bytes.
+
+**Activation bytes** (`activation_bytes`, lesson 05), an estimate kept apart from
+`PassCost.bytes`: the loads and stores *between* operations, counted as if every operation
+read its inputs from memory and wrote its output back (no fusion), with a = bytes per
+element, q = n_h·d, i = MLP width and c the tokens each new token attends to:
+
+    per layer, per request:
+      2 norms                 2 · (read n·h + write n·h)                =  4·n·h
+      q, k, v projections     read 3·n·h, write n·q (k, v go to the cache: counted in kv)
+      attention scores q·kᵀ   read n·q, write n_h·n·c   (if `scores`)
+      softmax                 read and write n_h·n·c    (if `scores`)
+      scores · v              read n_h·n·c (if `scores`), write n·q
+      output projection       read n·q, write n·h
+      2 residual adds         2 · (read 2·n·h + write n·h)              =  6·n·h
+      MLP gate and up         read 2·n·h, write 2·n·i
+      silu(gate) × up         read 2·n·i, write n·i
+      MLP down                read n·i, write n·h
+    = a·B·(17·n·h + 4·n·q + 6·n·i + 4·n_h·n·c)        (the n_h·n·c term only with `scores`)
+    plus, once per pass: the embedding rows written (n·h), the final norm (2·n·h), the output
+    head reading the last position (h) and writing its logits (V): a·B·(3·n·h + h + V).
+
+`scores=False` is a fused attention kernel (PyTorch's scaled_dot_product_attention, which
+the default model uses) that keeps the n_h·n·c attention scores in fast on-chip memory. Either
+way it is an upper estimate of what reaches main memory: a tensor smaller than the processor's
+cache (tens of MB on a server CPU) may be read back from the cache instead. An independent
+analytic model, LLM-Viewer (`model_analyzer.py`, without flash attention), counts 146 MB in
+the 30 layers of a 64-token prefill of SmolLM2-135M in float32 (~148 MB with its output head)
+where this count gives 181 MB: it counts a residual add as reading one input (not two), the
+MLP's gating at the model's width h (not the MLP's width i), and the queries read by q·kᵀ as
+KV-cache traffic (tests/test_perf_claims.py reconciles the two exactly).
 """
 
 from __future__ import annotations
@@ -123,3 +153,22 @@ def prefill_cost(spec: ModelSpec, prompt_tokens: int, batch: int = 1) -> PassCos
 def decode_cost(spec: ModelSpec, context_tokens: int, batch: int = 1) -> PassCost:
     """One decode step: one new token per request, `context_tokens` in the sequence after it."""
     return forward_cost(spec, 1, context_tokens, batch, "decode")
+
+
+def activation_bytes(spec: ModelSpec, input_tokens: int, context_tokens: int, batch: int = 1,
+                     *, scores: bool = True) -> int:
+    """Bytes of activations read and written by one forward pass (estimate; lesson 05).
+
+    The formula in this module's docstring: every operation reads its inputs and writes its
+    output once (no fusion); `scores=True` also counts the attention score matrices (n_h × n
+    × c per layer) written, softmaxed and read back, as a kernel without fusion does; False
+    leaves them on chip, as a fused attention kernel does. Not part of `PassCost.bytes`.
+    """
+    n, c, B = int(input_tokens), int(context_tokens), int(batch)
+    if n < 1 or c < n or B < 1:
+        raise ValueError(f"need 1 <= input_tokens <= context_tokens and batch >= 1 "
+                         f"(got {n}, {c}, {B})")
+    h, i, q = spec.hidden_size, spec.intermediate_size, spec.n_heads * spec.head_dim
+    per_layer = 17 * n * h + 4 * n * q + 6 * n * i + (4 * spec.n_heads * n * c if scores else 0)
+    once = 3 * n * h + h + spec.vocab_size
+    return spec.bytes_per_element * B * (spec.n_layers * per_layer + once)

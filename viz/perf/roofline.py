@@ -29,6 +29,7 @@ from typing import Any, ClassVar, Optional, Sequence
 from viz.perf.counts import PassCost, decode_cost, prefill_cost
 from viz.perf.peaks import Peaks, measure_peaks
 from viz.perf.sweeps import batch_size_sweep, prompt_of_length
+from viz.perf.wall import explain_regime, regime
 from viz.record import record
 from viz.runtime import check_threads, using_threads
 from viz.documents import Document
@@ -70,6 +71,19 @@ def point(label: str, cost: PassCost, seconds: float) -> RooflinePoint:
                          input_tokens=cost.input_tokens, context_tokens=cost.context_tokens,
                          flops=float(cost.flops), bytes=float(cost.bytes),
                          seconds=float(seconds))
+
+
+def pass_regime(flops: float, nbytes: float, seconds: float, peaks: Peaks,
+                fixed_cost_s: float, *, explain: bool = False) -> str:
+    """The regime rule (`viz.perf.wall.regime`) applied to one measured pass.
+
+    memory floor = nbytes ÷ peaks.bytes_per_s; compute floor = flops ÷ peaks.flops_per_s;
+    fixed_cost_s: the fixed per-pass cost measured at the model's depth
+    (`viz.perf.measure_overhead`). explain=True returns the verdict with the comparison that
+    decided it (`viz.perf.wall.explain_regime`), for printing. Lessons 03, 04, 06, 07.
+    """
+    rule = explain_regime if explain else regime
+    return rule(seconds, nbytes / peaks.bytes_per_s, flops / peaks.flops_per_s, fixed_cost_s)
 
 
 def trace_points(trace: Trace) -> list[RooflinePoint]:
@@ -161,7 +175,8 @@ class Roofline(Document):
         lines = [f"{pk.device_name} ({pk.device}, {pk.dtype}, {pk.threads} "
                  f"thread{'s' if pk.threads != 1 else ''}): "
                  f"peak {pk.flops_per_s / 1e9:,.1f} GFLOP/s, {pk.bytes_per_s / 1e9:,.1f} GB/s, "
-                 f"ridge {pk.ridge_intensity:.1f} FLOP/byte",
+                 f"ridge {pk.ridge_intensity:.1f} FLOP/byte"
+                 + (f"\n  ({pk.how})" if pk.how else ""),
                  f"{'pass':<14}{'ms':>9}{'FLOP/byte':>11}{'GFLOP/s':>10}{'GB/s':>8}"
                  f"{'MFU':>7}{'MBU':>7}  bound"]
         for r in self.rows():
