@@ -220,3 +220,35 @@ def test_a_load_run_stops_at_its_time_limit_and_keeps_what_streamed(faults, tmp_
     assert all(r.error == "not sent: the run's time limit came first"
                for r in run.requests if r.sent_s is None)
     assert LoadRun.load(out).stopped == run.stopped
+
+
+# ---- the command line -----------------------------------------------------------------------------
+def test_the_load_and_request_commands(faults, tmp_path, capsys):
+    from viz.cli import main
+
+    out = tmp_path / "cli-run.json"
+    assert main(["load", url(faults), "--concurrency", "2", "--n-requests", "3",
+                 "--model-id", "ok", "--max-tokens", "4", "--quiet", "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "requests   3 completed, 0 failed" in printed and f"saved      {out}" in printed
+    assert len(LoadRun.load(out).requests) == 3
+    one = tmp_path / "cli-one.json"
+    assert main(["request", "hi", "--url", url(faults), "--model-id", "ok", "--max-tokens", "3",
+                 "-o", str(one)]) == 0
+    assert StreamRecord.load(one).text == "tok0 tok1 tok2 "
+    assert main(["request", "hi", "--url", url(faults), "--model-id", "http500"]) == 2
+    assert "failed (http): HTTP 500 from the server" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["load", "--concurrency", "2"], "give the server's URL, or --embedded"),
+    (["load", "http://example.com/v1", "--concurrency", "2"], "refusing to contact example.com"),
+    (["load", "http://127.0.0.1:1/v1", "--rate", "-1"], "rate must be a number from"),
+    (["request", "hi"], "give the server's --url, or --embedded"),
+])
+def test_command_line_errors_are_one_line_and_status_2(argv, message, capsys):
+    from viz.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1

@@ -178,7 +178,9 @@ def add_roofline(sub) -> None:
 
 
 # Each entry adds one sub-command to the parser.
-COMMANDS: list[Callable] = [add_record, add_fetch, add_report, add_sweep, add_roofline]
+from viz.serve.cli import add_serve_commands  # noqa: E402  (serve, request, load)
+COMMANDS: list[Callable] = [add_record, add_fetch, add_report, add_sweep, add_roofline,
+                            add_serve_commands]
 
 
 def build_parser() -> argparse.ArgumentParser:
