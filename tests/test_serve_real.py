@@ -19,13 +19,13 @@ pytestmark = pytest.mark.real_model
 
 # Plain ASCII answers: every token is one text chunk (no character split across tokens).
 PROMPTS = [{"name": "count", "prompt": "Count from one to twenty in words, separated by commas.",
-            "max_tokens": 14},
-           {"name": "colors", "prompt": "Name five colors, separated by commas.", "max_tokens": 14},
+            "max_tokens": 10},
+           {"name": "colors", "prompt": "Name five colors, separated by commas.", "max_tokens": 10},
            {"name": "days", "prompt": "List the days of the week, separated by commas.",
-            "max_tokens": 14}]
+            "max_tokens": 10}]
 # Different answer lengths, so that one request ends while another still decodes.
 STAGGERED = [{"name": "short", "prompt": "Say hello in one word.", "max_tokens": 3},
-             {"name": "long", "prompt": "Count from one to ten in words.", "max_tokens": 14},
+             {"name": "long", "prompt": "Count from one to ten in words.", "max_tokens": 12},
              {"name": "mid", "prompt": "What is two plus two?", "max_tokens": 5},
              {"name": "last", "prompt": "Name three colors.", "max_tokens": 5}]
 
@@ -108,7 +108,7 @@ def test_continuous_batching_joins_shares_and_pages(cb_server, tmp_path):
 
 def test_one_request_at_a_time_queues_the_rest():
     with EmbeddedServer(continuous_batching=False, record=True) as server:
-        run = run_load(server, concurrency=2, n_requests=2, prompts=PROMPTS[:2],
+        run = run_load(server, concurrency=2, n_requests=2, prompts=PROMPTS[:2], max_tokens=6,
                        progress=False)
         pid = server.pid
     assert gone(pid)
