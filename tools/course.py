@@ -9,8 +9,10 @@ notebook `notebooks/NAME.ipynb` (see `jupytext.toml`). Commands (`make notebooks
     python -m tools.course readme                rewrite the README's table of lessons
     python -m tools.course memory [NAME ...]     peak memory of each lesson, nothing written
 
-`execute` runs each lesson in a fresh kernel (cwd = notebooks/), keeps every output, drops
-the widget JavaScript nbclient stores in `metadata.widgets` (megabytes per FigureWidget), gives
+`execute` runs each lesson in a fresh kernel (cwd = notebooks/), keeps every output, adds a
+static picture beside every plotly figure and before every widget (`tools/fallbacks.py`: what
+GitHub, nbviewer and JupyterLab before a cell runs show), drops the widget JavaScript nbclient
+stores in `metadata.widgets` (megabytes per FigureWidget), gives
 cells ids that depend only on their content, and records in the notebook's metadata
 (`metadata.viz`) how long the run took and the kernel's peak resident memory. The README's
 lesson table (Binder links, memory, time) is generated from those notebooks.
@@ -263,11 +265,17 @@ def stable_cell_ids(nb) -> None:
         cell["id"] = digest if seen[digest] == 1 else f"{digest}-{seen[digest]}"
 
 
-def write_notebook(run: Run, path: Path) -> int:
-    """Write an executed lesson as a committed notebook; returns its size in bytes."""
+def write_notebook(run: Run, path: Path, painter=None) -> int:
+    """Write an executed lesson as a committed notebook; returns its size in bytes.
+    `painter` (a `tools.fallbacks.Painter`): add the static pictures first (they are drawn
+    from the widget state, which is stripped next)."""
     import nbformat
 
     nb = run.notebook
+    if painter is not None:
+        from tools.fallbacks import add_fallbacks
+
+        add_fallbacks(nb, painter)
     strip_widget_state(nb)
     stable_cell_ids(nb)
     nb.metadata.pop("jupytext", None)  # the pairing lives in jupytext.toml
@@ -339,18 +347,29 @@ def update_readme() -> bool:
 
 # ---- command line --------------------------------------------------------------------
 def _execute(args) -> int:
-    for lesson in select(args.names):
-        print(f"executing {lesson.relative_to(ROOT)} ...", flush=True)
-        run = execute(lesson)
-        size = write_notebook(run, notebook_for(lesson))
-        print(f"  wrote {notebook_for(lesson).relative_to(ROOT)}: {size / 1000:.0f} KB, "
-              f"{run.seconds:.1f} s, kernel peak {run.peak_rss_bytes / 2**20:.0f} MiB", flush=True)
-        if size >= MAX_NOTEBOOK_BYTES:
-            print(f"  error: {size:,} bytes is over the {MAX_NOTEBOOK_BYTES:,} limit: show less "
-                  "(fewer steps, smaller figures)", file=sys.stderr)
-            return 1
+    from tools.fallbacks import painter
+
+    lessons = select(args.names)
+    with painter() as paint:  # one headless Chromium draws every lesson's static pictures
+        for lesson in lessons:
+            code = _execute_one(lesson, paint)
+            if code:
+                return code
     if update_readme():
         print("updated the lesson table in README.md")
+    return 0
+
+
+def _execute_one(lesson: Path, paint) -> int:
+    print(f"executing {lesson.relative_to(ROOT)} ...", flush=True)
+    run = execute(lesson)
+    size = write_notebook(run, notebook_for(lesson), paint)
+    print(f"  wrote {notebook_for(lesson).relative_to(ROOT)}: {size / 1000:.0f} KB, "
+          f"{run.seconds:.1f} s, kernel peak {run.peak_rss_bytes / 2**20:.0f} MiB", flush=True)
+    if size >= MAX_NOTEBOOK_BYTES:
+        print(f"  error: {size:,} bytes is over the {MAX_NOTEBOOK_BYTES:,} limit: show less "
+              "(fewer steps, smaller figures)", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -56,10 +56,14 @@ class AttentionStep:
         return [(j, self.labels[j], w[j]) for j in order]
 
     def title(self, head: bool = False) -> str:
+        """Two lines: where, then what happened (plotly's <br> between them)."""
+        return "<br>".join(esc(line) for line in self.title_lines(head))
+
+    def title_lines(self, head: bool = False) -> list[str]:
         who = f"head {self.head}" if head else f"mean of {self.n_heads} heads"
-        return (f"Step {self.step} ({self.phase}), layer {self.layer}, {who}: the query of "
-                f"{self.query} read all {self.seq_len} positions in the KV cache and chose "
-                f"{self.chosen}")
+        return [f"Step {self.step} ({self.phase}), layer {self.layer}, {who}:",
+                f"the query of {self.query} read all {self.seq_len} positions in the KV cache "
+                f"and chose {self.chosen}"]
 
 
 def _check_attention(trace: Trace, layer: int):
@@ -180,13 +184,14 @@ def attention_figure(trace: Trace, step: Optional[int] = None, layer: int = 0,
             "tickfont": {"size": 10, "family": "DejaVu Sans Mono, monospace"}}
     height = 620 + (100 if step is None and n_steps > 1 else 0)
     fig.update_layout(**plotly_layout(
-        first.title(head), height=height, showlegend=False,
+        "", height=height, showlegend=False,
         xaxis={**axis, "domain": [0, 1], "anchor": "y", "showticklabels": False},
         yaxis={"domain": [0.68, 1], "anchor": "x", "title": "weight", "rangemode": "tozero"},
         xaxis2={**axis, "domain": [0, 1], "anchor": "y2"},
         yaxis2={"domain": [0, 0.55], "anchor": "x2", "title": "step (0 = prefill)",
                 "autorange": "reversed", "dtick": 1 if n_steps <= 24 else None},
-        margin={"l": 70, "r": 20, "t": 70, "b": 150}))
+        margin={"l": 70, "r": 20, "t": 80, "b": 150}))
+    fig.update_layout(title_text=first.title(head))
     if step is None and n_steps > 1:
         from viz.views.distribution import step_controls
 
@@ -195,11 +200,11 @@ def attention_figure(trace: Trace, step: Optional[int] = None, layer: int = 0,
             d = attention_data(trace, i, layer)
             frames.append(go.Frame(name=str(i), data=[go.Bar(y=_strip_y(d, head, width)),
                                                       _row_marker(i, width)],
-                                   traces=[0, 2], layout={"title": {"text": esc(d.title(head))}}))
+                                   traces=[0, 2], layout={"title": {"text": d.title(head)}}))
         fig.frames = frames
         controls = step_controls(trace, active=first.step)
-        controls["margin"] = {"l": 70, "r": 20, "t": 70, "b": 260}
-        controls["sliders"][0]["pad"] = {"t": 150}
+        controls["margin"] = {"l": 70, "r": 20, "t": 80, "b": 260}
+        controls["sliders"][0]["pad"] = {"t": 150, "l": 110}
         controls["updatemenus"][0]["pad"] = {"t": 155}
         fig.update_layout(**controls)
     return fig
@@ -251,7 +256,7 @@ def attention_static(trace: Trace, step: Optional[int] = None, layer: int = 0,
     w = d.head_weights if head else d.mean
     top.bar(range(d.seq_len), w, color=[palette.PHASE[p] for p in d.phases])
     top.set_ylabel("weight")
-    mpl_title(top, d.title(head), loc="left", fontsize=9)
+    mpl_title(top, "\n".join(d.title_lines(head)), loc="left", fontsize=9)
     im = bottom.imshow(np.ma.masked_invalid(matrix), aspect="auto", cmap="viridis",
                        interpolation="nearest", vmin=0,
                        extent=(-0.5, width - 0.5, n_steps - 0.5, -0.5))

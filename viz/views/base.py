@@ -169,21 +169,63 @@ def empty_axes(ax, message: str) -> None:
 
 
 # ---- plotly -------------------------------------------------------------------------------------
-def plotly_layout(title: str, height: int = 380, **extra) -> dict[str, Any]:
-    """The layout every plotly view starts from: white, small, no template, fixed margins."""
+TITLE_CHARS = 95  # longer title lines are wrapped: a 900-px notebook output holds ~100 at 15 px
+LEGEND_BELOW_PX = 105  # bottom margin that holds tick labels, the axis title and a legend row
+
+
+def title_text(title: str) -> tuple[str, int]:
+    """`title` escaped for plotly and wrapped into lines of at most TITLE_CHARS characters
+    (joined with <br>), and how many lines that makes."""
+    import textwrap
+
     from viz.views.text import esc
 
+    lines = textwrap.wrap(title, TITLE_CHARS, break_long_words=False) or [""]
+    return "<br>".join(esc(line) for line in lines), len(lines)
+
+
+def house_template() -> str:
+    """The name of the views' plotly template: nothing but tick labels standing a few pixels
+    off their axes (registered once; a name, so that it replaces a figure's template rather
+    than merging into plotly's default one)."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    if "viz" not in pio.templates:
+        pio.templates["viz"] = go.layout.Template(layout={
+            "xaxis": {"ticklabelstandoff": 3}, "yaxis": {"ticklabelstandoff": 4}})
+    return "viz"
+
+
+def plotly_layout(title: str, height: int = 380, **extra) -> dict[str, Any]:
+    """The layout every plotly view starts from: white, small, no template, fixed margins.
+
+    Readable by construction (the browser tests measure it): a long title is wrapped and the
+    top margin grows with it; the legend sits in its own row at the very bottom of the figure
+    (`yref: container`), below the x axis title, never over it; tick labels stand a little off
+    their axes, so the two zeros at the corner of a from-zero plot do not touch.
+    """
+    text, lines = title_text(title)
+    margin = {"l": 60, "r": 20, "t": 60, "b": 50}
+    legend_below = extra.get("showlegend", True) and "legend" not in extra
+    if legend_below:
+        margin["b"] = LEGEND_BELOW_PX
+        height += LEGEND_BELOW_PX - 50
+    margin.update(extra.pop("margin", {}))
+    margin["t"] = max(margin["t"], 40 + 22 * lines)
+    height += 22 * (lines - 1)
     layout: dict[str, Any] = {
-        "template": "none",
-        "title": {"text": esc(title), "x": 0.01, "xanchor": "left", "font": {"size": 15}},
+        "template": house_template(),
+        "title": {"text": text, "x": 0.01, "xanchor": "left", "font": {"size": 15}},
         "height": height,
-        "margin": {"l": 60, "r": 20, "t": 60, "b": 50},
+        "margin": margin,
         "font": {"family": "DejaVu Sans, Arial, sans-serif", "size": 12},
         "paper_bgcolor": "white",
         "plot_bgcolor": "white",
         "hoverlabel": {"namelength": -1},
         "showlegend": True,
-        "legend": {"orientation": "h", "y": -0.18},
+        "legend": {"orientation": "h", "x": 0, "xanchor": "left", "yref": "container", "y": 0,
+                   "yanchor": "bottom"},
     }
     layout.update(extra)
     return layout
@@ -206,3 +248,65 @@ def empty_figure(title: str, message: str, height: int = 160):
 def finite(values) -> list[Optional[float]]:
     """Floats for JSON, NaN and infinities as None (plotly leaves a gap)."""
     return [float(v) if v is not None and math.isfinite(v) else None for v in values]
+
+
+# ---- labels that do not collide ---------------------------------------------------------------
+LABEL_POSITIONS = ["bottom center", "top center", "middle right", "middle left", "bottom right",
+                   "top right", "bottom left", "top left"]
+
+
+def place_labels(points: list[tuple[float, float]], labels: list[str], size_px: tuple[float, float],
+                 font_px: float = 11, marker_px: float = 6) -> list[Optional[str]]:
+    """A plotly `textposition` for each point's label such that no label overlaps another label,
+    another point or the plot's edge — or None where none fits (leave that label out: the hover
+    still names it). Greedy, in the order given (put the labels that matter most first).
+
+    points: pixel positions in the plot area (x right, y down); size_px: the area's size.
+    Label boxes are estimated from the text length (DejaVu Sans: ~0.62 em per character).
+    """
+    width, height = size_px
+    placed: list[tuple[float, float, float, float]] = []
+    dots = [(x - marker_px, y - marker_px, x + marker_px, y + marker_px) for x, y in points]
+
+    def hits(box, others) -> bool:
+        return any(box[0] < o[2] and o[0] < box[2] and box[1] < o[3] and o[1] < box[3]
+                   for o in others)
+
+    out: list[Optional[str]] = []
+    for i, ((x, y), label) in enumerate(zip(points, labels)):
+        w, h, r = 0.62 * font_px * max(len(label), 1) + 2, 1.3 * font_px, marker_px
+        boxes = {
+            "bottom center": (x - w / 2, y + r, x + w / 2, y + r + h),
+            "top center": (x - w / 2, y - r - h, x + w / 2, y - r),
+            "middle right": (x + r, y - h / 2, x + r + w, y + h / 2),
+            "middle left": (x - r - w, y - h / 2, x - r, y + h / 2),
+            "bottom right": (x + r / 2, y + r / 2, x + r / 2 + w, y + r / 2 + h),
+            "top right": (x + r / 2, y - r / 2 - h, x + r / 2 + w, y - r / 2),
+            "bottom left": (x - r / 2 - w, y + r / 2, x - r / 2, y + r / 2 + h),
+            "top left": (x - r / 2 - w, y - r / 2 - h, x - r / 2, y - r / 2),
+        }
+        others = dots[:i] + dots[i + 1:]
+        choice = None
+        for pos in LABEL_POSITIONS:
+            b = boxes[pos]
+            if b[0] < 0 or b[1] < 0 or b[2] > width or b[3] > height:
+                continue
+            if not hits(b, placed) and not hits(b, others):
+                choice = pos
+                placed.append(b)
+                break
+        out.append(choice)
+    return out
+
+
+def to_pixels(values: list[float], lo: float, hi: float, length: float, log: bool = False,
+              flip: bool = False) -> list[float]:
+    """Data values → pixels along an axis of `length` px showing [lo, hi] (log: log10 axis;
+    flip: y axes, which grow upwards while pixels grow down)."""
+    import math
+
+    f = (lambda v: math.log10(v)) if log else (lambda v: v)
+    a, b = f(lo), f(hi)
+    span = (b - a) or 1.0
+    out = [(f(v) - a) / span * length for v in values]
+    return [length - p for p in out] if flip else out

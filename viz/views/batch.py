@@ -108,10 +108,7 @@ def batch_timeline_figure(run, other=None):
                              hovertemplate="%{y}: one after another, done at %{x:.0f} ms"
                                            "<extra></extra>"))
     fig.update_layout(**plotly_layout(d.title(), height=max(260, 34 * d.batch_size + 190),
-                                      barmode="overlay",
-                                      legend={"orientation": "h", "x": 0, "y": -0.25,
-                                              "yanchor": "top"},
-                                      margin={"l": 90, "r": 20, "t": 70, "b": 110}))
+                                      barmode="overlay", margin={"l": 90, "r": 20}))
     fig.update_xaxes(title="time since the batch started (ms)", rangemode="tozero")
     fig.update_yaxes(autorange="reversed", title=None)
     return fig

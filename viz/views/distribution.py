@@ -14,7 +14,7 @@ from typing import Optional
 from viz.trace import Trace
 from viz.views import palette
 from viz.views.base import (check_trace, get_step, mpl_title, new_figure, plotly_layout,
-                            set_ticklabels)
+                            set_ticklabels, title_text)
 from viz.views.text import esc, token_label
 
 
@@ -77,10 +77,10 @@ class Distribution:
 
     def title(self) -> str:
         """Ranks count from 0, as `Step.rank` does: rank 0 is the most likely token."""
-        rank = ("rank 0 = the most likely" if self.chosen_rank == 0
-                else f"rank {self.chosen_rank}, where 0 = the most likely")
-        return (f"Step {self.step} ({self.phase}): chose {self.chosen_label} "
-                f"(p = {self.chosen_prob:.3f}, {rank}); entropy {self.entropy_bits:.2f} bits")
+        rank = ("rank 0, the most likely" if self.chosen_rank == 0
+                else f"rank {self.chosen_rank} (0 = most likely)")
+        return (f"Step {self.step} ({self.phase}): chose {self.chosen_label}, "
+                f"p = {self.chosen_prob:.3f}, {rank}; entropy {self.entropy_bits:.2f} bits")
 
 
 def distribution_data(trace: Trace, step: int) -> Distribution:
@@ -155,7 +155,7 @@ def distribution_figure(trace: Trace, step: Optional[int] = None, limit: Optiona
         for i in range(len(trace.steps)):
             d = distribution_data(trace, i)
             frames.append(go.Frame(name=str(i), data=[bar_trace(d, limit)],
-                                   layout={"title": {"text": esc(d.title())}}))
+                                   layout={"title": {"text": title_text(d.title())[0]}}))
         fig.frames = frames
         fig.update_layout(**step_controls(trace))
     return fig
@@ -172,8 +172,9 @@ def step_controls(trace: Trace, prefix: str = "step ", active: int = 0) -> dict:
              for i in range(len(trace.steps))]
     return {
         "margin": {"b": 150},
-        "sliders": [{"active": active, "steps": steps, "x": 0.1, "len": 0.9, "y": 0,
-                     "yanchor": "top", "pad": {"t": 70},
+        # The slider starts 110 px in, right of the play/pause buttons at any figure width.
+        "sliders": [{"active": active, "steps": steps, "x": 0, "len": 1, "y": 0,
+                     "yanchor": "top", "pad": {"t": 70, "l": 110},
                      "currentvalue": {"prefix": prefix + "(0 = prefill): "}}],
         "updatemenus": [{"type": "buttons", "showactive": False, "x": 0, "y": 0,
                          "xanchor": "left", "yanchor": "top", "pad": {"t": 75},

@@ -96,46 +96,108 @@ def embeddings_figure(trace: Trace):
     that says so (not an error). Lesson 01.
     """
     import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
 
     if check_trace(trace).embeddings is None:
         return empty_figure("Input embeddings", NO_EMBEDDINGS)
     d = embeddings_data(trace)
     n = len(d.ids)
     names = [esc(s) for s in d.labels]  # unique: each starts with the token's position
-    fig = make_subplots(rows=1, cols=3, column_widths=[0.42, 0.3, 0.28], horizontal_spacing=0.1,
-                        subplot_titles=["token × dimension", "cosine similarity",
-                                        "2-D projection"])
-    bar_x = [fig.layout.xaxis.domain[1] + 0.01, fig.layout.xaxis2.domain[1] + 0.01]
+    # Two rows: the heatmaps side by side (rows aligned: the same tokens), the 2-D map below.
+    row1, gap, row2 = max(260, 14 * n), 110, SCATTER_PX[1]
+    total = row1 + gap + row2
+    top = [(row2 + gap) / total, 1.0]
     lim = float(np.abs(d.vectors).max()) or 1.0
+    positions = list(range(n))
+    every = max(1, -(-n // 20))  # the cosine map's position numbers: at most ~20 per side
+    bar = {"len": (row1 - 10) / total, "y": top[0] + (top[1] - top[0]) / 2, "yanchor": "middle",
+           "thickness": 10}
+    fig = go.Figure()
     # 3 significant digits: the stored vectors hold 8 bits (~2.4 digits) per number anyway,
     # and the figure stays small enough for a committed notebook.
-    fig.add_trace(go.Heatmap(z=_round(d.vectors, 3), y=names, colorscale=palette.DIVERGING,
+    fig.add_trace(go.Heatmap(z=_round(d.vectors, 3), y=positions, colorscale=palette.DIVERGING,
                              zmin=-lim, zmax=lim, reversescale=True, name="vector",
-                             hovertemplate="%{y}<br>dimension %{x}<br>value %{z}<extra></extra>",
-                             colorbar={"x": bar_x[0], "len": 0.9, "thickness": 10}), 1, 1)
-    fig.add_trace(go.Heatmap(z=_round(d.cosine, 4), x=names, y=names,
+                             customdata=[[nm] * d.vectors.shape[1] for nm in names],
+                             hovertemplate="%{customdata}<br>dimension %{x}<br>value %{z}"
+                                           "<extra></extra>",
+                             colorbar={**bar, "x": 0.555, "xanchor": "left",
+                                       "title": {"text": "value", "side": "right"}},
+                             xaxis="x", yaxis="y"))
+    fig.add_trace(go.Heatmap(z=_round(d.cosine, 4), x=positions, y=positions,
                              colorscale=palette.SEQUENTIAL, zmin=-1, zmax=1, name="cosine",
-                             hovertemplate="%{y} ↔ %{x}<br>cosine %{z}<extra></extra>",
-                             colorbar={"x": bar_x[1], "len": 0.9, "thickness": 10}), 1, 2)
+                             customdata=[[f"{a} ↔ {b}" for b in names] for a in names],
+                             hovertemplate="%{customdata}<br>cosine %{z}<extra></extra>",
+                             colorbar={**bar, "x": 1.01, "xanchor": "left",
+                                       "title": {"text": "cosine", "side": "right"}},
+                             xaxis="x2", yaxis="y2"))
+    labels = [token_label(t.text, t.piece) for t in trace.prompt_tokens]
+    where = _scatter_labels(d, labels)
     fig.add_trace(go.Scatter(x=d.xy[:, 0].tolist(), y=d.xy[:, 1].tolist(), mode="markers+text",
-                             text=[esc(token_label(t.text, t.piece)) for t in trace.prompt_tokens],
-                             textposition="top center", textfont={"size": 10},
-                             customdata=names, name="tokens",
+                             text=[esc(lab) if w else "" for lab, w in zip(labels, where)],
+                             textposition=[w or "top center" for w in where],
+                             textfont={"size": 11}, customdata=names, name="tokens",
                              marker={"color": [palette.SPECIAL if s else palette.PREFILL
                                                for s in d.special], "size": 8},
-                             hovertemplate="%{customdata}<br>(%{x:.3f}, %{y:.3f})<extra></extra>"),
-                  1, 3)
-    ticks = {"type": "category", "autorange": "reversed", "tickfont": {"size": 9}}
-    fig.update_layout(**plotly_layout(_title(trace, d), height=max(420, 14 * n + 140),
-                                      showlegend=False,
-                                      margin={"l": 130, "r": 20, "t": 80, "b": 50}),
-                      yaxis=ticks, yaxis2={**ticks, "showticklabels": False},
-                      xaxis={"title": "dimension"},
-                      xaxis2={"type": "category", "showticklabels": False},
-                      xaxis3={"title": f"PC1 ({d.explained[0]:.0%} of variance)"},
-                      yaxis3={"title": f"PC2 ({d.explained[1]:.0%})"})
+                             hovertemplate="%{customdata}<br>(%{x:.3f}, %{y:.3f})<extra></extra>",
+                             xaxis="x3", yaxis="y3"))
+    rows = {"autorange": "reversed", "tickfont": {"size": 9}, "domain": top}
+    x3, y3 = _scatter_ranges(d)
+    fig.update_layout(**plotly_layout(
+        _title(trace, d), height=total + 150, showlegend=False,
+        margin={"l": 130, "r": 60, "t": 80, "b": 60},
+        xaxis={"title": "dimension", "domain": [0, 0.55], "anchor": "y"},
+        yaxis={**rows, "anchor": "x", "tickmode": "array", "tickvals": positions,
+               "ticktext": names, "title": None},
+        xaxis2={"domain": [0.72, 1.0], "anchor": "y2", "tickmode": "array",
+                "tickvals": positions[::every], "title": "token position", "tickfont": {"size": 9}},
+        yaxis2={**rows, "anchor": "x2", "tickmode": "array", "tickvals": positions[::every],
+                "title": None},
+        xaxis3={"domain": [0, 1.0], "anchor": "y3", "range": x3,
+                "title": f"PC1 ({d.explained[0]:.0%} of the variance)"},
+        yaxis3={"domain": [0, row2 / total], "anchor": "x3", "range": y3,
+                "title": f"PC2 ({d.explained[1]:.0%})"}))
+    for text, x, y in (("token × dimension (rows: the prompt's tokens)", 0, 1.0),
+                       ("cosine similarity (by position)", 0.72, 1.0),
+                       ("2-D projection: tokens with similar vectors sit close (hover a dot)", 0,
+                        row2 / total)):
+        fig.add_annotation(text=text, x=x, y=y, xref="paper", yref="paper", xanchor="left",
+                           yanchor="bottom", showarrow=False, yshift=4, font={"size": 12})
     return fig
+
+
+SCATTER_PX = (740, 320)  # the 2-D map's plot area at a notebook's width (labels are placed in it)
+
+
+def _scatter_ranges(d: EmbeddingData) -> tuple[list[float], list[float]]:
+    """The 2-D map's axis ranges: the points with a 6 % margin on every side."""
+    out = []
+    for col in (0, 1):
+        lo, hi = float(d.xy[:, col].min()), float(d.xy[:, col].max())
+        pad = (hi - lo) * 0.06 or 1.0
+        out.append([lo - pad, hi + pad])
+    return out[0], out[1]
+
+
+def _scatter_labels(d: EmbeddingData, labels: list[str]):
+    """Where each point's label goes on the 2-D map, or None (left out: it would collide; the
+    hover names it). A token that repeats sits on the same point and is labelled once; the
+    prompt's own tokens are placed before control tokens."""
+    from viz.views.base import place_labels, to_pixels
+
+    x3, y3 = _scatter_ranges(d)
+    w, h = SCATTER_PX
+    xs = to_pixels(d.xy[:, 0].tolist(), x3[0], x3[1], w)
+    ys = to_pixels(d.xy[:, 1].tolist(), y3[0], y3[1], h, flip=True)
+    order = sorted(range(len(labels)), key=lambda i: (d.special[i], i))
+    seen, first = set(), []
+    for i in order:
+        if d.ids[i] not in seen:
+            seen.add(d.ids[i])
+            first.append(i)
+    placed = place_labels([(xs[i], ys[i]) for i in first], [labels[i] for i in first], (w, h))
+    where = [None] * len(labels)
+    for i, pos in zip(first, placed):
+        where[i] = pos
+    return where
 
 
 def embeddings_static(trace: Trace):

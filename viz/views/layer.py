@@ -153,7 +153,8 @@ def _boxes(dg: LayerDiagram):
             a_w, a_h, b_w, b_h = side(p.k), side(p.m), side(p.n), side(p.k)
             c_w, c_h = side(p.n), side(p.m)
             height = max(a_h, b_h, c_h)
-            top = y + 16  # room for the caption above
+            top = y + 18  # room for the caption above
+            sign_y = top + max(MIN_SIDE, min(a_h, c_h)) / 2  # level with the thinner operand
             x = x_base
             for w_, h_, colour, label, sep in ((a_w, a_h, palette.MUTED, p.a, "·"),
                                                (b_w, b_h, colours[p.b_kind], p.b, "="),
@@ -163,7 +164,7 @@ def _boxes(dg: LayerDiagram):
                     texts.append((x + w_ / 2, top + h_ / 2, label, "middle center", 9))
                 x += w_
                 if sep:
-                    texts.append((x + 7, top + min(h_, 10) / 2 + 2, sep, "middle center", 12))
+                    texts.append((x + 7, max(sign_y, top + 5), sep, "middle center", 12))
                     x += 14
             texts.append((x_base, y + 2, _caption(p, per), "top left", 10))
             y = top + height + 14
@@ -198,13 +199,13 @@ def layer_diagram_figure(spec: ModelSpec, prompt_tokens: int = 37, cached_tokens
                            xanchor="left", yanchor="bottom", font={"size": 12})
     hidden = {"visible": False, "fixedrange": True}
     fig.update_layout(**plotly_layout(
-        f"One layer of {spec.name} ({spec.n_layers} in all) as matrix products, sides on a log "
-        f"scale<br>its weights ({nbytes(dg.weight_bytes())}) are read once per pass: used "
+        f"One layer of {spec.name} ({spec.n_layers} in all) as matrix products (sides on a log "
+        f"scale). Its weights, {nbytes(dg.weight_bytes())}, are read once per pass: used "
         f"{prompt_tokens}× in the prefill, once in a decode step",
         height=int(bottom * 1.25) + 110, showlegend=False,
         xaxis={**hidden, "range": [-5, 845]}, yaxis={**hidden, "range": [bottom, -40],
                                                       "scaleanchor": "x"},
-        margin={"l": 10, "r": 10, "t": 80, "b": 10}))
+        margin={"l": 10, "r": 10, "b": 10}))
     return fig
 
 

@@ -14,7 +14,24 @@ from typing import Any, Optional
 
 from viz.perf.roofline import Roofline
 from viz.views import palette
-from viz.views.base import new_figure, plotly_layout
+from viz.views.base import new_figure, place_labels, plotly_layout, to_pixels
+
+HEIGHT_PX = 460
+PLOT_PX = (820, 330)  # the plot area at a notebook's width, for placing point labels
+
+
+def flops_text(value: float) -> str:
+    """FLOP/s in words: "10 GFLOP/s", "1.5 TFLOP/s"."""
+    for unit, scale in (("PFLOP/s", 1e15), ("TFLOP/s", 1e12), ("GFLOP/s", 1e9),
+                        ("MFLOP/s", 1e6), ("kFLOP/s", 1e3)):
+        if value >= scale:
+            return f"{value / scale:g} {unit}"
+    return f"{value:g} FLOP/s"
+
+
+def decades(lo: float, hi: float) -> list[float]:
+    """Powers of ten from below `lo` to above `hi`."""
+    return [10.0 ** e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)]
 
 
 def _check(roofline: Any) -> Roofline:
@@ -51,7 +68,10 @@ def roofline_data(roofline: Roofline, others: tuple = ()) -> dict[str, Any]:
                         "y": p.achieved_flops_per_s, "mfu": r.mfu(p), "mbu": r.mbu(p),
                         "seconds": p.seconds, "bound": r.bound(p)} for p in r.points],
         })
-    return {"x_range": [lo, hi], "rooflines": out}
+    ys = [p["y"] for r in out for p in r["points"]] + [v for r in out for v in r["roof_y"][1:]]
+    y_lo = min([v for v in ys if v > 0] + [out[0]["roof_y"][0]]) / 2
+    return {"x_range": [lo, hi], "y_range": [max(y_lo, out[0]["roof_y"][0]), max(ys) * 2],
+            "rooflines": out}
 
 
 def _point_colour(phase: str) -> str:
@@ -66,8 +86,17 @@ def roofline_figure(roofline: Roofline, *others: Roofline):
     import plotly.graph_objects as go
 
     data = roofline_data(roofline, others)
+    positions = _label_positions(data)
     fig = go.Figure()
     for k, r in enumerate(data["rooflines"]):
+        index = {id(p): i for i, p in enumerate(r["points"])}
+
+        def where(p, k=k, index=index):
+            return positions[(k, index[id(p)])] or "bottom center"
+
+        def label(p, k=k, index=index):
+            return p["label"] if positions[(k, index[id(p)])] else ""
+
         dash = "solid" if k == 0 else "dash"
         roof_colour = palette.FORMULA if k == 0 else palette.ACCENT
         fig.add_trace(go.Scatter(
@@ -84,20 +113,39 @@ def roofline_figure(roofline: Roofline, *others: Roofline):
             colour = _point_colour(phase)
             fig.add_trace(go.Scatter(
                 x=[p["x"] for p in pts], y=[p["y"] for p in pts], mode="markers+text",
-                name=f"{phase}: {r['title']}", text=[p["label"] for p in pts],
-                textposition="bottom center",
+                name=f"{phase}: {r['title']}", text=[label(p) for p in pts],
+                textposition=[where(p) for p in pts], textfont={"size": 11},
                 marker={"color": colour, "size": 11, "symbol": "circle" if k == 0 else "diamond",
                         "line": {"color": "white", "width": 1}},
-                customdata=[[p["seconds"] * 1e3, p["mfu"] * 100, p["mbu"] * 100, p["bound"]]
-                            for p in pts],
-                hovertemplate="%{text}: %{customdata[0]:.2f} ms, %{x:.3g} FLOP/byte, "
+                customdata=[[p["seconds"] * 1e3, p["mfu"] * 100, p["mbu"] * 100, p["bound"],
+                             p["label"]] for p in pts],
+                hovertemplate="%{customdata[4]}: %{customdata[0]:.2f} ms, %{x:.3g} FLOP/byte, "
                               "%{y:.3g} FLOP/s<br>MFU %{customdata[1]:.1f}% · MBU "
                               "%{customdata[2]:.1f}% · %{customdata[3]}-bound<extra></extra>"))
-    fig.update_layout(**plotly_layout(f"roofline: {data['rooflines'][0]['title']}", height=460))
+    y_lo, y_hi = data["y_range"]
+    fig.update_layout(**plotly_layout(f"roofline: {data['rooflines'][0]['title']}",
+                                      height=HEIGHT_PX, margin={"l": 115}))
+    x_ticks = decades(*data["x_range"])
+    y_ticks = [v for v in decades(y_lo, y_hi) if y_lo <= v <= y_hi]
     fig.update_xaxes(type="log", title="arithmetic intensity (FLOPs per byte moved)",
-                     range=[math.log10(v) for v in data["x_range"]])
-    fig.update_yaxes(type="log", title="FLOP/s")
+                     range=[math.log10(v) for v in data["x_range"]], tickmode="array",
+                     tickvals=x_ticks, ticktext=[f"{v:g}" for v in x_ticks])
+    fig.update_yaxes(type="log", title="work done per second", range=[math.log10(y_lo),
+                                                                      math.log10(y_hi)],
+                     tickmode="array", tickvals=y_ticks, ticktext=[flops_text(v) for v in y_ticks])
     return fig
+
+
+def _label_positions(data: dict) -> dict[tuple[int, int], Optional[str]]:
+    """Where each measured point's label goes (None: left out, named on hover), placed so
+    that no two labels collide: the roofs' corners and every point are obstacles."""
+    pts = [(k, i, p) for k, r in enumerate(data["rooflines"]) for i, p in enumerate(r["points"])]
+    (x_lo, x_hi), (y_lo, y_hi) = data["x_range"], data["y_range"]
+    w, h = PLOT_PX
+    xs = to_pixels([p["x"] for _, _, p in pts], x_lo, x_hi, w, log=True)
+    ys = to_pixels([p["y"] for _, _, p in pts], y_lo, y_hi, h, log=True, flip=True)
+    where = place_labels(list(zip(xs, ys)), [p["label"] for _, _, p in pts], (w, h))
+    return {(k, i): pos for (k, i, _), pos in zip(pts, where)}
 
 
 def roofline_static(roofline: Roofline, *others: Roofline):
@@ -124,7 +172,12 @@ def roofline_static(roofline: Roofline, *others: Roofline):
     ax.set_yscale("log")
     ax.set_xlim(*data["x_range"])
     ax.set_xlabel("arithmetic intensity (FLOPs per byte moved)")
-    ax.set_ylabel("FLOP/s")
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.yaxis.set_major_locator(LogLocator(base=10))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: flops_text(v)))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_ylabel("work done per second")
     ax.set_title(f"roofline: {data['rooflines'][0]['title']}", fontsize=10, loc="left")
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()

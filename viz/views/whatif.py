@@ -217,10 +217,10 @@ def whatif_figure(trace: Trace, step: int = 0, temperature: float = 1.0,
     xaxis, yaxis = whatif_axes(w)
     fig = go.Figure(whatif_traces(w), layout=plotly_layout(
         w.title(), height=max(380, 22 * (len(w.ids) + 1) + 200), barmode="overlay", xaxis=xaxis,
-        yaxis=yaxis, margin={"l": 130, "r": 30, "t": 85, "b": 120},
+        yaxis=yaxis, margin={"l": 130, "r": 30, "t": 85, "b": 140},
         legend={"orientation": "h", "x": 0, "y": 1.01, "yanchor": "bottom"}))
     fig.add_annotation(text="<br>".join(esc(line) for line in textwrap.wrap(w.note(), 110)),
-                       xref="paper", yref="paper", x=0, y=0, yshift=-50, xanchor="left",
+                       xref="paper", yref="paper", x=0, y=0, yshift=-62, xanchor="left",
                        yanchor="top", align="left", showarrow=False, font={"size": 11})
     return fig
 

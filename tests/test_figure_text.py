@@ -1,0 +1,127 @@
+"""Every plotly view, drawn in Chromium on a plain page as wide as a notebook's output, has
+readable text: no two texts overlap, none is cut off by the figure's edge (tests/figure_text.py
+measures). The quick check of issue 14's item 2 (seconds, no JupyterLab): the lessons' own
+figures are measured again in the lesson browser test, the report's in its browser test.
+
+Screenshots of every figure: artifacts/figures/NAME.png (issue 14's "after" pictures).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import viz
+from figure_text import page_text_problems
+from viz import perf, views
+from viz.views.widgets import CONFIG
+
+ROOT = __import__("tools.course", fromlist=["ROOT"]).ROOT
+ARTIFACTS = ROOT / "artifacts" / "figures"
+WIDTH_PX = 900  # a notebook output's width in JupyterLab (1280 px window, file browser open)
+
+
+def figures(tiny_gqa) -> dict:
+    """name → plotly figure: every trace view on a real recorded trace (the shipped CPU chat
+    trace: 30 layers, real tokens) and on a tiny one with emoji, CJK and attention; the sweep
+    and roofline views on the shipped references; the new lesson views."""
+    real = perf.load_reference("cpu-chat-trace")
+    tiny = viz.record(tiny_gqa, "Hi 🍕 東京, the cache", max_new_tokens=12, stop_at_eos=False,
+                      attention=True, chat=True)
+    other = viz.record(tiny_gqa, "Hello", max_new_tokens=6, stop_at_eos=False, use_cache=False)
+    out = {}
+    for name, t in (("real", real), ("tiny", tiny)):
+        out.update({
+            f"{name}-embeddings": views.embeddings_figure(t),
+            f"{name}-distribution": views.distribution_figure(t, limit=10),
+            f"{name}-explorer": views.explorer_figure(t),
+            f"{name}-whatif": views.whatif_figure(t, 1),
+            f"{name}-whatif-hot": views.whatif_figure(t, 1, temperature=1.5, top_k=5),
+            f"{name}-kv": views.kv_figure(t),
+            f"{name}-timeline": views.timeline_figure(t),
+        })
+    out["tiny-attention"] = views.attention_figure(tiny, layer=1)
+    out["compare"] = views.compare_figure(real, other)
+    for ref in ("cpu-prompt-sweep", "cpu-context-sweep", "cpu-cache-sweep", "cpu-batch-sweep"):
+        sweep = perf.load_reference(ref)
+        out[ref] = views.sweep_figure(sweep)
+    out["throughput-latency"] = views.throughput_latency_figure(
+        perf.load_reference("cpu-batch-sweep"))
+    roof = perf.load_reference("cpu-roofline")
+    out["roofline"] = views.roofline_figure(roof)
+    out["layer-diagram"] = views.layer_diagram_figure(real.model, 37, 64)
+    runs = [perf.generate_batch(tiny_gqa, ["ab"] * b, 5) for b in (1, 4)]
+    out["batch-timeline"] = views.batch_timeline_figure(runs[1], runs[0])
+    return out
+
+
+def page_html(figs: dict) -> str:
+    from plotly.offline import get_plotlyjs
+
+    divs = "".join(f'<h3>{name}</h3><div id="{name}" style="width:{WIDTH_PX}px"></div>'
+                   for name in figs)
+    data = {name: json.loads(fig.to_json()) for name, fig in figs.items()}
+    return (f"<html><head><meta charset='utf-8'><script>{get_plotlyjs()}</script></head>"
+            f"<body style='font-family:sans-serif'>{divs}<script>"
+            f"const FIGS = {json.dumps(data)};"
+            "for (const [id, f] of Object.entries(FIGS)) "
+            f"Plotly.newPlot(id, f.data, f.layout, {json.dumps(CONFIG)});"
+            "</script></body></html>")
+
+
+@pytest.fixture(scope="module")
+def measured(browser, tiny_gqa, tmp_path_factory):
+    figs = figures(tiny_gqa)
+    path = tmp_path_factory.mktemp("figures") / "figures.html"
+    path.write_text(page_html(figs), encoding="utf-8")
+    page = browser.new_page()
+    page.set_viewport_size({"width": WIDTH_PX + 60, "height": 1000})
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(path.as_uri())
+    page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot svg.main-svg').length"
+                           f" >= {len(figs)}", timeout=60_000)
+    page.wait_for_timeout(500)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    results = {}
+    for name in figs:
+        problems, _ = page_text_problems(page, f"[id='{name}']")
+        results[name] = problems
+        page.locator(f"[id='{name}']").screenshot(path=str(ARTIFACTS / f"{name}.png"))
+    (ARTIFACTS / "text-problems.json").write_text(json.dumps(results, indent=1,
+                                                             ensure_ascii=False))
+    yield results, errors
+    page.close()
+
+
+def test_no_text_overlaps_or_is_cut_off_in_any_view(measured):
+    results, errors = measured
+    assert not errors
+    bad = {name: problems for name, problems in results.items() if problems}
+    assert not bad, "unreadable text (screenshots in artifacts/figures/):\n" + "\n".join(
+        f"{name}: {p}" for name, problems in bad.items() for p in problems)
+
+
+def test_the_check_finds_an_overlap(browser, tmp_path):
+    """The measurement can fail: two annotations drawn on top of each other, and a title
+    running off the right edge, are both reported."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure(layout={"title": {"text": "a title far too long for its figure " * 4},
+                            "width": 400, "height": 300})
+    fig.add_annotation(text="first label", x=0.5, y=0.5, xref="paper", yref="paper",
+                       showarrow=False)
+    fig.add_annotation(text="second label", x=0.52, y=0.5, xref="paper", yref="paper",
+                       showarrow=False)
+    path = tmp_path / "bad.html"
+    path.write_text(page_html({"bad": fig}), encoding="utf-8")
+    page = browser.new_page()
+    try:
+        page.goto(path.as_uri())
+        page.wait_for_selector(".js-plotly-plot svg.main-svg")
+        problems, _ = page_text_problems(page)
+    finally:
+        page.close()
+    assert any("'first label' overlaps annotation 'second label'" in p for p in problems)
+    assert any("cut off at the right edge" in p for p in problems)
