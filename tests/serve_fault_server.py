@@ -7,7 +7,8 @@
 names. Every stream is made by Starlette's StreamingResponse and served by uvicorn (real
 HTTP and chunked encoding); only the bytes inside the stream are chosen here.
 
-- ok: a correct stream — role chunk, `n` text chunks 10 ms apart, final chunk with usage.
+- ok: a correct stream — role chunk, `n` text chunks 10 ms apart (with log-probabilities
+  −0.25, −0.5, ... when asked for), final chunk with usage.
 - http500 / http400 / http422: an error status with an OpenAI / FastAPI error body.
 - nonstream: a complete JSON reply although stream=true was asked.
 - malformed: two chunks, then an event whose data is not JSON.
@@ -36,14 +37,19 @@ MODES = ["ok", "http500", "http400", "http422", "nonstream", "malformed", "trunc
          "error-event", "stall", "die", "flaky"]
 
 
-def chunk(rid: str, model: str, content=None, role=None, finish=None, usage=None) -> str:
+def chunk(rid: str, model: str, content=None, role=None, finish=None, usage=None,
+          logprob=None) -> str:
     delta = {}
     if role:
         delta["role"] = role
     if content is not None:
         delta["content"] = content
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    if logprob is not None:
+        choice["logprobs"] = {"content": [{"token": content, "logprob": logprob, "bytes": None,
+                                           "top_logprobs": []}]}
     body = {"id": rid, "object": "chat.completion.chunk", "created": int(time.time()),
-            "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            "model": model, "choices": [choice]}
     if usage:
         body["usage"] = usage
     return f"data: {json.dumps(body)}\n\n"
@@ -84,7 +90,8 @@ async def chat(request: Request):
                       "die": 2}.get(mode, n)
         for i in range(min(n, stop_after)):
             await asyncio.sleep(0.01)
-            yield chunk(rid, mode, content=f"tok{i} ")
+            yield chunk(rid, mode, content=f"tok{i} ",
+                        logprob=-0.25 * (i + 1) if body.get("logprobs") else None)
         if mode == "malformed":
             yield "data: {this is not json\n\n"
         elif mode == "truncated":

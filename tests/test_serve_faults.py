@@ -40,10 +40,16 @@ def test_a_correct_stream_is_timed_chunk_by_chunk(faults, tmp_path):
     assert rec.itl_s == pytest.approx([b - a for a, b in zip(r.token_times_s, r.token_times_s[1:])])
     assert rec.tpot_s == pytest.approx((r.end_s - r.token_times_s[0]) / 4)
     assert all(g >= 0.005 for g in rec.itl_s)  # the server waits 10 ms between chunks
+    assert r.logprobs is None and rec.target.server_software == "uvicorn"
     path = rec.save(tmp_path / "one.json")
     again = StreamRecord.load(path)
     assert again.request == r and again.target.model == "ok"
     assert "TTFT" in again.summary()
+
+
+def test_log_probabilities_are_kept_when_the_server_sends_them(faults):
+    rec = record_request(url(faults), "hi", model="ok", max_tokens=3, logprobs=True)
+    assert rec.request.logprobs == [-0.25, -0.5, -0.75]
 
 
 @pytest.mark.parametrize("model, kind, message", [

@@ -112,6 +112,7 @@ def test_one_request_at_a_time_queues_the_rest():
                        progress=False)
         pid = server.pid
     assert gone(pid)
+    assert not server.log_path.exists()  # a clean stop leaves no temporary files
     assert all(r.ok for r in run.requests) and run.schedule is None
     first, second = sorted(run.requests, key=lambda r: r.server.started_s)
     # both were sent at once; the second started only once the first was finished

@@ -137,12 +137,14 @@ def make_client(base_url: str, timeouts: Timeouts, api_key: Optional[str] = None
                                pool=timeouts.request_s))
 
 
-async def served_models(client, base_url: str) -> list[str]:
-    """The model ids the server lists at /v1/models; a ServeError naming the fix otherwise."""
+async def served_models(client, base_url: str) -> tuple[list[str], str]:
+    """The model ids the server lists at /v1/models, and its HTTP `server` header; a
+    ServeError naming the fix otherwise."""
     import openai
 
     try:
-        page = await client.models.list()
+        raw = await client.models.with_raw_response.list()
+        page = raw.parse()
     except openai.APITimeoutError:
         raise ServeError(f"no answer from {base_url} in time: is the server still starting or "
                          "overloaded? wait for it, or raise the connect timeout",
@@ -159,7 +161,7 @@ async def served_models(client, base_url: str) -> list[str]:
     except (json.JSONDecodeError, openai.APIResponseValidationError) as e:
         raise ServeError(f"{base_url}/models did not answer with OpenAI-style JSON ({e}): is "
                          "this an OpenAI-compatible server? check the URL", "protocol") from None
-    return [m.id for m in page.data]
+    return [m.id for m in page.data], raw.headers.get("server", "")
 
 
 async def resolve_target(client, base_url: str, model: Optional[str], endpoint: str,
@@ -167,7 +169,7 @@ async def resolve_target(client, base_url: str, model: Optional[str], endpoint: 
     """Check the server answers and serves `model` (None: the first model it lists)."""
     if endpoint not in ENDPOINTS:
         raise ServeError(f"endpoint must be one of {ENDPOINTS}, not {endpoint!r}")
-    models = await served_models(client, base_url)
+    models, software = await served_models(client, base_url)
     if not models:
         raise ServeError(f"{base_url} lists no models: load one into the server first")
     if model is None:
@@ -175,7 +177,8 @@ async def resolve_target(client, base_url: str, model: Optional[str], endpoint: 
     elif model not in models:
         raise ServeError(f"unknown model {model!r}: {base_url} serves {models}; pass one of "
                          "these as model= (or leave model out to use the first)")
-    return Target(base_url=base_url, endpoint=endpoint, model=model, server_label=server_label)
+    return Target(base_url=base_url, endpoint=endpoint, model=model, server_software=software,
+                  server_label=server_label)
 
 
 def _cause(e: BaseException) -> str:

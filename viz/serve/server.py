@@ -36,6 +36,7 @@ import atexit
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -135,6 +136,7 @@ class ManagedProcess:
         self.proc: Optional[subprocess.Popen] = None
         self._log = None
         self._finalizer = None
+        self.failed = False  # start() failed: its log is kept for the error message
 
     # ---- state --------------------------------------------------------------------------
     @property
@@ -195,6 +197,7 @@ class ManagedProcess:
         try:
             self._wait_ready()
         except BaseException:
+            self.failed = True
             self.stop()
             raise
         return self
@@ -347,6 +350,7 @@ class EmbeddedServer(ManagedProcess):
         self.record, self.warmup = bool(record), bool(warmup)
         self._fixed_port = port
         run_dir = Path(tempfile.mkdtemp(prefix="viz-serve-"))
+        self._run_dir = run_dir  # the log (unless log_path) and the probes' files
         self.record_dir = run_dir / "record" if self.record else None
         super().__init__([], host=host, port=port or 0,
                          log_path=Path(log_path) if log_path else run_dir / "server.log",
@@ -418,6 +422,7 @@ class EmbeddedServer(ManagedProcess):
             if self.warmup:
                 record_request(self, "Hello!", max_tokens=4)
         except BaseException:
+            self.failed = True
             self.stop()
             raise
         return self
@@ -431,6 +436,16 @@ class EmbeddedServer(ManagedProcess):
 
     def __enter__(self) -> "EmbeddedServer":
         return self.start()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop the server. Its temporary folder (log, recorded timestamps) is removed when
+        the server was running normally — stopped by us, nothing to investigate; a server that
+        failed to start or had exited by itself keeps it, and errors name its log."""
+        was_running = self.alive
+        super().stop(timeout_s)
+        if was_running and not self.failed and self._run_dir is not None:
+            shutil.rmtree(self._run_dir, ignore_errors=True)
+            self._run_dir = None
 
     # ---- what the server recorded (record=True) -------------------------------------------
     def server_timings(self) -> dict[str, dict[str, Any]]:
