@@ -50,6 +50,15 @@ def test_the_server_answers_as_generate_does(cb_server, smollm):
     assert rec.request.server.prompt_tokens == len(local.prompt_tokens)
 
 
+def test_the_completions_endpoint_continues_raw_text(cb_server, smollm):
+    text = "The capital of France is"
+    rec = record_request(cb_server, text, endpoint="completions", max_tokens=8)
+    local = viz.record(smollm, text, chat=False, max_new_tokens=8)
+    assert rec.target.endpoint == "completions"
+    assert rec.text == local.generated_text
+    assert rec.request.prompt_tokens == len(local.prompt_tokens)
+
+
 def test_client_times_agree_with_the_servers_own_timestamps(cb_server):
     """transformers stamps each token when its forward pass hands it out
     (`record_timestamps`); the client stamps each SSE chunk when it arrives. Both read the
