@@ -27,9 +27,6 @@ from viz.serve.scheduler import Schedule, SchedulerStep
 from viz.views import palette
 from viz.views.base import empty_figure, plotly_layout
 
-# Legends go above the plot area (below the title), clear of the x axis's title.
-TOP_LEGEND = {"orientation": "h", "x": 0, "y": 1.02, "xanchor": "left", "yanchor": "bottom"}
-
 ERROR = palette.CHOSEN
 WAITING = "#BBBBBB"
 HELD = palette.SPECIAL
@@ -176,9 +173,8 @@ def request_timeline_figure(run: LoadRun, steps: bool = True):
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="end of a scheduler step",
                                  line={"color": palette.MUTED, "width": 0.5, "dash": "dot"},
                                  hoverinfo="skip", visible="legendonly"))
-    fig.update_layout(**plotly_layout(title, height=max(300, 130 + 26 * len(rows)),
-                                      barmode="overlay", legend=TOP_LEGEND,
-                                      margin={"l": 110, "r": 20, "t": 100, "b": 50}))
+    fig.update_layout(**plotly_layout(title, height=max(260, 90 + 26 * len(rows)),
+                                      barmode="overlay", margin={"l": 110}))
     fig.update_xaxes(title="seconds since the run started", rangemode="tozero")
     fig.update_yaxes(autorange="reversed", type="category", categoryorder="array",
                      categoryarray=names)
@@ -192,7 +188,7 @@ LATENCY = {"tpot": ("TPOT p50: each request's time per token (ms)", "tpot_s"),
            "e2e": ("E2E p50: whole answer (ms)", "e2e_s")}
 
 
-POSITIONS = ["top left", "bottom right", "top right", "bottom left"]  # labels of nearby points
+SYMBOLS = ["circle", "square", "diamond", "triangle-up", "star", "cross", "x", "hexagon"]
 
 
 def serving_tradeoff_data(runs: Sequence[LoadRun], latency: str = "tpot") -> list[dict[str, Any]]:
@@ -222,20 +218,26 @@ def serving_tradeoff_figure(runs: Sequence[LoadRun], latency: str = "tpot"):
     series: dict[str, list[dict]] = {}
     for p in points:
         series.setdefault(p["series"], []).append(p)
+    loads = list(dict.fromkeys(p["load"] for p in points))  # in order of first appearance
+    symbol = {load: SYMBOLS[i % len(SYMBOLS)] for i, load in enumerate(loads)}
     for k, (name, pts) in enumerate(series.items()):
         pts = [p for p in pts if p["latency_ms"] is not None and p["tokens_per_s"] is not None]
         colour = palette.CYCLE[k % len(palette.CYCLE)]
         fig.add_trace(go.Scatter(
             x=[p["latency_ms"] for p in pts], y=[p["tokens_per_s"] for p in pts],
-            mode="lines+markers+text", name=name, text=[p["load"] for p in pts],
-            textposition=[POSITIONS[(i + k) % len(POSITIONS)] for i in range(len(pts))], line={"color": colour}, marker={"color": colour, "size": 9},
+            mode="lines+markers", name=name, text=[p["load"] for p in pts],
+            line={"color": colour},
+            marker={"color": colour, "size": 11, "symbol": [symbol[p["load"]] for p in pts]},
             customdata=[[p["ttft_ms"], p["goodput_per_s"] or 0.0] for p in pts],
             hovertemplate="%{text}: %{y:.1f} tokens/s in all, %{x:.0f} ms per token each, "
                           "TTFT p50 %{customdata[0]:.0f} ms, goodput %{customdata[1]:.2f} "
                           "requests/s<extra></extra>"))
-    fig.update_layout(**plotly_layout("throughput vs latency as the load rises", height=450,
-                                      legend=TOP_LEGEND, margin={"l": 70, "r": 20, "t": 100,
-                                                                 "b": 50}))
+    for load in loads:  # what each marker shape means
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=load,
+                                 marker={"color": palette.MUTED, "size": 10,
+                                         "symbol": symbol[load]}))
+    fig.update_layout(**plotly_layout("throughput vs latency as the load rises", height=420,
+                                      margin={"l": 70}))
     fig.update_xaxes(title=LATENCY[latency][0] + " — lower is better", rangemode="tozero")
     fig.update_yaxes(title="all requests: output tokens / s — higher is better",
                      rangemode="tozero")
@@ -266,23 +268,27 @@ def itl_distribution_figure(runs: Sequence[LoadRun], bins: int = 40):
         colour = palette.CYCLE[k % len(palette.CYCLE)]
         if not d["itl_ms"]:
             continue
-        fig.add_trace(go.Histogram(x=d["itl_ms"], name=d["name"], nbinsx=bins, opacity=0.6,
+        name = (f"{d['name']}: p50 {d['p50_ms']:.0f}, p90 {d['p90_ms']:.0f}, "
+                f"p99 {d['p99_ms']:.0f} ms")
+        fig.add_trace(go.Histogram(x=d["itl_ms"], name=name, nbinsx=bins, opacity=0.6,
                                    histnorm="percent", marker={"color": colour},
+                                   legendgroup=name,
                                    hovertemplate="%{x} ms: %{y:.1f}% of gaps<extra></extra>"))
         for tag, dash in (("p50", "solid"), ("p90", "dash"), ("p99", "dot")):
             v = d[f"{tag}_ms"]
             fig.add_trace(go.Scatter(x=[v, v], y=[0, 100], mode="lines", yaxis="y2",
-                                     name=f"{tag} {v:.0f} ms", legendgroup=d["name"],
+                                     name=f"{tag} {v:.0f} ms", legendgroup=name,
+                                     showlegend=False,
                                      line={"color": colour, "dash": dash, "width": 2},
                                      hovertemplate=f"{tag}: %{{x:.0f}} ms<extra></extra>"))
     if not fig.data:
         return empty_figure("inter-token latency", "no completed request with two or more "
                                                   "tokens")
     fig.update_layout(**plotly_layout("inter-token latency: the gaps between tokens",
-                                      height=430, barmode="overlay", legend=TOP_LEGEND,
-                                      margin={"l": 60, "r": 20, "t": 120, "b": 50}),
+                                      height=400, barmode="overlay"),
                       yaxis2={"overlaying": "y", "range": [0, 100], "visible": False})
-    fig.update_xaxes(title="gap between two tokens of one request (ms)", rangemode="tozero")
+    fig.update_xaxes(title="gap between two tokens of one request (ms); lines: p50 solid, p90 "
+                           "dashed, p99 dotted", rangemode="tozero")
     fig.update_yaxes(title="% of gaps")
     return fig
 
@@ -380,9 +386,8 @@ def schedule_figure(schedule: Schedule, names: Optional[dict[str, str]] = None,
                                  marker={"color": STATE_COLOURS[k], "size": 10,
                                          "symbol": "square"}), 2, 1)
     fig.update_layout(**plotly_layout(f"the scheduler, step by step ({len(steps)} steps)",
-                                      height=max(420, 250 + 22 * len(ids)),
-                                      legend=TOP_LEGEND,
-                                      margin={"l": 110, "r": 20, "t": 110, "b": 50}))
+                                      height=max(420, 230 + 22 * len(ids)),
+                                      margin={"l": 110}))
     fig.update_yaxes(title="tokens · pages", rangemode="tozero", row=1, col=1)
     fig.update_yaxes(autorange="reversed", type="category", row=2, col=1)
     fig.update_xaxes(title="step (one forward pass each)", row=2, col=1)
