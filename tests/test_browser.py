@@ -2,11 +2,16 @@
 
 nbval proves the kernel side; this proves what a learner sees. For each notebook in notebooks/
 (found by glob), on a COPY of the folder (Lab autosaves, which would overwrite the reference
-outputs): open it, clear its outputs, Run All, then check that every code cell ran in this
-session (prompts 1..n), that no cell shows an error, that every plot, image and widget the
-saved notebook says the cell makes is rendered, and that moving each slider changes what the
-notebook shows. Screenshots go to artifacts/browser/. Also checks that `make lab` serves the
-lessons, and that `python -m viz report` output renders with the network blocked.
+outputs): open it and check what it shows before anything runs (each saved plotly figure drawn
+live, not as its static picture; each widget's picture shown; no "model not found"); clear its
+outputs, Run All, then check that every code cell ran in this session (prompts 1..n), that no
+cell shows an error, that every plot, image and widget the saved notebook says the cell makes
+is rendered, that no text in any figure overlaps other text or is cut off and no widget label
+is cut short (tests/figure_text.py, in the same visit), and that moving each slider changes
+what the notebook shows. Screenshots go to artifacts/browser/ (figures with unreadable text:
+artifacts/browser/text/). Also checks that `make lab` serves the lessons, and that
+`python -m viz report` output renders with the network blocked.
+Run one lesson: `pytest tests/test_browser.py -k 02_predicting`.
 
 Chromium: Debian's package (`make browser` installs it as root), or any Chrome/Chromium named by
 $VIZ_CHROMIUM. Playwright's own browser download is not used. Without a browser these tests
@@ -32,7 +37,9 @@ from typing import Iterator, Optional
 import nbformat
 import pytest
 
+from figure_text import page_text_problems, shoot
 from tools import course
+from tools.fallbacks import is_fallback
 
 pytestmark = pytest.mark.slow
 
@@ -185,11 +192,16 @@ def expected_outputs(path: Path) -> dict[int, dict[str, int]]:
     for i, cell in enumerate(nbformat.read(path, as_version=4).cells):
         if cell.cell_type != "code":
             continue
-        e = {"outputs": len(cell.outputs), "plotly": 0, "image": 0, "widget": 0, "slider": 0}
-        for out in cell.outputs:
+        # The static pictures `make notebooks` adds (tools/fallbacks.py) are for pages that
+        # draw nothing live: a cell run in the browser does not make them.
+        live = [o for o in cell.outputs if not is_fallback(o)]
+        e = {"outputs": len(live), "plotly": 0, "image": 0, "widget": 0, "slider": 0}
+        for out in live:
             data = out.get("data", {})
-            e["plotly"] += "application/vnd.plotly.v1+json" in data
-            e["image"] += any(k in data for k in ("image/png", "image/jpeg", "image/svg+xml"))
+            plotly = "application/vnd.plotly.v1+json" in data
+            e["plotly"] += plotly
+            e["image"] += not plotly and any(k in data for k in ("image/png", "image/jpeg",
+                                                                 "image/svg+xml"))
             if "application/vnd.jupyter.widget-view+json" in data:
                 e["widget"] += 1
                 e["slider"] += data.get("text/plain", "").count("Slider(")
@@ -213,6 +225,55 @@ CELL_STATE_JS = """(cell) => ({
       '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
     .map(o => o.textContent).filter(t => /Traceback|^\\w*(Error|Exception)\\b/m.test(t)),
 })"""
+
+
+SAVED_CELL_JS = """(cell) => ({
+  plotly: [...cell.querySelectorAll('.js-plotly-plot')]
+    .filter(p => p.querySelector('svg.main-svg')).length,
+  images: [...cell.querySelectorAll('.jp-OutputArea-output img')]
+    .filter(i => i.complete && i.naturalWidth > 0 && i.getBoundingClientRect().height > 0).length,
+  dead: /Error displaying widget|model not found/.test(cell.textContent),
+})"""
+
+
+def saved_view_problems(page, path: Path) -> list[str]:
+    """The saved notebook, opened and not run: each plotly figure is drawn live (JupyterLab
+    prefers the plotly JSON to the picture stored beside it), each widget's static picture is
+    shown (tools/fallbacks.py), and no widget says "model not found"."""
+    cells = nbformat.read(path, as_version=4).cells
+    want = {}
+    for i, cell in enumerate(cells):
+        if cell.cell_type != "code":
+            continue
+        outs = cell.get("outputs", [])
+        plotly = sum("application/vnd.plotly.v1+json" in o.get("data", {}) for o in outs)
+        pictures = sum(("image/png" in o.get("data", {}) or "image/jpeg" in o.get("data", {}))
+                       and "application/vnd.plotly.v1+json" not in o.get("data", {})
+                       for o in outs)
+        want[i] = (plotly, pictures)
+    total = sum(p for p, _ in want.values())
+    try:
+        page.wait_for_function(f"() => document.querySelectorAll("
+                               f"'.jp-Notebook .js-plotly-plot svg.main-svg').length >= {total}",
+                               timeout=30_000, polling=250)
+    except Exception:
+        pass  # counted below, cell by cell
+    page.wait_for_timeout(2500)  # a widget with no saved state gives up after ~2 s
+    problems = []
+    located = page.locator(".jp-Notebook .jp-Cell")
+    for i, (plotly, pictures) in want.items():
+        got = located.nth(i).evaluate(SAVED_CELL_JS)
+        if got["plotly"] < plotly:
+            problems.append(f"saved cell {i}: {plotly} plotly figure(s), {got['plotly']} drawn "
+                            "live before running")
+        if got["images"] != pictures:
+            problems.append(f"saved cell {i}: {pictures} picture(s) expected before running "
+                            f"(widgets' static pictures, plots' kept out of sight), "
+                            f"{got['images']} shown: run `make notebooks`")
+        if got["dead"]:
+            problems.append(f"saved cell {i}: a widget shows 'model not found' before running: "
+                            "run `make notebooks` (it adds the widget's picture)")
+    return problems
 
 
 def open_notebook(page, base: str, token: str, name: str) -> None:
@@ -297,6 +358,9 @@ def test_lesson_runs_in_the_browser(path, browser, lab):
         n_cells = len(nbformat.read(path, as_version=4).cells)
         assert cells.count() == n_cells, f"{cells.count()} of {n_cells} cells on the page"
 
+        # Before anything runs (Binder while the kernel starts): what the saved notebook shows.
+        problems = saved_view_problems(page, path)
+
         # Clear the saved outputs first, so that everything checked below was made now.
         menu(page, "Edit", "Clear Outputs of All Cells")
         page.wait_for_function("() => !document.querySelector('.jp-Notebook .js-plotly-plot')")
@@ -307,9 +371,14 @@ def test_lesson_runs_in_the_browser(path, browser, lab):
         page.wait_for_timeout(1500)  # let plots and widgets finish drawing
         screenshot_whole_notebook(page, ARTIFACTS / f"{path.stem}.png")
 
+        # Every figure's text readable, every widget label whole, as Run All left them.
+        text_problems, figs = page_text_problems(page, ".jp-Notebook")
+        if text_problems:
+            shoot(page, figs, text_problems, ARTIFACTS / "text", path.stem)
+        problems += text_problems
+
         prompts = [t.strip() for t in
                    page.locator(".jp-Notebook .jp-CodeCell .jp-InputPrompt").all_text_contents()]
-        problems = []
         if prompts != [f"[{n}]:" for n in range(1, len(prompts) + 1)]:
             problems.append(f"not every cell ran, in order, in this session: prompts {prompts}")
         for i, want in expected.items():

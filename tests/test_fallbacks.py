@@ -114,19 +114,30 @@ def test_make_notebooks_adds_pictures_that_convert_and_pass_nbval(browser, tmp_p
     nb = nbformat.read(out, as_version=4)
     assert fallbacks.fallback_problems(nb) == []
     kv, widget = nb.cells[1].outputs, nb.cells[2].outputs
-    assert "image/png" in kv[0]["data"] and fallbacks.PLOTLY in kv[0]["data"]
-    assert kv[0]["metadata"]["image/png"]["alt"].startswith("figure: KV cache")
+    # The figure's picture sits beside it as an SVG (JupyterLab draws the plotly JSON; a PNG
+    # there would make jupyterlab-plotly show the picture instead).
+    assert fallbacks.PICTURE in kv[0]["data"] and fallbacks.PLOTLY in kv[0]["data"]
+    assert "image/png" not in kv[0]["data"] and "data:image/png;base64," in \
+        kv[0]["data"][fallbacks.PICTURE]
+    assert kv[0]["metadata"][fallbacks.PICTURE]["alt"].startswith("figure: KV cache")
     assert fallbacks.is_fallback(widget[0]) and list(widget[0]["data"]) == ["image/png"]
     assert widget[1]["data"][fallbacks.WIDGET]["model_id"] == ""  # Lab hides the dead view
     assert nb.cells[3].outputs[0]["text"] == "plain text stays as it is\n"
     assert "widgets" not in nb.metadata and out.stat().st_size < 300_000
     page = convert([out], tmp_path / "html")[out.name]
     assert page_problems(nb, page) == []
-    # nbval re-runs it and compares: the pictures (PNG only) change nothing it compares.
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "--nbval", "--nbval-current-env", str(out)],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    # nbval re-runs it and compares, as `make test` runs it: the pictures change nothing.
+    # Without the plugin that leaves them out, nbval would miss them in the kernel's output.
+    def nbval(*plugin):
+        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                               "--nbval", "--nbval-current-env", *plugin, str(out)],
+                              capture_output=True, text=True, cwd=course.ROOT, timeout=600)
+
+    proc = nbval("-p", "tools.nbval_memory")
     assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "5 passed" in proc.stdout  # four cells and the peak memory
+    bare = nbval()
+    assert bare.returncode != 0 and "image/svg+xml" in bare.stdout
 
 
 def test_a_notebook_without_pictures_is_reported():
@@ -134,3 +145,13 @@ def test_a_notebook_without_pictures_is_reported():
     nb.cells = [nbformat.v4.new_code_cell("fig", outputs=[nbformat.v4.new_output(
         "display_data", data={fallbacks.PLOTLY: {"data": []}, "text/plain": "fig"})])]
     assert fallbacks.fallback_problems(nb) == ["cell 0: a plotly figure without a static picture"]
+
+
+def test_nbval_compares_the_figure_not_its_picture():
+    out = nbformat.v4.new_output("display_data", data={fallbacks.PLOTLY: {"data": []},
+                                                       fallbacks.PICTURE: "<svg/>"},
+                                 metadata={"viz": {"static": fallbacks.PICTURE}})
+    kept = nbformat.v4.new_output("display_data", data={fallbacks.PICTURE: "<svg>mine</svg>"})
+    a, b = fallbacks.drop_pictures([out, kept])
+    assert list(a.data) == [fallbacks.PLOTLY] and a.metadata == out.metadata
+    assert b == kept  # an SVG the cell itself made is still compared

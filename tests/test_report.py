@@ -39,10 +39,11 @@ def saved(trace, tmp_path_factory):
 
 
 def test_report_has_every_section_in_order(html):
+    """Every section, in order; attention only for a trace recorded with attention=True."""
     ids = re.findall(r'<section id="([a-z]+)">', html)
-    assert ids == [key for key, _, _ in SECTIONS]
+    assert ids == [key for key, _, _ in SECTIONS if key != "attention"]
     for key, heading, _ in SECTIONS:
-        assert f"<h2>{heading}</h2>" in html
+        assert (f"<h2>{heading}</h2>" in html) == (key != "attention")
     for key in PLOT_SECTIONS:
         assert f'id="viz-{key}-plot"' in html
         assert re.search(rf'Plotly.newPlot\(\s*"viz-{key}-plot"', html)
@@ -140,3 +141,10 @@ def test_cli_refuses_a_folder_as_output(saved, tmp_path, capsys):
 def test_cli_missing_trace_names_the_fix(tmp_path, capsys):
     assert main(["report", str(tmp_path / "nope.json")]) == 2
     assert "python -m viz record" in capsys.readouterr().err
+
+
+def test_report_shows_attention_when_it_was_recorded(tiny_gqa):
+    trace = viz.record(tiny_gqa, "Hi there", max_new_tokens=4, attention=True)
+    html = report_html(trace)
+    assert re.findall(r'<section id="([a-z]+)">', html) == [key for key, _, _ in SECTIONS]
+    assert re.search(r'Plotly.newPlot\(\s*"viz-attention-plot"', html)

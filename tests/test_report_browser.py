@@ -1,5 +1,6 @@
 """The report in a real browser, with the network cut: every plot renders, no script error,
-nothing is fetched, and moving each control changes what is drawn.
+nothing is fetched, moving each control changes what is drawn, and no text in any figure
+overlaps other text or is cut off (tests/figure_text.py; screenshots in artifacts/browser/).
 
 Uses the shared `browser` fixture (tests/conftest.py): Debian's Chromium driven by Playwright;
 without it the test skips on a learner's machine and fails in CI.
@@ -8,12 +9,17 @@ without it the test skips on a learner's machine and fails in CI.
 import pytest
 
 import viz
+from figure_text import page_text_problems, shoot
+from tools.course import ROOT
 from viz.views.report import write_report
+
+ARTIFACTS = ROOT / "artifacts" / "browser"
 
 
 @pytest.fixture(scope="module")
 def page(browser, tiny_gqa, tmp_path_factory):
-    a = viz.record(tiny_gqa, "Hi 🍕 東京", max_new_tokens=5, stop_at_eos=False, label="A")
+    a = viz.record(tiny_gqa, "Hi 🍕 東京", max_new_tokens=5, stop_at_eos=False, label="A",
+                   attention=True)
     b = viz.record(tiny_gqa, "Hello", max_new_tokens=4, stop_at_eos=False, use_cache=False)
     path = write_report(a, tmp_path_factory.mktemp("browser") / "report.html", other=b)
     pg = browser.new_page()
@@ -30,7 +36,7 @@ def page(browser, tiny_gqa, tmp_path_factory):
 
     pg.route("**/*", offline)
     pg.goto(path.as_uri())
-    pg.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 7",
+    pg.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 8",
                          timeout=20000)
     yield pg
     pg.close()
@@ -41,7 +47,7 @@ def data(page, div, trace, attr):
 
 
 def test_every_plot_renders_offline_without_errors(page):
-    assert page.locator(".js-plotly-plot").count() == 7  # 6 views + the comparison
+    assert page.locator(".js-plotly-plot").count() == 8  # 7 views + the comparison
     assert page.locator(".viz-tokens .viz-tok").count() > 0
     assert page.errors == [] and page.fetched == []
 
@@ -68,3 +74,13 @@ def test_explorer_slider_moves_the_linked_panels(page):
     assert data(page, "viz-explorer-plot", 3, "x") == [4]
     assert data(page, "viz-explorer-plot", 3, "y") != kv_before
     assert page.errors == []
+
+
+def test_no_figure_text_overlaps_or_is_cut_off(page):
+    page.set_viewport_size({"width": 1200, "height": 900})
+    problems, figs = page_text_problems(page)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "report-full.png"), full_page=True)
+    shoot(page, figs, problems, ARTIFACTS / "text", "report")
+    assert len(figs) == 8
+    assert not problems, "unreadable text in the report:\n" + "\n".join(problems)

@@ -5,9 +5,12 @@ widgets, and JupyterLab draws no widget before its cell has run (the saved noteb
 widget state: `make notebooks` strips it). So `make notebooks` (tools/course.py) leaves, in
 each executed notebook:
 
-- **beside every plotly figure**, an `image/png` of it in the same output. JupyterLab (and
-  VS Code) render the plotly JSON, the richest type they know (plotly's renderer ranks above
-  images); a page that knows no plotly shows the picture.
+- **beside every plotly figure**, a picture of it in the same output, as `image/svg+xml` (an
+  SVG holding the PNG). JupyterLab (and VS Code) render the plotly JSON: plotly's renderer
+  ranks first, and Lab never prefers an SVG to a safe renderer; a page that knows no plotly
+  (GitHub, nbviewer, nbconvert) shows the picture. Not `image/png`: jupyterlab-plotly shows a
+  PNG it finds in the bundle *instead of* the live figure (its own way of saving plots), and a
+  saved figure's slider must work before any cell runs.
 - **before every widget** (a view with sliders, a text box), one output holding only an
   `image/png` of the widget as it first appeared: its controls at their starting values and
   what they drew, captioned "a picture: run the cell for the live controls". The widget's own
@@ -15,10 +18,12 @@ each executed notebook:
   hides it instead of printing "Error displaying widget: model not found". Running the cell
   replaces both with the live widget.
 
-Pictures are PNG because nbval skips `image/png` (and an output holding nothing else is not
-compared at all), so the lessons stay checked exactly as before; they are drawn by the same
+nbval skips `image/png` (an output holding nothing else is not compared at all), and
+tools/nbval_memory.py drops the figures' SVG pictures from what it compares
+(`drop_pictures`): the lessons stay checked exactly as before. Pictures are drawn by the same
 plotly.js in headless Chromium (the browser test's), at 1× and reduced to 256 colours so that
-a notebook stays well under 1 MB. Every fallback output carries `metadata.viz.fallback`.
+a notebook stays well under 1 MB. A widget's picture output carries `metadata.viz.fallback`;
+a plotly output with its picture inside, `metadata.viz.static`.
 """
 
 from __future__ import annotations
@@ -258,6 +263,34 @@ def _b64(png: bytes) -> str:
     return base64.b64encode(png).decode("ascii")
 
 
+PICTURE = "image/svg+xml"  # the type a figure's picture is stored as
+
+
+def svg_picture(png: bytes, title: str) -> str:
+    """An SVG that shows `png` at its size (pages that draw SVG show the picture)."""
+    from PIL import Image
+
+    w, h = Image.open(io.BytesIO(png)).size
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink"'
+            f' width="{w}" height="{h}" viewBox="0 0 {w} {h}"><title>{_esc(title)}</title>'
+            f'<image width="{w}" height="{h}" xlink:href="data:image/png;base64,{_b64(png)}"/>'
+            "</svg>")
+
+
+def drop_pictures(outputs: list) -> list:
+    """`outputs` without the figures' pictures this module stored (for nbval, which compares
+    `image/svg+xml`: the kernel makes the figure, `make notebooks` its picture)."""
+    import nbformat
+
+    out = []
+    for o in outputs:
+        if o.get("metadata", {}).get("viz", {}).get("static") == PICTURE:
+            o = nbformat.from_dict(dict(o, data={k: v for k, v in o.get("data", {}).items()
+                                                 if k != PICTURE}))
+        out.append(o)
+    return out
+
+
 def figure_title(fig: dict) -> str:
     """A plotly figure's title as plain text (its pseudo-HTML tags dropped)."""
     import re
@@ -268,7 +301,8 @@ def figure_title(fig: dict) -> str:
 
 
 def is_fallback(output: dict) -> bool:
-    """Whether `output` is a picture this module added (not something the cell printed)."""
+    """Whether `output` is a widget's picture this module added (not something the cell
+    made: a plotly output keeps its place, with a picture inside)."""
     return bool(output.get("metadata", {}).get("viz", {}).get("fallback"))
 
 
@@ -288,10 +322,12 @@ def add_fallbacks(nb, painter_: Painter) -> dict[str, int]:
                 continue  # pictures from an earlier run are drawn again
             data = out.get("data", {})
             if PLOTLY in data:
-                data["image/png"] = _b64(painter_.figure(data[PLOTLY]))
+                alt = "figure: " + figure_title(data[PLOTLY])
+                data.pop("image/png", None)  # jupyterlab-plotly would show it, not the figure
+                data[PICTURE] = svg_picture(painter_.figure(data[PLOTLY]), alt)
                 meta = out.setdefault("metadata", {})
-                meta["viz"] = {"fallback": "image/png"}
-                meta["image/png"] = {"alt": "figure: " + figure_title(data[PLOTLY])}
+                meta["viz"] = {"static": PICTURE}  # a picture inside a live output
+                meta[PICTURE] = {"alt": alt}
                 counts["plotly"] += 1
             elif WIDGET in data:
                 model_id = data[WIDGET].get("model_id", "")
@@ -321,7 +357,7 @@ def fallback_problems(nb) -> list[str]:
         outs = cell.get("outputs", [])
         for j, out in enumerate(outs):
             data = out.get("data", {})
-            if PLOTLY in data and "image/png" not in data:
+            if PLOTLY in data and PICTURE not in data:
                 problems.append(f"cell {i}: a plotly figure without a static picture")
             if WIDGET in data and not (j > 0 and is_fallback(outs[j - 1])
                                        and "image/png" in outs[j - 1].get("data", {})):

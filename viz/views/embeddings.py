@@ -114,18 +114,16 @@ def embeddings_figure(trace: Trace):
     fig = go.Figure()
     # 3 significant digits: the stored vectors hold 8 bits (~2.4 digits) per number anyway,
     # and the figure stays small enough for a committed notebook.
-    fig.add_trace(go.Heatmap(z=_round(d.vectors, 3), y=positions, colorscale=palette.DIVERGING,
+    fig.add_trace(go.Heatmap(z=_round(d.vectors, 3), y=names, colorscale=palette.DIVERGING,
                              zmin=-lim, zmax=lim, reversescale=True, name="vector",
-                             customdata=[[nm] * d.vectors.shape[1] for nm in names],
-                             hovertemplate="%{customdata}<br>dimension %{x}<br>value %{z}"
-                                           "<extra></extra>",
+                             hovertemplate="%{y}<br>dimension %{x}<br>value %{z}<extra></extra>",
                              colorbar={**bar, "x": 0.555, "xanchor": "left",
                                        "title": {"text": "value", "side": "right"}},
                              xaxis="x", yaxis="y"))
     fig.add_trace(go.Heatmap(z=_round(d.cosine, 4), x=positions, y=positions,
                              colorscale=palette.SEQUENTIAL, zmin=-1, zmax=1, name="cosine",
-                             customdata=[[f"{a} ↔ {b}" for b in names] for a in names],
-                             hovertemplate="%{customdata}<br>cosine %{z}<extra></extra>",
+                             hovertemplate="tokens at positions %{y} and %{x}: cosine %{z}"
+                                           "<extra></extra>",
                              colorbar={**bar, "x": 1.01, "xanchor": "left",
                                        "title": {"text": "cosine", "side": "right"}},
                              xaxis="x2", yaxis="y2"))
@@ -145,8 +143,7 @@ def embeddings_figure(trace: Trace):
         _title(trace, d), height=total + 150, showlegend=False,
         margin={"l": 130, "r": 60, "t": 80, "b": 60},
         xaxis={"title": "dimension", "domain": [0, 0.55], "anchor": "y"},
-        yaxis={**rows, "anchor": "x", "tickmode": "array", "tickvals": positions,
-               "ticktext": names, "title": None},
+        yaxis={**rows, "anchor": "x", "type": "category", "title": None},
         xaxis2={"domain": [0.72, 1.0], "anchor": "y2", "tickmode": "array",
                 "tickvals": positions[::every], "title": "token position", "tickfont": {"size": 9}},
         yaxis2={**rows, "anchor": "x2", "tickmode": "array", "tickvals": positions[::every],

@@ -18,12 +18,14 @@ from typing import Callable, Optional
 from viz.version import __version__
 from viz.documents import atomic_write
 from viz.trace import Trace
+from viz.views.attention import attention_figure
 from viz.views.base import NO_EMBEDDINGS, check_trace, trace_title
 from viz.views.compare import compare_figure
 from viz.views.distribution import distribution_figure
 from viz.views.embeddings import embeddings_figure
 from viz.views.explorer import explorer_figure
 from viz.views.kv import kv_figure
+from viz.views.prompt import prompt_html
 from viz.views.text import esc, reply_text
 from viz.views.timeline import summary_html, timeline_figure
 from viz.views.tokens import tokens_html
@@ -34,6 +36,8 @@ from viz.views.widgets import CONFIG
 SECTIONS = [
     ("summary", "Summary", "How long the reply took: time to first token (TTFT), time per "
      "output token after it (TPOT) and the streaming speed."),
+    ("prompt", "What the model reads", "The prompt as typed, inside the chat template: the "
+     "template's control tokens, role names and any hidden system prompt are read too."),
     ("tokens", "Tokens", "The prompt and the reply as the model saw them: one chip per token, "
      "its id underneath; hover for details. Tokens that share a character (an emoji split "
      "into bytes) are grouped over it."),
@@ -45,6 +49,9 @@ SECTIONS = [
      "the distribution, the KV-cache size and the step's latency follow it. Press ▶ to play."),
     ("whatif", "Sampling what-if", "Re-shape a step's recorded logits with temperature, top-k "
      "and top-p and see which tokens remain possible."),
+    ("attention", "Attention over the KV cache", "Where each step's new query looked: its "
+     "attention weights over every token in the cache (mean over heads, one layer). Move the "
+     "slider through the steps."),
     ("kv", "KV-cache growth", "Bytes held by the cache after each step, stacked by layer, "
      "against the formula and against the same model without grouped-query attention."),
     ("timeline", "Timeline", "Prefill as one bar, each decode step its own; TTFT marked; the "
@@ -175,7 +182,10 @@ def _sections(trace: Trace, other: Optional[Trace]) -> list[tuple[str, str, str,
 
     bodies = {
         "summary": lambda: str(summary_html(trace)) + _meta(trace),
+        "prompt": lambda: str(prompt_html(trace)),
         "tokens": lambda: str(tokens_html(trace)),
+        "attention": lambda: _plotly_div(attention_figure(
+            trace, layer=trace.attention.n_layers // 2), "viz-attention-plot"),
         "embeddings": embeddings,
         "distribution": lambda: _plotly_div(distribution_figure(trace), "viz-distribution-plot"),
         "explorer": lambda: _plotly_div(explorer_figure(trace), "viz-explorer-plot"),
@@ -183,7 +193,8 @@ def _sections(trace: Trace, other: Optional[Trace]) -> list[tuple[str, str, str,
         "kv": lambda: _plotly_div(kv_figure(trace), "viz-kv-plot"),
         "timeline": lambda: _plotly_div(timeline_figure(trace), "viz-timeline-plot"),
     }
-    out = [(key, head, lead, bodies[key]) for key, head, lead in SECTIONS]
+    out = [(key, head, lead, bodies[key]) for key, head, lead in SECTIONS
+           if key != "attention" or trace.attention is not None]  # recorded only on request
     if other is not None:
         key, head, lead = COMPARE
         out.append((key, head, lead, lambda: _plotly_div(compare_figure(trace, other),

@@ -240,7 +240,7 @@ def whatif_widget(trace: Trace, step: int = 0):
     first = get_step(trace, step)
     last = len(trace.steps) - 1
     n = max(len(s.top_ids) for s in trace.steps)
-    style = {"description_width": "90px"}
+    style = {"description_width": "initial"}  # every label whole ("top-k (0 = off)")
     controls = {
         "step": widgets.IntSlider(value=first.index, min=0, max=last, description="step",
                                   disabled=last == 0, style=style),
