@@ -102,6 +102,7 @@ print("plain text stays as it is")
 '''
 
 
+@pytest.mark.slow  # a kernel, Chromium, nbconvert and nbval twice: about a minute
 def test_make_notebooks_adds_pictures_that_convert_and_pass_nbval(browser, tmp_path):
     """What `make notebooks` does, on the tests' shared Chromium (`browser`: skipped, or failed
     in CI, where there is none)."""

@@ -50,6 +50,11 @@ def figures(tiny_gqa) -> dict:
         perf.load_reference("cpu-batch-sweep"))
     roof = perf.load_reference("cpu-roofline")
     out["roofline"] = views.roofline_figure(roof)
+    slower = perf.load_reference("cpu-roofline")  # a second machine, 4× slower (lesson 06)
+    slower.label = "slower machine"
+    for p in slower.points:
+        p.seconds *= 4
+    out["roofline-two"] = views.roofline_figure(slower, roof)
     out["layer-diagram"] = views.layer_diagram_figure(real.model, 37, 64)
     runs = [perf.generate_batch(tiny_gqa, ["ab"] * b, 5) for b in (1, 4)]
     out["batch-timeline"] = views.batch_timeline_figure(runs[1], runs[0])

@@ -17,7 +17,9 @@ from viz.views import palette
 from viz.views.base import new_figure, place_labels, plotly_layout, to_pixels
 
 HEIGHT_PX = 460
-PLOT_PX = (820, 330)  # the plot area at a notebook's width, for placing point labels
+# The plot area for placing point labels: a notebook output's plot area is 650-820 px wide;
+# assume the narrow end (points are then closest), so labels placed here never collide.
+PLOT_PX = (640, 320)
 
 
 def flops_text(value: float) -> str:
@@ -69,8 +71,8 @@ def roofline_data(roofline: Roofline, others: tuple = ()) -> dict[str, Any]:
                         "seconds": p.seconds, "bound": r.bound(p)} for p in r.points],
         })
     ys = [p["y"] for r in out for p in r["points"]] + [v for r in out for v in r["roof_y"][1:]]
-    y_lo = min([v for v in ys if v > 0] + [out[0]["roof_y"][0]]) / 2
-    return {"x_range": [lo, hi], "y_range": [max(y_lo, out[0]["roof_y"][0]), max(ys) * 2],
+    positive = [v for v in ys if v > 0]
+    return {"x_range": [lo, hi], "y_range": [min(positive) / 2, max(positive) * 2],
             "rooflines": out}
 
 
@@ -105,7 +107,7 @@ def roofline_figure(roofline: Roofline, *others: Roofline):
             hovertemplate="%{x:.3g} FLOP/byte → at most %{y:.3g} FLOP/s<extra></extra>"))
         fig.add_annotation(x=math.log10(r["ridge"]), y=math.log10(r["roof_y"][1]),
                            text=f"ridge {r['ridge']:.3g} FLOP/byte", showarrow=True,
-                           arrowhead=0, ax=0, ay=-25, font={"size": 10, "color": roof_colour})
+                           arrowhead=0, ax=0, ay=-25 - 20 * k, font={"size": 10, "color": roof_colour})
         for phase in ("prefill", "decode"):
             pts = [p for p in r["points"] if p["phase"] == phase]
             if not pts:
