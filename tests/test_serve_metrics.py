@@ -156,7 +156,10 @@ def test_tradeoff_and_itl_views_draw_the_summaries():
     assert pts[1]["latency_ms"] == pytest.approx(300)
     assert pts[1]["tokens_per_s"] == pytest.approx(6 / 1.1)
     fig = serving_tradeoff_figure([one, two])
-    assert [t.name for t in fig.data] == ["A", "B"]
+    # one line per server setting, then one legend entry per load's marker shape
+    assert [t.name for t in fig.data] == ["A", "B", "2 streams"]
+    assert list(fig.data[1].x) == pytest.approx([300]) and list(fig.data[1].marker.symbol) == \
+        [fig.data[2].marker.symbol]
     d = itl_distribution_data([two])[0]
     assert d["itl_ms"] == pytest.approx([300] * 4) and d["p99_ms"] == pytest.approx(300)
     assert len(itl_distribution_figure([one, two]).data) == 2 * 4  # histogram + 3 lines each
