@@ -156,6 +156,7 @@ def test_bad_layer_names_the_range(looked):
         views.attention_data(looked, 1, layer=2)
 
 
+@pytest.mark.slow  # two 64-step recordings of a 30-layer model: ~20 s
 def test_a_64_step_trace_stays_within_the_size_budget(make_tiny, tmp_path):
     """Issue 14: a 64-step trace ≤ 400 KB with attention, ≤ 200 KB without — here on a model
     with the default model's 30 layers (the attention bytes grow with layers × positions)."""
