@@ -287,8 +287,8 @@ def itl_distribution_figure(runs: Sequence[LoadRun], bins: int = 40):
     fig.update_layout(**plotly_layout("inter-token latency: the gaps between tokens",
                                       height=400, barmode="overlay"),
                       yaxis2={"overlaying": "y", "range": [0, 100], "visible": False})
-    fig.update_xaxes(title="gap between two tokens of one request (ms); lines: p50 solid, p90 "
-                           "dashed, p99 dotted", rangemode="tozero")
+    fig.update_xaxes(title="gap between tokens, ms (lines: p50, p90 dashed, p99 dotted)",
+                     rangemode="tozero")
     fig.update_yaxes(title="% of gaps")
     return fig
 
@@ -390,7 +390,8 @@ def schedule_figure(schedule: Schedule, names: Optional[dict[str, str]] = None,
                                       margin={"l": 110}))
     fig.update_yaxes(title="tokens · pages", rangemode="tozero", row=1, col=1)
     fig.update_yaxes(autorange="reversed", type="category", row=2, col=1)
-    fig.update_xaxes(title="step (one forward pass each)", row=2, col=1)
+    fig.update_xaxes(title={"text": "step (one forward pass each)", "standoff": 14},
+                     automargin=True, row=2, col=1)
     return fig
 
 
@@ -497,7 +498,9 @@ def page_table_figure(schedule: Schedule, names: Optional[dict[str, str]] = None
         height=230 + 30 * rows, showlegend=False,
         annotations=[{**caption, "text": text(picks[0], d0)}],
         margin={"l": 40, "r": 20, "t": 90, "b": 120},
-        sliders=[{"active": 0, "x": 0.1, "len": 0.9, "y": 0, "yanchor": "top", "pad": {"t": 30},
+        # the slider starts 110 px in, right of the play/pause buttons (as step_controls)
+        sliders=[{"active": 0, "x": 0, "len": 1, "y": 0, "yanchor": "top",
+                  "pad": {"t": 30, "l": 110},
                   "currentvalue": {"prefix": "step "},
                   "steps": [{"label": str(s), "method": "animate", "args": [[str(s)], go_to(0)]}
                             for s in picks]}],
