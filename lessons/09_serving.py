@@ -32,8 +32,7 @@
 import resource
 
 import viz
-from viz import serve
-from viz.views import serving
+from viz import serve, views
 
 # %% [markdown]
 # `serve.serve(...)` starts the server on `127.0.0.1` (this machine only), offline, waits until
@@ -86,7 +85,7 @@ print(run.summary())
 # forward pass produced a token for each of them at the same moment.
 
 # %% tags=["nbval-ignore-output"]
-serving.request_timeline_figure(run)
+views.request_timeline_figure(run)
 
 # %% [markdown]
 # ## Understand it: what static batching wastes
@@ -115,8 +114,8 @@ print(f"static batching would waste {waste.wasted_fraction:.0%} of its slots")
 # token, grey waiting. Above: tokens per pass against the budget, and the free pages.
 
 # %% tags=["nbval-ignore-output"]
-names = serving.request_names(run)
-serving.schedule_figure(run.schedule, names)
+names = views.request_names(run)
+views.schedule_figure(run.schedule, names)
 
 # %% [markdown]
 # The same record in words, the first passes of the run: who is in each one, and how many
@@ -145,7 +144,7 @@ for step in run.schedule.steps[:10]:
 # already there).
 
 # %% tags=["nbval-ignore-output"]
-serving.page_table_figure(run.schedule, names)
+views.page_table_figure(run.schedule, names)
 
 # %% [markdown]
 # At the busiest pass of the run, what did pages cost, against reserving for each request
@@ -153,8 +152,8 @@ serving.page_table_figure(run.schedule, names)
 
 # %% tags=["nbval-ignore-output"]
 steps = range(len(run.schedule.steps))
-busiest = max(steps, key=lambda i: serving.page_table_data(run.schedule, i)["used_pages"])
-pages = serving.page_table_data(run.schedule, busiest)
+busiest = max(steps, key=lambda i: views.page_table_data(run.schedule, i)["used_pages"])
+pages = views.page_table_data(run.schedule, busiest)
 limit = {r.request_id: r.max_tokens for r in run.requests}
 reserved = sum(run.schedule.prompt_tokens[rid] + limit[rid] for rid in pages["tokens"])
 print(f"pass {busiest}: {sum(pages['tokens'].values())} tokens in {pages['used_pages']} pages; "
@@ -231,7 +230,7 @@ print(random_alone.summary())
 # across is the time each request waits per token.
 
 # %% tags=["nbval-ignore-output"]
-serving.serving_tradeoff_figure(alone + batched)
+views.serving_tradeoff_figure(alone + batched)
 
 # %% tags=["nbval-ignore-output"]
 ratio = batched[-1].summary().output_tokens_per_s / alone[-1].summary().output_tokens_per_s
@@ -247,7 +246,7 @@ viz.compare_prediction(prediction_ratio, measured_ratio,
 # between tokens at 8 streams, both servers:
 
 # %% tags=["nbval-ignore-output"]
-serving.itl_distribution_figure([alone[-1], batched[-1]])
+views.itl_distribution_figure([alone[-1], batched[-1]])
 
 # %% [markdown]
 # And the objective, with random arrivals:
@@ -268,7 +267,7 @@ viz.compare_prediction(prediction_goodput, measured_goodput,
 # so each one's TTFT grows with its place in the queue, whatever its own size.
 
 # %% tags=["nbval-ignore-output"]
-serving.request_timeline_figure(random_alone)
+views.request_timeline_figure(random_alone)
 
 # %% [markdown]
 # Both servers and this notebook fit in a Binder session (about 2 GB), measured:
@@ -303,7 +302,7 @@ print(f"together at most {total / 2**20:,.0f} MiB: "
 # ```python
 # runs = serve.sweep_load("http://gpu-box:8000/v1", allow_remote=True,
 #                         concurrencies=[1, 8, 64], requests_per_stream=4)
-# serving.serving_tradeoff_figure(runs)
+# views.serving_tradeoff_figure(runs)
 # ```
 #
 # or from a terminal: `python -m viz load http://gpu-box:8000/v1 --allow-remote

@@ -16,7 +16,9 @@
 - `scheduler`: the continuous-batching loop step by step, in-process (`StepRecorder`,
   `record_schedule` → `Schedule`), pinned to `SUPPORTED_TRANSFORMERS`.
 
-Views: `viz.views.serving`. Command line: `python -m viz serve`, `python -m viz load`.
+Views: `viz.views` (request_timeline_figure, serving_tradeoff_figure, itl_distribution_figure,
+schedule_figure, page_table_figure). Command line (viz/cli.py): `python -m viz serve`,
+`python -m viz request`, `python -m viz load`.
 """
 
 from viz.serve.client import (ServeError, StreamRecord, Target, Timeouts, check_url,

@@ -19,7 +19,8 @@ A view of two things takes the second as `other` (`compare_figure(trace, other)`
 Also here for lessons that build their own small figures: `plotly_layout` (the house layout),
 `palette` (the colours), `LinkedView` / `figure_output` (controls redrawing a figure),
 `LinkedText` (a text box run on Enter or after a pause, with a "recording…" status), and
-`piece_bytes` (the bytes behind a byte-level BPE token's spelling).
+`piece_bytes` (the bytes behind a byte-level BPE token's spelling), `request_names` (short
+labels for the requests of a load run, shared by the serving views).
 """
 
 from viz.views import palette
@@ -35,6 +36,10 @@ from viz.views.kv import kv_data, kv_figure, kv_static
 from viz.views.layer import layer_diagram_data, layer_diagram_figure, layer_diagram_static
 from viz.views.report import report_html, write_report
 from viz.views.roofline import roofline_data, roofline_figure, roofline_static, roofline_table
+from viz.views.serving import (itl_distribution_data, itl_distribution_figure, page_table_data,
+                               page_table_figure, request_names, request_timeline_data,
+                               request_timeline_figure, schedule_data, schedule_figure,
+                               serving_tradeoff_data, serving_tradeoff_figure)
 from viz.views.sweeps import sweep_data, sweep_figure, throughput_latency_figure
 from viz.views.text import piece_bytes
 from viz.views.timeline import summary_html, timeline_data, timeline_figure, timeline_static
@@ -63,4 +68,8 @@ __all__ = [
     "attention_matrix", "prompt_html", "prompt_data", "prompt_table",
     "batch_timeline_figure", "batch_timeline_static", "batch_timeline_data",
     "layer_diagram_figure", "layer_diagram_static", "layer_diagram_data", "LinkedText",
+    "request_timeline_figure", "request_timeline_data", "serving_tradeoff_figure",
+    "serving_tradeoff_data", "itl_distribution_figure", "itl_distribution_data",
+    "schedule_figure", "schedule_data", "page_table_figure", "page_table_data",
+    "request_names",
 ]
