@@ -374,12 +374,30 @@ def measure_overhead(depths: Sequence[int], dtype: str = "float32", *, base: Uni
                                 f"{_short(dtype)}", threads=threads)
         points.append(replace(p, fixed_cost_s=p.seconds))
         del lm
-        gc.collect()
+        release_memory()
     floor = OverheadFloor(dtype=dtype, hidden_size=hidden_size, vocab_size=vocab_size,
                           layers=depths, seconds=[p.seconds for p in points],
                           note=f"measured: median decode step of a model {hidden_size} wide "
                                f"with a {vocab_size}-token vocabulary at each depth")
     return floor, points
+
+
+def release_memory() -> None:
+    """Collect garbage and hand freed heap memory back to the operating system.
+
+    A freed model's weights stay in the C allocator's heap (glibc keeps freed blocks for
+    reuse), so the process's resident memory would stay at its largest model. On glibc,
+    `malloc_trim(0)` returns them; elsewhere only the garbage collection runs. Called after
+    each model `measure_wall` builds, so a lesson can measure several models one after the
+    other inside a 2 GB Binder session.
+    """
+    gc.collect()
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc (macOS, Windows, musl): nothing to trim
+        pass
 
 
 def _check_depths(depths) -> list[int]:
@@ -522,11 +540,11 @@ class WallRun(Document):
         lines = [self.title(),
                  f"memory floor at {self.read_bytes_per_s / 1e9:,.1f} GB/s (read); compute floor "
                  f"at {peak}",
-                 f"{'point':<28}{'MB/step':>9}{'TPOT ms':>9}{'memory':>8}{'fixed':>8}"
+                 f"{'point':<36}{'MB/step':>9}{'TPOT ms':>9}{'memory':>8}{'fixed':>8}"
                  f"{'compute':>9}{'MBU':>6}  regime (the rule)",
-                 f"{'':<28}{'':>9}{'':>9}{'floor':>8}{'cost':>8}{'floor':>9}"]
+                 f"{'':<36}{'':>9}{'':>9}{'floor':>8}{'cost':>8}{'floor':>9}"]
         for r in self.rows():
-            lines.append(f"{r['label']:<28}{r['step_bytes'] / 1e6:>9.1f}{r['seconds'] * 1e3:>9.2f}"
+            lines.append(f"{r['label']:<36}{r['step_bytes'] / 1e6:>9.1f}{r['seconds'] * 1e3:>9.2f}"
                          f"{r['memory_floor_s'] * 1e3:>8.2f}{r['fixed_cost_s'] * 1e3:>8.2f}"
                          f"{r['compute_floor_s'] * 1e3:>9.3f}{r['mbu']:>6.0%}  {r['regime']}")
         return "\n".join(lines)
@@ -600,7 +618,7 @@ def measure_wall(shapes: Sequence[Union[str, dict]] = ("smollm2-135m",),
                     points.append(replace(p, fixed_cost_s=floors[dt].at(p.n_layers)))
                 environment = lm.environment()
                 del lm
-                gc.collect()
+                release_memory()
                 bar.update()
         bar.close()
     return WallRun(label=label, computed=False, device=dev.type, device_name=device_name(dev),
