@@ -16,7 +16,8 @@ from typing import Any, Optional
 
 from viz.perf.wall import WallRun
 from viz.views import palette
-from viz.views.base import plotly_layout
+from viz.views.base import LEGEND_BELOW_PX, plotly_layout
+from viz.views.roofline import decades
 
 REGIME_COLOURS = {"overhead-bound": palette.SPECIAL, "memory-bound": palette.DECODE,
                   "compute-bound": palette.PREFILL}
@@ -87,7 +88,9 @@ def _add_run(fig, data: dict[str, Any], k: int, name: str) -> None:
         x=mf["x"], y=[y * 1e3 for y in mf["y"]], mode="lines", line={"color": palette.FORMULA,
                                                                      "dash": dash, "width": 2},
         name=f"memory floor{name}: bytes ÷ {mf['bytes_per_s'] / 1e9:,.1f} GB/s",
-        hovertemplate="%{x:.3s}B at peak read bandwidth: %{y:.3g} ms<extra></extra>"))
+        showlegend=k == 0,  # a second run's floors are dotted, named in their hover text
+        hovertemplate=f"memory floor{name}: " + "%{x:.3s}B at peak read bandwidth: %{y:.3g} ms"
+                      "<extra></extra>"))
     for j, f in enumerate(data["fixed_cost"]):
         what = "assumed" if f["assumed"] else "measured"
         fig.add_trace(go.Scatter(
@@ -95,7 +98,9 @@ def _add_run(fig, data: dict[str, Any], k: int, name: str) -> None:
             line={"color": REGIME_COLOURS["overhead-bound"], "width": 1.5,
                   "dash": ("dash", "longdash", "dashdot")[j % 3] if k == 0 else "dot"},
             name=f"fixed cost{name}, {f['n_layers']} layers, {f['dtype']} ({what})",
-            hovertemplate=f"fixed cost ({what}): %{{y:.3g}} ms<extra></extra>"))
+            showlegend=k == 0,
+            hovertemplate=f"fixed cost{name}, {f['n_layers']} layers, {f['dtype']} ({what}): "
+                          "%{y:.3g} ms<extra></extra>"))
     if data["fit"] is not None and k == 0:
         ft = data["fit"]
         fig.add_trace(go.Scatter(
@@ -110,9 +115,12 @@ def _add_run(fig, data: dict[str, Any], k: int, name: str) -> None:
         fig.add_trace(go.Scatter(
             x=[p["x"] for p in pts], y=[p["y"] * 1e3 for p in pts], mode="markers+text",
             name=f"{regime}{name}",
-            # the tiny fixed-cost models crowd together: their MBU is in the hover text
-            text=[f"MBU {p['mbu']:.0%}" if p["kind"] == "shape" else "" for p in pts],
-            textposition="middle right", textfont={"size": 10, "color": colour},
+            # the tiny fixed-cost models crowd together, and a second run would repeat the
+            # labels: their MBU is in the hover text. A bfloat16 point sits left of its float32
+            # twin (half the bytes), so its label goes on the left.
+            text=[f"MBU {p['mbu']:.0%}" if p["kind"] == "shape" and k == 0 else "" for p in pts],
+            textposition=["middle left" if p["dtype"] != "float32" else "middle right"
+                          for p in pts], textfont={"size": 10, "color": colour},
             marker={"color": colour if k == 0 else "white", "size": 11,
                     "symbol": [DTYPE_SYMBOLS.get(p["dtype"], "circle") for p in pts],
                     "line": {"color": colour if k else "white", "width": 2 if k else 1}},
@@ -140,11 +148,32 @@ def wall_figure(run: WallRun, *others: WallRun, fit: bool = True, height: int = 
         _add_run(fig, d, k, "" if k == 0 else f" ({r.label})")
     lo = min(d["x_range"][0] for d in datas)
     hi = max(d["x_range"][1] for d in datas)
-    fig.update_layout(**plotly_layout(f"the memory wall: {datas[0]['title']}", height=height))
-    fig.update_xaxes(type="log", title="bytes read per decode step", exponentformat="SI",
-                     range=[math.log10(lo), math.log10(hi)])
-    fig.update_yaxes(type="log", title="time per decode step (ms)")
+    ys = [p["y"] * 1e3 for d in datas for p in d["points"]] + \
+        [f["seconds"] * 1e3 for d in datas for f in d["fixed_cost"] if f["seconds"] > 0]
+    y_lo = 10 ** math.floor(math.log10(min(ys) / 2))
+    y_hi = 10 ** math.ceil(math.log10(max(ys) * 2))
+    # the legend, under the axis title: plotly sets long entries in two columns
+    rows = max(1, math.ceil(sum(t.showlegend is not False for t in fig.data) / 2))
+    fig.update_layout(**plotly_layout(f"the memory wall: {datas[0]['title']}",
+                                      height=height + 20 * (rows - 1),
+                                      margin={"b": LEGEND_BELOW_PX + 20 * (rows - 1)}))
+    x_ticks = decades(lo, hi)
+    fig.update_xaxes(type="log", title="bytes read per decode step",
+                     range=[math.log10(lo) - 0.15, math.log10(hi)], tickmode="array",
+                     tickvals=x_ticks, ticktext=[_bytes_text(v) for v in x_ticks])
+    y_ticks = [v for v in decades(y_lo, y_hi) if y_lo <= v <= y_hi]
+    fig.update_yaxes(type="log", title="time per decode step (ms)",
+                     range=[math.log10(y_lo) - 0.15, math.log10(y_hi)], tickmode="array",
+                     tickvals=y_ticks, ticktext=[f"{v:g}" for v in y_ticks])
     return fig
+
+
+def _bytes_text(value: float) -> str:
+    """A power of ten of bytes in words: "10 kB", "1 GB" (SI, as the lessons count bytes)."""
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if value >= scale:
+            return f"{value / scale:g} {unit}"
+    return f"{value:g} B"
 
 
 def wall_table(run: WallRun, other: Optional[WallRun] = None) -> str:
