@@ -58,6 +58,14 @@ def figures(tiny_gqa) -> dict:
     out["layer-diagram"] = views.layer_diagram_figure(real.model, 37, 64)
     runs = [perf.generate_batch(tiny_gqa, ["ab"] * b, 5) for b in (1, 4)]
     out["batch-timeline"] = views.batch_timeline_figure(runs[1], runs[0])
+    wall = perf.load_reference("cpu-memory-wall")  # lesson 08
+    out["memory-wall"] = views.wall_figure(wall)
+    out["memory-wall-two"] = views.wall_figure(wall, wall)
+    shapes = ["smollm2-135m", "smollm2-360m", "llama-3.2-1b", "smollm2-1.7b", "llama-3.1-8b"]
+    out["memory-wall-gpu"] = views.wall_figure(
+        perf.computed_wall(shapes, **perf.H100_SXM, fixed_cost_per_layer_s=3e-4),
+        perf.computed_wall(shapes, **perf.H100_SXM))
+    out["bytes-whatif"] = views.bytes_whatif_figure(wall, 0.5)
     return out
 
 
