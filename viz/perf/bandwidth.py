@@ -25,9 +25,9 @@ is kept too, and the machine's load average when it was measured (a busy machine
 and bfloat16) and the three bandwidths once, saves them as JSON in the viz cache folder
 (`viz.default_model.cache_dir()`, `$VIZ_CACHE_DIR`) with when, how and with how many
 threads, and returns the saved figures on every later call, so every lesson and tool on this
-machine uses the same peaks. `machine_peaks(refresh=True)` (or `python -m viz peaks
---refresh`, where the CLI has it) measures again. A file measured on another CPU, with another
-thread count or another torch is not reused. Lesson 08.
+machine uses the same peaks. `machine_peaks(refresh=True)` measures again (do it when nothing
+else runs: `MachinePeaks.how()` prints the load average at the time). A file measured on another
+CPU, with another thread count or another torch is not reused. Lesson 08.
 """
 
 from __future__ import annotations
