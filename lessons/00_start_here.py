@@ -33,8 +33,12 @@
 # **How to move through it.** Run the cells from top to bottom (**Shift+Enter**, or
 # **Run ▸ Run All Cells**). Every lesson has four beats: **see it** (a view you can drag),
 # **understand it** (the mechanism in a few lines of code), **measure it** (a number from *your*
-# machine) and **check yourself** (exercises that tell you if you are right). Nothing uses the
-# network; the numbers you see are your own.
+# machine) and **check yourself**. Nothing uses the network; the numbers you see are your own.
+#
+# **Predict, then measure.** Some cells hold a `prediction = None`: before running the cell
+# that measures something, replace `None` with your guess. A check after the measurement then
+# says how far off you were, and in which direction. A wrong guess is useful: it shows which
+# part of your picture of the model was off.
 #
 # | lesson | question |
 # |---|---|
@@ -46,6 +50,7 @@
 # | [05 · The KV cache](05_kv_cache.ipynb) | what does the model remember between steps? |
 # | [06 · Batching](06_batching.ipynb) | how do servers answer many people at once? |
 # | [07 · Capstone](07_capstone.ipynb) | your prompt, the whole pipeline |
+# | [08 · The memory wall](08_memory_wall.ipynb) | why is decode speed set by bytes per token? |
 
 # %% [markdown]
 # ## The model on the table
@@ -83,10 +88,18 @@ print(spec.n_params * spec.bytes_per_element == spec.weight_bytes)
 #
 # `viz.record` asks the model a question and writes down everything that happens. By default
 # it always takes the most likely token (*greedy*), so the reply is the same on every machine.
+#
+# The very first call to a freshly loaded model also pays one-off costs (memory is allocated,
+# the maths library picks its routines), so its timing says little about the model. We keep
+# that first call apart (`first_call`, compared below) and record the reply once the model is
+# warm.
 
 # %%
-trace = viz.record(lm, "What is the capital of France?", chat=True, max_new_tokens=24)
+question = "What is the capital of France?"
+first_call = viz.record(lm, question, chat=True, max_new_tokens=1)  # set-up costs included
+trace = viz.record(lm, question, chat=True, max_new_tokens=24)  # warm
 print(trace.generated_text)
+print(f"{trace.n_generated} tokens")
 
 # %% [markdown]
 # Drag the slider (or press ▶): each position is one forward pass of the model. The panels show
@@ -109,24 +122,63 @@ views.explorer_figure(trace)
 #     logits = model(token)             # decode: one pass for one new token
 # ```
 #
+# **Predict.** The reply above has `trace.n_generated` tokens (printed under it). How many
+# forward passes of the model wrote them? And which phase chose the very first token of the
+# reply, `"prefill"` or `"decode"`?
+
+# %%
+prediction_passes = None  # ← your guess: a whole number
+prediction_first_phase = None  # ← your guess: "prefill" or "decode"
+
+# %% [markdown]
 # The trace shows it: the first pass reads every prompt token, every later pass reads one.
 
 # %%
+passes = len(trace.steps)  # one recorded step per forward pass
 for s in trace.steps[:6]:
     print(f"step {s.index}  {s.phase:8}  read {s.input_tokens:2} tokens → chose {s.token_text!r}")
-print(f"... {trace.n_generated} passes in all, for {trace.n_generated} tokens")
+print(f"... {passes} passes in all, for {trace.n_generated} tokens")
+
+# %% [markdown]
+# **Check.** Your two predictions against the trace:
+
+# %%
+from viz import compare_prediction
+
+compare_prediction(prediction_passes, passes, unit="passes", rel_tol=0,
+                   hint="count the pass over the prompt, then the passes after it")
+
+# %%
+compare_prediction(prediction_first_phase, trace.steps[0].phase, options=["prefill", "decode"],
+                   hint="the pass over the whole prompt ends with scores for the next token")
 
 # %% [markdown]
 # ## Measure it: two numbers a user feels
 #
 # **TTFT** (time to first token) is the wait before anything appears: tokenizing plus the
 # prefill pass. **Tokens per second** is how fast the rest streams out: one decode pass each.
-# These are *your* machine's figures.
+#
+# A single timing can be off: other programs share the processor, and the first call pays
+# set-up costs. So time the question's prefill five more times on the warm model and take the
+# **median** (the middle value), with the fastest and slowest beside it; the time per token is
+# the median over every decode step of the reply.
 
 # %%
-print(f"TTFT               {trace.ttft_s * 1000:.0f} ms")
-print(f"time per token     {trace.tpot_s * 1000:.0f} ms (decode)")
-print(f"decode speed       {trace.decode_tokens_per_s:.1f} tokens/s")
+import numpy as np
+
+warm = [viz.record(lm, question, chat=True, max_new_tokens=1, embeddings=False).ttft_s
+        for _ in range(5)]
+gaps = trace.inter_token_latencies_s  # the time between two tokens, each decode step
+print(f"TTFT, first call   {first_call.ttft_s * 1000:.0f} ms (one-off set-up included)")
+print(f"TTFT, warm         median {np.median(warm) * 1000:.0f} ms of 5 "
+      f"(fastest {min(warm) * 1000:.0f} ms, slowest {max(warm) * 1000:.0f} ms)")
+print(f"time per token     median {np.median(gaps) * 1000:.0f} ms of {len(gaps)} steps "
+      f"(fastest {min(gaps) * 1000:.0f} ms, slowest {max(gaps) * 1000:.0f} ms)")
+print(f"decode speed       {1 / np.median(gaps):.1f} tokens/s")
+
+# %% [markdown]
+# Compare the first call with the warm median: the difference is set-up, paid once. From here
+# on, every lesson warms the model up before it times anything, and reports medians.
 
 # %% [markdown]
 # The timeline puts them side by side: prefill is one bar, every decode step its own.
@@ -154,35 +206,31 @@ views.summary_html(mine)
 # %% [markdown]
 # ## Check yourself
 #
-# Replace `None` with your answer and run the cell: it tells you whether you are right.
+# Every forward pass uses every weight of the model once, and the weights live in memory:
+# each pass must bring all of them to the processor. **Predict:** how many bytes of weights
+# did the model read to write the reply above? (You have `spec.weight_bytes` and the number
+# of passes.)
 
 # %%
-from viz import check, multiple_choice
+prediction_bytes = None  # ← your guess, in bytes (e.g. 2.5e9)
 
 # %% [markdown]
-# **1.** The reply above has `trace.n_generated` tokens. How many forward passes of the model
-# did it take to write them?
+# The count, and how fast those bytes went by while the reply was written (the forward passes
+# only):
 
 # %%
-answer_1 = None
-check(answer_1, len(trace.steps), hint="one pass over the prompt, then one per further token")
+weights_read = spec.weight_bytes * passes
+forward_s = sum(s.forward_s for s in trace.steps)
+print(f"weights read: {weights_read:,} bytes in {passes} passes")
+print(f"forward passes took {forward_s:.2f} s: {weights_read / forward_s / 1e9:.1f} GB/s of weights")
+
+# %%
+compare_prediction(prediction_bytes, weights_read, unit="bytes", rel_tol=0.05,
+                   hint="weight bytes × forward passes")
 
 # %% [markdown]
-# **2.** Which phase chose the reply's first token?
-
-# %%
-answer_2 = None
-multiple_choice(answer_2, ["prefill", "decode"], correct=trace.steps[0].phase,
-                why="the pass over the whole prompt already ends with a next-token choice.")
-
-# %% [markdown]
-# **3.** Every forward pass uses every weight of the model once. How many bytes of weights did
-# the model use to write this reply? (Use `spec.weight_bytes` and the number of passes.)
-
-# %%
-answer_3 = None
-check(answer_3, spec.weight_bytes * trace.n_generated, rel_tol=0.01, unit="bytes",
-      hint="weight bytes × forward passes")
+# Gigabytes per second of weights, for a reply of a few words: that rate is what lesson 04
+# puts under the microscope.
 
 # %% [markdown]
 # ## Next

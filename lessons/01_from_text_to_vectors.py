@@ -275,7 +275,9 @@ for c, i, j in sorted(pairs, reverse=True)[:4]:
 #
 # Every token the model writes costs one forward pass (lessons 03 and 04), so the length of an
 # answer in *tokens*, not words, decides how long it takes. How many tokens does a word take?
-# Measure it on a paragraph of ordinary English, or paste your own:
+# Measure it on a paragraph of ordinary English, or paste your own (this paragraph is also
+# `viz.perf.SAMPLE_PARAGRAPH`: lesson 04 measures the same ratio with
+# `viz.perf.tokens_per_word` to turn an answer's words into seconds):
 
 # %%
 paragraph = """Last weekend my sister and I drove to the coast to visit our grandparents. The
@@ -307,39 +309,56 @@ print(f"500 words × {ratio:.2f} tokens per word ≈ {500 * ratio:.0f} tokens")
 #
 # ## Check yourself
 #
-# Replace `None` with your answer and run the cell: it tells you whether you are right.
+# Each question asks for a prediction first: replace `None`, run the cell, then run the cell
+# that measures and the check after it.
+#
+# **1. Predict** how many tokens `"Hello, world! 12345"` is, without running the tokenizer.
 
 # %%
-from viz import check, multiple_choice
+prediction_hello = None  # ← your guess: a whole number of tokens
+
+# %%
+hello = show_tokens("Hello, world! 12345")
+
+# %%
+from viz import compare_prediction
+
+compare_prediction(prediction_hello, len(hello), unit="tokens", rel_tol=0,
+                   hint="punctuation is separate; look at how the digits and the space before "
+                        "them were cut in *Numbers are spelled out*")
 
 # %% [markdown]
-# **1.** Predict how many tokens `"Hello, world! 12345"` is, without running the tokenizer.
-# Then check, and look with `show_tokens("Hello, world! 12345")` if you were off.
+# **2. Predict** which id the model reads for the word Paris in the sentence
+# `"I moved to Paris"`: one of the two ids printed in *Spaces belong to the word after them*.
 
 # %%
-answer_1 = None
-check(answer_1, len(lm.tokenizer("Hello, world! 12345", add_special_tokens=False).input_ids),
-      unit="tokens", hint="punctuation is separate; how were the digits and the space before them cut?")
+prediction_paris = None  # ← your guess: paris[0] or space_paris[0] (or the number itself)
+
+# %%
+moved = show_tokens("I moved to Paris")
+
+# %%
+compare_prediction(prediction_paris, moved[-1], options=[paris[0], space_paris[0]],
+                   hint="which token carries the space that comes before Paris?")
 
 # %% [markdown]
-# **2.** In the sentence `"I moved to Paris"`, which id does the model read for the word Paris?
-# (The two ids are the ones printed in *Spaces belong to the word after them*.)
+# **3. Predict** the tokens per word of a recipe, full of numbers and units. Your paragraph's
+# ratio above is a starting point.
 
 # %%
-answer_2 = None
-moved = lm.tokenizer("I moved to Paris", add_special_tokens=False).input_ids
-multiple_choice(answer_2, [str(paris[0]), str(space_paris[0])], correct=str(moved[-1]),
-                why="inside a sentence the word comes with the space in front of it: ' Paris'.",
-                hint="which token carries the space that comes before Paris?")
-
-# %% [markdown]
-# **3.** Using *your* tokens-per-word ratio measured above, how many tokens would a 300-word
-# answer be?
+recipe = ("Mix 250 g of flour with 2 eggs, 180 ml of milk and a pinch of salt. Bake for 25 "
+          "minutes at 200 °C, then let it cool for 10 minutes before slicing.")
+prediction_recipe = None  # ← your guess: tokens per word, e.g. 1.3
 
 # %%
-answer_3 = None
-check(answer_3, 300 * ratio, rel_tol=0.03, unit="tokens",
-      hint="words × (tokens per word), with the ratio printed in Measure it")
+recipe_ratio = len(lm.tokenizer(recipe, add_special_tokens=False).input_ids) / len(recipe.split())
+print(f"{len(recipe.split())} words: {recipe_ratio:.2f} tokens per word "
+      f"(your paragraph: {ratio:.2f})")
+
+# %%
+compare_prediction(prediction_recipe, recipe_ratio, rel_tol=0.15,
+                   hint="count the words that are not everyday words, and look again at how "
+                        "*Numbers are spelled out* cut the digits")
 
 # %% [markdown]
 # ## Next

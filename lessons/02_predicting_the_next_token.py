@@ -31,9 +31,10 @@
 import numpy as np
 
 import viz
-from viz import views
+from viz import compare_prediction, perf, views
 
 lm = viz.load_model()
+_ = viz.record(lm, "Hello", max_new_tokens=2)  # warm-up: the very first pass pays set-up costs
 lm
 
 # %% [markdown]
@@ -140,20 +141,57 @@ print(W.data_ptr() == lm.model.get_input_embeddings().weight.data_ptr())
 #   up to at least $p$.
 #
 # `viz.sampling_distribution` applies these rules to a vector of scores; it is the
-# function `viz.record` samples with. On step 0's full 49,152 scores:
+# function `viz.record` samples with. We try it on step 0's full 49,152 scores.
+#
+# **Predict.** At temperature 1 the favourite of step 0 has the probability printed for step 0
+# in *See it*. What happens to it as the temperature goes down towards 0, and what is it at
+# temperature 0.5?
+
+# %%
+TRENDS = ["it grows, towards 1", "it stays the same",
+          "it shrinks, towards 1/49,152 (every token equally likely)"]
+prediction_trend = None  # ← your guess: one of TRENDS, copied exactly
+prediction_top_at_half = None  # ← your guess: a probability between 0 and 1
 
 # %%
 from viz import sampling_distribution
 
+top_at = {}  # temperature → the favourite's probability
 for T in (0.0, 0.5, 1.0, 1.5):
     q = sampling_distribution(logits, T)
-    print(f"temperature {T}: top token {q.max():.3f}, tokens with at least 0.1%: "
+    top_at[T] = q.max().item()
+    print(f"temperature {T}: top token {top_at[T]:.3f}, tokens with at least 0.1%: "
           f"{(q >= 0.001).sum().item()}")
+trend = TRENDS[0] if top_at[0.0] > top_at[1.0] else TRENDS[2] if top_at[0.0] < top_at[1.0] \
+    else TRENDS[1]
 
 # %%
+compare_prediction(prediction_trend, trend, options=TRENDS,
+                   hint="dividing every score by a small T stretches the gaps between them")
+
+# %%
+compare_prediction(prediction_top_at_half, top_at[0.5], rel_tol=0.05,
+                   hint="at T = 0.5 every score is doubled before the softmax; you may try "
+                        "sampling_distribution(logits, 0.5) in a cell of your own")
+
+# %% [markdown]
+# **Predict.** At temperature 1 with `top_p=0.9`, how many tokens can still be picked at step
+# 0? (The 20 most likely tokens hold the share of the probability printed above.)
+
+# %%
+prediction_top_p = None  # ← your guess: a whole number of tokens
+
+# %%
+can_pick = {}  # (top_k, top_p) → tokens that can still be picked
 for k, p in ((None, None), (5, None), (None, 0.9), (None, 0.5)):
     q = sampling_distribution(logits, 1.0, top_k=k, top_p=p)
-    print(f"top_k={k}, top_p={p}: tokens that can still be picked = {(q > 0).sum().item():,}")
+    can_pick[k, p] = (q > 0).sum().item()
+    print(f"top_k={k}, top_p={p}: tokens that can still be picked = {can_pick[k, p]:,}")
+
+# %%
+compare_prediction(prediction_top_p, can_pick[None, 0.9], rel_tol=0.25, unit="tokens",
+                   hint="top-p keeps the most likely tokens until their probabilities add up "
+                        "to 0.9; how much did the top 20 hold?")
 
 # %% [markdown]
 # ### What if?
@@ -229,74 +267,72 @@ for name, s in (("most sure", sure), ("least sure", unsure)):
 # Entropy is the room a step leaves the sampler: near 0 bits, almost every draw is the
 # favourite; with many bits, draws spread over many tokens and runs can part ways there.
 #
-# Last, the cost. Each step of `viz.record` timed its forward pass and its choice separately.
-# On this machine (the fastest step of the greedy reply, and of one sampled run; the fastest,
-# because other programs running at the same time can only slow a step down):
+# Last, the cost. Each step of `viz.record` timed its forward pass and its choice
+# separately. The forward pass works through every weight of the model to produce the scores;
+# the choice only reads the scores: thousands of times fewer numbers.
+#
+# **Predict.** How many times longer than choosing a token (at temperature 0.8, as in the
+# sampled runs) does one forward pass take?
 
 # %%
-forward_s = min(s.forward_s for s in trace.steps)
-choose_s = min(s.sample_s for s in runs[1].steps)
+prediction_cost_ratio = None  # ← your guess: forward pass time ÷ choice time
+
+# %% [markdown]
+# The medians on this machine, over the decode steps of the greedy reply and the choices of
+# the sampled run with seed 1:
+
+# %% tags=["nbval-ignore-output"]
+forward_s = np.median([s.forward_s for s in trace.steps[1:]])  # decode passes (warm)
+choose_s = np.median([s.sample_s for s in runs[1].steps])  # sampled choices, T = 0.8
+cost_ratio = forward_s / choose_s
 print(f"one forward pass:  {forward_s * 1000:.1f} ms   uses all {lm.spec.n_params:,} weights")
 print(f"choosing a token:  {choose_s * 1000:.2f} ms   looks at {logits.numel():,} scores")
 print(f"numbers touched, forward / choice: {lm.spec.n_params / logits.numel():,.0f}×")
-
-# %% [markdown]
-# The forward pass works through every weight of the model to produce the scores; the choice
-# only reads the scores, thousands of times fewer numbers. Compare the two times above. (A busy
-# machine can stall any short step; if the numbers look odd, run the cell that records `runs`
-# and this one again.) Where the forward pass spends its time is the subject of lessons 03
-# and 04.
-#
-# ## Check yourself
-#
-# Replace `None` with your answer and run the cell: it tells you whether you are right.
-# You may compute the answers in code, e.g. with `sampling_distribution(logits, ...)` (the full
-# 49,152 scores of step 0) or with `probs`.
+print(f"time, forward / choice:            {cost_ratio:,.0f}×")
 
 # %%
-from viz import check, multiple_choice
+compare_prediction(prediction_cost_ratio, cost_ratio, rel_tol=0.5,
+                   hint="time is not always in proportion to the numbers touched: what does "
+                        "each of the two pay that does not depend on how many numbers it reads?")
 
 # %% [markdown]
-# **1.** At step 0, what is the probability of the most likely token at temperature 0.5?
+# Why is the time ratio so far below the ratio of numbers touched? Take each time apart.
+# `perf.cached_peaks()` holds how fast this machine reads memory, measured once (the first
+# lesson that asks measures it and saves it; later lessons reuse the saved figures). And the
+# pieces of a sampled choice, each timed on its own over the same 49,152 scores
+# (`perf.time_kernel`: the median of 30 calls):
 
 # %%
-answer_1 = None
-check(answer_1, sampling_distribution(logits, 0.5).max().item(), abs_tol=0.005,
-      hint="sampling_distribution(logits, 0.5).max() (the what-if view sees only 20 tokens)")
+peaks = perf.cached_peaks()
+read_s = lm.spec.weight_bytes / peaks.bytes_per_s  # every weight read once, at full speed
+score_bytes = logits.numel() * logits.element_size()
+probs_08 = sampling_distribution(logits, 0.8)
+pieces = {"one argmax (a greedy choice)": lambda: logits.argmax(),
+          "divide by T, softmax": lambda: sampling_distribution(logits, 0.8),
+          "the random draw": lambda: torch.multinomial(probs_08, 1)}
+piece_s = {name: perf.time_kernel(fn, repeats=30) for name, fn in pieces.items()}
+
+# %%
+print(f"forward pass {forward_s * 1e3:.1f} ms: reading its {lm.spec.weight_bytes / 1e6:.0f} MB "
+      f"of weights at {peaks.bytes_per_s / 1e9:.1f} GB/s takes {read_s * 1e3:.1f} ms")
+print(f"choice {choose_s * 1e3:.2f} ms: reading its {score_bytes / 1e3:.0f} kB of scores at "
+      f"that speed takes {score_bytes / peaks.bytes_per_s * 1e6:.0f} µs; its pieces:")
+for name, seconds in piece_s.items():
+    print(f"    {name:30} {seconds * 1e6:.0f} µs")
 
 # %% [markdown]
-# **2.** At step 0, with temperature 1 and `top_p=0.9`, how many tokens can still be picked?
-
-# %%
-answer_2 = None
-check(answer_2, int((sampling_distribution(logits, 1.0, top_p=0.9) > 0).sum()), unit="tokens",
-      hint="count the probabilities that are not zero after sampling_distribution(logits, 1.0, "
-           "top_p=0.9)")
-
-# %% [markdown]
-# **3.** Sampling at temperature 1 with no top-k or top-p: at step 0, what is the probability
-# that the model picks something *other* than its favourite?
-
-# %%
-answer_3 = None
-check(answer_3, 1 - probs.max().item(), abs_tol=0.005,
-      hint="one minus the probability of the top token")
-
-# %% [markdown]
-# **4.** What happens to the choice as the temperature goes down towards 0?
-
-# %%
-answer_4 = None
-multiple_choice(answer_4, ["every token becomes equally likely",
-                           "all the probability goes to the most likely token",
-                           "the least likely token gets picked"],
-                correct="all the probability goes to the most likely token",
-                why="dividing the scores by a small T stretches the gaps between them, so the "
-                    "favourite's share grows towards 1: greedy is the limit.",
-                hint="look at the top token's probability as T goes 1.5 → 1.0 → 0.5 → 0.")
+# Neither time is in proportion to the numbers touched. The forward pass must bring every
+# weight from memory at least once (the first line), and what it takes beyond that is paid
+# per pass whatever the numbers: 30 layers of many small operations, each with a start-up
+# cost, and weights that stream more slowly than one plain read (lesson 04 measures both). The
+# choice reads so few bytes that reading them is nothing: each of its pieces takes far longer
+# than its bytes need, and how long depends on what the piece does, not on how many numbers it
+# touches. So the ratio of times is far below the ratio of numbers. (A busy machine can stall
+# any short step; if the numbers look odd, run the cells from the one that records `runs`.)
+# Where the forward pass spends its time is the subject of lessons 03 and 04.
 
 # %% [markdown]
 # ## Next
 #
 # [03 · Prefill →](03_prefill.ipynb): step 0 read the whole prompt in one forward pass. What that
-# pass costs, and why it keeps the arithmetic units busy.
+# pass costs, and what limits it.

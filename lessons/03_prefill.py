@@ -23,7 +23,8 @@
 #
 # In this lesson you will see the prompt go in all at once, check that one pass over N tokens
 # gives exactly what N separate passes would, measure how TTFT grows with the prompt's length
-# on your machine, and count the arithmetic that keeps the processor busy while it happens.
+# on your machine, and count the arithmetic it does and the bytes it reads, to find which of
+# the two limits it on your machine, and on a GPU.
 
 # %%
 import time
@@ -158,38 +159,57 @@ print("its best token:", repr(lm.tokenizer.decode(int(last.argmax()))),
 # %% [markdown]
 # ## Measure it: what TTFT is made of
 #
-# `trace.timing` splits the time to first token into its parts.
+# `trace.timing` splits the time to first token into three parts: turning the text into ids,
+# the prefill forward pass, and choosing the first token.
+#
+# **Predict.** Which of the three is the largest?
+
+# %%
+PARTS = ["tokenize", "prefill forward pass", "choose the first token"]
+prediction_largest = None  # ← your guess: one of PARTS, copied exactly
 
 # %%
 t = trace.timing
-parts = {"tokenize": t.tokenize_s, "prefill forward pass": t.prefill_forward_s,
-         "choose the first token": t.prefill_sample_s}
+parts = dict(zip(PARTS, (t.tokenize_s, t.prefill_forward_s, t.prefill_sample_s)))
 for name, seconds in parts.items():
     print(f"{name:24} {seconds * 1000:.2f} ms")
 print(f"{'TTFT':24} {t.ttft_s * 1000:.2f} ms")
-print("largest part:", max(parts, key=parts.get))
+largest = max(parts, key=parts.get)
+print("largest part:", largest)
+
+# %%
+from viz import compare_prediction
+
+compare_prediction(prediction_largest, largest, options=PARTS,
+                   hint="which of the three touches every weight of the model?")
 
 # %% [markdown]
-# The forward pass is nearly all of it: turning text into ids and picking one token are cheap
-# next to pushing every prompt token through all the model's layers.
+# Turning text into ids and picking one token are cheap next to pushing every prompt token
+# through all the model's layers.
 #
 # ### TTFT against prompt length
 #
 # `perf.prompt_length_sweep` records a one-token reply to prompts of several exact lengths
-# (after one warm-up run) and tabulates TTFT, prefill tokens per second and arithmetic speed.
+# (after one warm-up run; medians of 2 repeats) and tabulates TTFT, prefill tokens per second
+# and arithmetic speed.
 
 # %% tags=["nbval-ignore-output"]
 sweep = perf.prompt_length_sweep(lm, [16, 32, 64, 128], repeats=2, progress=False)
 print(sweep)
 
 # %% [markdown]
-# Solid lines are yours; dashed lines are a reference measured on a quiet 2-core CPU when the
-# course was built (`perf.load_reference("cpu-prompt-sweep")`).
+# Solid lines are yours. Dashed lines are a reference shipped with the course
+# (`perf.load_reference("cpu-prompt-sweep")`), recorded on the project's own machine; its label
+# says how (threads, and how busy that shared machine was):
+
+# %%
+reference = perf.load_reference("cpu-prompt-sweep")
+print(reference.label)
 
 # %% tags=["nbval-ignore-output"]
 from viz.views import sweep_figure
 
-sweep_figure(sweep, perf.load_reference("cpu-prompt-sweep"))
+sweep_figure(sweep, reference)
 
 # %% [markdown]
 # Two things to read off the panels. **Left:** TTFT goes up with the prompt's length: more
@@ -205,13 +225,84 @@ sweep_figure(sweep, perf.load_reference("cpu-prompt-sweep"))
 # %% tags=["nbval-ignore-output"]
 tokens, ttft = np.array(sweep.column("prompt_tokens")), sweep.column("ttft_s")
 b, a = np.polyfit(tokens, ttft, 1)  # slope b, intercept a (seconds)
-print(f"a = {a * 1000:.1f} ms (fixed cost)   b = {b * 1000:.2f} ms per prompt token")
+print(f"a = {a * 1000:.1f} ms (paid by every prompt)   b = {b * 1000:.2f} ms per prompt token")
 speed = sweep.column("prefill_tokens_per_s")
 print(f"prefill speed: {speed[0]:.1f} tokens/s at {tokens[0]} tokens, "
       f"{speed[-1]:.1f} tokens/s at {tokens[-1]} tokens")
 
 # %% [markdown]
-# ### Why prefill keeps the arithmetic units busy
+# ### What *a* is made of
+#
+# Even a prompt of a few tokens waits about *a*. Two costs of a pass do not grow with the
+# prompt's length; measure each:
+#
+# - **a fixed cost per pass**: Python and PyTorch starting hundreds of small operations, 30
+#   layers deep. `perf.measure_overhead` times a model of the same depth whose layers are only
+#   64 numbers wide (almost nothing to read or compute): its time per pass *is* that cost;
+# - **reading every weight once**. At this machine's memory read speed, measured once and
+#   cached by `perf.cached_peaks()` (it prints when and how), that is the shortest it can
+#   take. But a prompt is several rows, and the kernel that multiplies several rows by a
+#   weight matrix may read it more slowly than a plain read: time the largest weight matrix,
+#   the output head, multiplied by 2 rows (`perf.linear_seconds`), for the speed that kernel
+#   streams weights at.
+
+# %% tags=["nbval-ignore-output"]
+peaks = perf.cached_peaks()
+floor, _ = perf.measure_overhead([spec.n_layers], spec.dtype, max_new_tokens=8, repeats=1)
+fixed_s = floor.at(spec.n_layers)  # one pass of a 30-layer model with almost no weights
+head = lm.model.lm_head.weight
+head_rate = head.numel() * head.element_size() / perf.linear_seconds(head, 2)  # bytes/s
+print(peaks.how)
+
+# %% tags=["nbval-ignore-output"]
+read_s, slow_read_s = spec.weight_bytes / peaks.bytes_per_s, spec.weight_bytes / head_rate
+print(f"a                                              {a * 1e3:6.1f} ms")
+print(f"fixed cost per pass (30 layers, 64 wide)       {fixed_s * 1e3:6.1f} ms")
+if a > fixed_s:
+    print(f"a − fixed cost, if it is all weight reading    {(a - fixed_s) * 1e3:6.1f} ms: "
+          f"{spec.weight_bytes / (a - fixed_s) / 1e9:.1f} GB/s")
+print(f"the weights at a plain read's {peaks.bytes_per_s / 1e9:.1f} GB/s       {read_s * 1e3:6.1f} ms")
+print(f"the weights at a 2-row product's {head_rate / 1e9:.1f} GB/s     {slow_read_s * 1e3:6.1f} ms")
+
+# %% [markdown]
+# Read it from the top. Take the fixed cost away from *a*, suppose the rest is spent reading
+# every weight once, and compare the speed that implies with the two measured ones: a plain
+# read of one big block, and the output head multiplied by 2 rows. A prompt's matrix products
+# are neither: 200-odd matrices of other shapes, multiplied by 16 to 128 rows. *a* is the
+# price of one pass through the model, paid by a prompt of any length: a fixed cost, plus the
+# weights streamed in by kernels that read far more slowly than the memory can deliver. (A
+# line through four noisy points can put *a* anywhere, even below zero: if the numbers look
+# odd, run the sweep again.)
+#
+# The slope *b* is the other half: each extra prompt token adds its own arithmetic, about
+# 2 FLOPs per weight. Divide that arithmetic by *b* for the speed the processor really
+# computes at, and compare it with its peak (the fastest large matrix product, from the
+# same cached measurement):
+
+# %% tags=["nbval-ignore-output"]
+per_token = (perf.prefill_cost(spec, 128).flops - perf.prefill_cost(spec, 64).flops) / 64
+print(f"each extra token: {per_token / 1e9:.2f} GFLOP in {b * 1e3:.2f} ms = "
+      f"{per_token / b / 1e9:.1f} GFLOP/s, {per_token / b / peaks.flops_per_s:.0%} of the "
+      f"peak {peaks.flops_per_s / 1e9:.1f} GFLOP/s")
+
+# %% [markdown]
+# **Predict.** Using the line (*a* and *b*, in seconds), what TTFT, in seconds, do you expect
+# for a prompt twice as long as the longest one in your sweep? It is measured next.
+
+# %%
+prediction_long = None  # ← your guess, in seconds
+
+# %%
+long = viz.record(lm, perf.prompt_of_length(lm.tokenizer, int(2 * tokens[-1])),
+                  max_new_tokens=1, embeddings=False)
+print(f"{len(long.prompt_tokens)} tokens: TTFT {long.ttft_s * 1000:.0f} ms")
+
+# %%
+compare_prediction(prediction_long, long.ttft_s, unit="s", rel_tol=0.25,
+                   hint="a + b × tokens, with a and b in seconds (the figures above are in ms)")
+
+# %% [markdown]
+# ### What limits a prefill: the arithmetic or the reading?
 #
 # Nearly all of a forward pass is matrix products: each weight of a layer is multiplied by
 # each token's numbers once and added to a sum, 2 floating-point operations (FLOPs) per weight
@@ -219,18 +310,31 @@ print(f"prefill speed: {speed[0]:.1f} tokens/s at {tokens[0]} tokens, "
 # output head scores only the last position. So a prefill of *n* tokens costs about
 #
 # $$\text{FLOPs} \approx 2 \times \text{non-embedding parameters} \times n .$$
-#
+
+# %%
+non_embedding = spec.n_params - spec.vocab_size * spec.hidden_size
+print(f"non-embedding parameters: {non_embedding:,}")
+
+# %% [markdown]
+# **Predict.** With that rule, how many FLOPs does a prefill of a 100-token prompt take?
+
+# %%
+prediction_flops = None  # ← your guess, a number of FLOPs (e.g. 1.5e9)
+
+# %% [markdown]
 # `perf.prefill_cost` counts them exactly from the model's shape, attention included. For
 # prompts up to a few hundred tokens the rule of thumb is within a few percent (attention's
 # share grows with the prompt's length):
 
 # %%
-non_embedding = spec.n_params - spec.vocab_size * spec.hidden_size
-print(f"non-embedding parameters: {non_embedding:,}")
-for n in (16, 128, 256):
-    exact = perf.prefill_cost(spec, n).flops
+counted = {n: perf.prefill_cost(spec, n).flops for n in (16, 100, 128, 256)}
+for n, exact in counted.items():
     print(f"{n:4} tokens: rule {2 * non_embedding * n / 1e9:6.1f} GFLOP, "
           f"counted {exact / 1e9:6.1f} GFLOP")
+
+# %%
+compare_prediction(prediction_flops, counted[100], unit="FLOPs", rel_tol=0.05,
+                   hint="2 × non-embedding parameters × tokens")
 
 # %% [markdown]
 # And the bytes it must move? Every weight is read from memory once per pass, whatever the
@@ -246,26 +350,28 @@ for n in (1, 8, 64, 512):
 
 # %% [markdown]
 # The bytes barely move while the FLOPs grow with the tokens, so the intensity grows in step
-# with the prompt's length. Whether that keeps the arithmetic
-# units busy depends on the machine: `perf.measure_peaks` times a large matrix product (the
-# most FLOP/s this machine does) and a large memory copy (the most bytes/s it moves). Their
-# ratio, the **ridge point**, is the intensity at which both limits are hit at once. A pass
-# below it waits for memory; a pass above it waits for arithmetic: it is *compute-bound*. (A
-# very short prompt may land below the ridge: with few tokens, each fetched weight is used too
-# few times to keep the arithmetic busy.)
+# with the prompt's length. Which limit a pass meets first follows from three measured times
+# (the rule `perf.regime`, used by every lesson from here on):
+#
+# - the **memory floor**: its bytes ÷ the read speed (the shortest time the reading allows);
+# - the **compute floor**: its FLOPs ÷ the peak FLOP/s (the shortest time the arithmetic
+#   allows);
+# - the **fixed cost** per pass, measured above.
+#
+# A pass is *overhead-bound* if the fixed cost is at least half its measured time; otherwise
+# *compute-bound* if its compute floor is at least its memory floor, else *memory-bound*.
+# The rule on each prefill of your sweep (`perf.pass_regime`, with the comparison that decided
+# it):
 
 # %% tags=["nbval-ignore-output"]
-peaks = perf.measure_peaks(copy_bytes=128 << 20)
-print(f"peak arithmetic {peaks.flops_per_s / 1e9:.1f} GFLOP/s, "
-      f"peak memory {peaks.bytes_per_s / 1e9:.1f} GB/s")
-print(f"ridge point: {peaks.ridge_intensity:.1f} FLOP per byte")
-for n in sweep.column("prompt_tokens"):
-    above = perf.prefill_cost(spec, n).intensity > peaks.ridge_intensity
-    print(f"prefill of {n:3} tokens: {'compute' if above else 'memory'}-bound")
+for n, seconds in zip(sweep.column("prompt_tokens"), sweep.column("prefill_forward_s")):
+    c = perf.prefill_cost(spec, n)
+    print(f"prefill of {n:3} tokens: "
+          + perf.pass_regime(c.flops, c.bytes, seconds, peaks, fixed_s, explain=True))
 
 # %% [markdown]
-# How close did the sweep's prefills come to the arithmetic ceiling? The last panel of this
-# figure is the sweep's achieved GFLOP/s, with the measured peak as a dashed line.
+# And how close did those prefills come to the arithmetic ceiling? The last panel of this
+# figure is the sweep's achieved GFLOP/s, the peak a dashed line:
 
 # %% tags=["nbval-ignore-output"]
 for n, achieved in zip(sweep.column("prompt_tokens"), sweep.column("achieved_flops_per_s")):
@@ -274,61 +380,62 @@ for n, achieved in zip(sweep.column("prompt_tokens"), sweep.column("achieved_flo
 sweep_figure(sweep, peaks=peaks)
 
 # %% [markdown]
-# Read the percentages above. They usually climb with the prompt's length, because each
-# weight fetched from memory serves more tokens (a whole model is more than one big, tidy
-# matrix product, so it seldom gets all the way to the peak). That is the sense in which
-# prefill is compute-bound: above the ridge point the arithmetic units set the pace, and a
-# longer prompt keeps them busier. Lesson 06 draws both phases on one chart, the roofline.
-
-# %% [markdown]
-# ## Check yourself
+# Read the two together. "Compute-bound" here means what the rule printed: the arithmetic
+# needs longer than the reading would, at this machine's peaks. It does not mean the
+# arithmetic units run flat out: the percentages stay well below 100%. The gap is the fixed
+# cost and the slower reading of *What a is made of*, plus kernels that run many
+# differently-shaped products less efficiently than one big square one; it shrinks as a
+# longer prompt gives each fetched weight more work.
 #
-# Replace `None` with your answer and run the cell: it tells you whether you are right.
+# ### The same prefill on a GPU
+#
+# Where the line between the two regimes falls depends on the machine. The **ridge point**,
+# peak FLOP/s ÷ read speed, is the intensity at which the two floors are equal. This
+# machine's comes from its cached measurement; an NVIDIA H100's is **computed** from its
+# published datasheet (`perf.H100_SXM`: 989 TFLOP/s of bfloat16 arithmetic, 3.35 TB/s of
+# memory), not measured here. GPUs serve in bfloat16 (2 bytes per number), so the GPU column
+# uses the same model shape in bfloat16:
 
-# %%
-from viz import check, multiple_choice
-
-# %% [markdown]
-# **1.** Using the line fitted above (*a* and *b*), predict the TTFT, in seconds, of a prompt
-# twice as long as the longest one in your sweep.
-
-# %%
-answer_1 = None  # ← replace None with your prediction, in seconds
-check(answer_1, expected=float(a + b * 2 * tokens[-1]), rel_tol=0.15, unit="s",
-      hint=f"a + b × {2 * tokens[-1]}, with a and b in seconds (divide the ms above by 1000)")
-
-# %% [markdown]
-# Now measure it for real and compare with the line's prediction (run it after answering):
-
-# %%
-long = viz.record(lm, perf.prompt_of_length(lm.tokenizer, int(2 * tokens[-1])),
-                  max_new_tokens=1, embeddings=False)
-print(f"predicted {(a + b * 2 * tokens[-1]) * 1000:.0f} ms, measured {long.ttft_s * 1000:.0f} ms")
+# %% tags=["nbval-ignore-output"]
+gpu = perf.H100_SXM
+gpu_ridge = gpu["flops_per_s"]["bfloat16"] / gpu["bytes_per_s"]
+print(f"this machine ({peaks.dtype}, measured):  ridge {peaks.ridge_intensity:6.1f} FLOP per byte")
+print(f"{gpu['device_name']} (bfloat16, COMPUTED): ridge {gpu_ridge:6.1f} FLOP per byte")
 
 # %% [markdown]
-# **2.** How many FLOPs does a prefill of a 100-token prompt take on this model? Use the rule
-# of thumb with the non-embedding parameter count printed above.
+# **Predict.** By the same rule (and no fixed cost, which the datasheet does not give), what
+# is a 128-token prefill on the H100?
 
 # %%
-answer_2 = None  # ← replace None with a number of FLOPs, e.g. 1.5e9
-check(answer_2, expected=perf.prefill_cost(spec, 100).flops, rel_tol=0.05, unit="FLOPs",
-      hint="2 × non-embedding parameters × 100 tokens")
+prediction_gpu_regime = None  # ← your guess: "memory-bound" or "compute-bound"
 
-# %% [markdown]
-# **3.** What does TTFT measure?
+# %% tags=["nbval-ignore-output"]
+def by_floors(cost, flops_per_s, bytes_per_s):
+    """The rule on a computed pass: its floors only (no fixed cost: none is published)."""
+    memory, compute = cost.bytes / bytes_per_s, cost.flops / flops_per_s
+    return perf.regime(max(memory, compute), memory, compute, 0.0)
+
+
+bf16 = perf.config_spec("smollm2-135m", dtype="bfloat16")  # this model's shape, 2 bytes each
+here, there = {}, {}
+for n in (16, 128, 512, 2048):
+    here[n] = by_floors(perf.prefill_cost(spec, n), peaks.flops_per_s, peaks.bytes_per_s)
+    there[n] = by_floors(perf.prefill_cost(bf16, n), gpu["flops_per_s"]["bfloat16"],
+                         gpu["bytes_per_s"])
+    print(f"prefill of {n:4} tokens: here {here[n]:13}  H100 (computed) {there[n]}")
 
 # %%
-answer_3 = None  # ← replace None with one of the options, copied exactly
-options = ["the time to load the model",
-           "the time from sending the prompt until the first token of the reply is chosen",
-           "the time to write the whole reply",
-           "the average time of one decode step"]
-multiple_choice(answer_3, options, correct=options[1],
-                why="tokenizing, the one prefill pass over the prompt and choosing a token: "
-                    "all before the reader sees anything.",
-                hint="look at where the vertical line sits in the timeline above.")
+compare_prediction(prediction_gpu_regime, there[128], options=["memory-bound", "compute-bound"],
+                   hint="compare a 128-token prefill's intensity in bfloat16 (about twice the "
+                        "float32 figure above) with the H100's ridge")
 
 # %% [markdown]
+# The same pass can sit on either side of the line: a machine whose arithmetic is fast
+# compared with its memory (a GPU) needs far longer prompts before prefill's arithmetic, not
+# its reading, sets the pace. "Prefill is compute-bound" is a statement about a prompt length
+# *and* a machine, which is why this course prints the rule's verdict on your numbers instead
+# of asserting it. Lesson 06 draws both phases on one chart, the roofline.
+#
 # ## Next
 #
 # [04 · Decode →](04_decode.ipynb): after the first token, the model writes one token per

@@ -20,15 +20,16 @@
 # per forward pass, and each pass needs the token chosen by the pass before it.
 #
 # In this lesson you will step through a real reply with the explorer, write the decode loop
-# yourself in a few lines, time each step on your machine, and find out why a step costs what
-# it does: it is not the arithmetic, it is reading the model's weights from memory.
+# yourself in a few lines, time each step on your machine, and take a step's time apart:
+# reading the model's weights from memory, a fixed cost paid by every step, and a little
+# arithmetic.
 
 # %%
 import numpy as np
 import torch
 
 import viz
-from viz import perf, views
+from viz import compare_prediction, perf, views
 
 lm = viz.load_model()
 spec = lm.spec
@@ -164,36 +165,92 @@ print(f"  intensity       {cost.intensity:13.2f} FLOP per byte")
 
 # %% [markdown]
 # About half a FLOP for every byte fetched: 2 FLOPs per parameter, 4 bytes per parameter.
-# Lesson 03 found the *ridge point* of a machine: the intensity below which memory, not
-# arithmetic, sets the pace. Measure it on this machine and compare:
-
-# %% tags=["nbval-ignore-output"]
-peaks = perf.measure_peaks(copy_bytes=128 << 20)
-print(f"peak arithmetic {peaks.flops_per_s / 1e9:.1f} GFLOP/s, "
-      f"peak memory {peaks.bytes_per_s / 1e9:.1f} GB/s")
-print(f"ridge point {peaks.ridge_intensity:.1f} FLOP per byte; "
-      f"a decode step {cost.intensity:.2f} FLOP per byte")
-
-# %% [markdown]
-# A decode step sits far below the ridge: it is **memory-bound**. Another way to see it: the
-# shortest time a step could possibly take is set by whichever job is slower at this
-# machine's peaks, fetching the bytes or doing the FLOPs.
+# As in lesson 03, three measured times bound a step from below:
+#
+# - the **memory floor**: the step's bytes ÷ this machine's read speed (`perf.cached_peaks()`,
+#   measured once and reused by every lesson);
+# - the **compute floor**: its FLOPs ÷ the peak FLOP/s of a large matrix product;
+# - the **fixed cost** per step: a model of the same depth whose layers are only 64 numbers
+#   wide (`perf.measure_overhead`), which has almost nothing to read or compute.
+#
+# The rule (`perf.pass_regime`) names what limits the step: *overhead-bound* if the fixed cost
+# is at least half of it, else *compute-bound* if the compute floor is at least the memory
+# floor, else *memory-bound*.
+#
+# **Predict.** What will the rule say about a decode step on your machine?
 
 # %%
-memory_floor = cost.bytes / peaks.bytes_per_s
-compute_floor = cost.flops / peaks.flops_per_s
-print(f"moving the bytes at peak speed   {memory_floor * 1000:.1f} ms")
-print(f"doing the FLOPs at peak speed    {compute_floor * 1000:.1f} ms")
-print(f"measured TPOT                    {trace.tpot_s * 1000:.1f} ms")
-print("fetching the weights takes longer than the arithmetic:", memory_floor > compute_floor)
+prediction_regime = None  # ← your guess: "overhead-bound", "memory-bound" or "compute-bound"
+
+# %% tags=["nbval-ignore-output"]
+peaks = perf.cached_peaks()
+floor, _ = perf.measure_overhead([spec.n_layers], spec.dtype, max_new_tokens=8, repeats=1)
+fixed_s = floor.at(spec.n_layers)  # one step of a 30-layer model with almost no weights
+step_s = float(np.median([s.forward_s for s in trace.steps[1:]]))  # a decode forward pass
+memory_floor, compute_floor = cost.bytes / peaks.bytes_per_s, cost.flops / peaks.flops_per_s
+print(f"measured decode step (median forward pass)   {step_s * 1e3:6.1f} ms")
+print(f"memory floor: {cost.bytes / 1e6:.0f} MB at {peaks.bytes_per_s / 1e9:.1f} GB/s     "
+      f"{memory_floor * 1e3:6.1f} ms")
+print(f"compute floor: {cost.flops / 1e9:.2f} GFLOP at {peaks.flops_per_s / 1e9:.1f} GFLOP/s "
+      f"{compute_floor * 1e3:6.1f} ms")
+print(f"fixed cost per step (30 layers, 64 wide)     {fixed_s * 1e3:6.1f} ms")
+print("the rule:", perf.pass_regime(cost.flops, cost.bytes, step_s, peaks, fixed_s, explain=True))
+
+# %%
+decode_regime = perf.pass_regime(cost.flops, cost.bytes, step_s, peaks, fixed_s)
+compare_prediction(prediction_regime, decode_regime, options=list(perf.REGIMES),
+                   hint="compare the fixed cost with half the step, then the two floors")
 
 # %% [markdown]
-# So during decode the arithmetic units spend most of each step waiting for weights to arrive.
-# The measured TPOT is above the memory floor (a real step also has many small operations,
-# Python overhead, and memory traffic below peak), but no implementation could beat the floor
-# without moving fewer bytes per token. That is why batching (lesson 06) helps: one weight
-# read can serve many requests at once.
+# Now name what lies between the floors and the measured step. Take the fixed cost away, and
+# suppose the time left was all spent bringing in the bytes: the bandwidth that implies is the
+# **achieved** bandwidth. Set it beside the **peak** a plain read reaches, and beside the speed
+# of the very kernel a decode step runs for each weight matrix, a matrix-vector product,
+# measured on one large matrix (`perf.machine_peaks().matvec`, from the same cached
+# measurement):
+
+# %% tags=["nbval-ignore-output"]
+achieved = cost.bytes / (step_s - fixed_s)  # bytes ÷ (step − fixed cost)
+print(f"step − fixed cost = {(step_s - fixed_s) * 1e3:.1f} ms for {cost.bytes / 1e6:.0f} MB: "
+      f"achieved {achieved / 1e9:.1f} GB/s")
+print(f"peak (a plain read of one big block): {peaks.bytes_per_s / 1e9:.1f} GB/s, "
+      f"so the weights stream at {achieved / peaks.bytes_per_s:.0%} of it")
+print(f"one large matrix-vector product reads at "
+      f"{perf.machine_peaks().matvec.bytes_per_s / 1e9:.1f} GB/s")
+print(f"the arithmetic, at the peak FLOP/s, would be {compute_floor / step_s:.0%} of the step")
+print(f"on this machine a decode step is {decode_regime}")
+
+# %% [markdown]
+# So a decode step is three things: a **fixed cost** that every step pays whatever the model's
+# size (Python, and hundreds of small operations per step), the **weights streaming in** at an
+# achieved bandwidth below what a plain read reaches (compare it with the matrix-vector
+# kernel's own speed: the model's 200-odd matrices are each far smaller than that test
+# matrix, and each is a kernel of its own), and a sliver of **arithmetic**. No implementation can beat the memory floor without moving fewer bytes per
+# token; the fixed cost and the gap between achieved and peak bandwidth are what separates a
+# real step from that floor.
 #
+# [08 · The memory wall](08_memory_wall.ipynb) measures those two numbers across models from
+# tens of millions to billions of weights and with fewer bytes per weight, and fits
+# TPOT = fixed cost + bytes ÷ achieved bandwidth. Lesson 06 shows the other way out: one weight
+# read serving several requests at once.
+#
+# **Predict.** On a GPU this model usually runs in bfloat16: 2 bytes per number instead of 4.
+# Estimate, by hand, the arithmetic intensity (FLOP per byte) of one decode step then.
+
+# %%
+prediction_bf16 = None  # ← your guess: FLOPs per byte
+
+# %%
+bf16 = perf.config_spec("smollm2-135m", dtype="bfloat16")  # this model's shape, 2 bytes each
+bf16_cost = perf.decode_cost(bf16, cost.context_tokens)
+print(f"float32:  {cost.bytes / 1e6:5.0f} MB per step, {cost.intensity:.2f} FLOP per byte")
+print(f"bfloat16: {bf16_cost.bytes / 1e6:5.0f} MB per step, {bf16_cost.intensity:.2f} FLOP per byte")
+
+# %%
+compare_prediction(prediction_bf16, bf16_cost.intensity, rel_tol=0.1,
+                   hint="2 FLOPs per parameter ÷ bytes per parameter (the KV cache is small)")
+
+# %% [markdown]
 # ### Does a longer context slow each step?
 #
 # Each step also reads the KV cache, which grows with the text. `perf.context_length_sweep`
@@ -221,9 +278,37 @@ print(f"the cache would match the weights at {spec.weight_bytes / spec.kv_bytes_
 #
 # ### How long is a long answer?
 #
-# A 500-word answer is about 700 tokens (lesson 01 measured tokens per word). It costs one
-# prefill, then one decode step for each token after the first. Drag the slider to see what
-# an answer of any length would cost on this machine, from your own TTFT and TPOT.
+# How many tokens is a 500-word answer? Lesson 01 measured the tokens per word of a paragraph
+# of everyday English; `perf.tokens_per_word` measures the same paragraph again with this
+# model's tokenizer:
+
+# %%
+ratio = perf.tokens_per_word(lm.tokenizer)
+answer_tokens = round(500 * ratio)
+print(f"{ratio:.2f} tokens per word: a 500-word answer is about {answer_tokens} tokens")
+
+# %% [markdown]
+# (A rule of thumb often quoted says 700; text full of numbers, names or code would come
+# closer to it, lesson 01 showed why.) An answer costs one prefill, then one decode step for
+# each token after the first.
+#
+# **Predict.** From your TTFT and TPOT above, how many seconds would that 500-word answer take
+# on this machine?
+
+# %%
+prediction_answer_s = None  # ← your guess, in seconds
+
+# %%
+answer_s = trace.ttft_s + (answer_tokens - 1) * trace.tpot_s  # one prefill, then decode steps
+print(f"{answer_tokens} tokens: TTFT + {answer_tokens - 1} × TPOT = {answer_s:.1f} s")
+
+# %%
+compare_prediction(prediction_answer_s, answer_s, unit="s", rel_tol=0.1,
+                   hint="TTFT once, then one TPOT (in seconds) for each token after the first")
+
+# %% [markdown]
+# Drag the slider to see what an answer of any length would cost on this machine, from your
+# own TTFT and TPOT.
 
 # %%
 import ipywidgets as widgets
@@ -246,51 +331,9 @@ def answer_time(values):
 
 
 # %%
-answer_tokens = widgets.IntSlider(value=100, min=1, max=2000, description="answer tokens",
-                                  style={"description_width": "initial"})
-LinkedView({"answer tokens": answer_tokens}, [answer_tokens], answer_time)
-
-# %% [markdown]
-# ## Check yourself
-#
-# Replace `None` with your answer and run the cell: it tells you whether you are right.
-
-# %%
-from viz import check, multiple_choice
-
-# %% [markdown]
-# **1.** From your TTFT and TPOT above, how many seconds would a 500-word answer (700 tokens)
-# take on this machine?
-
-# %%
-answer_1 = None  # ← replace None with your estimate, in seconds
-check(answer_1, expected=trace.ttft_s + 699 * trace.tpot_s, rel_tol=0.05, unit="s",
-      hint="TTFT once, then one TPOT for each of the other 699 tokens (TPOT in seconds)")
-
-# %% [markdown]
-# **2.** On a GPU this model usually runs in bfloat16: 2 bytes per number instead of 4. By
-# hand, from the parameter count, estimate the arithmetic intensity (FLOP per byte) of one
-# decode step then, ignoring the KV cache.
-
-# %%
-import dataclasses
-
-answer_2 = None  # ← replace None with FLOPs per byte
-half = dataclasses.replace(spec, dtype="bfloat16", weight_bytes=spec.n_params * 2)
-check(answer_2, expected=perf.decode_cost(half, cost.context_tokens).intensity, rel_tol=0.05,
-      unit="FLOP per byte", hint="2 FLOPs per parameter ÷ bytes per parameter")
-
-# %% [markdown]
-# **3.** What limits how fast this model decodes on your machine?
-
-# %%
-answer_3 = None  # ← replace None with one of the options, copied exactly
-options = ["the arithmetic units (FLOP/s)", "memory bandwidth (bytes/s)",
-           "the tokenizer", "the length of the prompt"]
-multiple_choice(answer_3, options, correct=options[1],
-                why="each step fetches every weight for one token, about half a FLOP per byte, "
-                    "far below the ridge point: the arithmetic units wait for memory.",
-                hint="compare a decode step's FLOP per byte with the ridge point above.")
+length = widgets.IntSlider(value=answer_tokens, min=1, max=2000, description="answer tokens",
+                           style={"description_width": "initial"})
+LinkedView({"answer tokens": length}, [length], answer_time)
 
 # %% [markdown]
 # ## Next

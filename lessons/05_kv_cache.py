@@ -31,11 +31,12 @@ import numpy as np
 import torch
 
 import viz
-from viz import perf, views
+from viz import compare_prediction, perf, views
 from viz.views import sweep_figure
 
 lm = viz.load_model()
 spec = lm.spec
+_ = viz.record(lm, "Hello", max_new_tokens=2)  # warm-up: the very first pass pays set-up costs
 
 # %% [markdown]
 # ## See it: the cache grows by the same amount with every token
@@ -104,8 +105,18 @@ same = all(torch.allclose(k1, k2, atol=1e-4) and torch.allclose(v1, v2, atol=1e-
 print("recomputed keys and values equal the cached ones:", same)
 
 # %% [markdown]
-# So the cache changes *how much work* a step does, not *what* it computes. Its size follows
-# from the shape: K and V (2) × layers × KV heads × head size × bytes per number, per token.
+# So the cache changes *how much work* a step does, not *what* it computes.
+#
+# **Predict.** Layer 0 holds keys and values of the shape printed above, in `float32`
+# (4 bytes per number), and the model has 30 such layers. By how many bytes does the whole
+# cache grow with each new token? (It is measured from the live tensors below.)
+
+# %%
+prediction_per_token = None  # ← your guess, in bytes
+
+# %% [markdown]
+# The size follows from the shape: K and V (2) × layers × KV heads × head size × bytes per
+# number, per token.
 
 # %%
 per_token = 2 * spec.n_layers * spec.n_kv_heads * spec.head_dim * spec.bytes_per_element
@@ -136,39 +147,87 @@ print(f"per token: {spec.kv_bytes(1):,} bytes with GQA, {without_gqa:,} without 
 
 # %%
 formula = [spec.kv_bytes(s.seq_len) for s in trace.steps]
+added = np.diff(trace.kv_bytes)  # measured: bytes the live tensors grew by, step to step
 print("tensors == formula at every step:", trace.kv_bytes == formula)
-print("bytes added per step:", sorted(set(np.diff(trace.kv_bytes).tolist())))
+print("bytes added per step:", sorted(set(added.tolist())))
+
+# %%
+compare_prediction(prediction_per_token, int(added[-1]), unit="bytes", rel_tol=0.01,
+                   hint="2 (K and V) × layers × KV heads × head size × 4 bytes")
 
 # %% [markdown]
-# Now switch the cache off. Every step must then feed the **whole** sequence again, and the
-# model recomputes every key and value. Same prompt, same greedy choice:
+# **Predict.** Now switch the cache off: every step must feed the **whole** sequence again,
+# and the model recomputes every key and value. With the same prompt and the same greedy
+# choice, what happens to the text?
+
+# %%
+TEXTS = ["identical, token for token", "the same start, then different",
+         "different from the first token on"]
+prediction_text = None  # ← your guess: one of TEXTS, copied exactly
 
 # %%
 off = viz.record(lm, my_prompt, max_new_tokens=16, use_cache=False)
 print("same tokens:", off.generated_ids == trace.generated_ids)
 print("tokens fed per step, cache on: ", [s.input_tokens for s in trace.steps])
 print("tokens fed per step, cache off:", [s.input_tokens for s in off.steps])
-
-# %% [markdown]
-# Identical text: the cache is not an approximation. The difference is the work. Count it:
-# FLOPs of each step with and without the cache (from the model's shape, so these numbers are
-# the same on every machine).
+same = [a == b for a, b in zip(off.generated_ids, trace.generated_ids)]
+text_verdict = TEXTS[0] if all(same) else TEXTS[1] if same[0] else TEXTS[2]
 
 # %%
-print(f"{'tokens':>6} {'GFLOP on':>9} {'GFLOP off':>10} {'ratio':>6} {'MB read on':>11} {'off':>6}")
-for seq in (8, 32, 128, 512, 2048):
-    on_cost, off_cost = perf.decode_cost(spec, seq), perf.prefill_cost(spec, seq)
-    print(f"{seq:>6} {on_cost.flops / 1e9:9.2f} {off_cost.flops / 1e9:10.1f} "
-          f"{off_cost.flops / on_cost.flops:5.0f}× {on_cost.bytes / 1e6:11.0f} {off_cost.bytes / 1e6:6.0f}")
+compare_prediction(prediction_text, text_verdict, options=TEXTS,
+                   hint="does a cached key or value differ from a recomputed one (see above)?")
 
 # %% [markdown]
-# Two things to read in this table. The work of a cached step barely grows, while an uncached
-# step's work grows with the text: writing N tokens costs about N²/2 token-passes instead of N.
-# But the bytes read from memory are almost the same either way: both passes read every weight
-# once (lesson 04 showed that a decode step is limited by exactly that reading).
+# Identical text: the cache is not an approximation. The difference is the work. Count it,
+# from the model's shape (so these numbers are the same on every machine): FLOPs of each step
+# with and without the cache, and the bytes it moves, in two parts.
 #
-# Now time it on this machine. `perf.cache_sweep` records the same reply both ways, step by
-# step (it takes a few seconds).
+# - **weights + KV**: what `perf.decode_cost(...).bytes` and `perf.prefill_cost(...).bytes`
+#   count: every weight once, and the cache's keys and values;
+# - **activations**: the numbers passed from one operation to the next inside the pass, which
+#   those counts leave out. `perf.activation_bytes` estimates them as if every operation read
+#   its inputs from memory and wrote its output back (with the attention scores kept on chip,
+#   as PyTorch's fused attention, which this model uses, can do).
+
+# %%
+print(f"{'tokens':>6} {'GFLOP on':>9} {'off':>7} {'weights+KV MB on':>17} {'off':>6} "
+      f"{'activations MB on':>18} {'off':>6}")
+for seq in (8, 32, 128, 512, 2048):
+    on_cost, off_cost = perf.decode_cost(spec, seq), perf.prefill_cost(spec, seq)
+    act_on = perf.activation_bytes(spec, 1, seq, scores=False)  # one new token
+    act_off = perf.activation_bytes(spec, seq, seq, scores=False)  # the whole text again
+    print(f"{seq:>6} {on_cost.flops / 1e9:9.2f} {off_cost.flops / 1e9:7.1f} "
+          f"{on_cost.bytes / 1e6:17.0f} {off_cost.bytes / 1e6:6.0f} {act_on / 1e6:18.1f} "
+          f"{act_off / 1e6:6.0f}")
+
+# %% [markdown]
+# An independent analytic model, LLM-Viewer, counts the same kind of traffic with the scores
+# written out; for a 64-token prefill of this model it finds about 148 MB, 28% on top of the
+# weights (`perf.activation_bytes`' docstring reconciles the two counts):
+
+# %%
+act_64 = perf.activation_bytes(spec, 64, 64)  # scores written out, as LLM-Viewer counts
+print(f"64-token prefill: activations {act_64 / 1e6:.0f} MB = "
+      f"{act_64 / spec.weight_bytes:.0%} of the {spec.weight_bytes / 1e6:.0f} MB of weights")
+
+# %% [markdown]
+# Read the table column by column. The work of a cached step barely grows, while an uncached
+# step's work grows with the text: writing N tokens costs about N²/2 token-passes instead of
+# N. The weights and KV bytes are almost the same either way: both passes read every weight
+# once (lesson 04 took a step apart and found that reading, plus a fixed cost). The
+# activations are not: a cached step passes one token's numbers from operation to operation
+# (a few MB), an uncached step the whole text's, and past a few hundred tokens that traffic
+# outgrows the weights. It is an upper estimate of what reaches main memory: a processor's
+# cache (tens of MB) can hold a short text's activations between two operations.
+#
+# **Predict.** Now time it. At the end of a 24-token reply (about 30 tokens of text), how many
+# times longer than a cached step will a step without the cache take?
+
+# %%
+prediction_slowdown = None  # ← your guess: uncached step time ÷ cached step time
+
+# %% [markdown]
+# `perf.cache_sweep` records the same reply both ways, step by step (it takes a few seconds).
 
 # %% tags=["nbval-ignore-output"]
 sweep = perf.cache_sweep(lm, my_prompt, max_new_tokens=24, progress=False)
@@ -192,14 +251,41 @@ for r in rows[1::6] + rows[-1:]:
           f"{r['uncached_step_s'] / r['cached_step_s']:4.1f}× the time")
 print(f"whole reply: {rows[-1]['cached_elapsed_s']:.2f} s with the cache, "
       f"{rows[-1]['uncached_elapsed_s']:.2f} s without")
+last = {k: float(np.median([r[k] for r in rows[-6:]])) for k in rows[-1]}  # last 6 steps
+slowdown = last["uncached_step_s"] / last["cached_step_s"]
+print(f"last 6 steps, medians: {slowdown:.1f}× the time")
+
+# %%
+compare_prediction(prediction_slowdown, slowdown, rel_tol=0.5,
+                   hint="the uncached step does the cached step's work plus the extra "
+                        "arithmetic; what does the cached step's time consist of (lesson 04)?")
 
 # %% [markdown]
-# Compare the two lists. At a few dozen tokens the time gap is likely far smaller than the
-# FLOP gap: the extra arithmetic partly hides behind the weight reading that both passes share.
-# It cannot hide for long. In the table, the uncached step's FLOPs keep climbing with the
-# text while its bytes stay put, so the arithmetic takes over and every step gets slower as
-# the reply grows (lesson 03's prompt-length sweep is exactly the cost of one uncached step at
-# each length). Real chats run to thousands of tokens: without the cache, decode would crawl.
+# The time gap is far smaller than the FLOP gap. Where did the extra arithmetic go? It was not
+# hidden: it was *added* to a cached step whose own time is mostly not arithmetic. Put numbers
+# on both (medians of the last 6 steps; the read speed from `perf.cached_peaks()`):
+
+# %% tags=["nbval-ignore-output"]
+peaks = perf.cached_peaks()
+extra_s = last["uncached_step_s"] - last["cached_step_s"]
+extra_flops = last["uncached_flops"] - last["cached_flops"]
+print(f"cached step {last['cached_step_s'] * 1e3:.1f} ms; reading its weights at "
+      f"{peaks.bytes_per_s / 1e9:.1f} GB/s takes {spec.weight_bytes / peaks.bytes_per_s * 1e3:.1f} ms "
+      f"(the rest: lesson 04's fixed cost and slower streaming)")
+print(f"without the cache: {extra_s * 1e3:.1f} ms more, for {extra_flops / 1e9:.1f} GFLOP more "
+      f"= {extra_flops / extra_s / 1e9:.1f} GFLOP/s, {extra_flops / extra_s / peaks.flops_per_s:.0%}"
+      f" of the peak")
+
+# %% [markdown]
+# The extra arithmetic runs fast (the last line: a good share of the peak), because an
+# uncached step multiplies a whole matrix of tokens by each weight it reads, the efficient
+# kind of product lesson 03 measured. And the time ratio is (cached step + extra) ÷ cached
+# step: the cached step's own time is large and mostly not arithmetic (a fixed cost and the
+# weights streaming in, lesson 04), so twenty times the FLOPs come out as a small multiple of
+# the time. It cannot stay small: the extra FLOPs grow with the text while the cached step's
+# time stays put, so every step without the cache gets slower as the reply grows (lesson 03's
+# prompt-length sweep is exactly the cost of one uncached step at each length). Real chats
+# run to thousands of tokens: without the cache, decode would crawl.
 
 # %% [markdown]
 # ## Scale it up: the price is memory
@@ -247,46 +333,35 @@ for m in (spec, big):
 
 # %% [markdown]
 # That is **per conversation**. The weights are stored once however many people a server
-# answers, but each conversation keeps its own cache. Lesson 06 puts several requests in one
-# batch, and there the caches, not the weights, soon decide how many fit on a device.
-
-# %% [markdown]
-# ## Check yourself
-
-# %%
-from viz import check, multiple_choice
-
-# %% [markdown]
-# **1.** Using the formula (K and V × layers × KV heads × head size × bytes), how many bytes
-# does this model's KV cache hold for a text of 1,000 tokens?
+# answers, but each conversation keeps its own cache. So how many 8,192-token conversations
+# fit on a device? Its memory, minus the weights once, divided by one conversation's cache.
+#
+# **Predict.** How many fit on an 80 GB GPU beside Llama-3.1-8B's weights?
 
 # %%
-answer_1 = None  # ← replace None with a number of bytes
-check(answer_1, spec.kv_bytes(1000), rel_tol=0.01, unit="bytes",
-      hint="bytes per token (printed in 'Understand it') times 1,000")
-
-# %% [markdown]
-# **2.** Llama-3.1-8B (printed above) has 32 query heads and 8 KV heads. How many times
-# bigger would its cache be without grouped-query attention?
+prediction_requests = None  # ← your guess: a whole number of conversations
 
 # %%
-answer_2 = None  # ← replace None with a number
-check(answer_2, big.kv_bytes(1, n_kv_heads=big.n_heads) / big.kv_bytes(1), rel_tol=0.01,
-      hint="without GQA there is one KV head per query head")
-
-# %% [markdown]
-# **3.** What does the KV cache give up in exchange for faster decoding?
+fits = {}
+for m, memory in ((spec, 2e9), (big, 80e9)):  # a 2 GB Binder session; an 80 GB GPU
+    per_request = m.kv_bytes(8192)
+    fits[m.name] = int((memory - m.weight_bytes) // per_request)
+    print(f"{m.name} in {memory / 1e9:.0f} GB: {fits[m.name]} conversations of 8,192 tokens; "
+          f"their caches {fits[m.name] * per_request / 1e9:.1f} GB, the weights "
+          f"{m.weight_bytes / 1e9:.1f} GB")
 
 # %%
-answer_3 = None  # ← replace None with one of the options, copied exactly
-multiple_choice(answer_3, ["accuracy: the text changes", "memory: bytes that grow with every token",
-                           "nothing at all"],
-                correct="memory: bytes that grow with every token",
-                why="the tokens were identical with the cache on and off, and the cache grew by "
-                    "the same number of bytes at every step.")
+compare_prediction(prediction_requests, fits[big.name], unit="conversations", rel_tol=0.1,
+                   hint="(80 GB − the weights) ÷ one conversation's cache, both printed above")
+
+# %% [markdown]
+# Once a device holds more than a handful of conversations, their caches outweigh the
+# weights: the memory left after the weights, divided by the cache per conversation, decides
+# how many requests a server can batch together (lesson 06).
 
 # %% [markdown]
 # ## Next
 #
-# [06 · Batching and the throughput/latency trade-off →](06_batching.ipynb): decode leaves the
-# arithmetic units idle; serving several requests at once puts them to work, at a price.
+# [06 · Batching and the throughput/latency trade-off →](06_batching.ipynb): a decode step
+# reads every weight for one token; serving several requests at once shares that reading, at
+# a price.

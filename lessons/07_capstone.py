@@ -28,10 +28,11 @@ import ipywidgets as widgets
 import numpy as np
 
 import viz
-from viz import perf, views
+from viz import compare_prediction, perf, views
 from viz.views import figure_output
 
 lm = viz.load_model()
+_ = viz.record(lm, "Hello", max_new_tokens=2)  # warm-up: the very first pass pays set-up costs
 
 # %% [markdown]
 # ## Your prompt
@@ -99,20 +100,63 @@ print(f"{n} tokens: TTFT + {n - 1} × TPOT = {rebuilt:.3f} s; measured end to en
 print("the same:", np.isclose(rebuilt, trace.timing.end_to_end_s))
 
 # %% [markdown]
-# Behind each number sits one phase and one limit. Prefill's work is arithmetic (lesson 03),
-# decode's is reading the weights and the cache (lesson 04). Divide the counted work by the
-# measured time:
+# Behind each number sits one phase. Which one took most of your reply's time?
+#
+# **Predict.** For the reply above, which took longer in total: the prefill (until the first
+# token) or the decode steps (all the tokens after it)?
 
 # %%
-spec = lm.spec
+PHASES = ["prefill", "decode"]
+prediction_phase = None  # ← your guess: "prefill" or "decode"
+
+# %%
+decode_total = trace.timing.end_to_end_s - trace.ttft_s
+longer_phase = "prefill" if trace.ttft_s > decode_total else "decode"
+print(f"prefill {trace.ttft_s * 1e3:.0f} ms, decode {decode_total * 1e3:.0f} ms "
+      f"({n - 1} steps): {longer_phase} took longer")
+
+# %%
+compare_prediction(prediction_phase, longer_phase, options=PHASES,
+                   hint="one pass over the prompt, against one pass per token after it")
+
+# %% [markdown]
+# And what limits each phase on this machine? Divide the counted work by the measured time,
+# compare it with this machine's peaks (`perf.cached_peaks()`, measured once and cached), and
+# apply the rule of lessons 03 and 04 (with the fixed cost per pass of a 30-layer model 64
+# wide).
+#
+# **Predict.** What will the rule say about your decode steps?
+
+# %%
+prediction_decode = None  # ← your guess: "overhead-bound", "memory-bound" or "compute-bound"
+
+# %% tags=["nbval-ignore-output"]
+spec, peaks = lm.spec, perf.cached_peaks()
+fixed_s = perf.measure_overhead([spec.n_layers], spec.dtype, max_new_tokens=8,
+                                repeats=1)[0].at(spec.n_layers)
 prefill = perf.prefill_cost(spec, len(trace.prompt_tokens))
 step = perf.decode_cost(spec, trace.steps[-1].seq_len)
-print(f"TTFT    ← prefill of {len(trace.prompt_tokens)} tokens: {prefill.flops / 1e9:.1f} GFLOP "
-      f"in {trace.timing.prefill_forward_s * 1e3:.0f} ms = "
-      f"{prefill.flops / trace.timing.prefill_forward_s / 1e9:.1f} GFLOP/s")
-print(f"TPOT    ← one decode step: {step.bytes / 1e6:.0f} MB read in {trace.tpot_s * 1e3:.0f} ms = "
-      f"{step.bytes / trace.tpot_s / 1e9:.1f} GB/s")
-print(f"KV cache at the end: {trace.steps[-1].kv_bytes:,} bytes for {trace.steps[-1].seq_len} tokens")
+prefill_s = trace.timing.prefill_forward_s
+step_s = float(np.median([s.forward_s for s in trace.steps[1:]]))
+regimes = {"prefill": perf.pass_regime(prefill.flops, prefill.bytes, prefill_s, peaks, fixed_s),
+           "decode": perf.pass_regime(step.flops, step.bytes, step_s, peaks, fixed_s)}
+print(peaks.how)
+
+# %% tags=["nbval-ignore-output"]
+print(f"TTFT ← prefill of {len(trace.prompt_tokens)} tokens: {prefill.flops / 1e9:.1f} GFLOP "
+      f"in {prefill_s * 1e3:.0f} ms = {prefill.flops / prefill_s / 1e9:.1f} GFLOP/s, "
+      f"{prefill.flops / prefill_s / peaks.flops_per_s:.0%} of the peak "
+      f"{peaks.flops_per_s / 1e9:.1f} GFLOP/s → {regimes['prefill']}")
+print(f"TPOT ← one decode step: {step.bytes / 1e6:.0f} MB in {step_s * 1e3:.0f} ms = "
+      f"{step.bytes / step_s / 1e9:.1f} GB/s, {step.bytes / step_s / peaks.bytes_per_s:.0%} of "
+      f"the read peak {peaks.bytes_per_s / 1e9:.1f} GB/s → {regimes['decode']}")
+print(f"fixed cost per pass {fixed_s * 1e3:.1f} ms; "
+      f"KV cache at the end: {trace.steps[-1].kv_bytes:,} bytes for {trace.steps[-1].seq_len} tokens")
+
+# %%
+compare_prediction(prediction_decode, regimes["decode"], options=list(perf.REGIMES),
+                   hint="lesson 04 applied the same rule to a decode step: fixed cost against "
+                        "half the step, then the two floors")
 
 # %% [markdown]
 # ## Measure it: your machine beside a recorded reference
@@ -121,16 +165,16 @@ print(f"KV cache at the end: {trace.steps[-1].kv_bytes:,} bytes for {trace.steps
 # otherwise the project's own CPU recording stands in.
 
 # %%
-names = perf.list_references()
+names = [name for name in perf.list_references() if name.endswith("-trace")]  # recorded replies
 gpu = [name for name in names if any(w in name for w in ("gpu", "h200", "cuda"))]
 reference = perf.load_reference(gpu[0] if gpu else "cpu-chat-trace")
-print("references shipped:", ", ".join(names))
+print("recorded replies shipped:", ", ".join(names))
 if gpu:
     print(f"comparing with {gpu[0]}: a GPU ({reference.environment.device_name}), "
           "so expect both phases to be far faster than on your CPU.")
 else:
     print(f"no GPU recording ships yet: comparing with cpu-chat-trace, recorded on the project's "
-          f"{reference.environment.device_name} with {reference.environment.threads} thread(s).")
+          f"{reference.environment.device_name}: {reference.label}")
 
 # %% [markdown]
 # A is your reply, B the reference. The prompts differ, so compare the *rates* (prefill
@@ -158,60 +202,50 @@ print(f"wrote {report} ({report.stat().st_size / 1e6:.1f} MB): open it in a brow
 #   the chips at the top of the dashboard.
 # - **Next-token prediction** (lesson 02): each step scores every token in the vocabulary and
 #   picks one; the explorer shows the candidates at each step.
-# - **TTFT ↔ prefill ↔ arithmetic** (lesson 03): one pass over the whole prompt, many tokens
-#   per weight read, so its limit is how fast the machine computes (the GFLOP/s line above).
-# - **Tokens per second ↔ decode ↔ memory** (lesson 04): one pass per token, every weight
-#   read for one token, so its limit is how fast the weights stream in (the GB/s line above).
+# - **TTFT ↔ prefill** (lesson 03): one pass over the whole prompt, many tokens per weight
+#   read; what limits it on your machine is the rule's verdict on the `TTFT ←` line above, next
+#   to the share of the arithmetic peak it reached.
+# - **Tokens per second ↔ decode** (lesson 04): one pass per token, every weight read for one
+#   token; its verdict is on the `TPOT ←` line, next to the share of the read peak the weights
+#   streamed at. A fixed cost per pass and the gap between achieved and peak bandwidth make up
+#   the rest of the step (lesson 08 measures both).
 # - **KV cache** (lesson 05): decode only feeds one token because the keys and values of
 #   every earlier token are stored; the same text, far less work, paid for in memory that grows
 #   with every token.
 # - **Batching** (lesson 06): one weight read can serve many requests, raising everyone's
-#   tokens per second while each request waits a little longer per token; the KV caches, read
-#   per request, are what batching cannot share: the memory wall.
+#   tokens per second while each request waits longer per token; the KV caches, read per
+#   request, are what batching cannot share.
 
 # %% [markdown]
 # ## Check yourself
+#
+# **Predict.** A user says: "The first words appear at once, but then the text trickles out."
+# From your own TTFT and TPOT, how many seconds would a 32-token reply to your prompt take,
+# end to end? It is recorded next, with the end-of-sequence token ignored so that it is
+# exactly 32 tokens long.
 
 # %%
-from viz import check, multiple_choice
-
-# %% [markdown]
-# **1.** A user complains: "I press Enter and nothing happens for a long time; once the
-# answer starts, it flows nicely." Which number is poor, and which phase should be made faster?
+prediction_32 = None  # ← your guess, in seconds
 
 # %%
-answer_1 = None  # ← replace None with one of the options, copied exactly
-multiple_choice(answer_1, ["TTFT: speed up prefill", "TPOT: speed up decode",
-                           "KV cache: make it bigger"],
-                correct="TTFT: speed up prefill",
-                why="the wait before the first token is the prefill pass over the whole prompt "
-                    "(a long prompt makes it longer).")
-
-# %% [markdown]
-# **2.** Using your own TTFT and TPOT (the summary card, or `trace.ttft_s` and
-# `trace.tpot_s`), estimate how many seconds a 200-token answer to your prompt would take.
+longer = viz.record(lm, my_prompt, chat=True, max_new_tokens=32, stop_at_eos=False,
+                    embeddings=False)
+print(f"{longer.n_generated} tokens: {longer.timing.end_to_end_s:.2f} s end to end "
+      f"(TTFT {longer.ttft_s * 1e3:.0f} ms, TPOT {longer.tpot_s * 1e3:.0f} ms)")
 
 # %%
-answer_2 = None  # ← replace None with a number of seconds
-check(answer_2, trace.ttft_s + 199 * trace.tpot_s, rel_tol=0.05, unit="s",
-      hint="TTFT for the first token, then one TPOT for each of the other 199")
+compare_prediction(prediction_32, longer.timing.end_to_end_s, unit="s", rel_tol=0.2,
+                   hint="TTFT once, then one TPOT for each of the other 31 tokens (in seconds)")
 
 # %% [markdown]
-# **3.** Another user says: "The first words appear at once, but then the text trickles out."
-# What limits the number that is poor here?
-
-# %%
-answer_3 = None  # ← replace None with one of the options, copied exactly
-multiple_choice(answer_3, ["arithmetic speed (FLOP/s)", "memory bandwidth (bytes/s)",
-                           "the size of the vocabulary"],
-                correct="memory bandwidth (bytes/s)",
-                why="streaming speed is decode, and each decode step reads every weight for one "
-                    "token: it waits on memory, not on arithmetic.")
-
-# %% [markdown]
+# Which number would you work on for that user? The trickle is the time per token: decode,
+# whose limit the `TPOT ←` line above names on your machine.
+#
 # ## Where to go from here
 #
 # You have followed one reply from text to answer, and measured each phase on your own
-# machine. Go back to [00 · Start here](00_start_here.ipynb) to see the first lesson with new
-# eyes, or to the [course index](../README.md) for every lesson and the library behind them.
-# The next topic is the memory wall: how to move fewer bytes for every token.
+# machine. Next, [08 · The memory wall →](08_memory_wall.ipynb): why decode speed is set by
+# the bytes moved per token, measured across models of many sizes, and what moving fewer
+# bytes buys. Or go back to [00 · Start here](00_start_here.ipynb) to see the first lesson
+# with new eyes, or to the [course index](../README.md) for every lesson and the library
+# behind them.
