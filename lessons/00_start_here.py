@@ -51,6 +51,7 @@
 # | [06 · Batching](06_batching.ipynb) | how do servers answer many people at once? |
 # | [07 · Capstone](07_capstone.ipynb) | your prompt, the whole pipeline |
 # | [08 · The memory wall](08_memory_wall.ipynb) | why is decode speed set by bytes per token? |
+# | [09 · Serving many users](09_serving.ipynb) | how does a server answer many people at once? |
 
 # %% [markdown]
 # ## The model on the table
