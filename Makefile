@@ -54,7 +54,7 @@ test-fast: setup
 
 # Re-execute every notebook from its source in lessons/ (outputs kept, widget JavaScript
 # dropped, peak memory and run time recorded), then regenerate the README's lesson table.
-notebooks: setup
+notebooks: setup browser
 	$(BIN)/python -m tools.course execute $(NB)
 
 readme: $(STAMP)

@@ -11,8 +11,14 @@ what it would do, in the same order, in a temporary folder:
    index cannot be reached, as here; the CPU build of torch then comes from pip's other sources);
 4. binder/postBuild, with HOME in the temporary folder so that the model is really fetched,
    checked and cached as it would be in the image;
-5. every notebook under nbval in that environment, with that HOME and the network refused to
-   the kernels (loopback allowed), plus each lesson's peak memory (tools/nbval_memory.py).
+5. lessons under nbval in that environment, with that HOME and the network refused to the
+   kernels (loopback allowed), plus each lesson's peak memory (tools/nbval_memory.py).
+   Which lessons: those that depend on what the image holds beyond its packages — lesson 00
+   (the model postBuild baked into the image, loaded offline) and the serving lesson (a
+   second process, `transformers serve`, started from the image). Every lesson runs under
+   nbval in the project's own environment anyway (`make test`), with the same packages:
+   binder/requirements.txt is ../requirements.txt plus the CPU build of the same torch.
+   VIZ_BINDER_LESSONS=all runs every lesson here too (about five more minutes).
 
 Timings and memory figures go to artifacts/binder.json. Takes minutes: `make test-fast` skips it.
 """
@@ -37,6 +43,18 @@ from tools import course
 ROOT = course.ROOT
 BINDER = ROOT / "binder"
 ARTIFACTS = ROOT / "artifacts"
+# The lessons run in the emulated image (see the module docstring): by number.
+IMAGE_LESSONS = ("00", "09")
+
+
+def image_lessons() -> list[Path]:
+    """The notebooks the emulation runs: IMAGE_LESSONS, or all with VIZ_BINDER_LESSONS=all."""
+    every = course.notebook_paths()
+    if os.environ.get("VIZ_BINDER_LESSONS", "") == "all":
+        return every
+    chosen = [p for p in every if p.name.split("_")[0] in IMAGE_LESSONS]
+    assert len(chosen) == len(IMAGE_LESSONS), f"no notebook for each of {IMAGE_LESSONS}"
+    return chosen
 
 # Refuse every network connection except to this machine (the kernels talk to nbval on
 # loopback), so that the lessons are shown to run offline once the image is built.
@@ -201,7 +219,9 @@ def test_binder_build_emulated(tmp_path):
     offline.mkdir()
     (offline / "sitecustomize.py").write_text(OFFLINE_SITECUSTOMIZE)
     memory_json = tmp_path / "peak-memory.json"
-    nbval = [py, "-m", "pytest", "-p", "no:cacheprovider", "notebooks", "--nbval",
+    lessons = image_lessons()
+    nbval = [py, "-m", "pytest", "-p", "no:cacheprovider",
+             *[str(p.relative_to(ROOT)) for p in lessons], "--nbval",
              "--nbval-current-env", "--nbval-cell-timeout=600",
              "--nbval-sanitize-with", "tests/nbval-sanitize.cfg",
              "-p", "tools.nbval_memory", f"--peak-memory-json={memory_json}"]
@@ -216,4 +236,4 @@ def test_binder_build_emulated(tmp_path):
     (ARTIFACTS / "binder.json").write_text(json.dumps(figures, indent=1) + "\n")
     shutil.copy(log, ARTIFACTS / "binder-build.log")
     print(json.dumps(figures, indent=1))
-    assert set(figures["peak_rss_mib"]) == {p.name for p in course.notebook_paths()}
+    assert set(figures["peak_rss_mib"]) == {p.name for p in lessons}
