@@ -20,6 +20,8 @@ from viz.views.widgets import CONFIG
 ROOT = __import__("tools.course", fromlist=["ROOT"]).ROOT
 ARTIFACTS = ROOT / "artifacts" / "figures"
 WIDTH_PX = 900  # a notebook output's width in JupyterLab (1280 px window, file browser open)
+LONG_LABEL = "my laptop, 8 threads, load 2.4"  # labels as long as a learner's may be
+LONG_DEVICE = "Intel(R) Core(TM) i7-1165G7 @ 2.80GHz"
 
 
 def figures(tiny_gqa) -> dict:
@@ -43,9 +45,19 @@ def figures(tiny_gqa) -> dict:
         })
     out["tiny-attention"] = views.attention_figure(tiny, layer=1)
     out["compare"] = views.compare_figure(real, other)
+    # Lesson 07: the learner's trace beside a reference, both with long labels and one with a
+    # long device name (the view wraps them; callers never shorten a label).
+    mine, ref_trace = perf.load_reference("cpu-chat-trace"), perf.load_reference("cpu-chat-trace")
+    mine.label, mine.environment.device_name = LONG_LABEL, LONG_DEVICE
+    ref_trace.label = "project CPU, 2 threads, load 1.3"
+    out["compare-long-labels"] = views.compare_figure(mine, ref_trace)
     for ref in ("cpu-prompt-sweep", "cpu-context-sweep", "cpu-cache-sweep", "cpu-batch-sweep"):
         sweep = perf.load_reference(ref)
         out[ref] = views.sweep_figure(sweep)
+        # Lessons 03-06: the learner's sweep beside the shipped reference, long labels.
+        mine = perf.load_reference(ref)
+        mine.label, mine.environment.device_name = LONG_LABEL, LONG_DEVICE
+        out[f"{ref}-two"] = views.sweep_figure(mine, sweep)
     out["throughput-latency"] = views.throughput_latency_figure(
         perf.load_reference("cpu-batch-sweep"))
     roof = perf.load_reference("cpu-roofline")

@@ -627,11 +627,38 @@ def test_compare_table_escapes_for_plotly(gqa):
 
 
 def test_sweep_legend_names_each_series_once():
+    """One legend entry per series (and, with two runs, per run: one legend column each,
+    headed by the run's name and how it is drawn)."""
     from viz import perf
     from viz.views.sweeps import sweep_figure
 
     for name in ("cpu-cache-sweep", "cpu-prompt-sweep", "cpu-batch-sweep"):
         sweep = perf.load_reference(name)
-        for fig in (sweep_figure(sweep), sweep_figure(sweep, other=sweep)):
-            shown = [t.name for t in fig.data if t.showlegend is not False]
-            assert len(shown) == len(set(shown)) and shown, (name, shown)
+        shown = [t.name for t in sweep_figure(sweep).data if t.showlegend is not False]
+        assert len(shown) == len(set(shown)) and shown, (name, shown)
+        other = perf.load_reference(name)
+        other.label = "a much longer label: my laptop, 8 threads, load 2.4"
+        fig = sweep_figure(sweep, other)
+        shown = [(t.legendgroup, t.name) for t in fig.data if t.showlegend is not False]
+        assert len(shown) == len(set(shown)) and {g for g, _ in shown} == {"run 0", "run 1"}
+        titles = {t.legendgroup: t.legendgrouptitle.text for t in fig.data}
+        assert "(solid)" in titles["run 0"] and "(dashed)" in titles["run 1"]
+        assert "my laptop" in titles["run 1"] and "<br>" in titles["run 1"]  # wrapped
+        # the legend's rows are paid for below the axes: taller than the one-run figure
+        assert fig.layout.margin.b > sweep_figure(sweep).layout.margin.b
+
+
+def test_compare_figure_titles_wrap_inside_their_half():
+    """Each side's title sits above its own column, left-aligned, in lines short enough for
+    half a notebook's width, whatever the labels (lesson 07: a long reference label)."""
+    from viz import perf
+    from viz.views.compare import SIDE_TITLE_CHARS
+
+    a, b = perf.load_reference("cpu-chat-trace"), perf.load_reference("cpu-chat-trace")
+    a.label, b.label = "you", "project CPU, 2 threads, load 1.3, a long label indeed"
+    fig = views.compare_figure(a, b)
+    titles = [n for n in fig.layout.annotations if n.text.startswith(("A:", "B:"))]
+    assert [n.xanchor for n in titles] == ["left", "left"]
+    assert titles[0].x < 0.5 <= titles[1].x
+    assert all(len(line) <= SIDE_TITLE_CHARS for n in titles for line in n.text.split("<br>"))
+    assert "<br>" in titles[1].text

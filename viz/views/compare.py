@@ -6,6 +6,7 @@ summary figures of both with their ratio. Used in lesson 05 (cache on vs off) an
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from typing import Optional
 
@@ -89,6 +90,16 @@ def compare_html(trace: Trace, other: Trace) -> HTML:
     return HTML(html, f"comparison: {d.a.title} vs {d.b.title}")
 
 
+SIDE_TITLE_PX = 13  # font size of each side's title
+SIDE_TITLE_CHARS = 44  # its lines: half of a 900-px notebook output holds ~48 characters
+SIDE_LINE_PX = 17  # the height of one of its lines
+
+
+def side_title_lines(title: str) -> list[str]:
+    """One side's title in lines that fit its column (a long word is broken too)."""
+    return textwrap.wrap(title, SIDE_TITLE_CHARS) or [""]
+
+
 def compare_figure(trace: Trace, other: Trace):
     """Plotly: latency per step and KV cache per step, A (`trace`) left and B (`other`)
     right, same scales, with the summary table below. Lessons 05 and 07."""
@@ -98,8 +109,16 @@ def compare_figure(trace: Trace, other: Trace):
     d = compare_data(trace, other)
     fig = make_subplots(rows=3, cols=2, row_heights=[0.3, 0.3, 0.4], vertical_spacing=0.08,
                         horizontal_spacing=0.06,
-                        specs=[[{}, {}], [{}, {}], [{"type": "table", "colspan": 2}, None]],
-                        subplot_titles=[esc(d.a.title), esc(d.b.title), "", ""])
+                        specs=[[{}, {}], [{}, {}], [{"type": "table", "colspan": 2}, None]])
+    # Each side's title above its own column, left-aligned and wrapped to the column's width:
+    # labels and device names of any length stay inside their half of the figure.
+    titles = [side_title_lines(side.title) for side in (d.a, d.b)]
+    lines = max(len(t) for t in titles)
+    for col, text in ((1, titles[0]), (2, titles[1])):
+        left = fig.get_subplot(1, col).xaxis.domain[0]
+        fig.add_annotation(text="<br>".join(esc(line) for line in text), x=left, y=1.0,
+                           xref="paper", yref="paper", xanchor="left", yanchor="bottom",
+                           align="left", showarrow=False, font={"size": SIDE_TITLE_PX})
     for col, side in ((1, d.a), (2, d.b)):
         colours = [palette.PHASE[p] for p in side.phases]
         steps = list(range(len(side.phases)))
@@ -121,7 +140,9 @@ def compare_figure(trace: Trace, other: Trace):
         fig.update_xaxes(range=d.steps_range, row=1, col=col)
         fig.update_xaxes(range=d.steps_range, row=2, col=col, title="step (0 = prefill)")
     fig.update_layout(**plotly_layout("Two traces, same scales (blue: prefill, orange: decode)",
-                                      height=940, showlegend=False))
+                                      height=1000 + SIDE_LINE_PX * (lines - 1),
+                                      showlegend=False,
+                                      margin={"t": 70 + SIDE_LINE_PX * lines}))
     return fig
 
 

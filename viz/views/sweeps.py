@@ -9,12 +9,14 @@ Lessons 03 (prompt length), 04 (context length), 05 (cache), 06 (batch size).
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any, Optional
 
 from viz.perf.peaks import Peaks
 from viz.perf.table import Sweep
 from viz.views import palette
-from viz.views.base import finite, plotly_layout
+from viz.views.base import LEGEND_BELOW_PX, finite, plotly_layout, title_text
+from viz.views.text import esc
 
 # For each kind: the panels drawn, each (title, y axis title, [(column, scale, name)]).
 PANELS: dict[str, list[tuple[str, str, list[tuple[str, float, str]]]]] = {
@@ -76,6 +78,19 @@ def sweep_title(sweep: Sweep) -> str:
     return " · ".join(parts)
 
 
+RUN_TITLE_CHARS = 44  # a run's name above its legend column, wrapped: two columns fit 900 px
+LEGEND_ROW_PX = 19  # one row of a legend (an entry, or a line of a column's title)
+
+
+def run_title_lines(sweep: Sweep, dash: str) -> list[str]:
+    """The name of one run of a two-run figure, for its legend column: label and device, and
+    how its lines are drawn; wrapped so that two columns sit side by side."""
+    name = " · ".join(p for p in (sweep.label, sweep.environment.device_name
+                                  or sweep.environment.device) if p)
+    return textwrap.wrap(f"{name} ({'solid' if dash == 'solid' else 'dashed'})",
+                         RUN_TITLE_CHARS)
+
+
 def sweep_data(sweep: Sweep) -> list[dict[str, Any]]:
     """The series a sweep figure draws: [{panel, name, column, x, y}] with y in the panel's
     unit (ms, MB, GFLOP/s ...), in drawing order."""
@@ -116,34 +131,55 @@ def sweep_figure(sweep: Sweep, other: Optional[Sweep] = None, *,
     panels = PANELS[sweep.name]
     fig = make_subplots(rows=1, cols=len(panels), horizontal_spacing=0.09,
                         subplot_titles=[t for t, _, _ in panels])
-    runs = [(sweep, "solid", "")] + ([(other, "dash", " (dashed)")] if other else [])
-    named: set[str] = set()  # one legend entry per series, though it spans several panels
-    for k, (s, dash, suffix) in enumerate(runs):
+    runs = [(sweep, "solid")] + ([(other, "dash")] if other else [])
+    named: set[tuple[int, str]] = set()  # one legend entry per series and run, though a
+    #   series may span several panels
+    for k, (s, dash) in enumerate(runs):
         counts: dict[int, int] = {}
+        group = {}
+        if other is not None:  # the legend in one column per run, under the run's name
+            group = {"legendgroup": f"run {k}", "legendgrouptitle": {
+                "text": "<br>".join(esc(line) for line in run_title_lines(s, dash))}}
         for series in sweep_data(s):
             i = counts.get(series["panel"], 0)
             counts[series["panel"]] = i + 1
             colour = palette.ACCENT if k else _colour(s, series["column"], i)
-            name = series["name"] + (f" — {s.label or s.environment.device_name}"
-                                     f"{suffix}" if other else "")
+            name = series["name"]
             fig.add_trace(go.Scatter(
                 x=series["x"], y=finite(series["y"]), mode="lines+markers", name=name,
                 line={"color": colour, "dash": "dot" if i else dash},
                 marker={"color": colour, "size": 7},
-                legendgroup=name, showlegend=name not in named,
+                legendgroup=group.get("legendgroup", name),
+                legendgrouptitle=group.get("legendgrouptitle"),
+                showlegend=(k, name) not in named,
                 hovertemplate=f"{series['name']}<br>{sweep.x} %{{x}}: %{{y:.4g}}"
                               "<extra></extra>"), 1, series["panel"] + 1)
-            named.add(name)
+            named.add((k, name))
     if peaks is not None and sweep.name in ("prompt_length", "context_length"):
         value, what = ((peaks.flops_per_s * 1e-9, "measured peak GFLOP/s")
                        if sweep.name == "prompt_length"
                        else (peaks.bytes_per_s * 1e-9, "measured peak GB/s"))
         x = sweep.column(sweep.x)
         fig.add_trace(go.Scatter(x=[min(x), max(x)], y=[value, value], mode="lines",
-                                 name=what, line={"color": palette.FORMULA, "dash": "dash"}),
+                                 name=what, line={"color": palette.FORMULA, "dash": "dash"},
+                                 legendgroup="run 0" if other is not None else what),
                       1, len(panels))
-    fig.update_layout(**plotly_layout(f"{sweep.name.replace('_', ' ')} sweep: "
-                                      f"{sweep_title(sweep)}", height=400))
+    # The legend sits in its own rows under the x axis titles: one row, or with two runs one
+    # column per run (its name, then its series), as tall as the longer column.
+    rows = 1
+    if other is not None:
+        rows = max(sum(t.showlegend is not False for t in fig.data if t.legendgroup == g)
+                   + len(run_title_lines(s, dash))
+                   for g, (s, dash) in zip(("run 0", "run 1"), runs))
+    extra = LEGEND_ROW_PX * (rows - 1)
+    title = f"{sweep.name.replace('_', ' ')} sweep: {sweep_title(sweep)}"
+    # A wrapped title (long labels) needs more room above the panels' own titles.
+    above = 36 * (title_text(title)[1] - 1)
+    fig.update_layout(**plotly_layout(title, height=400 + extra + above,
+                                      margin={"b": LEGEND_BELOW_PX + extra, "t": 60 + above}))
+    if other is not None:
+        fig.update_layout(legend={"groupclick": "toggleitem", "tracegroupgap": 0,
+                                  "valign": "top"})
     for c, (_, unit, _) in enumerate(panels, start=1):
         fig.update_xaxes(title=X_TITLES[sweep.name], row=1, col=c)
         fig.update_yaxes(title=unit, rangemode="tozero", row=1, col=c)
