@@ -68,6 +68,7 @@ def figures(tiny_gqa) -> dict:
         p.seconds *= 4
     out["roofline-two"] = views.roofline_figure(slower, roof)
     out["layer-diagram"] = views.layer_diagram_figure(real.model, 37, 64)
+    out["layer-diagram-short"] = views.layer_diagram_figure(real.model, 13, 20)  # lesson 03
     runs = [perf.generate_batch(tiny_gqa, ["ab"] * b, 5) for b in (1, 4)]
     out["batch-timeline"] = views.batch_timeline_figure(runs[1], runs[0])
     wall = perf.load_reference("cpu-memory-wall")  # lesson 08

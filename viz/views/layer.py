@@ -21,6 +21,7 @@ Used before lesson 03 (prefill) and in lesson 05 (the KV cache).
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,9 +133,21 @@ def _caption(p: Product, per: int) -> str:
             f"{what}")
 
 
+def _caption_lines(caption: str) -> list[str]:
+    """A caption in one line, or two (what was computed; what was read) when it would not fit
+    its column, each wrapped again if it still does not."""
+    if len(caption) <= CAPTION_CHARS:
+        return [caption]
+    head, _, tail = caption.partition("; ")
+    return [line for part in (head + (";" if tail else ""), tail) if part
+            for line in textwrap.wrap(part, CAPTION_CHARS)]
+
+
 # ---- geometry shared by both drawings ---------------------------------------------------------
 UNIT = 9.0  # drawing units per doubling of a dimension (sides on a log scale)
 MIN_SIDE = 3.0  # a single row (a vector) is still visible
+CAPTION_CHARS = 70  # a product's caption is wrapped to fit its column (420 units wide)
+CAPTION_LINE = 12.0  # drawing units per caption line
 
 
 def _boxes(dg: LayerDiagram):
@@ -153,7 +166,8 @@ def _boxes(dg: LayerDiagram):
             a_w, a_h, b_w, b_h = side(p.k), side(p.m), side(p.n), side(p.k)
             c_w, c_h = side(p.n), side(p.m)
             height = max(a_h, b_h, c_h)
-            top = y + 18  # room for the caption above
+            caption = _caption_lines(_caption(p, per))
+            top = y + 6 + CAPTION_LINE * len(caption)  # room for the caption above
             sign_y = top + max(MIN_SIDE, min(a_h, c_h)) / 2  # level with the thinner operand
             x = x_base
             for w_, h_, colour, label, sep in ((a_w, a_h, palette.MUTED, p.a, "·"),
@@ -166,7 +180,8 @@ def _boxes(dg: LayerDiagram):
                 if sep:
                     texts.append((x + 7, max(sign_y, top + 5), sep, "middle center", 12))
                     x += 14
-            texts.append((x_base, y + 2, _caption(p, per), "top left", 10))
+            for j, line in enumerate(caption):  # wrapped: a column holds ~65 characters
+                texts.append((x_base, y + 2 + CAPTION_LINE * j, line, "top left", 10))
             y = top + height + 14
     return rects, texts
 
