@@ -85,6 +85,41 @@ print(f"weight bytes      {spec.weight_bytes:,} ({spec.dtype}: {spec.bytes_per_e
 print(spec.n_params * spec.bytes_per_element == spec.weight_bytes)
 
 # %% [markdown]
+# Those numbers arrived in a smaller form. The set-up (`make lab`, or Binder's build) fetched
+# the model once as a **GGUF file quantized to 4 bits** (the *Q4_1* format): the weights go in
+# blocks of 32, and each weight is stored as a 4-bit code, a choice among 2⁴ = 16 levels spread
+# between the block's smallest and largest value. The set-up then *dequantized* it, once:
+# every code turned back into an ordinary float32 of 4 bytes. The 16 levels are still there to
+# see: count the different values in each block of 32.
+
+# %%
+def most_levels(weight, rows=512):
+    """The most different values in any block of 32 neighbouring weights (first `rows` rows)."""
+    blocks = weight.detach()[:rows].reshape(-1, 32).sort(dim=1).values
+    return int(((blocks[:, 1:] != blocks[:, :-1]).sum(dim=1) + 1).max())
+
+
+print("layer 0's query matrix:", most_levels(lm.model.model.layers[0].self_attn.q_proj.weight))
+print("the embedding table:   ", most_levels(lm.model.get_input_embeddings().weight))
+
+# %% [markdown]
+# At most 16 in a layer's matrix: 4 bits' worth of information in 32 bits of storage. (The file
+# keeps the embedding table more finely, so its blocks hold more values.) What that means for
+# the bytes: Q4_1 spends 20 bytes on a block of 32 weights (32 codes of 4 bits, plus a 2-byte
+# scale and a 2-byte minimum), about 5 bits a weight.
+
+# %%
+q4_1_bytes = spec.n_params * 20 // 32  # were every weight stored as Q4_1
+print(f"as Q4_1, on disk:     about {q4_1_bytes / 1e6:5.0f} MB")
+print(f"as float32, in memory:       {spec.weight_bytes / 1e6:5.0f} MB "
+      f"({spec.weight_bytes / q4_1_bytes:.1f}× more)")
+
+# %% [markdown]
+# The model computes in float32, so every forward pass reads the float32 bytes: the 4-bit file
+# only made the download small. Every byte count in this course is the float32 one (lesson 08
+# measures what reading fewer bytes per weight would buy).
+
+# %% [markdown]
 # ## See it: a first reply, step by step
 #
 # `viz.record` asks the model a question and writes down everything that happens. By default
@@ -154,6 +189,40 @@ compare_prediction(prediction_first_phase, trace.steps[0].phase, options=["prefi
                    hint="the pass over the whole prompt ends with scores for the next token")
 
 # %% [markdown]
+# ### What the model reads
+#
+# Step 0 read more tokens than the question has words. With `chat=True`, `viz.record` wraps
+# the question in the model's *chat template*, the format the model was trained to answer:
+# control tokens that open and close each turn, the role of each turn, and a **system prompt**
+# you never typed, added by the template. `views.prompt_html` colours every token the model
+# read by where it came from (hover a token for its position and id):
+
+# %%
+views.prompt_html(trace)
+
+# %%
+print(views.prompt_table(trace))
+parts = views.prompt_data(trace)
+print(f"{parts.added} of the {len(parts.tokens)} tokens the model reads "
+      f"({parts.added / len(parts.tokens):.0%}) are not your text")
+
+# %% [markdown]
+# The model also reads where each token sits: its **position**, counted from 0. "dog bites
+# man" and "man bites dog" hold the same words at different positions, and only the
+# positions tell the two apart; inside every layer, the part called attention (drawn in lesson
+# 03, explained in lesson 05) takes them into account. Your question sits near the end:
+
+# %%
+print(f"{len(parts.tokens)} tokens at positions {parts.tokens[0].position} to "
+      f"{parts.tokens[-1].position}; your text at positions "
+      f"{[t.position for t in parts.tokens if t.kind == 'yours']}")
+
+# %% [markdown]
+# Every one of these tokens is read by the prefill and kept in the model's memory of the
+# conversation (the KV cache, lesson 05): a hidden system prompt costs time and memory on
+# every request, whoever typed it.
+
+# %% [markdown]
 # ## Measure it: two numbers a user feels
 #
 # **TTFT** (time to first token) is the wait before anything appears: tokenizing plus the
@@ -182,7 +251,10 @@ print(f"decode speed       {1 / np.median(gaps):.1f} tokens/s")
 # on, every lesson warms the model up before it times anything, and reports medians.
 
 # %% [markdown]
-# The timeline puts them side by side: prefill is one bar, every decode step its own.
+# The timeline puts them side by side: prefill is one bar, every decode step its own. Its
+# title and its dashed line use the name **TPOT**, *time per output token*: the mean time
+# between two tokens after the first (the median above is its middle value; lesson 04 takes
+# it apart).
 
 # %% tags=["nbval-ignore-output"]
 views.timeline_figure(trace)

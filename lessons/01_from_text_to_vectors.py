@@ -54,27 +54,18 @@ for t in trace.prompt_tokens:
 print(f"{len(my_text)} characters → {len(trace.prompt_tokens)} tokens")
 
 # %% [markdown]
-# Or type in the box: the tokens are redrawn at every keystroke.
+# Or type in the box. Each redraw runs the model once, so it waits until you press **Enter** or
+# stop typing for a moment; the line under the box says *recording…* while it works, then how
+# long it took.
 
 # %%
-import ipywidgets as widgets
-
-box = widgets.Text(value=my_text, description="your text", layout={"width": "95%"})
-chips = widgets.HTML()
-
-
-def retokenize(change=None):
-    if not box.value.strip():
-        chips.value = "<i>type some text</i>"
-        return
-    typed = viz.record(lm, box.value, max_new_tokens=1, embeddings=False)
-    chips.value = views.tokens_html(typed, include_reply=False).html
+def chips(text):
+    """The tokens of `text`, as the boxes above (one pass of the model)."""
+    typed = viz.record(lm, text, max_new_tokens=1, embeddings=False)
+    return views.tokens_html(typed, include_reply=False)
 
 
-# %%
-box.observe(retokenize, names="value")
-retokenize()
-widgets.VBox([box, chips])
+views.LinkedText(chips, value=my_text, description="your text")
 
 # %% [markdown]
 # ### Surprises
@@ -203,6 +194,29 @@ with torch.no_grad():
 print(tuple(looked_up.shape), torch.equal(looked_up, table[ids]))
 
 # %% [markdown]
+# The table has no column for *where* a token sits: a token that appears twice in your text
+# reads the very same row both times. The first repeated token of `my_text`:
+
+# %%
+pos = {}  # token id → the positions where it appears
+for i, tid in enumerate(trace.prompt_ids):
+    pos.setdefault(tid, []).append(i)
+twice = next(tid for tid in trace.prompt_ids if len(pos[tid]) > 1)
+a, b = pos[twice][:2]
+print(f"{lm.tokenizer.decode([twice])!r} at positions {a} and {b}: "
+      f"same row: {torch.equal(looked_up[a], looked_up[b])}")
+
+# %% [markdown]
+# Its position comes in later, inside every layer: before a token's query meets the other
+# tokens' keys (lessons 03 and 05), both are rotated by an angle that grows with their
+# positions (*rotary position embeddings*, RoPE), so the comparison feels how far apart two
+# tokens are. The positions it can tell apart end at its *context length*, the longest text
+# it reads (prompt and reply together):
+
+# %%
+print(f"positions 0 to {lm.spec.context_length - 1}: at most {lm.spec.context_length:,} tokens")
+
+# %% [markdown]
 # What do the rows mean? Nobody wrote them: they were learned in training, and tokens used in
 # similar ways ended up with rows that point in similar directions. The *cosine similarity* of
 # two rows measures that (1: same direction, 0: unrelated). Here are the rows closest to the row
@@ -229,6 +243,7 @@ for text, c in nearest(space_paris[0]):
 # numbers), and the title names its closest rows in the table.
 
 # %%
+import ipywidgets as widgets
 import plotly.graph_objects as go
 
 from viz.views import LinkedView
