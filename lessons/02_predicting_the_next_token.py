@@ -198,9 +198,15 @@ compare_prediction(prediction_top_p, can_pick[None, 0.9], rel_tol=0.25, unit="to
 #
 # Try the rules on every step of the trace with the sliders: pick a step, then change the
 # temperature, top-k (0 = off) and top-p (1 = off). The outlined bars are the recorded
-# probabilities, the filled bars what the sampler would draw from; removed tokens turn grey.
-# This view needs no model: it re-shapes the 20 scores the trace recorded per step, and the note
-# under the chart says how much of the probability those 20 held.
+# probabilities (temperature 1), the filled bars what the sampler would draw from with your
+# setting; a token the setting removes turns grey. This view needs no model: it re-shapes the
+# 20 scores the trace recorded per step. The grey bar at the bottom stands for all the other
+# tokens of the vocabulary together; their share is known exactly, because the trace also kept
+# the softmax's total. So at temperature 1 (with a top-p too, when its cut falls among the
+# 20), at temperature 0 and with a top-k of 20 or less, every number drawn is the sampler's
+# own. Any other setting would need the scores the trace did not keep: the view then shares
+# the probability among the 20 recorded tokens only, each bar is an upper bound, and the note
+# under the chart says so.
 
 # %%
 views.whatif_widget(trace)

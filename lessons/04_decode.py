@@ -55,8 +55,9 @@ print(trace.generated_text)
 # - **right**: the KV cache (the keys and values of every token so far, lesson 05), which
 #   grows by one token per step, and the step's latency: how long the reader waited for it.
 #
-# Step 0 is the prefill: it reads the whole prompt, so its latency bar is usually the
-# tallest. Every other step is one decode pass.
+# The explorer opens at step 1, the first decode pass. Step 0, one notch to the left, is the
+# prefill: it reads the whole prompt, so its latency bar is usually the tallest. Every other
+# step is one decode pass.
 
 # %% tags=["nbval-ignore-output"]
 views.explorer_figure(trace)
