@@ -111,12 +111,46 @@ length = widgets.IntSlider(value=64, min=8, max=256, step=8, description="prompt
 LinkedView({"prompt tokens": length}, [length], prefill_chart)
 
 # %% [markdown]
-# ## Understand it: one pass, every position at once
+# ## Understand it: one layer, drawn
 #
-# Inside the model, a prompt of N tokens is a matrix with N rows, one per token. Every layer
-# multiplies that whole matrix by its weights in one go. Attention is *causal*: the row of
-# token *k* may only look at tokens 0 … *k*, never ahead. So the row of token *k* ends up
-# exactly as it would if the prompt had stopped at token *k*.
+# What does one pass compute? The model is a stack of 30 identical layers, and a layer is
+# mostly six matrix products. A prompt of N tokens enters a layer as a matrix **X** with N
+# rows, one per token (each row a token's vector, lesson 01). In the layer's **attention**
+# half, X is multiplied by three weight matrices into each token's **query** (what it looks
+# for), **key** (what it offers to be found by) and **value** (what it hands over). Each query
+# is compared with the keys (`scores = Q·Kᵀ`), a softmax turns each row of scores into weights
+# that add up to 1 (lesson 02's softmax), and those weights mix the values. Positions enter
+# here (lesson 01: queries and keys are rotated by their positions). The layer's **MLP** half
+# is two more products, with an element-wise gate (SiLU) between them.
+#
+# The figure draws one layer to this model's real shapes (sides on a log scale, so that a
+# single row still shows). Left, the prefill of your prompt: every product is matrix ×
+# matrix, and each weight read from memory is used once per prompt token. Right, one step of
+# decode (the next lesson): a single new token, so the weight products become vector ×
+# matrix, each weight used once per read. Its one query meets the keys and values of every
+# token before it, which the model kept from earlier passes instead of computing them again:
+# that store, orange here, is the **KV cache** of lesson 05.
+
+# %%
+views.layer_diagram_figure(spec, len(trace.prompt_tokens), trace.steps[-1].seq_len)
+
+# %% [markdown]
+# The same products counted: arithmetic per layer, and how many FLOPs each byte of weights
+# read from memory pays for. Keep the two ratios in mind; the end of this lesson and the next
+# one are about them.
+
+# %%
+layer = views.layer_diagram_data(spec, len(trace.prompt_tokens), trace.steps[-1].seq_len)
+for phase in ("prefill", "decode"):
+    print(f"{phase:7}: {layer.flops(phase) / 1e6:5.1f} MFLOP per layer, "
+          f"{layer.flops(phase) / layer.weight_bytes():.2f} FLOP per byte of weights read")
+
+# %% [markdown]
+# ### One pass, every position at once
+#
+# In the prefill, every layer multiplies the whole matrix of N rows by its weights in one go.
+# Attention is *causal*: the row of token *k* may only look at tokens 0 … *k*, never ahead. So
+# the row of token *k* ends up exactly as it would if the prompt had stopped at token *k*.
 #
 # Let's check that claim. First one forward pass over the whole prompt, keeping the scores
 # (logits) at every position; then N separate passes, each over a prompt one token longer
