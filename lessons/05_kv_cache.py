@@ -42,11 +42,12 @@ _ = viz.record(lm, "Hello", max_new_tokens=2)  # warm-up: the very first pass pa
 # ## See it: the cache grows by the same amount with every token
 #
 # Record a short reply (type your own prompt). After each step, `viz.record` reads the size
-# of the cache's tensors, layer by layer.
+# of the cache's tensors, layer by layer; with `attention=True` it also keeps where each
+# step's query looked (used further down).
 
 # %%
 my_prompt = "The library was quiet until"  # ← try your own
-trace = viz.record(lm, my_prompt, max_new_tokens=16)
+trace = viz.record(lm, my_prompt, max_new_tokens=16, attention=True)
 print(trace.generated_text)
 print(trace.generated_ids)
 
@@ -138,6 +139,60 @@ without_gqa = spec.kv_bytes(1, n_kv_heads=spec.n_heads)
 print(f"{spec.n_heads} query heads share {spec.n_kv_heads} KV heads")
 print(f"per token: {spec.kv_bytes(1):,} bytes with GQA, {without_gqa:,} without "
       f"({without_gqa / spec.kv_bytes(1):g}× more)")
+
+# %% [markdown]
+# ### Every step reads the whole cache
+#
+# Lesson 03 drew a decode step: the new token's **query** is compared with the **key** of every
+# position in the cache, its own included; a softmax turns those scores into weights that add
+# up to 1, and the step takes that mix of the **values**. The weights say where the step
+# looked. `trace` kept them (mean over the query heads, for every step and layer), and
+# `views.attention_figure` draws one layer: top, one step's weight on each position (prompt
+# tokens blue, generated ones orange); below, every step as a row, each one position longer
+# than the row above. Drag the slider or press ▶ (no kernel needed).
+#
+# **Predict.** Step 10 is a decode step. Over how many positions does its query spread its
+# weights, in any one layer? (Layer 0's keys after the prefill, printed above, have one row
+# per prompt token.)
+
+# %%
+prediction_positions = None  # ← your guess: a whole number of positions
+
+# %%
+views.attention_figure(trace, layer=15)
+
+# %%
+seen = views.attention_data(trace, 10, layer=15)
+print(f"step 10, layer 15: the query of {seen.query} weighed {len(seen.mean)} positions "
+      f"(weights adding up to {sum(seen.mean):.2f}); the cache held {trace.steps[10].seq_len}")
+for position, token, weight in seen.top(3):
+    print(f"    position {position:2} {token:12} weight {weight:.2f}")
+
+# %%
+compare_prediction(prediction_positions, len(seen.mean), unit="positions", rel_tol=0,
+                   hint="the prompt's tokens, plus one token for each step before step 10 "
+                        "(the last of them is the one fed in at step 10)")
+
+# %% [markdown]
+# Where the weight lands differs from layer to layer and step to step, but no step skips a
+# position: every query is compared with every key. Check it for all the steps and all 30
+# layers, and count what a step must read for that (the same bytes the cache holds):
+
+# %%
+looked = [views.attention_data(trace, s.index, layer) for s in trace.steps
+          for layer in range(spec.n_layers)]
+print("every step, every layer weighed every cached position:",
+      all(len(a.mean) == trace.steps[a.step].seq_len for a in looked))
+last_step = trace.steps[-1]
+print(f"the last step read the keys and values of {last_step.seq_len} tokens: "
+      f"{spec.kv_bytes(last_step.seq_len):,} bytes, and each later step reads more")
+
+# %% [markdown]
+# Try other layers, or one head alone instead of the mean over heads (this one needs the
+# kernel):
+
+# %%
+views.attention_widget(trace, layer=15)
 
 # %% [markdown]
 # ## Measure it: growth per step, and the cache on vs off
