@@ -29,8 +29,7 @@ import ipywidgets as widgets
 import numpy as np
 
 import viz
-from viz import compare_prediction, perf
-from viz.views import palette
+from viz import compare_prediction, perf, views
 from viz.views import roofline_figure
 from viz.views import sweep_figure, throughput_latency_figure
 from viz.views import LinkedView
@@ -83,25 +82,46 @@ compare_prediction(prediction_gain_16, gain[16], rel_tol=0.25,
 # of numbers can be spoilt by another program using the processor; run the sweep again if the
 # ratios zig-zag.)
 #
-# Move the slider to pick a batch size: its point is circled on the trade-off curve (each
-# request's wait across, everyone's tokens per second up).
+# The same sweep as one curve, the trade-off a server chooses on: each request's wait per
+# token across, everyone's tokens per second up, one point per batch size.
+
+# %% tags=["nbval-ignore-output"]
+throughput_latency_figure(sweep)
+
+# %% [markdown]
+# What does a batch look like from the inside? Pick a batch size with the slider: each row is
+# one request of that batch (the sweep's prompt and 8 new tokens each, run now with
+# `perf.generate_batch`). The blue bar is the prefill, which ends with every request's first
+# token; each orange tick is a decode step handing every request its next token at the same
+# moment. The grey bars show when each request would have finished had the requests been
+# served one after another instead, each as fast as a batch of 1.
 
 # %%
-def pick(values):
-    r = rows[values["batch"]]
-    fig = throughput_latency_figure(sweep)
-    fig.add_scatter(x=[r["decode_step_s"] * 1e3], y=[r["aggregate_decode_tokens_per_s"]],
-                    mode="markers", marker={"size": 22, "color": palette.CHOSEN, "symbol": "circle-open",
-                                            "line": {"width": 3}}, name="chosen")
-    fig.update_layout(title=f"batch of {values['batch']}: each request waits "
-                            f"{r['decode_step_s'] * 1e3:.0f} ms per token; all together make "
-                            f"{r['aggregate_decode_tokens_per_s']:.1f} tokens/s")
-    return fig
+runs = {}  # batch size → one batch of that size, 8 new tokens per request
+
+
+def batch_run(b):
+    if b not in runs:
+        prompts = [sweep.settings["prompt"]] * b  # the sweep's prompt, b times
+        runs[b] = perf.generate_batch(lm, prompts, sweep.settings["max_new_tokens"])
+    return runs[b]
 
 
 # %% tags=["nbval-ignore-output"]
-batch = widgets.SelectionSlider(options=list(rows), value=1, description="batch")
-LinkedView({"batch": batch}, [batch], pick)
+batch = widgets.SelectionSlider(options=list(rows), value=8, description="batch")
+LinkedView({"batch": batch}, [batch],
+           lambda v: views.batch_timeline_figure(batch_run(v["batch"]), batch_run(1)))
+
+# %% [markdown]
+# Each request's last token, batched and one after another, for the batches you have picked so
+# far (pick more, then run this cell again):
+
+# %% tags=["nbval-ignore-output"]
+for b in sorted(runs):
+    t = views.batch_timeline_data(runs[b], runs[1])
+    alone = t.one_after_another_ms()  # when each request would be done, one after another
+    print(f"B={b:>2}: all done at {t.end_ms:5.0f} ms; one after another, the first at "
+          f"{alone[0]:5.0f} ms, the last at {alone[-1]:5.0f} ms")
 
 # %% [markdown]
 # **Predict.** A server puts your request in a batch of 8 instead of running it alone. What
