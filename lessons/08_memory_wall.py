@@ -302,6 +302,8 @@ for name in perf.REGIMES:
 shapes = ["smollm2-135m", "smollm2-360m", "llama-3.2-1b", "smollm2-1.7b", "llama-3.1-8b"]
 gpu_ideal = perf.computed_wall(shapes, **perf.H100_SXM, label="H100, no fixed cost")
 print(gpu_ideal)
+
+# %% tags=["nbval-ignore-output"]
 print(f"ridge point: H100 {989e12 / 3.35e12:.0f} FLOP/byte; your CPU "
       f"{peaks.ridge_intensity('bfloat16'):.0f} FLOP/byte (bfloat16)")
 print(f"the H100 reads {3.35e12 / peaks.bytes_per_s:.0f}× faster than your CPU")

@@ -74,6 +74,9 @@ def figures(tiny_gqa) -> dict:
     wall = perf.load_reference("cpu-memory-wall")  # lesson 08
     out["memory-wall"] = views.wall_figure(wall)
     out["memory-wall-two"] = views.wall_figure(wall, wall)
+    # JupyterLab can give an output less than WIDTH_PX (the browser test saw the reference's
+    # labels collide there): the same figure at 700 px
+    out["memory-wall-narrow"] = views.wall_figure(wall).update_layout(width=700)
     shapes = ["smollm2-135m", "smollm2-360m", "llama-3.2-1b", "smollm2-1.7b", "llama-3.1-8b"]
     out["memory-wall-gpu"] = views.wall_figure(
         perf.computed_wall(shapes, **perf.H100_SXM, fixed_cost_per_layer_s=3e-4),

@@ -68,7 +68,7 @@ def wall_data(run: WallRun, fit: bool = True) -> dict[str, Any]:
     return {
         "title": run.title(), "computed": run.computed, "x_range": [lo, hi],
         "points": [{"label": p.label, "x": p.step_bytes, "y": p.seconds, "dtype": p.dtype,
-                    "kind": p.kind, "regime": run.regime(p), "mbu": run.mbu(p),
+                    "kind": p.kind, "batch": p.batch, "regime": run.regime(p), "mbu": run.mbu(p),
                     "memory_floor_s": run.memory_floor_s(p), "fixed_cost_s": p.fixed_cost_s,
                     "compute_floor_s": run.compute_floor_s(p)} for p in run.points],
         "memory_floor": {"x": [lo, hi], "y": [lo / run.read_bytes_per_s,
@@ -117,9 +117,11 @@ def _add_run(fig, data: dict[str, Any], k: int, name: str) -> None:
             name=f"{regime}{name}",
             # the tiny fixed-cost models crowd together, and a second run would repeat the
             # labels: their MBU is in the hover text. A bfloat16 point sits left of its float32
-            # twin (half the bytes), so its label goes on the left.
+            # twin (half the bytes), so its label goes on the left; so does a batched point's
+            # (it sits above its B=1 twin, just left of the next bigger shapes).
             text=[f"MBU {p['mbu']:.0%}" if p["kind"] == "shape" and k == 0 else "" for p in pts],
-            textposition=["middle left" if p["dtype"] != "float32" else "middle right"
+            textposition=["middle left" if p["dtype"] != "float32" or p["batch"] > 1
+                          else "middle right"
                           for p in pts], textfont={"size": 10, "color": colour},
             marker={"color": colour if k == 0 else "white", "size": 11,
                     "symbol": [DTYPE_SYMBOLS.get(p["dtype"], "circle") for p in pts],
