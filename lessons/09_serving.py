@@ -185,7 +185,7 @@ print(f"room for {run.schedule.total_pages * run.schedule.page_size:,} tokens in
 prediction_ratio = None  # ← "under 1.5×", "1.5× to 4×" or "more than 4×"
 
 # %% tags=["nbval-ignore-output"]
-loads = dict(concurrencies=[1, 4, 8], requests_per_stream=1, min_requests=1, max_tokens=16,
+loads = dict(concurrencies=[1, 4, 8], requests_per_stream=1, min_requests=1, max_tokens=12,
              max_duration_s=60, progress=False)
 batched = serve.sweep_load(server, **loads)
 for r in batched:
@@ -199,7 +199,7 @@ for r in batched:
 
 # %% tags=["nbval-ignore-output"]
 slo = serve.SLO(ttft_s=1.0, tpot_s=0.150)
-arrivals = dict(rate=2.0, n_requests=10, max_tokens=16, seed=1, slo=slo, max_duration_s=60,
+arrivals = dict(rate=2.0, n_requests=8, max_tokens=12, seed=1, slo=slo, max_duration_s=60,
                 progress=False)
 random_batched = serve.run_load(server, **arrivals)
 print(random_batched.summary())
@@ -207,7 +207,7 @@ server_peak = server.peak_rss_bytes()
 server.stop()
 
 # %% [markdown]
-# ✏️ **Predict again.** With the same 10 random arrivals, how many of them will the
+# ✏️ **Predict again.** With the same 8 random arrivals, how many of them will the
 # one-at-a-time server serve within the objective, compared with continuous batching?
 
 # %%
@@ -263,8 +263,22 @@ viz.compare_prediction(prediction_goodput, measured_goodput,
                        hint="one at a time, every request waits for all those before it")
 
 # %% [markdown]
-# Why one-at-a-time misses it: look at its timeline. Requests queue (grey) behind each other,
-# so each one's TTFT grows with its place in the queue, whatever its own size.
+# The two servers miss the objective for different reasons. One at a time, requests queue
+# behind each other, so a request's TTFT grows with its place in the queue; with continuous
+# batching, every pass carries the whole batch, so each request's TPOT grows instead. Which
+# limit did each server's requests break, on your machine?
+
+# %% tags=["nbval-ignore-output"]
+for name, r in [("one at a time", random_alone), ("continuous batching", random_batched)]:
+    done = [q for q in r.requests if q.ok]
+    late = sum(q.ttft_s > slo.ttft_s for q in done)
+    slow = sum(q.tpot_s is not None and q.tpot_s > slo.tpot_s for q in done)
+    print(f"{name:>20}: {len(done)} completed; first token too late {late}, "
+          f"tokens too slow {slow}, met both {r.summary().n_met_slo}")
+
+# %% [markdown]
+# The one-at-a-time timeline shows the queue: requests wait (grey) behind each other, whatever
+# their own size.
 
 # %% tags=["nbval-ignore-output"]
 views.request_timeline_figure(random_alone)
@@ -313,7 +327,8 @@ print(f"together at most {total / 2**20:,.0f} MiB: "
 # %% [markdown]
 # ## Check yourself
 #
-# Your two predictions were checked where you made them. Three more questions.
+# Your two predictions were checked where you made them. Three more, each predicted before
+# the cell that measures it.
 #
 # **1.** One request of the 4-stream run, as measured:
 
@@ -323,12 +338,18 @@ print(f"{r.prompt_name}: TTFT {r.ttft_s * 1000:.1f} ms, E2E {r.e2e_s * 1000:.1f}
       f"{r.n_output_tokens} tokens")
 
 # %% [markdown]
-# What was its TPOT, in ms?
+# ✏️ What was its TPOT (the mean time between its tokens after the first), in ms?
 
 # %%
-answer_1 = None  # ← replace None with milliseconds
-viz.check(answer_1, expected=r.tpot_s * 1000, rel_tol=0.02, unit="ms",
-          hint="(E2E − TTFT) ÷ (tokens − 1)")
+prediction_tpot = None  # ← replace None with milliseconds, then run the next two cells
+
+# %% tags=["nbval-ignore-output"]
+measured_tpot = r.tpot_s * 1000
+print(f"TPOT {measured_tpot:.1f} ms")
+
+# %%
+viz.compare_prediction(prediction_tpot, measured_tpot, unit="ms", rel_tol=0.02,
+                       hint="the first token ends TTFT; the others share what is left of E2E")
 
 # %% [markdown]
 # **2.** At one pass of the run, the summary request held this many tokens in the cache:
@@ -339,24 +360,37 @@ held = [(s.index, e) for s in run.schedule.steps for e in s.batch
 print(f"pass {held[0]}: {held[1].cached_tokens + held[1].query_tokens} tokens")
 
 # %% [markdown]
-# How many pages of 16 tokens did it hold?
+# ✏️ How many pages of 16 tokens did it hold?
 
 # %%
-answer_2 = None  # ← replace None with a number of pages
-viz.check(answer_2, expected=len(held[1].pages), hint="whole pages: round up")
+prediction_pages = None  # ← replace None with a number of pages
+
+# %% tags=["nbval-ignore-output"]
+measured_pages = len(held[1].pages)
+print(f"pages held: {measured_pages}")
+
+# %%
+viz.compare_prediction(prediction_pages, measured_pages, rel_tol=0.01,
+                       hint="a page is given out whole, when the first token that needs it comes")
 
 # %% [markdown]
-# **3.** With continuous batching, why does each request get its tokens more slowly while
-# the server makes more tokens per second in all?
+# **3.** With continuous batching, 8 streams share each pass instead of 1. ✏️ How many times
+# longer will a request wait between two of its tokens (median ITL, 8 streams ÷ 1 stream)?
 
 # %%
-answer_3 = None  # ← replace None with one of the options, copied exactly
-viz.multiple_choice(answer_3, ["each pass does the work of every request in it",
-                               "the server slows requests down on purpose, to be fair",
-                               "more streams congest the network"],
-                    correct="each pass does the work of every request in it",
-                    why="a longer pass, but one weight read gives every request in the batch "
-                        "its next token (lesson 06)")
+prediction_itl = None  # ← "under 2×", "2× to 6×" or "more than 6×"
+
+# %% tags=["nbval-ignore-output"]
+itl_ratio = batched[-1].summary().itl_s["p50"] / batched[0].summary().itl_s["p50"]
+measured_itl = "under 2×" if itl_ratio < 2 else "2× to 6×" if itl_ratio <= 6 else "more than 6×"
+print(f"median ITL: 1 stream {batched[0].summary().itl_s['p50'] * 1e3:.0f} ms, 8 streams "
+      f"{batched[-1].summary().itl_s['p50'] * 1e3:.0f} ms ({itl_ratio:.1f}×)")
+
+# %%
+viz.compare_prediction(prediction_itl, measured_itl,
+                       options=["under 2×", "2× to 6×", "more than 6×"],
+                       hint="8× would mean no gain at all; one weight read gives every request in "
+                            "the pass its next token (lesson 06)")
 
 # %% [markdown]
 # ## Where next

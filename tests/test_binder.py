@@ -11,14 +11,14 @@ what it would do, in the same order, in a temporary folder:
    index cannot be reached, as here; the CPU build of torch then comes from pip's other sources);
 4. binder/postBuild, with HOME in the temporary folder so that the model is really fetched,
    checked and cached as it would be in the image;
-5. lessons under nbval in that environment, with that HOME and the network refused to the
-   kernels (loopback allowed), plus each lesson's peak memory (tools/nbval_memory.py).
-   Which lessons: those that depend on what the image holds beyond its packages — lesson 00
-   (the model postBuild baked into the image, loaded offline) and the serving lesson (a
-   second process, `transformers serve`, started from the image). Every lesson runs under
-   nbval in the project's own environment anyway (`make test`), with the same packages:
-   binder/requirements.txt is ../requirements.txt plus the CPU build of the same torch.
-   VIZ_BINDER_LESSONS=all runs every lesson here too (about five more minutes).
+5. with that HOME and the network refused (loopback allowed), what depends on the image
+   beyond its packages: lesson 00 under nbval (the model postBuild baked, loaded offline) with
+   its peak memory (tools/nbval_memory.py), and one streaming request to `transformers serve`
+   started from the image (`python -m viz request --embedded`: the second process lesson 09
+   starts, on the baked model). Every lesson runs under nbval in the project's own environment
+   anyway (`make test`), with the same packages: binder/requirements.txt is
+   ../requirements.txt plus the CPU build of the same torch. VIZ_BINDER_LESSONS=all runs every
+   lesson here too (about five more minutes).
 
 Timings and memory figures go to artifacts/binder.json. Takes minutes: `make test-fast` skips it.
 """
@@ -44,7 +44,7 @@ ROOT = course.ROOT
 BINDER = ROOT / "binder"
 ARTIFACTS = ROOT / "artifacts"
 # The lessons run in the emulated image (see the module docstring): by number.
-IMAGE_LESSONS = ("00", "09")
+IMAGE_LESSONS = ("00",)
 
 
 def image_lessons() -> list[Path]:
@@ -226,6 +226,15 @@ def test_binder_build_emulated(tmp_path):
              "--nbval-sanitize-with", "tests/nbval-sanitize.cfg",
              "-p", "tools.nbval_memory", f"--peak-memory-json={memory_json}"]
     times["nbval_s"] = run(nbval, log, cwd=repo, env=dict(env, PYTHONPATH=str(offline)))
+
+    # The server lesson 09 starts, from the image, offline: one streaming request.
+    answer = tmp_path / "request.json"
+    times["server_request_s"] = run([py, "-m", "viz", "request", "Hi", "--embedded",
+                                     "--max-tokens", "4", "-o", str(answer)], log, cwd=repo,
+                                    env=dict(env, PYTHONPATH=str(offline)))
+    request = json.loads(answer.read_text())["request"]
+    assert request["error"] is None and request["output_tokens"] == 4, request
+    assert len(request["token_times_s"]) == 4 and "".join(request["token_texts"]).strip()
 
     figures = {"source": copied, "dropped_indexes": dropped, "python": python,
                **{k: round(v, 1) for k, v in times.items()},

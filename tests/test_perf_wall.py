@@ -412,6 +412,28 @@ def test_wall_data_lines_and_colours():
         wall_figure(_run(points=[]))
 
 
+def test_wall_labels_move_aside_or_go_rather_than_collide():
+    run = _run()
+    first = next(p for p in run.points if p.kind == "shape")
+    # a twin a hair slower: where the first point's label would go, its label cannot
+    twin = replace(first, label=first.label + " again", seconds=first.seconds * 1.02)
+    fig = wall_figure(replace(run, points=run.points + [twin]))
+    from viz.views.wall import CHAR_PX, LINE_PX, _overlap  # the placement's own box sizes
+
+    placed = {(round(x), round(y * 1e3)): (text, side) for t in fig.data
+              if t.mode == "markers+text"
+              for x, y, text, side in zip(t.x, t.y, t.text, t.textposition)}
+    label_a, side_a = placed[(round(first.step_bytes), round(first.seconds * 1e6))]
+    label_b, side_b = placed[(round(twin.step_bytes), round(twin.seconds * 1e6))]
+    assert label_a  # the first keeps its label, on its preferred side
+    assert label_b == "" or side_b != side_a, (side_a, side_b)
+    # the MBU of every point stays in the hover data
+    assert sum(len(t.customdata) for t in fig.data if t.mode == "markers+text") == \
+        len(run.points) + 1
+    assert not _overlap((0, 0, CHAR_PX, LINE_PX), (CHAR_PX, 0, 2 * CHAR_PX, LINE_PX))
+    assert _overlap((0, 0, 2, 2), (1, 1, 3, 3))
+
+
 # ---- prompt-lookup decoding -------------------------------------------------------------------
 def test_prompt_lookup_gives_the_same_tokens_with_fewer_passes():
     from viz.perf import from_config

@@ -167,7 +167,60 @@ def wall_figure(run: WallRun, *others: WallRun, fit: bool = True, height: int = 
     fig.update_yaxes(type="log", title="time per decode step (ms)",
                      range=[math.log10(y_lo) - 0.15, math.log10(y_hi)], tickmode="array",
                      tickvals=y_ticks, ticktext=[f"{v:g}" for v in y_ticks])
+    _place_labels(fig)
     return fig
+
+
+# Label placement: the figure is drawn as wide as its notebook output (about 650-900 px), so the
+# labels are placed for the narrowest, where points sit closest together.
+NARROWEST_PX = 650
+CHAR_PX, LINE_PX, GAP_PX, MARKER_PX = 7.0, 13.0, 8.0, 7.0  # 10 px text; marker radius + outline
+
+
+def _overlap(a: tuple, b: tuple) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _place_labels(fig) -> None:
+    """Give each MBU label a side of its point (its preferred one first) where it touches no
+    other label or point and stays inside the plot; a label that fits nowhere is left out (its
+    MBU stays in the hover text, and `WallRun.mbu` / the lesson's table print it). Points
+    measured on another machine land anywhere, so fixed sides cannot be trusted."""
+    lay = fig.layout
+    width = (lay.width or NARROWEST_PX) - lay.margin.l - lay.margin.r
+    height = lay.height - lay.margin.t - lay.margin.b
+    (x0, x1), (y0, y1) = lay.xaxis.range, lay.yaxis.range
+
+    def at(x: float, y: float) -> tuple[float, float]:
+        return ((math.log10(x) - x0) / (x1 - x0) * width,
+                (math.log10(y) - y0) / (y1 - y0) * height)
+
+    taken = [(cx - MARKER_PX, cy - MARKER_PX, cx + MARKER_PX, cy + MARKER_PX)
+             for t in fig.data if t.mode and "markers" in t.mode
+             for cx, cy in (at(x, y) for x, y in zip(t.x, t.y))]
+    for t in fig.data:
+        if t.mode != "markers+text" or not t.text or not any(t.text):
+            continue
+        texts, sides = list(t.text), list(t.textposition)
+        for i, (x, y) in enumerate(zip(t.x, t.y)):
+            if not texts[i]:
+                continue
+            cx, cy = at(x, y)
+            w, h = CHAR_PX * len(texts[i]), LINE_PX
+            boxes = {"middle right": (cx + GAP_PX, cy - h / 2, cx + GAP_PX + w, cy + h / 2),
+                     "middle left": (cx - GAP_PX - w, cy - h / 2, cx - GAP_PX, cy + h / 2),
+                     "top center": (cx - w / 2, cy + GAP_PX, cx + w / 2, cy + GAP_PX + h),
+                     "bottom center": (cx - w / 2, cy - GAP_PX - h, cx + w / 2, cy - GAP_PX)}
+            for side in [sides[i]] + [k for k in boxes if k != sides[i]]:
+                box = boxes[side]
+                inside = box[0] >= 0 and box[2] <= width and box[1] >= 0 and box[3] <= height
+                if inside and not any(_overlap(box, o) for o in taken):
+                    sides[i] = side
+                    taken.append(box)
+                    break
+            else:
+                texts[i] = ""
+        t.text, t.textposition = texts, sides
 
 
 def _bytes_text(value: float) -> str:
