@@ -93,6 +93,37 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "smollm" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.real_model)
+    # The order of a `make test` run on 2 cores: the quick tests first, while the Binder build
+    # runs in the background (`_binder_build`: pip and postBuild, about one core); then what
+    # drives a kernel, a browser or a server, which wants both cores; the Binder test last,
+    # collecting its build. A stable sort: each notebook's cells stay in order.
+    items.sort(key=_run_order)
+
+
+BINDER_TEST = "tests/test_binder.py::test_binder_build_emulated"
+HEAVY_FILES = ("tests/test_browser.py", "tests/test_report_browser.py",
+               "tests/test_figure_text.py", "tests/test_fallbacks.py")
+
+
+def _run_order(item) -> int:
+    if item.nodeid == BINDER_TEST:
+        return 2
+    file = item.nodeid.split("::")[0]
+    return 1 if file in HEAVY_FILES or not file.startswith("tests/") else 0
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _binder_build(request, tmp_path_factory):
+    """Start the Binder emulation's build with the session when its test is selected (see
+    tests/test_binder.py); stop whatever of it still runs when the session ends."""
+    if not any(item.nodeid == BINDER_TEST for item in request.session.items):
+        yield
+        return
+    import test_binder
+
+    test_binder.start_build(tmp_path_factory.mktemp("binder-build"))
+    yield
+    test_binder.stop_build()
 
 
 

@@ -33,6 +33,7 @@ import subprocess
 import tarfile
 import time
 import urllib.request
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -160,24 +161,40 @@ def drop_unreachable_indexes(requirements: Path) -> list[str]:
     return dropped
 
 
+# The build step that is running now (the background build's), stopped if the session ends
+# before the test collects it: no pip or postBuild is left behind.
+_RUNNING: list[subprocess.Popen] = []
+
+
 def run(cmd, log: Path, **kwargs) -> float:
     """Run a build step, its output appended to `log`; fail with the log's tail. Returns seconds."""
     start = time.monotonic()
     with open(log, "a") as out:
         out.write(f"\n$ {' '.join(map(str, cmd))}\n")
         out.flush()
-        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, **kwargs)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, **kwargs)
+        _RUNNING.append(proc)
+        try:
+            proc.wait()
+        finally:
+            _RUNNING.remove(proc)
     if proc.returncode != 0:
         pytest.fail(f"`{' '.join(map(str, cmd))}` failed ({proc.returncode}):\n"
                     f"{log.read_text()[-5000:]}")
     return time.monotonic() - start
 
 
-@pytest.mark.slow
-def test_binder_build_emulated(tmp_path):
+def build_source() -> str:
     source = os.environ.get("VIZ_BINDER_SOURCE") or ("head" if os.environ.get("VIZ_CI")
                                                     else "worktree")
     assert source in ("head", "worktree"), f"VIZ_BINDER_SOURCE={source!r}: use head or worktree"
+    return source
+
+
+def build_image(tmp_path: Path) -> dict:
+    """Steps 1-4 of the module docstring in `tmp_path`: the image, as repo2docker would build
+    it. Returns where everything is and how long each step took."""
+    source = build_source()
     runtime = (BINDER / "runtime.txt").read_text().strip()
     python = shutil.which(runtime.replace("-", ""))  # python-3.11 -> python3.11
     if python is None:
@@ -205,6 +222,45 @@ def test_binder_build_emulated(tmp_path):
     env.update(HOME=str(home), PATH=f"{env_dir / 'bin'}{os.pathsep}{env['PATH']}")
     (repo / "binder" / "postBuild").chmod(0o755)
     times["postbuild_s"] = run(["./binder/postBuild"], log, cwd=repo, env=env)
+    return {"repo": repo, "home": home, "py": py, "env": env, "log": log, "copied": copied,
+            "dropped": dropped, "python": python, "times": times}
+
+
+# The build runs in the background from the start of the session (`start_build`, called by
+# tests/conftest.py), while the quick tests run: it waits on pip and the disk and uses about
+# one core, for minutes. Its test runs last and collects it.
+_BUILD: dict[str, Future] = {}
+
+
+def start_build(tmp_path: Path) -> None:
+    if "image" not in _BUILD:
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="binder-build")
+        _BUILD["image"] = pool.submit(build_image, tmp_path)
+        pool.shutdown(wait=False)
+
+
+def stop_build() -> None:
+    """End of the session: stop a build step still running (the test was never reached)."""
+    for proc in list(_RUNNING):
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    if "image" in _BUILD:
+        try:
+            _BUILD["image"].exception()  # let the thread finish (its step was stopped)
+        finally:
+            _BUILD.clear()
+
+
+@pytest.mark.slow
+def test_binder_build_emulated(tmp_path):
+    if "image" not in _BUILD:  # run on its own (pytest -k binder): build now
+        start_build(tmp_path / "build")
+    built = _BUILD["image"].result()  # re-raises the build's failure or skip
+    repo, home, py, env, log = (built[k] for k in ("repo", "home", "py", "env", "log"))
+    times, copied, dropped, python = (built[k] for k in ("times", "copied", "dropped", "python"))
 
     check = ("import viz, viz.default_model as d; from pathlib import Path; "
              "assert Path(viz.__file__).resolve().is_relative_to(Path.cwd()), viz.__file__; "

@@ -43,6 +43,8 @@ def figures(tiny_gqa) -> dict:
             f"{name}-kv": views.kv_figure(t),
             f"{name}-timeline": views.timeline_figure(t),
         })
+    # the 2-D map's labels are placed for an 800 px output (JupyterLab's is ~840): check there
+    out["tiny-embeddings-narrow"] = views.embeddings_figure(tiny).update_layout(width=800)
     out["tiny-attention"] = views.attention_figure(tiny, layer=1)
     out["compare"] = views.compare_figure(real, other)
     # Lesson 07: the learner's trace beside a reference, both with long labels and one with a

@@ -418,8 +418,6 @@ def test_wall_labels_move_aside_or_go_rather_than_collide():
     # a twin a hair slower: where the first point's label would go, its label cannot
     twin = replace(first, label=first.label + " again", seconds=first.seconds * 1.02)
     fig = wall_figure(replace(run, points=run.points + [twin]))
-    from viz.views.wall import CHAR_PX, LINE_PX, _overlap  # the placement's own box sizes
-
     placed = {(round(x), round(y * 1e3)): (text, side) for t in fig.data
               if t.mode == "markers+text"
               for x, y, text, side in zip(t.x, t.y, t.text, t.textposition)}
@@ -430,8 +428,13 @@ def test_wall_labels_move_aside_or_go_rather_than_collide():
     # the MBU of every point stays in the hover data
     assert sum(len(t.customdata) for t in fig.data if t.mode == "markers+text") == \
         len(run.points) + 1
-    assert not _overlap((0, 0, CHAR_PX, LINE_PX), (CHAR_PX, 0, 2 * CHAR_PX, LINE_PX))
-    assert _overlap((0, 0, 2, 2), (1, 1, 3, 3))
+    # the placement: an obstacle takes the preferred side; an empty label is not placed
+    from viz.views.base import place_labels
+    assert place_labels([(100, 100)], ["MBU 40%"], (400, 300), prefer=["middle right"]) == \
+        ["middle right"]
+    assert place_labels([(100, 100)], ["MBU 40%"], (400, 300), prefer=["middle right"],
+                        obstacles=[(130, 100)]) != ["middle right"]
+    assert place_labels([(100, 100)], [""], (400, 300)) == [None]
 
 
 # ---- prompt-lookup decoding -------------------------------------------------------------------

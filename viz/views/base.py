@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from viz.trace import Step, Trace
 
@@ -256,17 +256,24 @@ LABEL_POSITIONS = ["bottom center", "top center", "middle right", "middle left",
 
 
 def place_labels(points: list[tuple[float, float]], labels: list[str], size_px: tuple[float, float],
-                 font_px: float = 11, marker_px: float = 6) -> list[Optional[str]]:
+                 font_px: float = 11, marker_px: float = 6, *,
+                 obstacles: Sequence[tuple[float, float]] = (),
+                 prefer: Optional[Sequence[Optional[str]]] = None) -> list[Optional[str]]:
     """A plotly `textposition` for each point's label such that no label overlaps another label,
     another point or the plot's edge — or None where none fits (leave that label out: the hover
     still names it). Greedy, in the order given (put the labels that matter most first).
 
     points: pixel positions in the plot area (x right, y down); size_px: the area's size.
-    Label boxes are estimated from the text length (DejaVu Sans: ~0.62 em per character).
+    obstacles: more points (pixels) that no label may cover, e.g. unlabelled markers.
+    prefer: a position to try first for each point (None: the usual order).
+    An empty label is not placed (None). Label boxes are estimated from the text length
+    (DejaVu Sans: ~0.62 em per character). Place them for the narrowest plot the figure is
+    drawn in: there the points sit closest together.
     """
     width, height = size_px
     placed: list[tuple[float, float, float, float]] = []
     dots = [(x - marker_px, y - marker_px, x + marker_px, y + marker_px) for x, y in points]
+    fixed = [(x - marker_px, y - marker_px, x + marker_px, y + marker_px) for x, y in obstacles]
 
     def hits(box, others) -> bool:
         return any(box[0] < o[2] and o[0] < box[2] and box[1] < o[3] and o[1] < box[3]
@@ -285,9 +292,10 @@ def place_labels(points: list[tuple[float, float]], labels: list[str], size_px: 
             "bottom left": (x - r / 2 - w, y + r / 2, x - r / 2, y + r / 2 + h),
             "top left": (x - r / 2 - w, y - r / 2 - h, x - r / 2, y - r / 2),
         }
-        others = dots[:i] + dots[i + 1:]
+        others = dots[:i] + dots[i + 1:] + fixed
         choice = None
-        for pos in LABEL_POSITIONS:
+        first = [prefer[i]] if prefer is not None and prefer[i] else []
+        for pos in (first + LABEL_POSITIONS) if label else []:
             b = boxes[pos]
             if b[0] < 0 or b[1] < 0 or b[2] > width or b[3] > height:
                 continue

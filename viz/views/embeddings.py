@@ -161,7 +161,10 @@ def embeddings_figure(trace: Trace):
     return fig
 
 
-SCATTER_PX = (740, 320)  # the 2-D map's plot area at a notebook's width (labels are placed in it)
+# The 2-D map's plot area, in which its labels are placed: an 800 px figure's (margins 190 px;
+# JupyterLab's output area is ~840 px in a 1280 px window), so that labels placed for it do not
+# collide when the figure is wider.
+SCATTER_PX = (610, 320)
 
 
 def _scatter_ranges(d: EmbeddingData) -> tuple[list[float], list[float]]:

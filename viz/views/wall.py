@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from viz.perf.wall import WallRun
 from viz.views import palette
-from viz.views.base import LEGEND_BELOW_PX, plotly_layout
+from viz.views.base import LEGEND_BELOW_PX, place_labels, plotly_layout, to_pixels
 from viz.views.roofline import decades
 
 REGIME_COLOURS = {"overhead-bound": palette.SPECIAL, "memory-bound": palette.DECODE,
@@ -171,56 +171,37 @@ def wall_figure(run: WallRun, *others: WallRun, fit: bool = True, height: int = 
     return fig
 
 
-# Label placement: the figure is drawn as wide as its notebook output (about 650-900 px), so the
-# labels are placed for the narrowest, where points sit closest together.
+# The figure is drawn as wide as its notebook output (about 650-900 px): the labels are placed
+# for the narrowest, where the points sit closest together.
 NARROWEST_PX = 650
-CHAR_PX, LINE_PX, GAP_PX, MARKER_PX = 7.0, 13.0, 8.0, 7.0  # 10 px text; marker radius + outline
-
-
-def _overlap(a: tuple, b: tuple) -> bool:
-    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
 def _place_labels(fig) -> None:
     """Give each MBU label a side of its point (its preferred one first) where it touches no
-    other label or point and stays inside the plot; a label that fits nowhere is left out (its
-    MBU stays in the hover text, and `WallRun.mbu` / the lesson's table print it). Points
-    measured on another machine land anywhere, so fixed sides cannot be trusted."""
+    other label or point and stays inside the plot (`place_labels`); a label that fits nowhere
+    is left out (its MBU stays in the hover text, and `WallRun.mbu` prints it). A learner's
+    points land anywhere, so fixed sides cannot be trusted."""
     lay = fig.layout
     width = (lay.width or NARROWEST_PX) - lay.margin.l - lay.margin.r
     height = lay.height - lay.margin.t - lay.margin.b
     (x0, x1), (y0, y1) = lay.xaxis.range, lay.yaxis.range
 
-    def at(x: float, y: float) -> tuple[float, float]:
-        return ((math.log10(x) - x0) / (x1 - x0) * width,
-                (math.log10(y) - y0) / (y1 - y0) * height)
+    def px(t) -> list[tuple[float, float]]:
+        xs = to_pixels(list(t.x), 10 ** x0, 10 ** x1, width, log=True)
+        ys = to_pixels(list(t.y), 10 ** y0, 10 ** y1, height, log=True, flip=True)
+        return list(zip(xs, ys))
 
-    taken = [(cx - MARKER_PX, cy - MARKER_PX, cx + MARKER_PX, cy + MARKER_PX)
-             for t in fig.data if t.mode and "markers" in t.mode
-             for cx, cy in (at(x, y) for x, y in zip(t.x, t.y))]
-    for t in fig.data:
-        if t.mode != "markers+text" or not t.text or not any(t.text):
-            continue
-        texts, sides = list(t.text), list(t.textposition)
-        for i, (x, y) in enumerate(zip(t.x, t.y)):
-            if not texts[i]:
-                continue
-            cx, cy = at(x, y)
-            w, h = CHAR_PX * len(texts[i]), LINE_PX
-            boxes = {"middle right": (cx + GAP_PX, cy - h / 2, cx + GAP_PX + w, cy + h / 2),
-                     "middle left": (cx - GAP_PX - w, cy - h / 2, cx - GAP_PX, cy + h / 2),
-                     "top center": (cx - w / 2, cy + GAP_PX, cx + w / 2, cy + GAP_PX + h),
-                     "bottom center": (cx - w / 2, cy - GAP_PX - h, cx + w / 2, cy - GAP_PX)}
-            for side in [sides[i]] + [k for k in boxes if k != sides[i]]:
-                box = boxes[side]
-                inside = box[0] >= 0 and box[2] <= width and box[1] >= 0 and box[3] <= height
-                if inside and not any(_overlap(box, o) for o in taken):
-                    sides[i] = side
-                    taken.append(box)
-                    break
-            else:
-                texts[i] = ""
-        t.text, t.textposition = texts, sides
+    labelled = [t for t in fig.data if t.mode == "markers+text" and t.text and any(t.text)]
+    points = [(t, i, xy) for t in labelled for i, xy in enumerate(px(t))]
+    others = [xy for t in fig.data if t.mode and "markers" in t.mode and all(t is not u for u in labelled)
+              for xy in px(t)]
+    where = place_labels([xy for _, _, xy in points], [t.text[i] for t, i, _ in points],
+                         (width, height), font_px=10, marker_px=7, obstacles=others,
+                         prefer=[t.textposition[i] for t, i, _ in points])
+    for t in labelled:
+        mine = [pos for (u, _, _), pos in zip(points, where) if u is t]
+        t.text = [text if pos else "" for text, pos in zip(t.text, mine)]
+        t.textposition = [pos or "middle right" for pos in mine]
 
 
 def _bytes_text(value: float) -> str:
