@@ -60,6 +60,14 @@ def per_s(value: Optional[float]) -> str:
     return "n/a" if value is None else f"{value:.1f} tokens/s"
 
 
+def si_text(value: float, unit: str) -> str:
+    """A value with an SI prefix and `unit`, as a tick label: "10 GFLOP/s", "1.5 TB"."""
+    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value >= scale:
+            return f"{value / scale:g} {prefix}{unit}"
+    return f"{value:g} {unit}"
+
+
 def nbytes(value: float) -> str:
     """Bytes with an SI prefix (kB = 1000 bytes), as in the lessons."""
     for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):

@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from viz.perf.roofline import Roofline
 from viz.views import palette
-from viz.views.base import new_figure, place_labels, plotly_layout, to_pixels
+from viz.views.base import new_figure, place_labels, plotly_layout, si_text, to_pixels
 
 HEIGHT_PX = 460
 # The plot area for placing point labels: a notebook output's plot area is 650-820 px wide;
@@ -24,11 +24,7 @@ PLOT_PX = (640, 320)
 
 def flops_text(value: float) -> str:
     """FLOP/s in words: "10 GFLOP/s", "1.5 TFLOP/s"."""
-    for unit, scale in (("PFLOP/s", 1e15), ("TFLOP/s", 1e12), ("GFLOP/s", 1e9),
-                        ("MFLOP/s", 1e6), ("kFLOP/s", 1e3)):
-        if value >= scale:
-            return f"{value / scale:g} {unit}"
-    return f"{value:g} FLOP/s"
+    return si_text(value, "FLOP/s")
 
 
 def decades(lo: float, hi: float) -> list[float]:
@@ -107,7 +103,8 @@ def roofline_figure(roofline: Roofline, *others: Roofline):
             hovertemplate="%{x:.3g} FLOP/byte → at most %{y:.3g} FLOP/s<extra></extra>"))
         fig.add_annotation(x=math.log10(r["ridge"]), y=math.log10(r["roof_y"][1]),
                            text=f"ridge {r['ridge']:.3g} FLOP/byte", showarrow=True,
-                           arrowhead=0, ax=0, ay=-25 - 20 * k, font={"size": 10, "color": roof_colour})
+                           arrowhead=0, ax=0, ay=-25 - 20 * k,
+                           font={"size": 10, "color": roof_colour})
         for phase in ("prefill", "decode"):
             pts = [p for p in r["points"] if p["phase"] == phase]
             if not pts:

@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from viz.perf.wall import WallRun
 from viz.views import palette
-from viz.views.base import LEGEND_BELOW_PX, place_labels, plotly_layout, to_pixels
+from viz.views.base import LEGEND_BELOW_PX, place_labels, plotly_layout, si_text, to_pixels
 from viz.views.roofline import decades
 
 REGIME_COLOURS = {"overhead-bound": palette.SPECIAL, "memory-bound": palette.DECODE,
@@ -162,7 +162,7 @@ def wall_figure(run: WallRun, *others: WallRun, fit: bool = True, height: int = 
     x_ticks = decades(lo, hi)
     fig.update_xaxes(type="log", title="bytes read per decode step",
                      range=[math.log10(lo) - 0.15, math.log10(hi)], tickmode="array",
-                     tickvals=x_ticks, ticktext=[_bytes_text(v) for v in x_ticks])
+                     tickvals=x_ticks, ticktext=[si_text(v, "B") for v in x_ticks])
     y_ticks = [v for v in decades(y_lo, y_hi) if y_lo <= v <= y_hi]
     fig.update_yaxes(type="log", title="time per decode step (ms)",
                      range=[math.log10(y_lo) - 0.15, math.log10(y_hi)], tickmode="array",
@@ -193,7 +193,8 @@ def _place_labels(fig) -> None:
 
     labelled = [t for t in fig.data if t.mode == "markers+text" and t.text and any(t.text)]
     points = [(t, i, xy) for t in labelled for i, xy in enumerate(px(t))]
-    others = [xy for t in fig.data if t.mode and "markers" in t.mode and all(t is not u for u in labelled)
+    others = [xy for t in fig.data
+              if t.mode and "markers" in t.mode and all(t is not u for u in labelled)
               for xy in px(t)]
     where = place_labels([xy for _, _, xy in points], [t.text[i] for t, i, _ in points],
                          (width, height), font_px=10, marker_px=7, obstacles=others,
@@ -202,14 +203,6 @@ def _place_labels(fig) -> None:
         mine = [pos for (u, _, _), pos in zip(points, where) if u is t]
         t.text = [text if pos else "" for text, pos in zip(t.text, mine)]
         t.textposition = [pos or "middle right" for pos in mine]
-
-
-def _bytes_text(value: float) -> str:
-    """A power of ten of bytes in words: "10 kB", "1 GB" (SI, as the lessons count bytes)."""
-    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if value >= scale:
-            return f"{value / scale:g} {unit}"
-    return f"{value:g} B"
 
 
 def wall_table(run: WallRun, other: Optional[WallRun] = None) -> str:
