@@ -15,7 +15,7 @@ def fault_server(log_dir: Path, name: str = "fault") -> ManagedProcess:
     port = free_port()
     return ManagedProcess(["--script", str(FAULT_SERVER), "--", "--port", str(port)],
                           host="127.0.0.1", port=port, log_path=log_dir / f"{name}.log",
-                          startup_timeout_s=60, what="fault server")
+                          startup_timeout_s=150, what="fault server")
 
 
 def gone(pid: int, timeout_s: float = 10.0) -> bool:
