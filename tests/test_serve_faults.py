@@ -222,7 +222,8 @@ def test_a_load_run_stops_at_its_time_limit_and_keeps_what_streamed(faults, tmp_
     sent = [r for r in run.requests if r.sent_s is not None]
     assert 0 < len(sent) < 50
     assert all(r.error_kind == "cancelled" for r in run.requests)
-    assert all(r.token_texts == ["tok0 ", "tok1 "] for r in sent if r.sent_s < 0.8)
+    # a request sent well before the limit got its two chunks (10 ms apart) before the stall
+    assert all(r.token_texts == ["tok0 ", "tok1 "] for r in sent if r.sent_s < 0.5)
     assert all(r.error == "not sent: the run's time limit came first"
                for r in run.requests if r.sent_s is None)
     assert LoadRun.load(out).stopped == run.stopped

