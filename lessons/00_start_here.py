@@ -56,13 +56,16 @@
 # %% [markdown]
 # ## The model on the table
 #
-# `viz.load_model()` loads the default model from the local cache that `make lab` filled.
+# `viz.load_model()` loads the default model from the local cache that `make lab` filled. The
+# course loads it on the processor (`device="cpu"`) even where a GPU is present: every lesson
+# sets its timings beside this processor's own measured limits, so both must come from the same
+# chip. (Lesson 08 shows what a GPU changes.)
 
 # %%
 import viz
 from viz import views
 
-lm = viz.load_model()
+lm = viz.load_model(device="cpu")
 lm
 
 # %% [markdown]
@@ -106,12 +109,13 @@ print("the embedding table:   ", most_levels(lm.model.get_input_embeddings().wei
 # At most 16 in a layer's matrix: 4 bits' worth of information in 32 bits of storage. (The file
 # keeps the embedding table more finely, so its blocks hold more values.) What that means for
 # the bytes: Q4_1 spends 20 bytes on a block of 32 weights (32 codes of 4 bits, plus a 2-byte
-# scale and a 2-byte minimum), about 5 bits a weight.
+# scale and a 2-byte minimum), about 5 bits a weight. (The file itself is a little larger
+# than the first line below, since it keeps the embedding table more finely.)
 
 # %%
 q4_1_bytes = spec.n_params * 20 // 32  # were every weight stored as Q4_1
-print(f"as Q4_1, on disk:     about {q4_1_bytes / 1e6:5.0f} MB")
-print(f"as float32, in memory:       {spec.weight_bytes / 1e6:5.0f} MB "
+print(f"every weight as Q4_1:   about {q4_1_bytes / 1e6:5.0f} MB")
+print(f"as float32, in memory:        {spec.weight_bytes / 1e6:5.0f} MB "
       f"({spec.weight_bytes / q4_1_bytes:.1f}× more)")
 
 # %% [markdown]
@@ -123,7 +127,7 @@ print(f"as float32, in memory:       {spec.weight_bytes / 1e6:5.0f} MB "
 # ## See it: a first reply, step by step
 #
 # `viz.record` asks the model a question and writes down everything that happens. By default
-# it always takes the most likely token (*greedy*), so the reply is the same on every machine.
+# it always takes the most likely token (*greedy*), so the reply is the same on every run.
 #
 # The very first call to a freshly loaded model also pays one-off costs (memory is allocated,
 # the maths library picks its routines), so its timing says little about the model. We keep
@@ -281,8 +285,8 @@ views.summary_html(mine)
 #
 # Every forward pass uses every weight of the model once, and the weights live in memory:
 # each pass must bring all of them to the processor. **Predict:** how many bytes of weights
-# did the model read to write the reply above? (You have `spec.weight_bytes` and the number
-# of passes.)
+# did the model read to answer "What is the capital of France?" (`trace`, the reply in the
+# explorer above, not your own prompt's)?
 
 # %%
 prediction_bytes = None  # ← your guess, in bytes (e.g. 2.5e9)
@@ -299,7 +303,7 @@ print(f"forward passes took {forward_s:.2f} s: {weights_read / forward_s / 1e9:.
 
 # %%
 compare_prediction(prediction_bytes, weights_read, unit="bytes", rel_tol=0.05,
-                   hint="weight bytes × forward passes")
+                   hint="every pass reads every weight once: count the passes of that reply")
 
 # %% [markdown]
 # Gigabytes per second of weights, for a reply of a few words: that rate is what lesson 04

@@ -29,7 +29,7 @@
 import viz
 from viz import views
 
-lm = viz.load_model()
+lm = viz.load_model(device="cpu")  # the processor whose limits the lesson measures
 lm
 
 # %% [markdown]

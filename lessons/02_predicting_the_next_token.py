@@ -33,7 +33,7 @@ import numpy as np
 import viz
 from viz import compare_prediction, perf, views
 
-lm = viz.load_model()
+lm = viz.load_model(device="cpu")  # the processor whose limits the lesson measures
 _ = viz.record(lm, "Hello", max_new_tokens=2)  # warm-up: the very first pass pays set-up costs
 lm
 
@@ -171,8 +171,8 @@ compare_prediction(prediction_trend, trend, options=TRENDS,
 
 # %%
 compare_prediction(prediction_top_at_half, top_at[0.5], rel_tol=0.05,
-                   hint="at T = 0.5 every score is doubled before the softmax; you may try "
-                        "sampling_distribution(logits, 0.5) in a cell of your own")
+                   hint="at T = 0.5 every score is doubled before the softmax: the gaps "
+                        "between scores double too")
 
 # %% [markdown]
 # **Predict.** At temperature 1 with `top_p=0.9`, how many tokens can still be picked at step

@@ -35,7 +35,7 @@ import torch
 import viz
 from viz import perf, views
 
-lm = viz.load_model()
+lm = viz.load_model(device="cpu")  # the processor whose limits the lesson measures
 spec = lm.spec
 _ = viz.record(lm, "Hello", max_new_tokens=2)  # warm-up: the very first pass pays set-up costs
 
@@ -61,7 +61,7 @@ for s in trace.steps[:4]:
           f"sequence now {s.seq_len:2} tokens, chose {s.token_text!r}")
 
 # %% [markdown]
-# On a time axis (top): a grey sliver for tokenizing the text, the blue bar for the prefill
+# On a time axis (top): a grey bar for tokenizing the text, a blue bar for the prefill
 # pass, and a vertical line where the first token appears: the TTFT. The orange bars after it
 # are decode steps, one token each. Below, each step's latency. Hover over a bar for its
 # duration on your machine.
@@ -119,9 +119,12 @@ LinkedView({"prompt tokens": length}, [length], prefill_chart)
 # half, X is multiplied by three weight matrices into each token's **query** (what it looks
 # for), **key** (what it offers to be found by) and **value** (what it hands over). Each query
 # is compared with the keys (`scores = Q·Kᵀ`), a softmax turns each row of scores into weights
-# that add up to 1 (lesson 02's softmax), and those weights mix the values. Positions enter
-# here (lesson 01: queries and keys are rotated by their positions). The layer's **MLP** half
-# is two more products, with an element-wise gate (SiLU) between them.
+# that add up to 1 (lesson 02's softmax), and those weights mix the values; a fourth weight
+# matrix, **W_o**, joins the heads' mixed values ("attention out" in the figure). Positions
+# enter here (lesson 01: queries and keys are rotated by their positions). The layer's **MLP**
+# half is two more products: the input meets two weight matrices side by side (*gate* and
+# *up*), an element-wise step (SiLU) combines them, and a third matrix (*down*) brings the
+# result back to the model's width.
 #
 # The figure draws one layer to this model's real shapes (sides on a log scale, so that a
 # single row still shows). Left, the prefill of your prompt: every product is matrix ×
@@ -215,7 +218,8 @@ print("largest part:", largest)
 from viz import compare_prediction
 
 compare_prediction(prediction_largest, largest, options=PARTS,
-                   hint="which of the three touches every weight of the model?")
+                   hint="how much work does each part do: a dictionary look-up, a pass "
+                        "through the model, a pick among scores?")
 
 # %% [markdown]
 # Turning text into ids and picking one token are cheap next to pushing every prompt token
@@ -303,10 +307,11 @@ print(f"the weights at a 2-row product's {head_rate / 1e9:.1f} GB/s     {slow_re
 # every weight once, and compare the speed that implies with the two measured ones: a plain
 # read of one big block, and the output head multiplied by 2 rows. A prompt's matrix products
 # are neither: 200-odd matrices of other shapes, multiplied by 16 to 128 rows. *a* is the
-# price of one pass through the model, paid by a prompt of any length: a fixed cost, plus the
-# weights streamed in by kernels that read far more slowly than the memory can deliver. (A
-# line through four noisy points can put *a* anywhere, even below zero: if the numbers look
-# odd, run the sweep again.)
+# price of one pass through the model, paid by a prompt of any length: the fixed cost, plus
+# the rest. If the implied speed of that rest is well under a plain read's, as on the run this
+# notebook was saved from, the weights were streamed in by kernels that read more slowly than
+# the memory can deliver. (A line through four noisy points can put *a* anywhere, even below
+# the fixed cost: then no speed is printed; run the sweep again.)
 #
 # The slope *b* is the other half: each extra prompt token adds its own arithmetic, about
 # 2 FLOPs per weight. Divide that arithmetic by *b* for the speed the processor really
@@ -378,7 +383,7 @@ compare_prediction(prediction_flops, counted[100], unit="FLOPs", rel_tol=0.05,
 
 # %%
 print(f"{'tokens':>6} {'GFLOP':>8} {'MB moved':>9} {'FLOP per byte':>14}")
-for n in (1, 8, 64, 512):
+for n in (1, 8, 64, 128, 512):
     c = perf.prefill_cost(spec, n)
     print(f"{n:6} {c.flops / 1e9:8.2f} {c.bytes / 1e6:9.1f} {c.intensity:14.1f}")
 
@@ -414,12 +419,13 @@ for n, achieved in zip(sweep.column("prompt_tokens"), sweep.column("achieved_flo
 sweep_figure(sweep, peaks=peaks)
 
 # %% [markdown]
-# Read the two together. "Compute-bound" here means what the rule printed: the arithmetic
-# needs longer than the reading would, at this machine's peaks. It does not mean the
-# arithmetic units run flat out: the percentages stay well below 100%. The gap is the fixed
-# cost and the slower reading of *What a is made of*, plus kernels that run many
-# differently-shaped products less efficiently than one big square one; it shrinks as a
-# longer prompt gives each fetched weight more work.
+# Read the two together. A verdict of the rule is a comparison of floors: "compute-bound"
+# means the arithmetic would need longer than the reading, at this machine's peaks (and the
+# fixed cost is under half the pass). It does not mean the arithmetic units ran flat out: the
+# whole passes reach only the percentages printed above, even where each *extra* token (the
+# slope *b*) came near the peak. The gap is *a*: the fixed cost and the slower reading of
+# *What a is made of*, paid once per pass whatever its length; it weighs less as a longer
+# prompt gives each fetched weight more work.
 #
 # ### The same prefill on a GPU
 #
@@ -460,8 +466,8 @@ for n in (16, 128, 512, 2048):
 
 # %%
 compare_prediction(prediction_gpu_regime, there[128], options=["memory-bound", "compute-bound"],
-                   hint="compare a 128-token prefill's intensity in bfloat16 (about twice the "
-                        "float32 figure above) with the H100's ridge")
+                   hint="compare a 128-token prefill's intensity in bfloat16 (from the "
+                        "float32 table above: half the bytes) with the H100's ridge")
 
 # %% [markdown]
 # The same pass can sit on either side of the line: a machine whose arithmetic is fast

@@ -31,7 +31,7 @@ import torch
 import viz
 from viz import compare_prediction, perf, views
 
-lm = viz.load_model()
+lm = viz.load_model(device="cpu")  # the processor whose limits the lesson measures
 spec = lm.spec
 _ = viz.record(lm, "Hello", max_new_tokens=2)  # warm-up: the very first pass pays set-up costs
 
@@ -149,7 +149,7 @@ display(views.summary_html(trace))
 views.timeline_figure(trace)
 
 # %% [markdown]
-# ### Where the time goes: bytes, not arithmetic
+# ### Where the time goes: bytes, arithmetic or a fixed cost?
 #
 # One decode step pushes **one** token through every layer. Each weight is used once: a
 # multiply and an add, 2 FLOPs per parameter. But to use a weight, the processor must first
@@ -249,7 +249,8 @@ print(f"bfloat16: {bf16_cost.bytes / 1e6:5.0f} MB per step, {bf16_cost.intensity
 
 # %%
 compare_prediction(prediction_bf16, bf16_cost.intensity, rel_tol=0.1,
-                   hint="2 FLOPs per parameter ÷ bytes per parameter (the KV cache is small)")
+                   hint="the FLOPs of a step do not change with the number format; its bytes "
+                        "do (the KV cache is small)")
 
 # %% [markdown]
 # ### Does a longer context slow each step?

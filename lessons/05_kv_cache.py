@@ -34,7 +34,7 @@ import viz
 from viz import compare_prediction, perf, views
 from viz.views import sweep_figure
 
-lm = viz.load_model()
+lm = viz.load_model(device="cpu")  # the processor whose limits the lesson measures
 spec = lm.spec
 _ = viz.record(lm, "Hello", max_new_tokens=2)  # warm-up: the very first pass pays set-up costs
 
@@ -258,10 +258,14 @@ for seq in (8, 32, 128, 512, 2048):
 # %% [markdown]
 # An independent analytic model, LLM-Viewer, counts the same kind of traffic with the scores
 # written out; for a 64-token prefill of this model it finds about 148 MB, 28% on top of the
-# weights (`perf.activation_bytes`' docstring reconciles the two counts):
+# weights. The library's count, printed next with the scores written out too, comes out higher
+# because it counts more generously in three places: a residual add reads two inputs (not
+# one), the MLP's gating works at the MLP's width (not the model's), and the queries that
+# meet the keys count as activations (`perf.activation_bytes`' docstring reconciles the two
+# counts exactly):
 
 # %%
-act_64 = perf.activation_bytes(spec, 64, 64)  # scores written out, as LLM-Viewer counts
+act_64 = perf.activation_bytes(spec, 64, 64)  # scores written out, as in LLM-Viewer's count
 print(f"64-token prefill: activations {act_64 / 1e6:.0f} MB = "
       f"{act_64 / spec.weight_bytes:.0%} of the {spec.weight_bytes / 1e6:.0f} MB of weights")
 
@@ -330,11 +334,14 @@ print(f"cached step {last['cached_step_s'] * 1e3:.1f} ms; reading its weights at
 print(f"without the cache: {extra_s * 1e3:.1f} ms more, for {extra_flops / 1e9:.1f} GFLOP more "
       f"= {extra_flops / extra_s / 1e9:.1f} GFLOP/s, {extra_flops / extra_s / peaks.flops_per_s:.0%}"
       f" of the peak")
+cached_rate = last["cached_flops"] / last["cached_step_s"]
+print(f"the cached step's own arithmetic: {cached_rate / 1e9:.1f} GFLOP/s, "
+      f"{cached_rate / peaks.flops_per_s:.0%} of the peak")
 
 # %% [markdown]
-# The extra arithmetic runs fast (the last line: a good share of the peak), because an
-# uncached step multiplies a whole matrix of tokens by each weight it reads, the efficient
-# kind of product lesson 03 measured. And the time ratio is (cached step + extra) ÷ cached
+# Compare the two shares of the peak: the extra arithmetic runs far nearer it than the cached
+# step's own, because an uncached step multiplies a whole matrix of tokens by each weight it
+# reads, the efficient kind of product lesson 03 measured. And the time ratio is (cached step + extra) ÷ cached
 # step: the cached step's own time is large and mostly not arithmetic (a fixed cost and the
 # weights streaming in, lesson 04), so twenty times the FLOPs come out as a small multiple of
 # the time. It cannot stay small: the extra FLOPs grow with the text while the cached step's
@@ -410,8 +417,9 @@ compare_prediction(prediction_requests, fits[big.name], unit="conversations", re
                    hint="(80 GB − the weights) ÷ one conversation's cache, both printed above")
 
 # %% [markdown]
-# Once a device holds more than a handful of conversations, their caches outweigh the
-# weights: the memory left after the weights, divided by the cache per conversation, decides
+# Once a device holds more conversations than the number printed earlier (the conversations
+# that weigh as much as the model), their caches outweigh the weights: the memory left after
+# the weights, divided by the cache per conversation, decides
 # how many requests a server can batch together (lesson 06).
 
 # %% [markdown]

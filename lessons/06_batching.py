@@ -34,7 +34,7 @@ from viz.views import roofline_figure
 from viz.views import sweep_figure, throughput_latency_figure
 from viz.views import LinkedView
 
-lm = viz.load_model()
+lm = viz.load_model(device="cpu")  # the processor whose limits the lesson measures
 spec = lm.spec
 
 # %% [markdown]
@@ -141,8 +141,8 @@ compare_prediction(prediction_wait, wait_8, options=WAITS,
                         "that a step of 1 does not")
 
 # %% [markdown]
-# Why does the wait grow, if the weights are read once either way? Look at the wait column
-# from B=1 to B=2: the arithmetic doubles, but it was a small part of a step (lesson 04). Time
+# If your wait column grew, why, when the weights are read once either way? Look at it from
+# B=1 to B=2: the arithmetic doubles, but it was a small part of a step (lesson 04). Time
 # the largest weight matrix, the output head, multiplied by 1, 2, 4 and 16 rows
 # (`perf.linear_seconds`, the kernel every weight matrix of a step runs):
 
@@ -160,9 +160,11 @@ print(f"2 rows ÷ 1 row: ×{head_s[2] / head_s[1]:.1f} the time; the sweep's ste
 # One row is a *matrix-vector* product; two or more rows take a *matrix-matrix* kernel, a
 # different piece of code. Compare the GB/s of 1 and 2 rows. Where the matrix-matrix kernel
 # streams the weights more slowly, the step jumps as soon as the batch leaves 1: the kernel
-# changed, not the amount of arithmetic that matters. Past that jump, each extra request adds its own arithmetic, its own
-# KV cache to read and its own activations, and the last line compares the jump with the
-# sweep's.
+# changed, not the amount of arithmetic that matters. Past that jump, each extra request adds
+# its own arithmetic, its own KV cache to read and its own activations, and the last line
+# compares the jump with the sweep's. The kernel's speed can change again with the number of
+# rows: where 4 rows take less time than 2 in the head timings above, a batch of 4 can step
+# faster than a batch of 2 (compare the sweep's wait column).
 #
 # ## Understand it: one weight read serves B tokens
 #
@@ -311,11 +313,13 @@ compare_prediction(prediction_step_16, step_16, rel_tol=0.2,
 # shows no clear knee, and the ratio you just measured says so.
 #
 # For comparison, the same chart recorded on the project's own machine and shipped with the
-# course (dashed); its label says how it was recorded:
+# course (dashed), recorded by `benchmarks/perf_lab.py`; where and how:
 
 # %%
 reference = perf.load_reference("cpu-roofline")
-print(reference.label)
+env = reference.environment
+print(f"{reference.label}: {env.device_name} ({env.device}), {env.threads} threads, "
+      f"{env.dtype}, torch {env.torch_version}, transformers {env.transformers_version}")
 
 # %% tags=["nbval-ignore-output"]
 roofline_figure(roof, reference)
@@ -346,8 +350,16 @@ for b in (1, 8, 64, 256, 1024):
 # %% [markdown]
 # The intensity stalls at a few FLOPs per byte, however large the batch: past a point each
 # extra request brings as many bytes (its cache) as FLOPs. Whether that is above or below the
-# ridge depends on the machine, and the two columns show both cases: a CPU with a low ridge
-# can cross it, a GPU, whose ridge is a hundred times higher, never does at this context.
+# ridge depends on the machine: a processor whose ridge sits below the stall can cross it (the
+# "here" column turns compute-bound), one whose ridge sits above it never does at this
+# context. The two ridges:
+
+# %% tags=["nbval-ignore-output"]
+gpu_ridge = gpu["flops_per_s"]["bfloat16"] / gpu["bytes_per_s"]
+print(f"this machine: {peaks.ridge_intensity:.1f} FLOP/byte (measured); H100 in bfloat16: "
+      f"{gpu_ridge:.0f} FLOP/byte (computed), {gpu_ridge / peaks.ridge_intensity:.0f}× higher")
+
+# %% [markdown]
 # Memory bandwidth has also been growing more slowly than arithmetic from one hardware
 # generation to the next, so ridges keep moving right, away from decode. That gap is called
 # **the memory wall**: the tricks that fight it (fewer bytes per weight, smaller caches,

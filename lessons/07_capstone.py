@@ -31,7 +31,7 @@ import viz
 from viz import compare_prediction, perf, views
 from viz.views import figure_output
 
-lm = viz.load_model()
+lm = viz.load_model(device="cpu")  # the processor whose limits the lesson measures
 _ = viz.record(lm, "Hello", max_new_tokens=2)  # warm-up: the very first pass pays set-up costs
 
 # %% [markdown]

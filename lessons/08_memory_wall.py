@@ -84,9 +84,9 @@ print(f"fixed cost    {p.fixed_cost_s * 1e3:6.1f} ms (a {p.n_layers}-layer model
 print(f"measured step {p.seconds * 1e3:6.1f} ms")
 
 # %% [markdown]
-# The memory floor uses the bandwidth of *reading*: a sum over a buffer eight times larger
-# than the processor's last-level cache, the way decode reads weights. How each peak was
-# measured is stored with it:
+# The memory floor uses the bandwidth of *reading*: a sum over a buffer far larger than the
+# processor's last-level cache, the way decode reads weights (the size sweep below shows where
+# the cache stops helping on your machine). How each peak was measured is stored with it:
 
 # %%
 print(ref.peaks_how)
@@ -141,8 +141,11 @@ print(f"slope: achieved {achieved / 1e9:.1f} GB/s = {achieved / ref.read_bytes_p
       f"({matvec / 1e9:.1f} GB/s)")
 
 # %% [markdown]
-# The intercept estimates the fixed cost of a step with no bytes to read (compare it with the
-# tiny model's, measured directly); the slope is the rate at which the weights really stream.
+# The intercept is the line's guess at a step with no bytes to read. The points come from
+# models of 1 to 32 layers, whose fixed costs differ (the tiny models measure them directly), so
+# the intercept is a rough average of them, not the fixed cost of any one model: compare it
+# with the 30-layer tiny model's, printed above. The slope is the rate at which the weights
+# really stream.
 # The last line compares that rate with two others: the memory's own read speed, and the speed
 # at which the *kernel that reads the weights* (`torch.nn.functional.linear` with one row, what
 # a batch-1 step runs for every weight matrix) gets through a large matrix on its own. The
@@ -166,7 +169,9 @@ views.LinkedView({"b": bpw}, [bpw], lambda v: views.bytes_whatif_figure(ref, v["
 # %% [markdown]
 # The big models shrink almost in proportion; the small ones hit their fixed cost. These bars
 # are predictions from a line. Whether fewer bytes really pay depends on a kernel that reads
-# them *directly*: the reference also tried 8-bit weights with a quantization library.
+# them *directly*: the reference also tried 8-bit weights with a quantization library (each
+# pair below timed back to back in a run of its own, so its baseline need not equal the
+# table's point for the same model).
 
 # %%
 for q in ref.quantized:
@@ -193,6 +198,13 @@ print(peaks.how())
 # %%
 for b in perf.bandwidth_by_size([16 << 20, 64 << 20, 256 << 20, 512 << 20], repeats=5):
     print(f"{b.buffer_bytes >> 20:4} MiB: {b.bytes_per_s / 1e9:.1f} GB/s")
+print(f"the cached read peak above (256 MiB, measured {peaks.measured_at}): "
+      f"{peaks.bytes_per_s / 1e9:.1f} GB/s")
+
+# %% [markdown]
+# The same buffer size measured twice can differ by tens of percent on a machine where other
+# programs run; the cached peak is the one every floor uses. If the two 256 MiB figures above
+# are far apart, measure again with `perf.machine_peaks(refresh=True)` when nothing else runs.
 
 # %% [markdown]
 # Now decode steps on your machine. `perf.measure_wall` builds each model from its published
@@ -209,7 +221,8 @@ print(mine)
 
 # %% [markdown]
 # ✏️ **Predict before you measure.** The same shape in bfloat16 reads half the bytes. From the
-# table above (the fixed cost, the step time), how long will one bfloat16 step take, in ms?
+# table above (the fixed cost, the step time), how long will one bfloat16 step take, in ms, if
+# only the bytes change?
 
 # %%
 prediction_bf16 = None  # ← replace None with your prediction, in ms, then run the next cells
@@ -224,6 +237,26 @@ print(f"SmolLM2-135M bf16: {measured_bf16:.1f} ms per step; "
 # %%
 viz.compare_prediction(prediction_bf16, measured_bf16, unit="ms", rel_tol=0.25,
                        hint="which part of the step depends on the bytes, and which does not?")
+
+# %% [markdown]
+# Did only the bytes change? Each step taken apart, with the fixed cost measured for each
+# number format (tiny-width models of the same depth in float32 and in bfloat16):
+
+# %% tags=["nbval-ignore-output"]
+f32, b16 = mine.point("SmolLM2-135M fp32"), mine.point("SmolLM2-135M bf16")
+for q in (f32, b16):
+    print(f"{q.label:<20} step {q.seconds * 1e3:6.1f} ms = fixed cost {q.fixed_cost_s * 1e3:5.1f} "
+          f"ms + the rest {(q.seconds - q.fixed_cost_s) * 1e3:6.1f} ms")
+print(f"bfloat16 ÷ float32: step ×{b16.seconds / f32.seconds:.2f}, fixed cost "
+      f"×{b16.fixed_cost_s / f32.fixed_cost_s:.2f}, the rest "
+      f"×{(b16.seconds - b16.fixed_cost_s) / (f32.seconds - f32.fixed_cost_s):.2f}, "
+      f"bytes ×{b16.step_bytes / f32.step_bytes:.2f}")
+
+# %% [markdown]
+# Half the bytes can only halve the part of the step that streams them, and only if the
+# kernels stream bfloat16 as fast as float32. The fixed cost of a bfloat16 model need not be
+# the float32 one either: a processor without fast bfloat16 instructions converts numbers in
+# many small operations. The ratios above say which of these happened on your machine.
 
 # %% [markdown]
 # Your own line through your own points:
@@ -352,7 +385,7 @@ views.wall_figure(gpu_eager, gpu_ideal)
 # the reply copies the prompt. The real model now (the measured models above are gone):
 
 # %%
-lm = viz.load_model()
+lm = viz.load_model(device="cpu")  # the processor whose limits the lesson measures
 copy_prompt = ("Repeat this list exactly, once: apples, bananas, cherries, dates, elderberries, "
                "figs, grapes, honeydew melons, kiwis, lemons, mangoes.")
 
@@ -409,9 +442,11 @@ print(f"{peaks.threads} threads")
 prediction_one_thread = None  # ← ms per step with one thread
 
 # %% tags=["nbval-ignore-output"]
+default = perf.measure_point(lm)  # the same measurement with the default threads, for scale
 one = perf.measure_point(lm, threads=1)
 measured_one_thread = one.seconds * 1e3
-print(f"one thread: {measured_one_thread:.1f} ms per step")
+print(f"{peaks.threads} threads: {default.seconds * 1e3:.1f} ms per step; one thread: "
+      f"{measured_one_thread:.1f} ms (×{one.seconds / default.seconds:.2f})")
 
 # %%
 viz.compare_prediction(prediction_one_thread, measured_one_thread, unit="ms", rel_tol=0.25,
