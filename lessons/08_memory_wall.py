@@ -211,7 +211,8 @@ print(f"the cached read peak above (256 MiB, measured {peaks.measured_at}): "
 # shape with random weights (the same kernels and bytes as the real model; meaningless text),
 # times its decode steps, frees it, and measures the fixed cost with tiny-width models of the
 # same depth. Two models in float32: a 12-million-parameter one (the course model's depth at a
-# width of 128) and the course model's shape. About 15 seconds.
+# width of 128) and the course model's shape (about 15 seconds on the 2-core machine the
+# course was made on).
 
 # %% tags=["nbval-ignore-output"]
 small = perf.narrow_config("smollm2-135m", 128, vocab_size=None,

@@ -37,7 +37,8 @@ from viz import serve, views
 # %% [markdown]
 # `serve.serve(...)` starts the server on `127.0.0.1` (this machine only), offline, waits until
 # it answers, and sends it one warm-up request. `record=True` asks it to also write down its
-# own timestamps and every step of its scheduler. It takes about ten seconds.
+# own timestamps and every step of its scheduler (about ten seconds to start on the 2-core
+# machine the course was made on).
 
 # %% tags=["nbval-ignore-output"]
 server = serve.serve(continuous_batching=True, record=True)
@@ -335,8 +336,9 @@ print(f"together at most {total / 2**20:,.0f} MiB: "
 # %% [markdown]
 # ## Check yourself
 #
-# Your two predictions were checked where you made them. Three more, each predicted before
-# the cell that measures it.
+# Your two predictions were checked where you made them. Three more: the first two apply a
+# definition to numbers printed just above them (work them out by hand before you run the
+# answer), the third predicts a measurement.
 #
 # **1.** One request of the 4-stream run, as measured:
 
