@@ -214,12 +214,18 @@ def _hints(tp: type) -> dict[str, Any]:
     return typing.get_type_hints(tp)
 
 
-# What `build` accepts for a scalar type, as one quick test (the fast path for long lists).
-_SCALARS: dict[Any, Callable[[Any], bool]] = {
-    float: lambda v: (type(v) is float and math.isfinite(v)) or type(v) is int,
-    int: lambda v: type(v) is int,
-    str: lambda v: type(v) is str,
-    bool: lambda v: type(v) is bool,
+def _is_number(v: Any) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+
+
+# What `build` accepts for each scalar type, and what the error says it should be. One test
+# per type, used for a single field and for a whole list of them at once (a column of
+# numbers is checked in one pass; its index is named only when one is bad).
+_SCALARS: dict[Any, tuple[Callable[[Any], bool], str]] = {
+    float: (_is_number, "a finite number"),
+    int: (lambda v: not isinstance(v, bool) and isinstance(v, int), "an integer"),
+    bool: (lambda v: isinstance(v, bool), "a bool"),
+    str: (lambda v: isinstance(v, str), "a str"),
 }
 
 
@@ -266,10 +272,8 @@ def build(tp: Any, value: Any, where: str, *, again: str = "make it again") -> A
         if not isinstance(value, list):
             raise ValueError(f"{where} should be a list, found {type(value).__name__}")
         (item,) = typing.get_args(tp)
-        if item in _SCALARS:  # a column of numbers: check them all, name the field only if bad
-            check = _SCALARS[item]
-            if all(check(v) for v in value):
-                return [float(v) for v in value] if item is float else list(value)
+        if item in _SCALARS and all(map(_SCALARS[item][0], value)):  # the fast path
+            return [float(v) for v in value] if item is float else list(value)
         return [build(item, v, f"{where}[{i}]", again=again) for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
@@ -278,16 +282,9 @@ def build(tp: Any, value: Any, where: str, *, again: str = "make it again") -> A
         return {str(k): build(item, v, f"{where}[{k!r}]", again=again) for k, v in value.items()}
     if tp is Any:
         return value
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise ValueError(f"{where} should be a finite number, found {value!r}")
-        return float(value)
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"{where} should be an integer, found {value!r}")
-        return value
-    if tp is bool or tp is str:
-        if not isinstance(value, tp):
-            raise ValueError(f"{where} should be a {tp.__name__}, found {value!r}")
-        return value
+    if tp in _SCALARS:
+        check, what = _SCALARS[tp]
+        if not check(value):
+            raise ValueError(f"{where} should be {what}, found {value!r}")
+        return float(value) if tp is float else value
     raise TypeError(f"unsupported field type {tp!r} at {where}")  # a bug in a Document subclass
