@@ -33,6 +33,31 @@ def tiny_model(gqa: bool = True, *, seed: int = 0, device: str = "cpu", n_layers
     return perf.from_config(tiny_config(gqa, n_layers, context_length), device=device, seed=seed)
 
 
+def fake_machine_peaks(read: float = 30e9, flops: Optional[dict] = None, *,
+                       device_name: str = "Test CPU", threads: int = 2, spread: float = 0.0,
+                       **fields) -> "perf.MachinePeaks":
+    """Machine peaks made by hand: read bandwidth `read` bytes/s, matmul `flops` (dtype →
+    FLOP/s; default 90 and 180 GFLOP/s), each with seven runs spread ±`spread` around it (the
+    middle half then runs from -spread/2 to +spread/2, about)."""
+    flops = flops or {"float32": 90e9, "bfloat16": 180e9}
+
+    def runs(rate, amount):  # seven runs whose rates are rate × (1 - spread .. 1 + spread)
+        return [amount / (rate * (1 + spread * k / 3)) for k in range(-3, 4)]
+
+    def bw(method, dtype="float32"):
+        n = 1 << 28
+        return perf.Bandwidth(method, n, read, read * 1.1, dtype, threads, 7, "perf_counter",
+                              runs_s=runs(read, n), moved_bytes=n)
+
+    matmul = {dt: perf.Matmul(dt, 64, f, f * 1.1, runs_s=runs(f, 2.0 * 64 ** 3), sizes=[64],
+                              sizes_flops_per_s=[f]) for dt, f in flops.items()}
+    args = dict(device="cpu", device_name=device_name, cpu_count=2, threads=threads,
+                matmul=matmul, read=bw("read"), copy=bw("copy"),
+                matvec={dt: bw("matvec", dt) for dt in flops}, measured_at="2026-01-01 00:00 UTC",
+                torch_version="x")
+    return perf.MachinePeaks(**{**args, **fields})
+
+
 class FakeClock:
     """A clock whose k-th reading (k = 0, 1, 2, ...) is step·k + growth·k(k+1)/2 seconds.
 
@@ -85,6 +110,25 @@ def smollm():
     Tests that use it are marked `real_model` automatically (see below).
     """
     return viz.load_model(device="cpu")
+
+
+def pytest_configure(config):
+    """Every test run starts from an empty cache of measurements (no peaks, no fixed cost), as
+    a new learner's machine does: the lessons' kernels (nbval, the browser) inherit it, so the
+    first lesson that asks measures this machine afresh, and the rest reuse and check that.
+    (VIZ_KEEP_MEASUREMENTS=1 keeps the VIZ_MEASURE_DIR you set, for a quick rerun.)"""
+    import tempfile
+
+    if not os.environ.get("VIZ_KEEP_MEASUREMENTS"):
+        folder = tempfile.mkdtemp(prefix="viz-measurements-")
+        os.environ["VIZ_MEASURE_DIR"] = folder
+        config._viz_measurements = folder
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, "_viz_measurements", None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):

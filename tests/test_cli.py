@@ -1,4 +1,5 @@
-"""`python -m viz record` end to end, on the real model, with every network connection refused."""
+"""`python -m viz record` end to end, on the real model, and `python -m viz peaks`, with every
+network connection refused."""
 
 import os
 import subprocess
@@ -18,9 +19,9 @@ socket.socket.connect_ex = lambda self, address: 111
 '''
 
 
-def run_cli(tmp_path, *args):
+def run_cli(tmp_path, *args, env=None):
     (tmp_path / "sitecustomize.py").write_text(NO_NETWORK)
-    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    env = dict(os.environ, PYTHONPATH=str(tmp_path), **(env or {}))
     env.pop("HF_HUB_OFFLINE", None)
     return subprocess.run([sys.executable, "-m", "viz", *args], capture_output=True, text=True,
                           env=env, cwd=tmp_path, timeout=300)
@@ -52,3 +53,21 @@ def test_sitecustomize_really_blocks_the_network(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=dict(os.environ, PYTHONPATH=str(tmp_path)))
     assert "network disabled by the test" in proc.stderr
+
+
+def test_peaks_measured_once_then_reused_and_saved(tmp_path):
+    """`python -m viz peaks`: measured in seconds the first time (a new cache), reused and
+    checked the next; -o saves them as JSON; a bad thread count is one line, status 2."""
+    from viz.perf import MachinePeaks
+
+    env_dir = tmp_path / "measurements"
+    first = run_cli(tmp_path, "peaks", "--threads", "1", "-o", str(tmp_path / "p.json"),
+                    env={"VIZ_MEASURE_DIR": str(env_dir)})
+    assert first.returncode == 0, first.stderr
+    assert "measuring this machine's peaks once" in first.stderr
+    assert "matmul float32" in first.stdout and "measured now (the first time" in first.stdout
+    assert MachinePeaks.load(tmp_path / "p.json").threads == 1
+    again = run_cli(tmp_path, "peaks", "--threads", "1", env={"VIZ_MEASURE_DIR": str(env_dir)})
+    assert again.returncode == 0 and "measured now (the first time" not in again.stdout
+    bad = run_cli(tmp_path, "peaks", "--threads", "0")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: threads must be a whole number")

@@ -9,9 +9,10 @@ import torch
 
 from viz import perf
 from viz.perf import counts, peaks, words
-from viz.perf.bandwidth import Bandwidth, MachinePeaks
 from viz.runtime import device_name
 from viz.trace import ModelSpec
+
+from conftest import fake_machine_peaks
 
 # The tiny GQA shape of tests/test_perf_counts.py: h = 64, L = 2, n_h = 4 heads of d = 16
 # (q = 64), i = 128, V = 259, float32 (a = 4 bytes).
@@ -100,19 +101,16 @@ def test_tokens_per_word_on_the_real_tokenizer(smollm):
     assert words.count_words_tokens(smollm.tokenizer) == (81, 94)
 
 
-def machine(read=30e9):
-    bw = Bandwidth("read", 1 << 28, read, read * 0.9, "float32", 2, 7, "perf_counter")
-    return MachinePeaks(device="cpu", device_name="Test CPU", cpu_count=2, threads=2,
-                        flops_per_s={"float32": 90e9, "bfloat16": 180e9},
-                        flops_per_s_median={"float32": 80e9, "bfloat16": 170e9}, matmul_n=64,
-                        read=bw, copy=bw, matvec=bw, measured_at="2026-01-01 00:00 UTC",
-                        torch_version=torch.__version__)
+def machine(read=30e9, **fields):
+    return fake_machine_peaks(read, {"float32": 90e9, "bfloat16": 180e9},
+                              **{"torch_version": torch.__version__, **fields})
 
 
 def test_peaks_from_machine_use_the_read_bandwidth():
     p = peaks.peaks_from_machine(machine(), "bfloat16")
     assert (p.flops_per_s, p.bytes_per_s, p.dtype) == (180e9, 30e9, "bfloat16")
-    assert p.ridge_intensity == 6.0 and p.flops_per_s_median == 170e9
+    assert p.ridge_intensity == 6.0 and p.flops_spread.median == 180e9
+    assert p.bytes_spread.median == 30e9 and p.bytes_spread.runs == 7
     assert "read bandwidth: torch.sum" in p.how and "2026-01-01" in p.how
     with pytest.raises(ValueError, match="no matmul peak"):
         peaks.peaks_from_machine(machine(), "float16")
@@ -121,15 +119,23 @@ def test_peaks_from_machine_use_the_read_bandwidth():
 
 
 def test_cached_peaks_read_the_cache_once(tmp_path, monkeypatch):
-    monkeypatch.setenv("VIZ_CACHE_DIR", str(tmp_path))
-    saved = machine()
-    saved.device_name = device_name(torch.device("cpu"))
-    saved.cpu_count = os.cpu_count()
-    saved.threads = torch.get_num_threads()
+    monkeypatch.setenv("VIZ_MEASURE_DIR", str(tmp_path))
+    from viz.perf import machine as machine_module
+    from viz.perf.machine import machine_key
+
+    machine_module.forget_in_process()
+    key = machine_key("cpu")
+    saved = machine(**{k: v for k, v in key.items() if k != "device"})
     saved.save(perf.peaks_path("cpu"))
+    # the check on reuse reads the buffer afresh: here it reads exactly what was cached (the
+    # check itself is tested in test_perf_wall.py)
+    monkeypatch.setattr(machine_module, "measure_bandwidth", lambda *a, **k: saved.read)
     p = perf.cached_peaks("cpu")
     assert p.bytes_per_s == 30e9 and p.flops_per_s == 90e9  # from the file, not measured
     assert p.how.startswith("cached machine peaks, measured 2026-01-01")
+    assert perf.machine_peaks().status.startswith("checked now")
+    assert perf.cached_peaks("cpu", "bfloat16").flops_per_s == 180e9  # the same file, once
+    machine_module.forget_in_process()
 
 
 @pytest.mark.parametrize("seconds, fixed, nbytes, flops, expected", [
@@ -166,3 +172,33 @@ def test_time_kernel_and_linear_seconds():
         perf.linear_seconds(torch.ones(3), 1)
     with pytest.raises(ValueError, match="repeats must be"):
         perf.time_kernel(lambda: None, repeats=0)
+
+
+def test_kernel_and_linear_spreads():
+    calls = []
+    s = perf.kernel_spread(lambda: calls.append(1), repeats=5)
+    assert len(calls) == 6 and s.runs == 5 and 0 <= s.low <= s.median <= s.high
+    w = torch.ones(64, 32)
+    lin = perf.linear_spread(w, 3, repeats=4)
+    assert lin.runs == 4 and lin.median > 0
+    with pytest.raises(ValueError, match="rows must be"):
+        perf.linear_spread(w, 0)
+
+
+def test_floors_verdict_on_a_computed_pass():
+    """A pass from a datasheet: no fixed cost, the step as long as the longer floor."""
+    cost = perf.prefill_cost(perf.config_spec("smollm2-135m", dtype="bfloat16"), 128)
+    v = perf.floors_verdict(cost, 989e12, 3.35e12)  # the H100's datasheet
+    memory, compute = cost.bytes / 3.35e12, cost.flops / 989e12
+    assert v.regime == ("compute-bound" if compute >= memory else "memory-bound")
+    assert v.step.median == max(memory, compute) and v.fixed.median == 0
+    # with spreads that straddle the ridge: too close to call
+    ridge = cost.flops / cost.bytes  # FLOP/byte of this pass: put the ridge right on it
+    close = perf.floors_verdict(cost, viz_spread(ridge * 1e12, 0.1), 1e12)
+    assert close.regime == perf.TOO_CLOSE
+
+
+def viz_spread(median, rel):
+    from viz import Spread
+
+    return Spread(median, median * (1 - rel), median * (1 + rel), 5)

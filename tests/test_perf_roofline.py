@@ -14,17 +14,19 @@ from viz.perf.roofline import Roofline, RooflinePoint, point, trace_points
 
 
 def small_peaks():
-    return perf.measure_peaks("cpu", matmul_n=128, copy_bytes=1 << 22, repeats=3)
+    return perf.measure_peaks("cpu", buffer_bytes=1 << 22, repeats=3, budget_s=0.2, max_n=256)
 
 
 def test_micro_benchmarks_are_positive_and_finite():
     p = small_peaks()
-    for v in (p.flops_per_s, p.bytes_per_s, p.flops_per_s_median, p.bytes_per_s_median):
+    for v in (p.flops_per_s, p.bytes_per_s, p.flops_spread.median, p.bytes_spread.median):
         assert math.isfinite(v) and v > 0
     # any CPU does more than 10 MFLOP/s and 10 MB/s, and less than 1 PFLOP/s and 100 TB/s
     assert 1e7 < p.flops_per_s < 1e15 and 1e7 < p.bytes_per_s < 1e14
-    assert p.flops_per_s >= p.flops_per_s_median and p.bytes_per_s >= p.bytes_per_s_median
-    assert (p.device, p.dtype, p.matmul_n, p.copy_bytes) == ("cpu", "float32", 128, 1 << 22)
+    assert p.flops_spread.low <= p.flops_per_s <= p.flops_spread.high
+    assert p.bytes_spread.median == p.bytes_per_s  # the read's median is the memory roof
+    assert (p.device, p.dtype, p.buffer_bytes) == ("cpu", "float32", 1 << 22)
+    assert p.matmul_n in (128, 256) and "torch.sum" in p.how  # read, not a copy
     assert p.ridge_intensity == p.flops_per_s / p.bytes_per_s
 
 
@@ -36,8 +38,8 @@ def test_time_runs_uses_the_clock_after_warmup():
 
 
 FAKE = Peaks(device="cpu", device_name="test", dtype="float32", threads=1,
-             flops_per_s=100e9, bytes_per_s=20e9, flops_per_s_median=90e9,
-             bytes_per_s_median=18e9, matmul_n=1, copy_bytes=1, repeats=1, timer="x")
+             flops_per_s=100e9, bytes_per_s=20e9, matmul_n=1, buffer_bytes=1, repeats=1,
+             timer="x")
 
 
 def test_mfu_mbu_and_bound_by_hand(tiny_gqa):
@@ -144,3 +146,30 @@ def test_sweep_views_draw_the_columns(tiny_gqa):
         sweep_figure(prompt, sweep)
     fig = sweep_figure(prompt, peaks=FAKE)
     assert fig.data[-1].y == (100.0, 100.0)  # the measured peak in GFLOP/s
+
+
+def test_sweep_figure_draws_each_points_spread(tiny_gqa):
+    """A sweep that kept its spreads draws them as error bars: a timed column's own, and a
+    rate's from the time it divides (tokens/s = B ÷ step); a reference without spreads, none."""
+    from viz.views.sweeps import column_spreads, sweep_data, sweep_figure
+
+    sweep = perf.batch_size_sweep(tiny_gqa, [1, 2], max_new_tokens=4, progress=False)
+    step = next(s for s in sweep_data(sweep) if s["column"] == "decode_step_s")
+    spreads = sweep.spread("decode_step_s")
+    assert step["low"] == pytest.approx([s.low * 1e3 for s in spreads])
+    assert step["high"] == pytest.approx([s.high * 1e3 for s in spreads])
+    rate = column_spreads(sweep, "aggregate_decode_tokens_per_s")
+    assert [r.median for r in rate] == pytest.approx(sweep.column("aggregate_decode_tokens_per_s"))
+    assert [r.low for r in rate] == pytest.approx([b / s.high for b, s in zip([1, 2], spreads)])
+    fig = sweep_figure(sweep)
+    bars = fig.data[0].error_y  # throughput: B ÷ step, with the step's spread
+    assert list(bars.array) == pytest.approx([r.high - r.median for r in rate])
+    assert list(bars.arrayminus) == pytest.approx([r.median - r.low for r in rate])
+    assert "middle half" in fig.data[0].hovertemplate
+    from dataclasses import replace
+
+    old = replace(perf.load_reference("cpu-prompt-sweep"), spreads={})  # as saved before
+    assert all(s["low"] is None for s in sweep_data(old))  # spreads were kept: no bars
+    assert all(t.error_y.array is None for t in sweep_figure(old).data)
+    new = perf.load_reference("cpu-prompt-sweep")  # recorded with its spreads: bars
+    assert any(t.error_y.array is not None for t in sweep_figure(new).data)

@@ -31,6 +31,11 @@ def test_prompt_length_sweep(tiny, capsys):
         assert row["prefill_tokens_per_s"] == pytest.approx(
             row["prompt_tokens"] / row["prefill_forward_s"])
         assert row["prefill_flops"] == perf.prefill_cost(tiny.spec, row["prompt_tokens"]).flops
+    # each timed figure keeps its spread: two repeats, their median is the column's value
+    for name in ("ttft_s", "prefill_forward_s"):
+        for value, s in zip(sweep.column(name), sweep.spread(name)):
+            assert s.runs == 2 and s.median == value and s.low <= value <= s.high
+    assert sweep.spread("prompt_tokens")[0].runs == 0  # a count: exact
     roundtrip(sweep)
     assert "prompt_tokens" in str(sweep)
 
@@ -47,6 +52,8 @@ def test_context_length_sweep(tiny_gqa):
     # after prefill (c) and 3 decode steps the cache holds c + 3 tokens
     assert sweep.column("kv_bytes") == [spec.kv_bytes(c + 3) for c in (4, 16, 48)]
     assert all(v > 0 for v in sweep.column("decode_step_s"))
+    # the median and spread of the 3 decode steps of one repeat
+    assert [s.runs for s in sweep.spread("decode_forward_s")] == [3, 3, 3]
     roundtrip(sweep)
 
 

@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 import torch
 
-from viz.perf import bandwidth, wall
-from viz.perf.bandwidth import Bandwidth, MachinePeaks
+from viz.perf import bandwidth, machine, wall
 from viz.perf.counts import decode_cost
-from viz.perf.wall import (OVERHEAD_SHARE, OverheadFloor, WallPoint, WallRun, computed_wall,
-                           explain_regime, fit_wall, regime)
+from viz.perf.machine import MachinePeaks
+from viz.perf.regime import OVERHEAD_SHARE, explain_regime, regime
+from viz.perf.wall import OverheadFloor, WallPoint, WallRun, computed_wall, fit_wall
 from viz.views.wall import wall_data, wall_figure
 
-from conftest import tiny_config
+from conftest import fake_machine_peaks, tiny_config
 
 MS = 1e-3
 
@@ -187,18 +187,27 @@ def test_run_floors_mbu_and_regimes():
         run.point("x")
     text = str(run)
     assert "hand-made · Test CPU · 2 threads" in text and "compute-bound" in text
-    # the fit over the three batch-1 points by hand
-    xs, ys = [5e6, 540e6, 270e6], [8e-3, 44e-3, 24e-3]
-    assert run.fit(kind="shape", dtype="float32").points == 2
-    sub = WallRun(**{**run.__dict__, "points": run.points[:3]})
-    assert sub.fit().seconds_per_byte == pytest.approx(np.polyfit(xs, ys, 1)[0])
+    # the one fit: the batch-1 model shapes the rule does not call compute-bound (not the
+    # tiny fixed-cost model, not the batch of 32), in one number format, by hand
+    assert [p.label for p in run.fit_points()] == ["fp32", "bf16"]
+    with pytest.raises(ValueError, match="at least 2 model shapes at batch 1 in one number"):
+        run.fit()  # one point per format: no line
+    with pytest.raises(ValueError, match="a line needs at least 2 points, got 1"):
+        run.fit("float32")
+    more = WallRun(**{**run.__dict__, "points": run.points + [
+        _point("360M fp32", 1_450_000_000, 720_000_000, 104e-3, 8.3e-3)]})
+    assert more.fit_dtype() == "float32"
+    slope, intercept = np.polyfit([540e6, 1450e6], [44e-3, 104e-3], 1)
+    fit = more.fit()
+    assert fit.seconds_per_byte == pytest.approx(slope) and fit.fixed_s == pytest.approx(intercept)
+    assert fit.points == 2 and fit.dtype == "float32" and "2 float32 points" in str(fit)
 
 
 def test_run_saves_and_loads_and_refuses_other_files(tmp_path):
     run = _run(recorded={"command": "by hand", "load_average_before": [0.1, 0.2, 0.3]})
     path = run.save(tmp_path / "wall.json")
     data = json.loads(path.read_text())
-    assert data["kind"] == "llm-inference-memory-wall" and data["schema_version"] == 1
+    assert data["kind"] == "llm-inference-memory-wall" and data["schema_version"] == 2
     again = WallRun.load(path)
     assert again == run and again.regimes() == run.regimes()
     data["points"][0]["seconds"] = "fast"
@@ -267,12 +276,8 @@ def test_computed_wall_is_the_roofline_time_plus_the_stated_fixed_cost():
 
 # ---- measured on tiny models -----------------------------------------------------------------
 def _peaks() -> MachinePeaks:
-    bw = Bandwidth("read", 1 << 28, 30e9, 28e9, "float32", torch.get_num_threads(), 3, "t")
-    return MachinePeaks(device="cpu", device_name="Test CPU", cpu_count=2,
-                        threads=torch.get_num_threads(),
-                        flops_per_s={"float32": 100e9, "bfloat16": 200e9},
-                        flops_per_s_median={"float32": 90e9, "bfloat16": 180e9}, matmul_n=64,
-                        read=bw, copy=bw, matvec=bw, measured_at="now", torch_version="x")
+    return fake_machine_peaks(30e9, {"float32": 90e9, "bfloat16": 180e9},
+                              threads=torch.get_num_threads())
 
 
 def test_measure_wall_on_tiny_models():
@@ -331,8 +336,13 @@ def test_measure_wall_bad_input_fails_before_timing():
 def test_measure_bandwidth_methods(method, moved):
     b = bandwidth.measure_bandwidth(4 << 20, method, repeats=2, threads=1)
     assert b.method == method and b.threads == 1 and b.repeats == 2
-    assert b.buffer_bytes == 4 << 20 and b.bytes_per_s >= b.bytes_per_s_median > 0
-    assert "4 MiB float32" in b.how and "fastest of 2" in b.how and "1 thread," in b.how
+    assert b.buffer_bytes == 4 << 20 and b.fastest_bytes_per_s >= b.bytes_per_s > 0
+    assert len(b.runs_s) == 2 and b.moved_bytes == moved * (4 << 20)
+    # the figure is the median run; the spread is the middle half of the runs
+    rates = sorted(b.moved_bytes / t for t in b.runs_s)
+    assert b.bytes_per_s == pytest.approx((rates[0] + rates[1]) / 2)
+    assert b.spread.median == pytest.approx(b.bytes_per_s) and b.spread.runs == 2
+    assert "4 MiB float32" in b.how and "median of 2 runs" in b.how and "1 thread," in b.how
 
 
 @pytest.mark.parametrize("kw, match", [
@@ -356,38 +366,146 @@ def test_bandwidth_by_size():
 
 def test_machine_peaks_measured_once_then_reused(tmp_path):
     path = tmp_path / "peaks.json"
-    small = dict(path=path, buffer_bytes=2 << 20, matmul_n=32, repeats=1, threads=1)
-    first = bandwidth.machine_peaks(**small)
+    small = dict(path=path, buffer_bytes=2 << 20, repeats=1, threads=1, budget_s=0.2,
+                 progress=False)
+    machine.forget_in_process()
+    first = machine.machine_peaks(**small)
     assert path.is_file() and first.loaded_from == "" and first.threads == 1
     assert set(first.flops_per_s) == {"float32", "bfloat16"}
+    assert set(first.matvec) == {"float32", "bfloat16"}
     assert first.read.method == "read" and first.copy.method == "copy"
     assert first.bytes_per_s == first.read.bytes_per_s
     assert first.ridge_intensity("float32") == first.flops_per_s["float32"] / first.bytes_per_s
-    second = bandwidth.machine_peaks(**small)
+    assert first.status.startswith("measured now (the first time")
+    # the same process gets the same object back, without reading or measuring
+    assert machine.machine_peaks(**small) is first
+    machine.forget_in_process()
+    second = machine.machine_peaks(**small, check=False)
     assert second.loaded_from == str(path) and second == first
-    assert "measures again" in second.how() and "matmul float32" in second.how()
-    again = bandwidth.machine_peaks(**small, refresh=True)
+    assert "from the viz cache" in second.status and "matmul float32" in second.how()
+    again = machine.machine_peaks(**small, refresh=True)
     assert again.loaded_from == "" and MachinePeaks.load(path) == again
-    # measured with another thread count: not reused
-    data = json.loads(path.read_text())
-    data["threads"] = 64
-    path.write_text(json.dumps(data))
-    assert bandwidth.machine_peaks(**small).loaded_from == ""
+    assert again.status.startswith("measured now (refresh=True)")
+    # measured with another thread count, or on a CPU with other features: not reused
+    for field, value in (("threads", 64), ("cpu_features", ["avx2"]),
+                         ("cpu_capability", "AVX2 (ATEN_CPU_CAPABILITY=avx2)")):
+        machine.forget_in_process()
+        data = json.loads(path.read_text())
+        data[field] = value
+        path.write_text(json.dumps(data))
+        assert machine.machine_peaks(**small).loaded_from == ""
     # a corrupt cache file is measured again, not trusted
+    machine.forget_in_process()
     path.write_text("{not json")
-    assert bandwidth.machine_peaks(**small).loaded_from == ""
+    assert machine.machine_peaks(**small).loaded_from == ""
     assert MachinePeaks.load(path).threads == 1
 
 
-def test_peaks_path_lives_in_the_cache_folder(tmp_path, monkeypatch):
-    monkeypatch.setenv("VIZ_CACHE_DIR", str(tmp_path))
-    assert bandwidth.peaks_path("cpu", threads=3) == tmp_path / "peaks" / "cpu-3-threads.json"
+def test_cached_peaks_are_checked_on_reuse_and_measured_again_if_off(tmp_path, monkeypatch):
+    """A cached read bandwidth far from a fresh read's is measured again, and says why."""
+    path = tmp_path / "peaks.json"
+    small = dict(path=path, buffer_bytes=2 << 20, repeats=3, threads=1, budget_s=0.2,
+                 progress=False)
+    machine.forget_in_process()
+    measured = machine.machine_peaks(**small)
+    # a fresh read in line with the cached one (the same figures read back): kept
+    real = machine.measure_bandwidth
+    monkeypatch.setattr(machine, "measure_bandwidth", lambda *a, **k: measured.read)
+    machine.forget_in_process()
+    kept = machine.machine_peaks(**small)
+    assert kept.loaded_from == str(path) and kept.status.startswith("checked now")
+    # 19 % off: within the 20 % tolerance, kept (whatever the spread)
+    near = replace(measured.read, bytes_per_s=measured.read.bytes_per_s * 1.19)
+    monkeypatch.setattr(machine, "measure_bandwidth", lambda *a, **k: near)
+    machine.forget_in_process()
+    assert machine.machine_peaks(**small).loaded_from == str(path)
+    monkeypatch.setattr(machine, "measure_bandwidth", real)
+    # a file claiming 100× the real read bandwidth, with no spread: measured again
+    data = measured.to_dict()
+    data["read"]["bytes_per_s"] *= 100
+    data["read"]["runs_s"] = [t / 100 for t in data["read"]["runs_s"]]
+    path.write_text(json.dumps(data))
+    machine.forget_in_process()
+    redone = machine.machine_peaks(**small)
+    assert redone.loaded_from == "" and "measured again now, because a fresh read gave" in \
+        redone.status and "below the cached" in redone.status
+    assert MachinePeaks.load(path).read.bytes_per_s == redone.read.bytes_per_s
+
+
+def test_peaks_path_is_keyed_on_the_machine(tmp_path, monkeypatch):
+    monkeypatch.delenv("VIZ_MEASURE_DIR")  # the suite sets it: without, the viz cache folder
+    monkeypatch.setenv("VIZ_CACHE_DIR", str(tmp_path / "cache"))
+    assert machine.peaks_path("cpu").parent == tmp_path / "cache" / "peaks"
+    monkeypatch.setenv("VIZ_MEASURE_DIR", str(tmp_path))
+    p3 = machine.peaks_path("cpu", threads=3)
+    assert p3.parent == tmp_path / "peaks" and p3.name.startswith("cpu-3-threads-")
+    assert machine.peaks_path("cpu", threads=3) == p3  # stable
+    assert machine.peaks_path("cpu", threads=2) != p3
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")  # torch told to use fewer instructions
+    assert machine.peaks_path("cpu", threads=3) != p3
+    assert "ATEN_CPU_CAPABILITY=default" in machine.machine_key("cpu", 3)["cpu_capability"]
+
+
+def test_measure_matmul_grows_within_its_budget():
+    m = machine.measure_matmul("float32", repeats=2, budget_s=0.5, max_n=256, start_n=32)
+    assert m.sizes == [32, 64, 128, 256][:len(m.sizes)] and m.sizes[0] == 32
+    assert m.n in m.sizes and len(m.runs_s) <= 2 and m.flops_per_s > 0
+    assert m.flops_per_s == pytest.approx(max(
+        f for n, f in zip(m.sizes, m.sizes_flops_per_s) if n == m.n))
+    assert m.stopped.startswith("stopped")
+    with pytest.raises(ValueError, match="budget_s must be a number of seconds > 0"):
+        machine.measure_matmul(budget_s=0)
+    with pytest.raises(ValueError, match="sizes must be at least 16: start_n 8"):
+        machine.measure_matmul(start_n=8)
+    assert machine.measure_matmul(max_n=32, budget_s=0.2).sizes == [32]  # below start_n
+
+
+@pytest.mark.parametrize("features, capability, expected", [
+    ([], "AVX2", "this CPU has no bfloat16 instructions"),
+    (["avx2", "avx512_bf16"], "AVX2 (ATEN_CPU_CAPABILITY=avx2, ONEDNN_MAX_CPU_ISA=AVX2)",
+     "but torch was told to use fewer"),
+])
+def test_a_slow_bfloat16_matmul_is_reported_with_its_reason(features, capability, expected):
+    slow = fake_machine_peaks(flops={"float32": 68e9, "bfloat16": 1.3e9},
+                              cpu_features=features or ["avx2", "fma"], cpu_capability=capability)
+    (finding,) = slow.findings()
+    assert finding.startswith("bfloat16 matmul 1.3 GFLOP/s, 1/52 of float32's 68.0")
+    assert expected in finding and not slow.fast("bfloat16") and slow.fast("float32")
+    fast = fake_machine_peaks(flops={"float32": 100e9, "bfloat16": 390e9},
+                              cpu_features=["avx512_bf16"], cpu_capability="AVX512")
+    assert fast.fast("bfloat16") and "3.9× float32's" in fast.findings()[0]
+    assert "finding: bfloat16 matmul 1.3 GFLOP/s" in slow.how()
+
+
+def test_machine_peaks_of_schema_1_load_with_their_medians():
+    """A peaks file saved by the previous viz (the fastest runs were the figures) loads, with
+    the medians it kept as the figures."""
+    bw = {"method": "read", "buffer_bytes": 1 << 28, "bytes_per_s": 40e9,
+          "bytes_per_s_median": 32e9, "dtype": "float32", "threads": 2, "repeats": 7,
+          "timer": "perf_counter"}
+    v1 = {"kind": MachinePeaks.KIND, "schema_version": 1, "device": "cpu", "device_name": "X",
+          "cpu_count": 2, "threads": 2, "flops_per_s": {"float32": 160e9},
+          "flops_per_s_median": {"float32": 150e9}, "matmul_n": 2048, "read": bw, "copy": bw,
+          "matvec": {**bw, "method": "matvec"}, "measured_at": "then", "torch_version": "x"}
+    p = MachinePeaks.from_dict(v1)
+    assert p.bytes_per_s == 32e9 and p.read.fastest_bytes_per_s == 40e9
+    assert p.flops("float32") == 150e9 and p.matmul["float32"].fastest_flops_per_s == 160e9
+    assert p.matmul["float32"].n == 2048 and p.matvec["float32"].method == "matvec"
+    assert p.read.spread.runs == 0  # no runs were kept: no spread to show
 
 
 # ---- the view ---------------------------------------------------------------------------------
+def _run_with_line(**kw):
+    """`_run` plus a second float32 model shape, so that the one fit has a line."""
+    run = _run(**kw)
+    return replace(run, points=run.points + [
+        _point("360M fp32", 1_450_000_000, 720_000_000, 104e-3, 8.3e-3)])
+
+
 def test_wall_data_lines_and_colours():
-    run = _run()
+    run = _run_with_line()
     d = wall_data(run)
+    assert wall_data(_run())["fit"] is None  # one point per number format: no line drawn
     assert d["x_range"] == [1e6, 1e10]
     mf = d["memory_floor"]
     assert mf["y"] == [1e6 / 40e9, 1e10 / 40e9]  # bytes ÷ read bandwidth
@@ -401,11 +519,12 @@ def test_wall_data_lines_and_colours():
     assert {"overhead-bound", "memory-bound", "compute-bound"} <= set(names)
     texts = [t for tr in fig.data if tr.mode == "markers+text" for t in tr.text]
     assert "MBU 31%" in texts  # 540 MB in 44 ms at 40 GB/s
+    assert f"fit: {fit.fixed_s * 1e3:.1f} ms + bytes ÷ {fit.bytes_per_s / 1e9:.1f} GB/s" in names
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
     gpu = computed_wall(["smollm2-135m"], device_name="GPU", bytes_per_s=3.35e12,
                         flops_per_s={"bfloat16": 989e12})
     assert "COMPUTED" in wall_figure(gpu).layout.title.text
-    assert len(wall_figure(run, _run(label="other")).data) > len(fig.data)
+    assert len(wall_figure(run, _run_with_line(label="other")).data) > len(fig.data)
     with pytest.raises(ValueError, match="expected a viz.perf.WallRun"):
         wall_figure("run.json")
     with pytest.raises(ValueError, match="has no points"):
@@ -458,19 +577,21 @@ def test_prompt_lookup_gives_the_same_tokens_with_fewer_passes():
         compare_prompt_lookup(lm, "abc", chat=False, num_lookup_tokens=0)
 
 
-def test_bytes_whatif_predicts_from_the_fit():
+def test_bytes_whatif_scales_each_models_own_step():
     run = _run()
-    fit = run.fit(kind="shape")
     rows = wall.bytes_whatif(run, 1)
-    # one row per model shape at batch 1 (fp32 and bf16 of one model are one row, float32's)
+    # one row per model shape at batch 1 (its float32 point where it has one)
     assert [r["model"] for r in rows] == ["fp32", "bf16"]
     fp32 = run.point("fp32")
-    assert rows[0]["predicted_s"] == pytest.approx(7.8e-3 + 540e6 / 4 / fit.bytes_per_s)
-    assert rows[1]["read_s"] == pytest.approx(270e6 / 2 / fit.bytes_per_s)
+    # fixed cost + the rest of the measured step × (1 byte ÷ 4 bytes)
+    assert rows[0]["predicted_s"] == pytest.approx(7.8e-3 + (44e-3 - 7.8e-3) / 4)
+    assert rows[1]["read_s"] == pytest.approx((24e-3 - 8.5e-3) / 2)  # bfloat16: 2 bytes
     assert rows[0]["fixed_share"] == pytest.approx(7.8e-3 / rows[0]["predicted_s"])
+    # at the point's own format the measured step comes back
+    assert wall.bytes_whatif(run, 4)[0]["predicted_s"] == pytest.approx(44e-3)
     from viz.views.wall import bytes_whatif_figure
     fig = bytes_whatif_figure(run, 0.5)
-    assert fig.layout.title.text.startswith("0.5 bytes per weight: predicted from the fit")
+    assert fig.layout.title.text.startswith("0.5 bytes per weight: predicted if only the bytes")
     assert bytes_whatif_figure(run, 1).layout.title.text.startswith("1 byte per weight")
     assert fig.layout.xaxis.range[1] == bytes_whatif_figure(run, 4).layout.xaxis.range[1]
     with pytest.raises(ValueError, match=r"bytes_per_weight must be a number in \(0, 8\]"):

@@ -208,3 +208,122 @@ def test_static_batching_waste_by_hand():
         static_batching_waste([1], [1], batch_size=0)
     with pytest.raises(ValueError, match="one prompt length and one answer length per request"):
         static_batching_waste([1, 2], [1], batch_size=1)
+
+
+def test_itl_breakdown_by_hand():
+    from viz.serve import ITL_PARTS
+    from viz.serve.scheduler import BatchEntry, Schedule, SchedulerStep
+
+    def step(i, start, end, *entries):
+        batch = [BatchEntry(rid, phase, q, 0, new, []) for rid, phase, q, new in entries]
+        return SchedulerStep(i, start, start, end, batch, [], [], [], 10, 0, [])
+
+    a, b, c = "viz-test-0", "viz-test-1", "viz-test-2"
+    steps = [step(0, 0.0, 0.10, (a, "prefill", 20, True)),               # a's first token
+             step(1, 0.10, 0.40, (a, "decode", 1, True), (b, "prefill", 30, True),
+                  (c, "prefill", 8, False)),                               # a chunk of c
+             step(2, 0.40, 0.50, (a, "decode", 1, True), (b, "decode", 1, True),
+                  (c, "prefill", 2, True)),                                # c's last chunk
+             step(3, 0.50, 0.60, (a, "decode", 1, True), (b, "decode", 1, True),
+                  (c, "decode", 1, True))]
+    schedule = Schedule(16, 10, 0, 1000, 64, steps, {a: 20, b: 30, c: 10}, "5.24.0")
+    # a: read 10 ms after each token, then 30 ms after the last: the way to the client grew
+    ra = rec(0, 0.0, [0.11, 0.41, 0.51, 0.63], 0.63, out=4,
+             server=ServerTiming(0.0, 0.0, [0.10, 0.40, 0.50, 0.60], 0.6, 20))
+    rb = rec(1, 0.0, [0.41, 0.51, 0.61], 0.61, out=3,
+             server=ServerTiming(0.0, 0.1, [0.40, 0.50, 0.60], 0.6, 30))
+    # c's two tokens reached the client as one chunk: not counted
+    rc = rec(2, 0.0, [0.62], 0.62, out=2, server=ServerTiming(0.0, 0.1, [0.50, 0.60], 0.6, 10))
+    run = make_run([ra, rb, rc], schedule=schedule)
+    # b stopped at an end-of-text token, made by the last pass and never streamed: the same
+    # gaps as b's without it
+    rb_stop = rec(1, 0.0, [0.41, 0.51], 0.61, out=3,
+                  server=ServerTiming(0.0, 0.1, [0.40, 0.50, 0.60], 0.6, 30))
+    rb_stop.finish_reason = "stop"
+    stopped = make_run([ra, rb_stop], schedule=schedule).itl_breakdown()
+    assert stopped.requests == 2 and stopped.itl.runs == 4
+    run.client_cores = 0.05
+    parts = run.itl_breakdown()
+    assert (parts.requests, parts.completed) == (2, 3)
+    # server gaps: a 0.3 (its pass carried chunks), 0.1 (step 2 carried c's last chunk), 0.1;
+    # b 0.1 (step 2 again), 0.1 → decode-only passes: a's and b's last gaps
+    assert parts.chunk_share == pytest.approx(3 / 5)
+    assert parts.decode_gap.median == pytest.approx(0.1) and parts.decode_batch == 3
+    assert parts.chunk_gap.median == pytest.approx(0.1)
+    client = [0.3, 0.1, 0.12, 0.1, 0.1]
+    assert parts.parts_s[ITL_PARTS[0]] == pytest.approx(0.1)
+    assert parts.parts_s[ITL_PARTS[1]] == pytest.approx(0.14 - 0.1)
+    assert parts.parts_s[ITL_PARTS[2]] == pytest.approx(statistics.mean(client) - 0.14)
+    assert parts.mean_itl_s == pytest.approx(statistics.mean(client))
+    assert parts.itl.median == pytest.approx(0.1)
+    assert parts.to_client.median == pytest.approx(0.01)
+    text = str(parts)
+    assert "2 of 3 requests" in text and "cores kept busy: the client 0.05" in text
+    base = make_run([rb], schedule=schedule).itl_breakdown()
+    growth = parts.growth_from(base)
+    assert sum(growth.values()) == pytest.approx(parts.mean_itl_s - base.mean_itl_s)
+    with pytest.raises(ValueError, match="no scheduler record"):
+        make_run([ra]).itl_breakdown()
+    with pytest.raises(ValueError, match="no completed request of two tokens"):
+        make_run([rc], schedule=schedule).itl_breakdown()
+
+
+def test_summary_says_how_many_completed_requests_met_the_slo():
+    s = summarize([rec(0, 0.0, [0.4, 0.5], 0.5, out=2), rec(1, 0.0, [1.5, 1.6], 1.6, out=2)])
+    assert str(s).endswith("1 of the 2 completed requests")
+
+
+def test_itl_breakdown_prints_a_part_near_zero_without_a_sign():
+    from viz.serve import ITL_PARTS, ITLBreakdown
+    from viz.spread import Spread
+
+    gap = Spread.of([0.1, 0.1])
+    parts = ITLBreakdown("1 stream", 1, 1, gap, gap, 1.0, None, 0.0, Spread.of([0.001]),
+                         {ITL_PARTS[0]: 0.1, ITL_PARTS[1]: 0.0, ITL_PARTS[2]: -0.00004})
+    text = str(parts)
+    assert "-0.0" not in text and "on the way to the client      0.0 ms" in text
+    parts.parts_s[ITL_PARTS[2]] = -0.0003  # a real (small) negative part keeps its sign
+    assert "on the way to the client     -0.3 ms" in str(parts)
+
+
+def test_band_says_too_close_where_the_spread_crosses_a_boundary():
+    from viz import perf
+    from viz.exercises import compare_prediction
+    from viz.serve import band
+    from viz.serve.metrics import TOO_CLOSE
+    from viz.spread import Spread
+
+    words = ["under 1.5×", "1.5× to 4×", "more than 4×"]
+    assert TOO_CLOSE == perf.TOO_CLOSE
+    clear = band(Spread(3.0, 2.8, 3.3, 8, True), [1.5, 4], words)
+    assert clear.word == clear.regime == "1.5× to 4×" and not clear.between
+    assert band(4.5, [1.5, 4], words).word == "more than 4×"
+    assert band(1.2, [1.5, 4], words).word == "under 1.5×"
+    close = band(Spread(3.8, 3.5, 4.2, 8, True), [1.5, 4], words)
+    assert close.word == TOO_CLOSE and close.between == ("1.5× to 4×", "more than 4×")
+    assert "too close to call between" in str(close)
+    assert compare_prediction("more than 4×", close, options=words).ok
+    assert compare_prediction("1.5× to 4×", close, options=words).ok
+    assert not compare_prediction("under 1.5×", close, options=words).ok
+    assert not compare_prediction("more than 4×", clear, options=words).ok
+    # across both boundaries: the median's range and the nearer neighbour
+    wide = band(Spread(3.5, 1.0, 5.0, 8, True), [1.5, 4], words)
+    assert wide.between == ("1.5× to 4×", "more than 4×")
+    with pytest.raises(ValueError, match="increasing edges"):
+        band(1.0, [4, 1.5], words)
+
+
+def test_throughput_ratio_spreads_over_the_requests_paces():
+    from viz.serve import throughput_ratio
+
+    # base: one request at a time, each 0.1 s per token; run: two at once, 0.15 and 0.25 s
+    base = make_run([rec(0, 0.0, [0.1, 0.2, 0.3], 0.3, out=3),
+                     rec(1, 0.3, [0.4, 0.5, 0.6], 0.6, out=3)])
+    run = make_run([rec(0, 0.0, [0.1, 0.25, 0.4], 0.4, out=3),
+                    rec(1, 0.0, [0.1, 0.35, 0.6], 0.6, out=3)])
+    r = throughput_ratio(run, base)
+    assert r.median == pytest.approx((6 / 0.6) / (6 / 0.6))
+    assert r.derived and r.low < r.median < r.high
+    pace = 0.1 / statistics.median([0.15, 0.25])
+    assert r.low == pytest.approx(r.median * (0.1 / 0.225) / pace)  # 75th pct of 0.15, 0.25
+    assert r.high == pytest.approx(r.median * (0.1 / 0.175) / pace)

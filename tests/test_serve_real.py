@@ -7,6 +7,7 @@ one-at-a-time server only for its test. Marked `real_model` (they need `make mod
 """
 
 import math
+import os
 import statistics
 
 import pytest
@@ -81,6 +82,12 @@ def test_client_times_agree_with_the_servers_own_timestamps(cb_server):
         server_ttft = s.token_times_s[0] - s.received_s
         assert 0 <= r.ttft_s - server_ttft <= 0.5
         assert r.sent_s <= s.received_s <= s.started_s <= s.token_times_s[0]
+    # the same record takes the ITL apart; both sides' CPU use was measured over the run
+    parts = run.itl_breakdown()
+    assert parts.requests == 3 and parts.decode_gap is not None
+    assert parts.mean_itl_s == pytest.approx(statistics.mean(g for r in run.requests
+                                                             for g in r.itl_s))
+    assert 0 < run.client_cores and 0 < run.server_cores <= os.cpu_count()
     assert min(gaps) >= 0, f"a chunk arrived before its token was made: {min(gaps) * 1e3:.1f} ms"
     assert max(gaps) <= 0.150, f"HTTP overhead up to {max(gaps) * 1e3:.0f} ms"
     assert statistics.median(gaps) <= 0.050

@@ -177,3 +177,16 @@ def test_bad_record_schedule_arguments(tiny_cb, kwargs, message):
     kwargs = {"prompts": [prompt(8)], **kwargs}
     with pytest.raises(ValueError, match=message):
         record_schedule(tiny_cb, **kwargs)
+
+
+def test_requirements_pin_the_transformers_the_recorder_supports():
+    """The scheduler recorder reads transformers' internals: a set-up must not install a
+    release it was not written for (the day 5.25 appears, a fresh `make` would break lesson 09)."""
+    import re
+    from pathlib import Path
+
+    from viz.serve import SUPPORTED_TRANSFORMERS
+
+    text = (Path(__file__).resolve().parents[1] / "requirements.txt").read_text()
+    line = re.search(r"^transformers([^\s#]+)", text, re.MULTILINE)
+    assert line and line.group(1).split(",") == list(SUPPORTED_TRANSFORMERS)

@@ -130,3 +130,23 @@ def test_save_follows_a_symlink_and_keeps_permissions(trace, tmp_path):
     assert real.stat().st_mode & 0o777 == 0o640
     fresh = trace.save(tmp_path / "fresh.json")
     assert fresh.stat().st_mode & 0o044  # readable by others, like any file the user writes
+
+
+def test_every_record_says_which_cpu_made_it(tiny_gqa):
+    """A trace, and a serving client's record, carry the CPU's instruction-set features (what
+    decides its kernels' speed), so a reference says what machine made it."""
+    from viz.runtime import CPU_FEATURES, cpu_capability, cpu_features
+    from viz.serve.client import ClientInfo
+
+    trace = viz.record(tiny_gqa, "Hi", max_new_tokens=2)
+    env = trace.environment
+    assert env.cpu_features == cpu_features() and env.cpu_capability == cpu_capability()
+    assert set(env.cpu_features) <= set(CPU_FEATURES) and env.cpu_capability
+    again = Trace.from_dict(json.loads(trace.to_json()))
+    assert again.environment.cpu_features == env.cpu_features
+    client = ClientInfo.here()
+    assert client.cpu_features == cpu_features() and client.cpu
+    # a file from before the features were recorded loads, with none listed
+    old = json.loads(trace.to_json())
+    del old["environment"]["cpu_features"], old["environment"]["cpu_capability"]
+    assert Trace.from_dict(old).environment.cpu_features == []

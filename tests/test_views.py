@@ -662,3 +662,15 @@ def test_compare_figure_titles_wrap_inside_their_half():
     assert titles[0].x < 0.5 <= titles[1].x
     assert all(len(line) <= SIDE_TITLE_CHARS for n in titles for line in n.text.split("<br>"))
     assert "<br>" in titles[1].text
+
+
+def test_timeline_ttft_label_stays_inside_when_the_prefill_is_a_sliver(tiny_gqa, fake_clock):
+    """A short prompt and slow decode steps (a busy machine): TTFT is a sliver at the left of
+    the axis, so its label goes right of the line instead of off the figure."""
+    from viz import views
+
+    slow = viz.record(tiny_gqa, "Hi", max_new_tokens=8, stop_at_eos=False,
+                      clock=fake_clock(step=0.001, growth=0.01))
+    label = [a for a in views.timeline_figure(slow).layout.annotations
+             if a.text.startswith("TTFT")][0]
+    assert slow.ttft_s < 0.2 * slow.timing.end_to_end_s and label.xanchor == "left"

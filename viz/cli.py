@@ -6,6 +6,7 @@
     python -m viz sweep prompt --values 8 16 32 64 -o prompt_sweep.json
     python -m viz sweep batch --values 1 2 4 8 --config llama-3.2-1b --device cuda
     python -m viz roofline --batch-sizes 1 4 16 -o roofline.json
+    python -m viz peaks                                   # this machine's peaks (--refresh)
     python -m viz serve                                   # the embedded server, until Ctrl-C
     python -m viz serve --one-at-a-time --port 8000
     python -m viz request "What is the capital of France?" --url http://127.0.0.1:8000/v1
@@ -184,6 +185,24 @@ def add_roofline(sub) -> None:
     p.set_defaults(func=_roofline)
 
 
+# ---- peaks ------------------------------------------------------------------------------------
+def _peaks(args: argparse.Namespace) -> int:
+    from viz import perf
+
+    peaks = perf.machine_peaks(args.device, threads=args.threads, refresh=args.refresh)
+    return print_and_save(peaks.how(), peaks, args.output)
+
+
+def add_peaks(sub) -> None:
+    p = sub.add_parser("peaks", help="this machine's peaks, as every lesson uses them: measured "
+                                     "once (a few seconds), then reused and checked")
+    p.add_argument("--refresh", action="store_true", help="measure again now")
+    p.add_argument("--device", default="cpu", help="cpu (default), cuda or mps")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's)")
+    p.add_argument("-o", "--output", default=None, help="also save them as JSON here")
+    p.set_defaults(func=_peaks)
+
+
 # ---- serving: serve, request, load (viz.serve, lesson 09) --------------------------------------
 def _server_arguments(p: argparse.ArgumentParser) -> None:
     from viz.serve.server import MAX_BATCH_TOKENS, NUM_PAGES, PAGE_SIZE
@@ -344,7 +363,7 @@ def add_load(sub) -> None:
 
 # Each entry adds one sub-command to the parser.
 COMMANDS: list[Callable] = [add_record, add_fetch, add_report, add_sweep, add_roofline,
-                            add_serve, add_request, add_load]
+                            add_peaks, add_serve, add_request, add_load]
 
 
 def build_parser() -> argparse.ArgumentParser:

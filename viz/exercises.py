@@ -95,6 +95,10 @@ def compare_prediction(prediction: Any, measured: Any, *, unit: str = "", rel_to
                        options: Optional[Iterable[str]] = None, hint: str = "") -> Feedback:
     """Compare a prediction the learner wrote BEFORE a measuring cell with what it measured.
 
+    measured may be a verdict of the regime rule (`viz.perf.verdict`, `pass_verdict`,
+    `WallRun.verdict`): where it is too close to call, either of the two words it cannot
+    separate counts as right, and the feedback says so.
+
     The lesson puts `prediction = None` above the cell that measures, and this check after
     it, with the measured value as a variable from that cell (never computed here in plain
     sight). Numbers: says by how much the prediction missed, signed, in percent of the
@@ -102,6 +106,11 @@ def compare_prediction(prediction: Any, measured: Any, *, unit: str = "", rel_to
     right or not. `None` asks for a prediction first and shows nothing of the measurement (so
     the saved notebook's output does not depend on the machine). `hint` explains a method.
     """
+    between = getattr(measured, "between", None)  # a viz.perf.Verdict: its word and margin
+    if between is not None:
+        if between:  # too close to call: either word the measurement cannot separate fits
+            return _predicted_close(prediction, list(between), options, hint)
+        measured = measured.regime
     if options is not None:
         options = list(options)
         if measured not in options:
@@ -132,4 +141,25 @@ def compare_prediction(prediction: Any, measured: Any, *, unit: str = "", rel_to
     if abs(miss) <= rel_tol:
         return Feedback(True, text + f" Within {rel_tol:.0%}: a good prediction.")
     return Feedback(False, text + f" More than {rel_tol:.0%} away."
+                    + (f" Hint: {hint}" if hint else ""))
+
+
+def _predicted_close(prediction: Any, between: list[str], options: Optional[Iterable[str]],
+                     hint: str) -> Feedback:
+    """A choice checked against a verdict that is too close to call between two words."""
+    options = list(options) if options is not None else between
+    if prediction is None or prediction is Ellipsis:
+        return Feedback(None, "write your prediction in the cell above the measurement (replace "
+                        "None), then run that cell, the measurement and this check again. "
+                        "Choose one of: " + "; ".join(map(repr, options)) + "."
+                        + (f" Hint: {hint}" if hint else ""))
+    if prediction not in options:
+        return Feedback(False, f"{prediction!r} is not one of the options {options}.")
+    both = f"{between[0]!r} and {between[1]!r}"
+    if prediction in between:
+        return Feedback(True, f"you predicted {prediction!r}; the measurement is too close to "
+                              f"call here between {both} (a boundary of the rule lies inside "
+                              "the spread of the numbers), so it counts.")
+    return Feedback(False, f"you predicted {prediction!r}; the measurement is too close to call "
+                           f"between {both}, and {prediction!r} is neither."
                     + (f" Hint: {hint}" if hint else ""))

@@ -16,6 +16,7 @@ thread count and its device from here, so a measurement always says how it was m
 from __future__ import annotations
 
 import contextlib
+import os
 import platform
 import time
 from pathlib import Path
@@ -83,13 +84,57 @@ def device_name(device: torch.device) -> str:
         return torch.cuda.get_device_name(device)
     if device.type == "mps":
         return "Apple GPU (mps)"
-    try:  # Linux: the CPU's model name
+    return cpu_name()
+
+
+def cpu_name() -> str:
+    """The CPU's model name (Linux: /proc/cpuinfo), else what the platform reports."""
+    try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
     except OSError:
         pass
     return platform.processor() or platform.machine() or "cpu"
+
+
+# The instruction-set features that decide how fast torch's CPU kernels run, as Linux's
+# /proc/cpuinfo spells them: x86 (AVX2 and FMA; AVX-512 and its bfloat16 and VNNI extensions;
+# AMX tiles) and Arm (NEON is "asimd"; SVE; the bfloat16 and int8 matrix extensions).
+CPU_FEATURES = ("avx2", "fma", "f16c", "avx_vnni", "avx512f", "avx512bw", "avx512vl",
+                "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8",
+                "asimd", "asimdhp", "sve", "sve2", "bf16", "i8mm")
+# Environment variables that make torch use fewer instructions than the CPU has: the way an
+# AVX-512 machine stands in for an AVX2-only one (ATEN_CPU_CAPABILITY=avx2
+# ONEDNN_MAX_CPU_ISA=AVX2). Recorded with every measurement, since they change its results.
+ISA_OVERRIDES = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")
+
+
+def cpu_features() -> list[str]:
+    """The CPU's instruction-set features that matter to torch's kernels (`CPU_FEATURES`), as
+    /proc/cpuinfo lists them; [] where there is no /proc/cpuinfo (macOS, Windows)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return []
+    flags: set[str] = set()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):  # x86 says "flags", Arm "Features"
+            flags.update(value.split())
+    return [f for f in CPU_FEATURES if f in flags]
+
+
+def cpu_capability() -> str:
+    """The vector instructions torch's own CPU kernels use here, e.g. "AVX512" or "AVX2", with
+    any override in the environment, e.g. "AVX2 (ATEN_CPU_CAPABILITY=avx2,
+    ONEDNN_MAX_CPU_ISA=AVX2)"."""
+    try:
+        used = torch.backends.cpu.get_cpu_capability()
+    except (AttributeError, RuntimeError):
+        used = "unknown"
+    overrides = [f"{k}={os.environ[k]}" for k in ISA_OVERRIDES if os.environ.get(k)]
+    return f"{used} ({', '.join(overrides)})" if overrides else used
 
 
 def environment(device: torch.device, dtype: str) -> Environment:
@@ -106,6 +151,8 @@ def environment(device: torch.device, dtype: str) -> Environment:
         python_version=platform.python_version(),
         platform=platform.platform(),
         viz_version=__version__,
+        cpu_features=cpu_features(),
+        cpu_capability=cpu_capability(),
     )
 
 

@@ -19,6 +19,7 @@ from typing import ClassVar, Optional
 import numpy as np
 
 from viz.documents import Document
+from viz.spread import Spread
 
 # Bytes per element of the dtypes a model (and its KV cache) can be stored in.
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
@@ -81,6 +82,10 @@ class Environment:
     python_version: str
     platform: str
     viz_version: str
+    # The CPU's instruction-set features that decide its kernels' speed (bfloat16 is fast only
+    # with AVX-512 BF16 or AMX), as /proc/cpuinfo names them: `viz.runtime.cpu_features`.
+    cpu_features: list[str] = field(default_factory=list)
+    cpu_capability: str = ""  # the instructions torch's own kernels used, e.g. "AVX512"
 
 
 @dataclass
@@ -336,6 +341,14 @@ class Trace(Document):
         if n < 2:
             return None
         return (self.timing.end_to_end_s - self.timing.ttft_s) / (n - 1)
+
+    @property
+    def decode_step_spread(self) -> Optional[Spread]:
+        """The decode steps' forward passes (sampling excluded): their median and middle half.
+        None for a one-token reply. The step time lessons 04 and 07 set beside the floors."""
+        if self.n_generated < 2:
+            return None
+        return Spread.of(s.forward_s for s in self.steps[1:])
 
     @property
     def decode_tokens_per_s(self) -> Optional[float]:

@@ -15,8 +15,11 @@
 | `table.py` | `Sweep`, the table every sweep returns, and its JSON |
 | `configs.py` | random-weight models from published architecture configs |
 | `reference.py` | the traces and sweeps shipped in `viz/data/` |
-| `bandwidth.py` | memory bandwidth measured the way decode reads; this machine's peaks, cached |
-| `wall.py` | the memory wall: step time vs bytes, the regime rule, the fit, the fixed cost |
+| `bandwidth.py` | memory bandwidth measured the way decode reads |
+| `machine.py` | this machine's peaks: sized to any CPU, keyed on its features, cached, checked |
+| `overhead.py` | this machine's fixed cost per step, measured once and cached |
+| `regime.py` | the rule that names a step's regime, and its verdict with the margin |
+| `wall.py` | the memory wall: step time vs bytes, the fit, the fixed cost's method |
 | `speculative.py` | prompt-lookup decoding measured against plain decode |
 | `words.py` | tokens per word, measured with the model's tokenizer (answer length → tokens) |
 """
@@ -31,17 +34,21 @@ from viz.perf.roofline import (Roofline, RooflinePoint, batch_points, measure_ro
 from viz.perf.sweeps import (batch_size_sweep, cache_sweep, context_length_sweep,
                              prompt_length_sweep, prompt_of_length)
 from viz.perf.table import Sweep
-from viz.perf.bandwidth import (Bandwidth, MachinePeaks, bandwidth_by_size, machine_peaks,
-                                measure_bandwidth, measure_machine_peaks, peaks_path)
-from viz.perf.wall import (H100_SXM, OVERHEAD_SHARE, REGIMES, REMEDIES, OverheadFloor,
-                           QuantizedTry, WallFit, WallPoint, WallRun, best_of, bytes_whatif,
-                           computed_wall, explain_regime, fit_wall, measure_overhead,
-                           measure_point, measure_wall, narrow_config, regime,
-                           roofline_seconds)
+from viz.perf.bandwidth import Bandwidth, bandwidth_by_size, measure_bandwidth
+from viz.perf.machine import (MachinePeaks, Matmul, machine_key, machine_peaks,
+                              measure_machine_peaks, measure_matmul, peaks_path)
+from viz.perf.overhead import FixedCosts, fixed_cost, machine_overhead
+from viz.perf.regime import (OVERHEAD_SHARE, REGIMES, TOO_CLOSE, Verdict, explain_regime, regime,
+                             verdict)
+from viz.perf.wall import (H100_SXM, REMEDIES, OverheadFloor, QuantizedTry, WallFit, WallPoint,
+                           WallRun, best_of, bytes_whatif, computed_wall, fit_wall,
+                           measure_overhead, measure_point, measure_wall, narrow_config,
+                           roofline_seconds, streaming_rate)
 from viz.perf.speculative import GenerateRun, LookupComparison, compare_prompt_lookup
 from viz.perf.counts import activation_bytes
-from viz.perf.peaks import cached_peaks, linear_seconds, peaks_from_machine, time_kernel
-from viz.perf.roofline import pass_regime
+from viz.perf.peaks import (cached_peaks, kernel_spread, linear_seconds, linear_spread,
+                             peaks_from_machine, time_kernel)
+from viz.perf.roofline import floors_verdict, pass_regime, pass_verdict
 from viz.perf.words import SAMPLE_PARAGRAPH, count_words_tokens, tokens_per_word
 
 __all__ = ["BatchRun", "generate_batch", "config_names", "config_spec", "from_config",
@@ -59,4 +66,7 @@ __all__ = ["BatchRun", "generate_batch", "config_names", "config_spec", "from_co
            "compare_prompt_lookup"]
 __all__ += ["activation_bytes", "cached_peaks", "peaks_from_machine", "SAMPLE_PARAGRAPH",
             "count_words_tokens", "tokens_per_word", "pass_regime", "time_kernel",
-            "linear_seconds"]
+            "linear_seconds", "Matmul", "machine_key", "measure_matmul", "FixedCosts",
+            "fixed_cost", "machine_overhead", "TOO_CLOSE", "Verdict", "verdict",
+            "pass_verdict", "streaming_rate", "floors_verdict", "kernel_spread",
+            "linear_spread"]

@@ -1,57 +1,56 @@
-"""This device's two ceilings, measured: arithmetic (FLOP/s) and memory traffic (bytes/s).
+"""This device's two ceilings for the roofline, in one dtype: arithmetic and memory reads.
 
-Vendor datasheets quote peaks that code rarely reaches; the roofline in lesson 06 uses what
-*this* machine does with two short micro-benchmarks instead:
+Vendor datasheets quote peaks that code rarely reaches; the roofline (lesson 06), the floors
+(lessons 03, 04, 07) and the memory wall (lesson 08) use what *this* machine does instead,
+measured by `viz.perf.machine` (where the method is written out):
 
-- **FLOP/s** — one n×n by n×n matrix product does 2·n³ floating-point operations (n³
-  multiply-adds); peak FLOP/s = 2·n³ / (fastest time of one product).
-- **bytes/s** — copying a tensor of N bytes reads N bytes and writes N bytes; peak bytes/s =
-  2·N / (fastest time of one copy). N is far larger than any cache, so this is memory.
+- **FLOP/s** — an n×n by n×n matrix product does 2·n³ floating-point operations; n grows
+  until a run is long enough to time, within a time budget (so a dtype without a fast kernel,
+  bfloat16 on an AVX2-only CPU, takes a second, not minutes);
+- **bytes/s** — `torch.sum` over a buffer far larger than the cache: decode *reads* its
+  weights, so the read bandwidth, not a copy's, is the memory roof everywhere in viz.
 
-**Measured once per machine.** The lessons do not call `measure_peaks`: they call
-`cached_peaks`, which takes the figures `viz.perf.machine_peaks` measured once on this machine
-and cached (with when and how), so every lesson uses the same ceilings. Those use the **read**
-bandwidth (`torch.sum` over a buffer far larger than the cache): decode reads its weights, it
-does not copy them; `Peaks.how` says so.
+Each figure is the **median** of its runs, with the middle half as its spread.
 
-"Fastest of several repeats" is the ceiling: noise (other programs, frequency changes) only
-ever makes a run slower. The median is kept too. On CUDA each run is timed with CUDA events
-(the device's own clock), elsewhere with `viz.runtime.Clock` (perf_counter after a device
-synchronize).
+**Measured once per machine.** The lessons call `cached_peaks`, which takes the figures
+`viz.perf.machine_peaks` measured once on this machine (and checks them on reuse), so every
+lesson uses the same ceilings; `measure_peaks` measures afresh (the CLI's `viz roofline`).
+On CUDA each run is timed with CUDA events (the device's own clock), elsewhere with
+`viz.runtime.Clock` (perf_counter after a device synchronize).
 """
 
 from __future__ import annotations
 
-import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional, Union
 
 import torch
 
-from viz.perf.bandwidth import MachinePeaks, machine_peaks
-from viz.runtime import (device_name, dtype_name, resolve_device, resolve_dtype, time_runs,
-                         using_threads)
+from viz.perf.machine import BUDGET_S, MachinePeaks, machine_peaks, measure_machine_peaks
+from viz.runtime import dtype_name, resolve_device, resolve_dtype, time_runs
+from viz.spread import Spread
 
 
 @dataclass
 class Peaks:
-    """The measured ceilings of one device at one dtype."""
+    """The measured ceilings of one device at one dtype (a projection of `MachinePeaks`)."""
 
     device: str  # "cpu", "cuda" or "mps"
     device_name: str  # e.g. the CPU model or "NVIDIA H200"
-    dtype: str  # element type of the matrix product and the copy
+    dtype: str  # element type of the matrix product
     threads: int  # torch intra-op threads (CPU parallelism)
-    flops_per_s: float  # 2·n³ / fastest matmul
-    bytes_per_s: float  # 2·copy_bytes / fastest copy (read + write)
-    flops_per_s_median: float  # 2·n³ / median matmul
-    bytes_per_s_median: float  # 2·copy_bytes / median copy
-    matmul_n: int  # size of the square matrices
-    copy_bytes: int  # size of the copied tensor (bytes read = bytes written = this)
-    repeats: int  # timed runs of each, after one untimed warm-up
+    flops_per_s: float  # 2·n³ ÷ the median matmul run: the compute roof
+    bytes_per_s: float  # bytes ÷ the median read of a large buffer: the memory roof
+    matmul_n: int  # size of the square matrices at the peak
+    buffer_bytes: int  # size of the buffer read
+    repeats: int  # timed reads, after one untimed warm-up
     timer: str  # "cuda events" or the Clock's name
-    # How the two ceilings were measured, when not by `measure_peaks` (a copy): e.g. "cached
-    # machine peaks: matmul ...; read bandwidth ...". Empty for `measure_peaks`.
+    # How, when and with what the two ceilings were measured.
     how: str = ""
+    flops_spread: Optional[Spread] = None  # the middle half of the matmul runs
+    bytes_spread: Optional[Spread] = None  # the middle half of the reads
+    cpu_features: list[str] = field(default_factory=list)  # `viz.runtime.cpu_features`
+    cpu_capability: str = ""  # what torch's kernels used, e.g. "AVX2"
 
     @property
     def ridge_intensity(self) -> float:
@@ -59,79 +58,63 @@ class Peaks:
         return self.flops_per_s / self.bytes_per_s
 
 
-def _default_sizes(device: torch.device) -> tuple[int, int]:
-    """(matmul n, copy bytes): big enough to saturate the device, short enough to wait for."""
-    if device.type == "cuda":
-        return 8192, 2 << 30  # 1.1 TFLOP per product, 2 GiB per copy
-    # 128 MiB: several times a server CPU's last-level cache, and small enough that a lesson's
-    # kernel (model + two copies of this) stays well inside a 2 GB Binder session.
-    return 2048, 128 << 20  # 17 GFLOP, 128 MiB
-
-
-def measure_peaks(device: Union[str, torch.device] = "auto",
-                  dtype: Union[None, str, torch.dtype] = None, *, matmul_n: Optional[int] = None,
-                  copy_bytes: Optional[int] = None, repeats: int = 5,
-                  threads: Optional[int] = None) -> Peaks:
-    """Measure peak FLOP/s (a matrix product) and peak bytes/s (a copy) on `device`.
-
-    dtype: as in `viz.load_model` (bfloat16 on CUDA, float32 elsewhere): measure in the dtype
-        the model runs in. About 2 s on a 2-core CPU with the default sizes.
-    threads: CPU threads to measure with (None: torch's current count); recorded.
-    """
-    with using_threads(threads):
-        return _measure(device, dtype, matmul_n, copy_bytes, repeats)
-
-
-def _measure(device, dtype, matmul_n, copy_bytes, repeats) -> Peaks:
-    dev = resolve_device(device)
-    dt = resolve_dtype(dtype, dev)
-    n_default, bytes_default = _default_sizes(dev)
-    n = int(matmul_n or n_default)
-    elem = torch.tensor([], dtype=dt).element_size()
-    numel = int(copy_bytes or bytes_default) // elem
-    if n < 1 or numel < 1 or repeats < 1:
-        raise ValueError("matmul_n, copy_bytes and repeats must be positive")
-
-    gen = torch.Generator(device=dev).manual_seed(0)
-    a = torch.randn(n, n, device=dev, dtype=dt, generator=gen)
-    b = torch.randn(n, n, device=dev, dtype=dt, generator=gen)
-    out = torch.empty(n, n, device=dev, dtype=dt)
-    mm_times, timer = time_runs(lambda: torch.mm(a, b, out=out), dev, repeats)
-    del a, b, out
-
-    src = torch.ones(numel, device=dev, dtype=dt)
-    dst = torch.empty_like(src)
-    copy_times, _ = time_runs(lambda: dst.copy_(src), dev, repeats)
-    del src, dst
-
-    flops, moved = 2.0 * n ** 3, 2.0 * numel * elem
-    return Peaks(device=dev.type, device_name=device_name(dev), dtype=dtype_name(dt),
-                 threads=torch.get_num_threads(),
-                 flops_per_s=flops / min(mm_times), bytes_per_s=moved / min(copy_times),
-                 flops_per_s_median=flops / statistics.median(mm_times),
-                 bytes_per_s_median=moved / statistics.median(copy_times),
-                 matmul_n=n, copy_bytes=numel * elem, repeats=repeats, timer=timer)
+def peaks_v1_to_v2(data: dict) -> dict:
+    """A Peaks saved before viz 0.2 (inside a schema-1 roofline): the fastest runs were the
+    figures and the copy's bandwidth could be the memory roof; the medians it kept become the
+    figures."""
+    data = dict(data)
+    data["flops_per_s"] = data.pop("flops_per_s_median", data["flops_per_s"])
+    data["bytes_per_s"] = data.pop("bytes_per_s_median", data["bytes_per_s"])
+    data["buffer_bytes"] = data.pop("copy_bytes", 0)
+    return data
 
 
 def peaks_from_machine(machine: MachinePeaks, dtype: str = "float32") -> Peaks:
     """The roofline's two ceilings taken from `viz.perf.machine_peaks`' measurement.
 
     flops_per_s is its matmul peak in `dtype`; bytes_per_s its **read** bandwidth (what the
-    memory floor of lesson 08 divides by), not a copy's, so the ridge point printed by lessons
-    03, 04, 06 and 07 is the one lesson 08 uses. `how` says when and how both were measured.
+    memory floor of lesson 08 divides by), so the ridge point printed by lessons 03, 04, 06
+    and 07 is the one lesson 08 uses. `how` says when and how both were measured.
     """
     if not isinstance(machine, MachinePeaks):
         raise ValueError(f"expected viz.perf.MachinePeaks (from viz.perf.machine_peaks()), not "
                          f"{type(machine).__name__}")
     read = machine.read
+    machine.flops(dtype)  # a dtype with no measured peak fails here, naming what there is
+    m = machine.matmul[dtype]
+    source = "cached machine peaks" if machine.loaded_from else "machine peaks"
     return Peaks(device=machine.device, device_name=machine.device_name, dtype=dtype,
-                 threads=machine.threads, flops_per_s=machine.flops(dtype),
-                 bytes_per_s=read.bytes_per_s,
-                 flops_per_s_median=machine.flops_per_s_median.get(dtype, machine.flops(dtype)),
-                 bytes_per_s_median=read.bytes_per_s_median, matmul_n=machine.matmul_n,
-                 copy_bytes=read.buffer_bytes, repeats=read.repeats, timer=read.timer,
-                 how=(f"cached machine peaks, measured {machine.measured_at}: matmul {dtype} "
-                      f"{machine.matmul_n}×{machine.matmul_n}; read bandwidth: {read.how}"))
+                 threads=machine.threads, flops_per_s=m.flops_per_s,
+                 bytes_per_s=read.bytes_per_s, matmul_n=m.n, buffer_bytes=read.buffer_bytes,
+                 repeats=read.repeats, timer=read.timer,
+                 how=(f"{source}, measured {machine.measured_at}: matmul {dtype} {m.how}; "
+                      f"read bandwidth: {read.how}"),
+                 flops_spread=m.spread, bytes_spread=read.spread,
+                 cpu_features=list(machine.cpu_features), cpu_capability=machine.cpu_capability)
+
+
+def measure_peaks(device: Union[str, torch.device] = "auto",
+                  dtype: Union[None, str, torch.dtype] = None, *,
+                  buffer_bytes: Optional[int] = None, repeats: int = 5,
+                  threads: Optional[int] = None, budget_s: float = BUDGET_S,
+                  max_n: Optional[int] = None) -> Peaks:
+    """Measure peak FLOP/s (a matrix product, sized to the machine) and the read bandwidth on
+    `device`, afresh (nothing cached): what `viz roofline` and `measure_roofline` use.
+
+    dtype: as in `viz.load_model` (bfloat16 on CUDA, float32 elsewhere): measure in the dtype
+        the model runs in. A few seconds on a 2-core CPU.
+    buffer_bytes: the buffer read (default 256 MiB on a CPU, 2 GiB on a GPU).
+    budget_s, max_n: the matmul's time budget and largest size (`viz.perf.measure_matmul`).
+    threads: CPU threads to measure with (None: torch's current count); recorded.
+    """
+    dev = resolve_device(device)
+    dt = dtype_name(resolve_dtype(dtype, dev))
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be a whole number >= 1, not {repeats!r}")
+    machine = measure_machine_peaks(dev, buffer_bytes=buffer_bytes, repeats=repeats,
+                                    threads=threads, dtypes=[dt], budget_s=budget_s,
+                                    max_n=max_n)
+    return peaks_from_machine(machine, dt)
 
 
 def cached_peaks(device: Union[str, torch.device] = "cpu",
@@ -140,8 +123,8 @@ def cached_peaks(device: Union[str, torch.device] = "cpu",
     """This machine's peaks for the roofline, measured once and cached (lessons 03, 04, 06, 07).
 
     `viz.perf.machine_peaks(device, threads=threads)` (measured the first time, a few seconds;
-    read from its cache file afterwards), in the form `measure_roofline(peaks=...)` takes:
-    see `peaks_from_machine`. dtype: as in `viz.load_model` (float32 on a CPU).
+    read from its cache file and checked afterwards), in the form `measure_roofline(peaks=...)`
+    takes: see `peaks_from_machine`. dtype: as in `viz.load_model` (float32 on a CPU).
     """
     dev = resolve_device(device)
     return peaks_from_machine(machine_peaks(dev, threads=threads),
@@ -155,19 +138,21 @@ def time_kernel(fn, *, repeats: int = 7, device: Union[str, torch.device] = "cpu
     elsewhere), for a lesson's own small measurement: one argmax (lesson 02), one matrix
     product (lessons 03 and 06).
     """
+    return kernel_spread(fn, repeats=repeats, device=device).median
+
+
+def kernel_spread(fn, *, repeats: int = 7, device: Union[str, torch.device] = "cpu") -> Spread:
+    """Seconds of one call of `fn` with its spread: `repeats` calls after one untimed warm-up,
+    their median and middle half (`viz.Spread`). What `time_kernel` reports the median of."""
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise ValueError(f"repeats must be a whole number >= 1, not {repeats!r}")
     times, _ = time_runs(fn, resolve_device(device), repeats)
-    return float(statistics.median(times))
+    return Spread.of(times)
 
 
-def linear_seconds(weight: torch.Tensor, rows: int, *, repeats: int = 7) -> float:
-    """Median seconds of `torch.nn.functional.linear` of `rows` input rows with `weight`.
-
-    The kernel every weight matrix of a forward pass runs: 1 row is a matrix-vector product
-    (batch-1 decode), 2 or more a matrix-matrix product (a prefill, a batch). Divide the
-    weight's bytes by it for the speed that kernel streams the weights at (lessons 03, 06).
-    """
+def linear_spread(weight: torch.Tensor, rows: int, *, repeats: int = 7) -> Spread:
+    """`linear_seconds` with its spread: the median of `repeats` calls and their middle half
+    (lessons 03, 06: how fast the kernel of every weight matrix streams it, 1 row or several)."""
     if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
         raise ValueError(f"rows must be a whole number >= 1, not {rows!r}")
     if not isinstance(weight, torch.Tensor) or weight.dim() != 2:
@@ -176,5 +161,16 @@ def linear_seconds(weight: torch.Tensor, rows: int, *, repeats: int = 7) -> floa
     w = weight.detach()
     x = torch.ones(rows, w.shape[1], dtype=w.dtype, device=w.device)
     with torch.inference_mode():
-        return time_kernel(lambda: torch.nn.functional.linear(x, w), repeats=repeats,
-                           device=w.device)
+        return kernel_spread(lambda: torch.nn.functional.linear(x, w), repeats=repeats,
+                             device=w.device)
+
+
+def linear_seconds(weight: torch.Tensor, rows: int, *, repeats: int = 7) -> float:
+    """Median seconds of `torch.nn.functional.linear` of `rows` input rows with `weight`.
+
+    The kernel every weight matrix of a forward pass runs: 1 row is a matrix-vector product
+    (batch-1 decode), 2 or more a matrix-matrix product (a prefill, a batch). Divide the
+    weight's bytes by it for the speed that kernel streams the weights at (lessons 03, 06).
+    `linear_spread` gives the spread too.
+    """
+    return linear_spread(weight, rows, repeats=repeats).median

@@ -27,12 +27,13 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Optional, Sequence
 
 from viz.perf.counts import PassCost, decode_cost, prefill_cost
-from viz.perf.peaks import Peaks, measure_peaks
+from viz.perf.peaks import Peaks, cached_peaks, peaks_v1_to_v2
+from viz.perf.regime import Figure, Verdict, explain_regime, regime, verdict
 from viz.perf.sweeps import batch_size_sweep, prompt_of_length
-from viz.perf.wall import explain_regime, regime
 from viz.record import record
 from viz.runtime import check_threads, using_threads
 from viz.documents import Document
+from viz.spread import Spread
 from viz.trace import Environment, ModelSpec, Trace
 
 
@@ -84,6 +85,30 @@ def pass_regime(flops: float, nbytes: float, seconds: float, peaks: Peaks,
     """
     rule = explain_regime if explain else regime
     return rule(seconds, nbytes / peaks.bytes_per_s, flops / peaks.flops_per_s, fixed_cost_s)
+
+
+def pass_verdict(flops: float, nbytes: float, step: Figure, peaks: Peaks,
+                 fixed_cost: Figure) -> Verdict:
+    """The rule on one measured pass with every figure's spread (`viz.perf.regime.verdict`).
+
+    step, fixed_cost: a `viz.Spread` (the pass's timed runs; `viz.perf.fixed_cost(...)`), or a
+    plain number of seconds (no spread). The floors carry the peaks' spreads: the memory floor
+    runs from nbytes ÷ the fast reads to nbytes ÷ the slow ones, the compute floor likewise.
+    `str(v)` prints the verdict, its numbers and its margin. Lessons 03, 04, 06, 07.
+    """
+    bw = peaks.bytes_spread or Spread.exact(peaks.bytes_per_s)
+    fl = peaks.flops_spread or Spread.exact(peaks.flops_per_s)
+    return verdict(step, bw.rate(nbytes), fl.rate(flops), fixed_cost)
+
+
+def floors_verdict(cost: PassCost, flops_per_s: Figure, bytes_per_s: Figure) -> Verdict:
+    """The rule on a pass worked out, not measured (e.g. from a datasheet): its two floors
+    (FLOPs ÷ flops_per_s, bytes ÷ bytes_per_s; each rate a `viz.Spread` or a plain number),
+    no fixed cost (none is published), and the step as long as the longer floor (what the
+    roofline says it would take). Lessons 03 and 06 set this machine beside an H100 with it."""
+    fl, bw = Spread.coerce(flops_per_s), Spread.coerce(bytes_per_s)
+    memory, compute = bw.rate(cost.bytes), fl.rate(cost.flops)
+    return verdict(max(memory.median, compute.median), memory, compute, 0.0)
 
 
 def trace_points(trace: Trace) -> list[RooflinePoint]:
@@ -139,7 +164,9 @@ class Roofline(Document):
 
     # Saved as JSON by `save` / `load` (see viz.documents for the rules of versions).
     KIND: ClassVar[str] = "llm-inference-roofline"
-    SCHEMA_VERSION: ClassVar[int] = 1
+    SCHEMA_VERSION: ClassVar[int] = 2
+    # Schema 1's peaks had the fastest runs as figures (and could hold a copy's bandwidth).
+    UPGRADES: ClassVar[dict] = {1: lambda d: {**d, "peaks": peaks_v1_to_v2(d["peaks"])}}
     WHAT: ClassVar[str] = "roofline"
     AGAIN: ClassVar[str] = ("measure it again with viz.perf.measure_roofline(...) or "
                             "`python -m viz roofline`")
@@ -200,7 +227,7 @@ def measure_roofline(lm, prompt: str = "Explain in one paragraph why the sky is 
     batch_sizes: also run a batch-size sweep and add one decode point per batch size (the
         points climb the memory slope as the batch grows: lesson 06).
     Reuse what was measured already instead (a lesson has it at hand):
-    peaks: from `viz.perf.measure_peaks`;  trace: a `viz.record` trace of `lm` (cache on);
+    peaks: default `viz.perf.cached_peaks` (this machine's, measured once);  trace: a `viz.record` trace of `lm` (cache on);
     batch: a `viz.perf.batch_size_sweep` of `lm` (then batch_sizes is not needed).
     prompt_sweep: a `viz.perf.prompt_length_sweep` of `lm`: one prefill point per length.
     threads: CPU threads for everything measured here (None: torch's current count).
@@ -212,7 +239,7 @@ def measure_roofline(lm, prompt: str = "Explain in one paragraph why the sky is 
 
 def _measure_roofline(lm, prompt, prompt_tokens, max_new_tokens, batch_sizes, peaks, trace,
                       batch, prompt_sweep, progress, label) -> Roofline:
-    peaks = peaks or measure_peaks(lm.device, lm.spec.dtype)
+    peaks = peaks or cached_peaks(lm.device, lm.spec.dtype)
     if prompt_tokens is not None:
         prompt = prompt_of_length(lm.tokenizer, prompt_tokens)
     if trace is None:

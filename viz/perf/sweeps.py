@@ -11,7 +11,8 @@ Every measurement is a real `viz.record` (or `viz.perf.generate_batch`) run. Run
 different settings are interleaved (setting 1, 2, 3, then 1, 2, 3 again, ...) so that a slow
 spell of a noisy machine spreads over all settings instead of spoiling one, and a first
 untimed warm-up run pays for one-off costs (memory allocation, kernel selection). Figures are
-medians over repeats. `progress=False` silences the progress bar (use it in notebooks).
+medians over repeats, and the timed columns keep their spread (`Sweep.spread(name)`: the middle
+half of the runs behind each median). `progress=False` silences the progress bar (use it in notebooks).
 `threads=` sets the CPU threads every run of a sweep uses (None: torch's current count); the
 result's `environment.threads` records it. "How many tokens" is `max_new_tokens` everywhere:
 tokens generated per request, the first (from the prefill) included.
@@ -31,6 +32,7 @@ from viz.perf.counts import decode_cost, prefill_cost
 from viz.perf.table import Sweep
 from viz.record import record
 from viz.runtime import check_threads, using_threads
+from viz.spread import Spread
 
 FILLER = ("The quick brown fox jumps over the lazy dog, and the model reads every word of this "
           "sentence in one parallel pass before it writes its first token. ")
@@ -107,6 +109,14 @@ def _median(values: Sequence[float]) -> float:
     return float(statistics.median(values))
 
 
+def _timed(cols: dict, spreads: dict, name: str, samples: Sequence[float]) -> float:
+    """Append the median of `samples` to column `name`, and their spread to `spreads[name]`."""
+    s = Spread.of(samples)
+    cols[name].append(s.median)
+    spreads.setdefault(name, []).append(s)
+    return s.median
+
+
 # ---- prompt length → TTFT (lesson 03) -------------------------------------------------------
 @_measured
 def prompt_length_sweep(lm: LoadedModel, lengths: Sequence[int] = (8, 16, 32, 64, 128), *,
@@ -137,19 +147,21 @@ def prompt_length_sweep(lm: LoadedModel, lengths: Sequence[int] = (8, 16, 32, 64
     cols: dict[str, list[Any]] = {k: [] for k in (
         "prompt_tokens", "ttft_s", "prefill_forward_s", "prefill_tokens_per_s",
         "prefill_flops", "achieved_flops_per_s")}
+    spreads: dict[str, list[Spread]] = {}
     for n in lengths:
         traces = runs[n]
         tokens = len(traces[0].prompt_tokens)
-        forward = _median([t.timing.prefill_forward_s for t in traces])
         flops = prefill_cost(lm.spec, tokens).flops
         cols["prompt_tokens"].append(tokens)
-        cols["ttft_s"].append(_median([t.ttft_s for t in traces]))
-        cols["prefill_forward_s"].append(forward)
+        _timed(cols, spreads, "ttft_s", [t.ttft_s for t in traces])
+        forward = _timed(cols, spreads, "prefill_forward_s",
+                         [t.timing.prefill_forward_s for t in traces])
         cols["prefill_tokens_per_s"].append(tokens / forward)
         cols["prefill_flops"].append(flops)
         cols["achieved_flops_per_s"].append(flops / forward)
     return Sweep(name="prompt_length", x="prompt_tokens", columns=cols, model=lm.spec,
-                 environment=lm.environment(), settings={"repeats": repeats}, label=label)
+                 environment=lm.environment(), settings={"repeats": repeats}, label=label,
+                 spreads=spreads)
 
 
 def _one_token(lm: LoadedModel, prompt: str):
@@ -196,22 +208,21 @@ def context_length_sweep(lm: LoadedModel, contexts: Sequence[int] = (16, 64, 256
     cols: dict[str, list[Any]] = {k: [] for k in (
         "context_tokens", "decode_step_s", "decode_forward_s", "decode_tokens_per_s",
         "kv_bytes", "decode_bytes", "achieved_bytes_per_s")}
+    spreads: dict[str, list[Spread]] = {}
     for c in contexts:
         decode = [s for t in runs[c] for s in t.steps[1:]]
-        step = _median([s.forward_s + s.sample_s for s in decode])
-        forward = _median([s.forward_s for s in decode])
+        step = _timed(cols, spreads, "decode_step_s", [s.forward_s + s.sample_s for s in decode])
+        forward = _timed(cols, spreads, "decode_forward_s", [s.forward_s for s in decode])
         tokens = len(runs[c][0].prompt_tokens)
         moved = decode_cost(lm.spec, tokens + statistics.median_low(range(1, max_new_tokens))).bytes
         cols["context_tokens"].append(tokens)
-        cols["decode_step_s"].append(step)
-        cols["decode_forward_s"].append(forward)
         cols["decode_tokens_per_s"].append(1.0 / step)
         cols["kv_bytes"].append(runs[c][0].steps[-1].kv_bytes)
         cols["decode_bytes"].append(moved)
         cols["achieved_bytes_per_s"].append(moved / forward)
     return Sweep(name="context_length", x="context_tokens", columns=cols, model=lm.spec,
                  environment=lm.environment(), settings={"max_new_tokens": max_new_tokens, "repeats": repeats},
-                 label=label)
+                 label=label, spreads=spreads)
 
 
 # ---- cache on vs off (lesson 05) ------------------------------------------------------------
@@ -308,16 +319,16 @@ def batch_size_sweep(lm: LoadedModel, batch_sizes: Sequence[int] = (1, 2, 4, 8, 
         "batch_size", "prompt_tokens", "ttft_s", "decode_step_s", "decode_forward_s",
         "decode_context_tokens", "request_latency_s", "request_tokens_per_s",
         "aggregate_tokens_per_s", "aggregate_decode_tokens_per_s", "kv_bytes")}
+    spreads: dict[str, list[Spread]] = {}
     for b in batch_sizes:
         rs = runs[b]
         n_prompt = rs[0].padded_length
-        step = _median([s for r in rs for s in r.step_s])
         latency = _median([r.end_to_end_s for r in rs])
         cols["batch_size"].append(b)
         cols["prompt_tokens"].append(n_prompt)
         cols["ttft_s"].append(_median([r.ttft_s for r in rs]))
-        cols["decode_step_s"].append(step)
-        cols["decode_forward_s"].append(_median([s for r in rs for s in r.step_forward_s]))
+        step = _timed(cols, spreads, "decode_step_s", [s for r in rs for s in r.step_s])
+        _timed(cols, spreads, "decode_forward_s", [s for r in rs for s in r.step_forward_s])
         # decode step j (1 .. max_new_tokens-1) leaves n_prompt + j tokens per request
         cols["decode_context_tokens"].append(n_prompt + statistics.median_low(
             range(1, max_new_tokens)))
@@ -329,4 +340,4 @@ def batch_size_sweep(lm: LoadedModel, batch_sizes: Sequence[int] = (1, 2, 4, 8, 
     return Sweep(name="batch_size", x="batch_size", columns=cols, model=lm.spec,
                  environment=lm.environment(),
                  settings={"prompt": prompt, "max_new_tokens": max_new_tokens, "repeats": repeats},
-                 label=label)
+                 label=label, spreads=spreads)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Optional
 
 from viz.documents import Document, Number
+from viz.spread import Spread
 from viz.trace import Environment, ModelSpec
 
 
@@ -42,6 +43,9 @@ class Sweep(Document):
     environment: Environment  # where it was measured
     settings: dict[str, Any] = field(default_factory=dict)  # the sweep's arguments
     label: str = ""  # a name for comparisons, e.g. "CPU" or "H200"
+    # timed column → one spread per row: the median the column holds and the middle half of
+    # the runs behind it (`viz.spread.Spread`); {} in files saved before spreads were kept
+    spreads: dict[str, list[Spread]] = field(default_factory=dict)
 
     # Saved as JSON by `save` / `load` (see viz.documents for the rules of versions).
     KIND: ClassVar[str] = "llm-inference-sweep"
@@ -56,6 +60,9 @@ class Sweep(Document):
             raise ValueError(f"columns of a sweep must have equal lengths, got {sorted(lengths)}")
         if self.x not in self.columns:
             raise ValueError(f"the x column {self.x!r} is not among {list(self.columns)}")
+        for name, spreads in self.spreads.items():
+            if name not in self.columns or len(spreads) != len(self.columns[name]):
+                raise ValueError(f"spreads of {name!r} must match a column, one per row")
 
     def __len__(self) -> int:
         return len(self.columns[self.x])
@@ -64,6 +71,15 @@ class Sweep(Document):
         if name not in self.columns:
             raise ValueError(f"no column {name!r}; this sweep has {list(self.columns)}")
         return list(self.columns[name])
+
+    def spread(self, name: str) -> list[Spread]:
+        """A timed column's spreads, one per row (each `.median` is the column's value);
+        exact figures where none were kept (a count, or an older file)."""
+        values = self.column(name)
+        kept = self.spreads.get(name)
+        if kept is None:
+            return [Spread.exact(v) for v in values]
+        return list(kept)
 
     def rows(self) -> list[dict[str, Any]]:
         """One dict per row: {column name: value}."""
@@ -88,4 +104,6 @@ def _fmt(v: Optional[float]) -> str:
         return f"{v:,}"
     if v == 0:
         return "0"
+    if abs(v) >= 1e7:  # a rate in FLOP/s or bytes/s: digits nobody reads; 5.39e+10
+        return f"{v:.3g}"
     return f"{v:.4g}" if abs(v) < 1e5 else f"{v:,.0f}"

@@ -14,7 +14,7 @@ of three reasons, and this module tells them apart on the learner's own machine 
   dtype.
 
 `regime` is the one rule that names a point from those numbers; `fit_wall` fits
-TPOT = fixed cost + bytes ÷ achieved bandwidth across points (least squares), whose intercept
+TPOT = fixed cost + bytes ÷ streaming rate across points (least squares), whose intercept
 and slope are the two numbers that explain a decode step on a machine. Bytes per step vary
 three ways: the dtype of one shape (float32 → bfloat16 halves them), the model's size
 (shapes from a 12 M-parameter narrow model to 1.7 B, built by `viz.perf.from_config`: random
@@ -41,15 +41,15 @@ from typing import Any, ClassVar, Optional, Sequence, Union
 import numpy as np
 
 from viz.documents import Document
-from viz.perf.bandwidth import MachinePeaks, machine_peaks
+from viz.perf.machine import MachinePeaks, machine_peaks
+from viz.perf.regime import (OVERHEAD_SHARE, Verdict, check_seconds, explain_regime, regime,
+                              verdict)
 from viz.perf.configs import config_spec, from_config, read_config
 from viz.perf.counts import decode_cost
 from viz.runtime import check_threads, device_name, resolve_device, using_threads
+from viz.spread import Spread
 from viz.trace import Environment, ModelSpec
 
-REGIMES = ("overhead-bound", "memory-bound", "compute-bound")
-# Rule 1 of `regime`: a step is overhead-bound when the fixed cost is at least this share of it.
-OVERHEAD_SHARE = 0.5
 # The tiny width and vocabulary of the models that measure the fixed cost.
 NARROW_WIDTH, NARROW_VOCAB = 64, 512
 # What a learner can do about each regime (lesson 08 prints it beside the rule's verdict).
@@ -76,66 +76,6 @@ H100_SXM = {
 }
 
 
-# ---- the rule -------------------------------------------------------------------------------
-def _finite(name: str, value: Any, positive: bool) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number of seconds, not {value!r}")
-    if value < 0 or (positive and value == 0):
-        raise ValueError(f"{name} must be {'> 0' if positive else '>= 0'} seconds, "
-                         f"not {value!r}")
-    return float(value)
-
-
-def regime(seconds: float, memory_floor_s: float, compute_floor_s: float,
-           fixed_cost_s: float, *, overhead_share: float = OVERHEAD_SHARE) -> str:
-    """The rule that names what limits a measured step: overhead-, memory- or compute-bound.
-
-    Inputs, all in seconds: t = the step's measured time; M = its memory floor (bytes read ÷
-    the measured read bandwidth); C = its compute floor (FLOPs ÷ the measured peak FLOP/s);
-    F = the fixed per-step cost measured with a model of the same depth and a tiny width.
-
-    1. **overhead-bound** if F ≥ overhead_share · t (default 0.5): at least half the step is
-       the cost a model with almost no weights pays too, so fewer bytes or FLOPs would barely
-       shorten it;
-    2. otherwise **compute-bound** if C ≥ M: the arithmetic needs at least as long as reading
-       the bytes (the pass sits at or right of the ridge point, as in `viz.perf.roofline`);
-    3. otherwise **memory-bound**: reading the bytes takes longer than the arithmetic.
-
-    Boundaries: F = overhead_share · t exactly is overhead-bound; C = M exactly is
-    compute-bound. F may exceed t (a noisy measurement): still overhead-bound.
-    Bad input (t ≤ 0, M ≤ 0, negative C or F, not a finite number, overhead_share outside
-    (0, 1]) raises a ValueError naming it. Lesson 08; tested on hand-made points.
-    """
-    t = _finite("seconds", seconds, positive=True)
-    m = _finite("memory_floor_s", memory_floor_s, positive=True)
-    c = _finite("compute_floor_s", compute_floor_s, positive=False)
-    f = _finite("fixed_cost_s", fixed_cost_s, positive=False)
-    if isinstance(overhead_share, bool) or not isinstance(overhead_share, (int, float)) \
-            or not 0 < overhead_share <= 1:
-        raise ValueError(f"overhead_share must be a fraction in (0, 1], not {overhead_share!r}")
-    if f >= overhead_share * t:
-        return "overhead-bound"
-    return "compute-bound" if c >= m else "memory-bound"
-
-
-def explain_regime(seconds: float, memory_floor_s: float, compute_floor_s: float,
-                   fixed_cost_s: float, *, overhead_share: float = OVERHEAD_SHARE) -> str:
-    """`regime`'s verdict with the comparison that decided it, in words (for printing)."""
-    name = regime(seconds, memory_floor_s, compute_floor_s, fixed_cost_s,
-                  overhead_share=overhead_share)
-    ms = lambda s: f"{s * 1e3:.2f} ms"  # noqa: E731
-    share = f"{overhead_share:g} ×" if overhead_share != 0.5 else "half of"
-    if name == "overhead-bound":
-        why = f"fixed cost {ms(fixed_cost_s)} ≥ {share} the step's {ms(seconds)}"
-    elif name == "compute-bound":
-        why = (f"fixed cost {ms(fixed_cost_s)} < {share} {ms(seconds)}, and compute floor "
-               f"{ms(compute_floor_s)} ≥ memory floor {ms(memory_floor_s)}")
-    else:
-        why = (f"fixed cost {ms(fixed_cost_s)} < {share} {ms(seconds)}, and memory floor "
-               f"{ms(memory_floor_s)} > compute floor {ms(compute_floor_s)}")
-    return f"{name}: {why}"
-
-
 # ---- the fit ----------------------------------------------------------------------------------
 @dataclass
 class WallFit:
@@ -145,10 +85,11 @@ class WallFit:
     seconds_per_byte: float  # the slope
     r_squared: float  # share of the variance of the step times the line explains
     points: int  # how many points it was fitted to
+    dtype: str = ""  # the number format of the points ("" when several were mixed)
 
     @property
     def bytes_per_s(self) -> float:
-        """The achieved bandwidth: 1 / slope (the rate the bytes actually streamed at)."""
+        """The streaming rate across the points: 1 / slope (see `streaming_rate`)."""
         return 1.0 / self.seconds_per_byte
 
     def predict_s(self, step_bytes: float) -> float:
@@ -156,9 +97,28 @@ class WallFit:
         return self.fixed_s + step_bytes * self.seconds_per_byte
 
     def __str__(self) -> str:
+        which = f"{self.points} {self.dtype} points" if self.dtype else f"{self.points} points"
         return (f"TPOT ≈ {self.fixed_s * 1e3:.2f} ms + bytes ÷ "
                 f"{self.bytes_per_s / 1e9:.1f} GB/s "
-                f"(least squares over {self.points} points, R² {self.r_squared:.3f})")
+                f"(least squares over {which}, R² {self.r_squared:.3f})")
+
+
+def streaming_rate(step_bytes: float, step: Union[Spread, float],
+                   fixed_cost: Union[Spread, float]) -> Spread:
+    """The rate a step's bytes streamed at once its fixed cost is set aside:
+    bytes ÷ (step − fixed cost), with the spread of both carried along (bytes/s).
+
+    Not the *achieved bandwidth* of the roofline (bytes ÷ the whole step, whose share of the
+    read peak is the MBU): this one says how fast the reading itself went. The memory wall's
+    fit estimates the same rate across many models (its slope). Lessons 04 and 08.
+    """
+    t, f = Spread.coerce(step), Spread.coerce(fixed_cost)
+    rest = t - f
+    if not rest.low > 0:
+        raise ValueError(f"the fixed cost ({f.text(1e3, 'ms')}) is as long as the step "
+                         f"({t.text(1e3, 'ms')}) within their spreads: there is no time left "
+                         "to stream the bytes in, so no rate can be read off this step")
+    return rest.rate(step_bytes)
 
 
 def fit_wall(step_bytes: Sequence[float], seconds: Sequence[float]) -> WallFit:
@@ -218,6 +178,12 @@ class WallPoint:
     fixed_cost_s: float  # fixed per-step cost at this depth and dtype (from the overhead floor)
     random_weights: bool = True  # built from a config (real kernels, meaningless text)
     batch: int = 1  # requests per step (1: one token per weight read)
+    step_spread: Optional[Spread] = None  # the timed steps: median, middle half (None: older)
+
+    @property
+    def spread(self) -> Spread:
+        """The step time with its spread (an exact figure for a computed or older point)."""
+        return self.step_spread or Spread.exact(self.seconds)
 
 
 @dataclass
@@ -231,10 +197,13 @@ class OverheadFloor:
     seconds: list[float]  # median decode step of the tiny model at each depth
     assumed: bool = False  # True: not measured here (a computed run's stated assumption)
     note: str = ""  # how it was obtained
+    spreads: list[Spread] = field(default_factory=list)  # each depth's steps ([]: not kept)
 
     def __post_init__(self):
         if len(self.layers) != len(self.seconds) or not self.layers:
             raise ValueError("an overhead floor needs one time per depth, and at least one depth")
+        if self.spreads and len(self.spreads) != len(self.layers):
+            raise ValueError("an overhead floor needs one spread per depth, or none")
         if sorted(set(self.layers)) != list(self.layers):
             raise ValueError(f"overhead floor depths must increase with no repeats, not "
                              f"{self.layers}")
@@ -262,6 +231,13 @@ class OverheadFloor:
             raise ValueError(f"the fixed cost was measured at {self.layers} layers only: "
                              f"measure it at {n_layers} layers too (measure_overhead)")
         return max(0.0, self.constant_s + self.per_layer_s * n_layers)
+
+    def spread_at(self, n_layers: int) -> Spread:
+        """The fixed cost at `n_layers` with its spread: the measured steps' at a measured
+        depth; exact (no spread known) where it is read off the line or was not kept."""
+        if n_layers in self.layers and self.spreads:
+            return self.spreads[self.layers.index(n_layers)]
+        return Spread.exact(self.at(n_layers))
 
 
 def narrow_config(config: Union[str, dict], hidden_size: int = NARROW_WIDTH, *,
@@ -342,16 +318,17 @@ def measure_point(lm, *, max_new_tokens: int = 16, repeats: int = 2, prompt: str
                 times += run.step_forward_s
                 contexts += [len(ids) + k for k in range(1, len(run.step_forward_s) + 1)]
     spec = lm.spec
+    spread = Spread.of(times)
     cost = decode_cost(spec, int(statistics.median_low(contexts)), batch)
     name = label or f"{spec.name} {_short(spec.dtype)}" + (f" B={batch}" if batch > 1 else "")
     return WallPoint(label=name, model=spec.name,
                      dtype=spec.dtype, kind=kind, n_params=spec.n_params,
                      n_layers=spec.n_layers, hidden_size=spec.hidden_size,
                      context_tokens=cost.context_tokens, step_bytes=int(cost.bytes),
-                     step_flops=int(cost.flops), seconds=float(statistics.median(times)),
+                     step_flops=int(cost.flops), seconds=spread.median,
                      seconds_min=float(min(times)), seconds_max=float(max(times)),
                      steps_timed=len(times), fixed_cost_s=float(fixed_cost_s),
-                     random_weights=spec.random_weights, batch=batch)
+                     random_weights=spec.random_weights, batch=batch, step_spread=spread)
 
 
 def measure_overhead(depths: Sequence[int], dtype: str = "float32", *, base: Union[str, dict] =
@@ -378,7 +355,8 @@ def measure_overhead(depths: Sequence[int], dtype: str = "float32", *, base: Uni
     floor = OverheadFloor(dtype=dtype, hidden_size=hidden_size, vocab_size=vocab_size,
                           layers=depths, seconds=[p.seconds for p in points],
                           note=f"measured: median decode step of a model {hidden_size} wide "
-                               f"with a {vocab_size}-token vocabulary at each depth")
+                               f"with a {vocab_size}-token vocabulary at each depth",
+                          spreads=[p.spread for p in points])
     return floor, points
 
 
@@ -421,12 +399,30 @@ class QuantizedTry:
     note: str = ""
 
 
+def _floor(seconds: float, rate: Optional[Spread]) -> Spread:
+    """A floor (work ÷ a measured rate) with the rate's spread carried over: the slow end of
+    the rate gives the long end of the floor."""
+    if rate is None or rate.runs == 0:
+        return Spread.exact(seconds)
+    return Spread(seconds, seconds * rate.median / rate.high, seconds * rate.median / rate.low,
+                  rate.runs, True)
+
+
+def _wall_v1_to_v2(data: dict) -> dict:
+    """Schema 1: the peaks inside were a schema-1 MachinePeaks (the fastest runs were the
+    figures). Upgraded with it; the run's own floors keep the figures they were drawn with."""
+    if data.get("peaks"):
+        data = {**data, "peaks": MachinePeaks.UPGRADES[1](data["peaks"])}
+    return data
+
+
 @dataclass
 class WallRun(Document):
     """Decode steps placed against the memory wall: points, floors and how they were measured."""
 
     KIND: ClassVar[str] = "llm-inference-memory-wall"
-    SCHEMA_VERSION: ClassVar[int] = 1
+    SCHEMA_VERSION: ClassVar[int] = 2
+    UPGRADES: ClassVar[dict] = {1: _wall_v1_to_v2}
     WHAT: ClassVar[str] = "memory-wall run"
     AGAIN: ClassVar[str] = ("measure it again with viz.perf.measure_wall(...) or "
                             "`python benchmarks/memory_wall.py`")
@@ -468,22 +464,39 @@ class WallRun(Document):
         return p.step_flops / self.flops_per_s[p.dtype]
 
     def regime(self, p: WallPoint) -> str:
-        """The rule (`viz.perf.wall.regime`) applied to this point's numbers."""
+        """The rule (`viz.perf.regime.regime`) applied to this point's medians."""
         return regime(p.seconds, self.memory_floor_s(p), self.compute_floor_s(p),
                       p.fixed_cost_s, overhead_share=self.overhead_share)
 
+    def verdict(self, p: WallPoint) -> Verdict:
+        """The rule on this point with every figure's spread: its word, or "too close to call"
+        (`viz.perf.regime.verdict`). Figures without a recorded spread count as exact."""
+        fixed = Spread.exact(p.fixed_cost_s)
+        for o in self.overhead:
+            if o.dtype == p.dtype and p.fixed_cost_s == o.at(p.n_layers):
+                fixed = o.spread_at(p.n_layers)
+        if p.kind == "fixed cost":
+            fixed = p.spread  # its own steps are its fixed cost
+        memory = _floor(self.memory_floor_s(p), self.peaks.read.spread if self.peaks else None)
+        rate = self.peaks.matmul.get(p.dtype) if self.peaks else None
+        compute = _floor(self.compute_floor_s(p), rate.spread if rate else None)
+        return verdict(p.spread, memory, compute, fixed, overhead_share=self.overhead_share)
+
     def explain(self, p: WallPoint) -> str:
-        """The rule's verdict on `p` and the comparison that decided it."""
-        return explain_regime(p.seconds, self.memory_floor_s(p), self.compute_floor_s(p),
-                              p.fixed_cost_s, overhead_share=self.overhead_share)
+        """The verdict on `p`, the comparison that decided it and its margin, in words."""
+        return self.verdict(p).explain()
 
     def mbu(self, p: WallPoint) -> float:
         """Model bandwidth utilisation: (bytes ÷ measured time) ÷ read bandwidth."""
         return p.step_bytes / p.seconds / self.read_bytes_per_s
 
     def regimes(self) -> dict[str, str]:
-        """label → the rule's verdict, for every point."""
+        """label → the rule's word on the medians, for every point."""
         return {p.label: self.regime(p) for p in self.points}
+
+    def verdicts(self) -> dict[str, Verdict]:
+        """label → the verdict with its margin (`verdict`), for every point."""
+        return {p.label: self.verdict(p) for p in self.points}
 
     def fixed_cost_s(self, dtype: str, n_layers: int) -> float:
         """The fixed per-step cost of a model `n_layers` deep in `dtype` (the overhead floor)."""
@@ -495,12 +508,40 @@ class WallRun(Document):
                          f"dtype={dtype!r})")
 
     # ---- across points -------------------------------------------------------------------------
-    def fit(self, dtype: Optional[str] = None, kind: Optional[str] = None) -> WallFit:
-        """TPOT = fixed + bytes ÷ achieved bandwidth over the points (optionally one dtype or
-        one kind: "shape" leaves out the tiny fixed-cost models)."""
-        pts = [p for p in self.points if (dtype is None or p.dtype == dtype)
-               and (kind is None or p.kind == kind)]
-        return fit_wall([p.step_bytes for p in pts], [p.seconds for p in pts])
+    def fit_points(self, dtype: Optional[str] = None) -> list[WallPoint]:
+        """The points the line TPOT = fixed + bytes ÷ bandwidth models: model shapes decoding
+        one request (batch 1) whose verdict (`verdict`) is not compute-bound. The tiny
+        fixed-cost models are left out (their depths, and so their fixed costs, differ), and
+        so are batches and compute-bound steps (their time is not set by the bytes)."""
+        return [p for p in self.points if p.kind == "shape" and p.batch == 1
+                and (dtype is None or p.dtype == dtype)
+                and self.verdict(p).regime != "compute-bound"]
+
+    def fit_dtype(self) -> Optional[str]:
+        """The number format the one fit runs through: float32 where it has two points or
+        more, else the format with the most (None if none has two)."""
+        counts = {}
+        for p in self.fit_points():
+            counts[p.dtype] = counts.get(p.dtype, 0) + 1
+        if counts.get("float32", 0) >= 2:
+            return "float32"
+        best = max(counts, key=counts.get, default=None)
+        return best if best and counts[best] >= 2 else None
+
+    def fit(self, dtype: Optional[str] = None) -> WallFit:
+        """TPOT = fixed + bytes ÷ streaming rate, least squares over `fit_points` of one number
+        format: `dtype`, or `fit_dtype()` by default. One format, because the line has one
+        streaming rate, and the kernels of two formats need not stream at the same bytes per
+        second (on a CPU without bfloat16 instructions they do not). The one fit of a wall:
+        lesson 08 prints it and `wall_figure` draws it."""
+        dtype = dtype or self.fit_dtype()
+        if dtype is None:
+            raise ValueError("a line needs at least 2 model shapes at batch 1 in one number "
+                             f"format; this run's are {[p.label for p in self.fit_points()]}: "
+                             "measure another model in one of their formats")
+        pts = self.fit_points(dtype)
+        line = fit_wall([p.step_bytes for p in pts], [p.seconds for p in pts])
+        return replace(line, dtype=dtype or "")
 
     def rows(self) -> list[dict[str, Any]]:
         """One dict per point with its floors, MBU and regime (for a table or a test)."""
@@ -508,7 +549,8 @@ class WallRun(Document):
                  "n_layers": p.n_layers, "step_bytes": p.step_bytes, "seconds": p.seconds,
                  "memory_floor_s": self.memory_floor_s(p),
                  "compute_floor_s": self.compute_floor_s(p), "fixed_cost_s": p.fixed_cost_s,
-                 "mbu": self.mbu(p), "regime": self.regime(p)} for p in self.points]
+                 "mbu": self.mbu(p), "regime": self.regime(p),
+                 "verdict": self.verdict(p).regime} for p in self.points]
 
     def merged(self, other: "WallRun") -> "WallRun":
         """This run with `other`'s points and fixed-cost depths added (same machine)."""
@@ -518,10 +560,14 @@ class WallRun(Document):
         for o in other.overhead:
             if o.dtype in floors:
                 mine = floors[o.dtype]
-                depth = dict(zip(mine.layers, mine.seconds))
-                depth.update({n: s for n, s in zip(o.layers, o.seconds) if n not in depth})
+                depth = {n: (mine.seconds[k], mine.spread_at(n)) for k, n in enumerate(mine.layers)}
+                depth.update({n: (o.seconds[k], o.spread_at(n)) for k, n in enumerate(o.layers)
+                              if n not in depth})
+                kept = bool(mine.spreads) and bool(o.spreads)
                 floors[o.dtype] = replace(mine, layers=sorted(depth),
-                                          seconds=[depth[n] for n in sorted(depth)])
+                                          seconds=[depth[n][0] for n in sorted(depth)],
+                                          spreads=[depth[n][1] for n in sorted(depth)]
+                                          if kept else [])
             else:
                 floors[o.dtype] = o
         return replace(self, overhead=list(floors.values()),
@@ -541,12 +587,14 @@ class WallRun(Document):
                  f"memory floor at {self.read_bytes_per_s / 1e9:,.1f} GB/s (read); compute floor "
                  f"at {peak}",
                  f"{'point':<36}{'MB/step':>9}{'TPOT ms':>9}{'memory':>8}{'fixed':>8}"
-                 f"{'compute':>9}{'MBU':>6}  regime (the rule)",
+                 f"{'compute':>9}{'MBU':>6}  verdict (the rule, with the spreads)",
                  f"{'':<36}{'':>9}{'':>9}{'floor':>8}{'cost':>8}{'floor':>9}"]
         for r in self.rows():
             lines.append(f"{r['label']:<36}{r['step_bytes'] / 1e6:>9.1f}{r['seconds'] * 1e3:>9.2f}"
                          f"{r['memory_floor_s'] * 1e3:>8.2f}{r['fixed_cost_s'] * 1e3:>8.2f}"
-                         f"{r['compute_floor_s'] * 1e3:>9.3f}{r['mbu']:>6.0%}  {r['regime']}")
+                         f"{r['compute_floor_s'] * 1e3:>9.3f}{r['mbu']:>6.0%}  {r['verdict']}"
+                         + (f" ({r['regime']} on the medians)" if r["verdict"] != r["regime"]
+                            else ""))
         return "\n".join(lines)
 
 
@@ -656,7 +704,7 @@ def computed_wall(shapes: Sequence[Union[str, dict]], *, device_name: str, bytes
         raise ValueError(f"bytes_per_s must be > 0, not {bytes_per_s!r}")
     if dtype not in flops_per_s or not flops_per_s[dtype] > 0:
         raise ValueError(f"flops_per_s needs a peak > 0 for {dtype!r}, got {flops_per_s!r}")
-    _finite("fixed_cost_per_layer_s", fixed_cost_per_layer_s, positive=False)
+    check_seconds("fixed_cost_per_layer_s", fixed_cost_per_layer_s, positive=False)
     points, depths = [], set()
     for shape in shapes:
         spec: ModelSpec = config_spec(shape, dtype=dtype)
@@ -684,25 +732,27 @@ def computed_wall(shapes: Sequence[Union[str, dict]], *, device_name: str, bytes
 def bytes_whatif(run: WallRun, bytes_per_weight: float) -> list[dict[str, Any]]:
     """Each model shape's step time predicted at `bytes_per_weight` bytes per weight.
 
-    predicted = its fixed cost (measured at its depth) + its step's bytes, rescaled to
-    `bytes_per_weight`, ÷ the achieved bandwidth of the fit over the shapes. A prediction from
-    the line, not a measurement: fewer bytes only pay with a kernel that reads them directly
-    (lesson 08 shows one that did not). One row per model (its float32 point when measured).
+    predicted = its fixed cost (measured at its depth) + the rest of its measured step, scaled
+    by the bytes (new bytes per weight ÷ the point's): "if only the bytes change", each
+    model's own step, so the point it was measured at is reproduced exactly. A prediction, not
+    a measurement: fewer bytes only pay with a kernel that reads them as fast (lesson 08). One
+    row per model (its float32 point when measured).
     """
     if isinstance(bytes_per_weight, bool) or not isinstance(bytes_per_weight, (int, float)) \
             or not 0 < bytes_per_weight <= 8:
         raise ValueError(f"bytes_per_weight must be a number in (0, 8], not {bytes_per_weight!r}")
-    fit = run.fit(kind="shape")
     chosen: dict[str, WallPoint] = {}
     for p in run.points:
         if p.kind != "shape" or p.batch != 1:
             continue
         if p.model not in chosen or p.dtype == "float32":
             chosen[p.model] = p
+    if not chosen:
+        raise ValueError("this run has no model shape measured at batch 1 to predict from")
     rows = []
     for p in sorted(chosen.values(), key=lambda q: q.n_params):
         scale = bytes_per_weight / {"float32": 4, "bfloat16": 2, "float16": 2}.get(p.dtype, 4)
-        read_s = p.step_bytes * scale / fit.bytes_per_s
+        read_s = max(0.0, p.seconds - p.fixed_cost_s) * scale
         rows.append({"model": p.model, "n_params": p.n_params, "n_layers": p.n_layers,
                      "fixed_s": p.fixed_cost_s, "read_s": read_s,
                      "predicted_s": p.fixed_cost_s + read_s,

@@ -12,7 +12,9 @@
   started and stopped cleanly (`worker` ties it to this process).
 - `loadgen`: `run_load`: N concurrent streams or seeded Poisson arrivals over the shipped
   prompts (`prompts.json`), bounded in count and time → a `LoadRun` document.
-- `metrics`: TTFT, ITL, TPOT, E2E and goodput, defined once (`summarize`, `SLO`).
+- `metrics`: TTFT, ITL, TPOT, E2E and goodput, defined once (`summarize`, `SLO`); a run's ITL
+  taken apart with the server's record (`itl_breakdown`); a measured ratio put in ranges
+  with its margin (`band`). `loadgen.throughput_ratio`: two runs' throughputs, with a spread.
 - `scheduler`: the continuous-batching loop step by step, in-process (`StepRecorder`,
   `record_schedule` → `Schedule`), pinned to `SUPPORTED_TRANSFORMERS`.
 
@@ -24,8 +26,9 @@ schedule_figure, page_table_figure). Command line (viz/cli.py): `python -m viz s
 from viz.serve.client import (ServeError, StreamRecord, Target, Timeouts, check_url,
                               record_request)
 from viz.serve.loadgen import (LoadRun, LoadSettings, Prompt, arrival_times, load_prompts,
-                               run_load, sweep_load)
-from viz.serve.metrics import (SLO, LoadSummary, RequestRecord, ServerTiming, StaticBatchWaste,
+                               run_load, sweep_load, throughput_ratio)
+from viz.serve.metrics import (ITL_PARTS, SLO, Band, ITLBreakdown, LoadSummary, RequestRecord,
+                               ServerTiming, StaticBatchWaste, band, itl_breakdown,
                                static_batching_waste, summarize)
 from viz.serve.scheduler import (SUPPORTED_TRANSFORMERS, Schedule, SchedulerStep, StepRecorder,
                                  UnsupportedTransformers, check_transformers_version,
@@ -35,7 +38,7 @@ from viz.serve.server import EmbeddedServer, ServerInfo, serve
 __all__ = ["record_request", "StreamRecord", "ServeError", "Target", "Timeouts", "check_url",
            "run_load", "sweep_load", "LoadRun", "LoadSettings", "Prompt", "load_prompts",
            "arrival_times", "SLO", "LoadSummary", "RequestRecord", "ServerTiming", "summarize",
-           "StaticBatchWaste", "static_batching_waste",
+           "StaticBatchWaste", "static_batching_waste", "ITLBreakdown", "ITL_PARTS", "itl_breakdown",
            "Schedule", "SchedulerStep", "StepRecorder", "record_schedule",
            "SUPPORTED_TRANSFORMERS", "UnsupportedTransformers", "check_transformers_version",
-           "EmbeddedServer", "ServerInfo", "serve"]
+           "EmbeddedServer", "ServerInfo", "serve", "throughput_ratio", "Band", "band"]

@@ -414,15 +414,18 @@ class ClientInfo:
     python_version: str
     viz_version: str
     openai_version: str  # the client library that spoke HTTP and SSE
+    cpu: str = ""  # the client machine's CPU (`viz.runtime.cpu_name`)
+    cpu_features: list[str] = field(default_factory=list)  # `viz.runtime.cpu_features`
 
     @classmethod
     def here(cls) -> "ClientInfo":
         import openai
 
+        from viz.runtime import cpu_features, cpu_name
         from viz.version import __version__
 
         return cls(platform.platform(), platform.python_version(), __version__,
-                   openai.__version__)
+                   openai.__version__, cpu_name(), cpu_features())
 
 
 @dataclass

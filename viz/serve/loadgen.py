@@ -31,6 +31,7 @@ import json
 import math
 import random
 import sys
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,10 +41,11 @@ from viz.documents import Document
 from viz.serve.client import (ClientInfo, ServeError, Target, Timeouts, attach_server_timing,
                               check_url, make_client, now, resolve_target, run_coroutine,
                               stream_request, utc_now)
-from viz.serve.metrics import (SLO, LoadSummary, RequestRecord, StaticBatchWaste,
-                               static_batching_waste, summarize)
+from viz.serve.metrics import (SLO, ITLBreakdown, LoadSummary, RequestRecord, StaticBatchWaste,
+                               itl_breakdown, static_batching_waste, summarize)
 from viz.serve.scheduler import Schedule
 from viz.serve.server import ServerInfo
+from viz.spread import Spread
 
 MAX_REQUESTS = 10_000
 MAX_CONCURRENCY = 512
@@ -127,6 +129,12 @@ class LoadRun(Document):
     server: Optional[ServerInfo] = None  # how the server was run, when viz started it
     schedule: Optional[Schedule] = None  # the server's scheduler steps, when it recorded them
     label: str = ""  # e.g. "continuous batching, 4 streams"
+    # CPU seconds used during the run ÷ its wall time (from the call to the return): how many
+    # cores were kept busy on average by this client process (every thread) and, when viz
+    # started the server, by the server's processes. None: not measured (older files, or a
+    # server viz did not start).
+    client_cores: Optional[float] = None
+    server_cores: Optional[float] = None
 
     def summary(self, slo: Optional[SLO] = None) -> LoadSummary:
         """Percentiles, throughput and goodput (definitions: viz.serve.metrics)."""
@@ -142,6 +150,13 @@ class LoadRun(Document):
         return static_batching_waste([r.prompt_tokens for r in done],
                                      [r.n_output_tokens for r in done], batch_size)
 
+    def itl_breakdown(self) -> ITLBreakdown:
+        """This run's inter-token latency taken apart with the server's record: decode passes,
+        passes carrying prompt chunks, the way to the client (viz.serve.metrics.ITLBreakdown).
+        Needs a run on `EmbeddedServer(record=True)`."""
+        return itl_breakdown(self.requests, self.schedule, self.load_label,
+                             self.client_cores, self.server_cores)
+
     @property
     def load_label(self) -> str:
         """The load in words: "4 streams" or "2.0 requests/s"."""
@@ -155,6 +170,29 @@ class LoadRun(Document):
         head = f"{self.label or self.target.server_label or self.target.model} · {self.load_label}"
         stop = f"\nstopped early: {self.stopped}" if self.stopped else ""
         return f"{head}{stop}\n{self.summary()}"
+
+
+def throughput_ratio(run: LoadRun, base: LoadRun) -> Spread:
+    """`run`'s output tokens per second ÷ `base`'s (e.g. two servers at the same load), with a
+    spread over their requests. A run's throughput is one figure, its tokens ÷ its duration;
+    while they decode, its requests each make a token every TPOT, so the throughput moves with
+    their pace. The median is the throughputs' ratio; its ends scale it as the requests' paces
+    allow: base's TPOT ÷ run's, worst case of their middle halves (`Spread` division), ÷ that
+    ratio's median. Lesson 09."""
+    a, b = run.summary().output_tokens_per_s, base.summary().output_tokens_per_s
+    if not a or not b:
+        raise ValueError("both runs need completed requests and a duration")
+
+    def tpot(r: LoadRun) -> Spread:
+        paces = [q.tpot_s for q in r.requests if q.ok and q.tpot_s]
+        if not paces:
+            raise ValueError("a run needs completed requests of two tokens or more")
+        return Spread.of(paces)
+
+    pace = tpot(base) / tpot(run)
+    ratio = a / b
+    return Spread(ratio, ratio * pace.low / pace.median, ratio * pace.high / pace.median,
+                  pace.runs, True)
 
 
 def arrival_times(n: int, rate_per_s: float, seed: int) -> list[float]:
@@ -253,8 +291,12 @@ def run_load(url: Any, *, concurrency: Optional[int] = None, rate: Optional[floa
         finally:
             await client.close()
 
+    embedded = hasattr(url, "cpu_seconds") and not isinstance(url, str)
+    cpu0 = (now(), time.process_time(), url.cpu_seconds() if embedded else None)
+
     def finish() -> LoadRun:
         t0 = state["t0"]
+        wall = now() - cpu0[0]
         if t0 is not None:
             attach_server_timing(url, requests, t0)
         run = LoadRun(target=state["target"] or Target(base_url, endpoint, model or "", "",
@@ -263,6 +305,10 @@ def run_load(url: Any, *, concurrency: Optional[int] = None, rate: Optional[floa
                       recorded_at=utc_now(), stopped=state["stopped"],
                       server=url.info() if hasattr(url, "info") and not isinstance(url, str)
                       else None, label=label)
+        if wall > 0:
+            run.client_cores = (time.process_time() - cpu0[1]) / wall
+            if embedded and url.alive:
+                run.server_cores = (url.cpu_seconds() - cpu0[2]) / wall
         if t0 is not None and hasattr(url, "schedule") and not isinstance(url, str):
             run.schedule = url.schedule(start=t0, end=state["t_end"] or now(), origin=t0,
                                         label=label)

@@ -33,11 +33,15 @@ second. Introduced in lesson 09 (Serving many users).
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
+
+from viz.spread import Spread
 
 PERCENTILES = (50, 90, 99)
+TOO_CLOSE = "too close to call"  # the words of viz.perf.TOO_CLOSE
 
 
 @dataclass
@@ -211,7 +215,8 @@ class LoadSummary:
                          f"p99 {fmt(d['p99'])}")
         if self.goodput_per_s is not None:
             lines.append(f"goodput    {self.goodput_per_s:.2f} requests per second met the SLO "
-                         f"({self.slo}): {self.n_met_slo} of {self.n_completed} completed")
+                         f"({self.slo}): {self.n_met_slo} of the {self.n_completed} completed "
+                         f"request{'' if self.n_completed == 1 else 's'}")
         return "\n".join(lines)
 
 
@@ -283,3 +288,177 @@ def static_batching_waste(prompt_tokens: Sequence[int], output_tokens: Sequence[
         padding += sum(max(p) - x for x in p)
         idle += sum(max(o) - x for x in o)
     return StaticBatchWaste(batch_size, useful, padding, idle)
+
+
+# ---- where a run's inter-token latency went -------------------------------------------------
+ITL_PARTS = ("decode passes", "passes with prompt chunks", "on the way to the client")
+
+
+@dataclass
+class ITLBreakdown:
+    """One run's gaps between tokens, taken apart with the server's own record (a run made on
+    `EmbeddedServer(record=True)`: its per-token timestamps and its scheduler's passes).
+
+    Each gap between two tokens of a request, on the server's clock, ends with the forward pass
+    that produced the later token: a **decode pass** (every request in it brings one token) or
+    a pass that also carries **a chunk of some prompt** (a request that arrived and is being
+    prefilled, lesson 03, chunked under the token budget). A gap is that pass plus the little
+    time between it and the pass before (the scheduler choosing the batch). The client reads
+    each token a little after the server made it (streaming, the loopback network, the
+    client's own work): a delay that stays the same adds nothing to the gaps, one that grows
+    from token to token does, and that growth is the part **on the way to the client**. It is
+    a difference between two clocks' gaps, so where the delay holds still it comes out near
+    zero, a little below as often as above.
+
+    Only requests whose every token reached the client as a chunk of its own are counted (two
+    tokens sent as one chunk would pair a client gap with the wrong pass); the end-of-text
+    token, which the server makes but never streams, is left out of the gaps. Over them the means add up exactly:
+    mean ITL = mean decode-pass gap + what passes with prompt chunks add (their share of the
+    gaps × how much longer they were) + the part on the way to the client. Medians and spreads
+    (`viz.Spread`, seconds) show the typical gap of each kind. Lesson 09.
+    """
+
+    load: str  # the run's load in words ("8 streams")
+    requests: int  # requests counted (every token one chunk, the server's record complete)
+    completed: int  # requests of the run that completed
+    itl: Spread  # the counted requests' gaps between tokens, as the client received them
+    decode_gap: Optional[Spread]  # server gaps that ended with a decode pass
+    decode_batch: Optional[float]  # median number of requests in those decode passes
+    chunk_gap: Optional[Spread]  # server gaps that ended with a pass carrying a prompt chunk
+    chunk_share: float  # the share of server gaps that did
+    to_client: Spread  # client arrival − server token time, per token
+    parts_s: dict[str, float]  # ITL_PARTS → its part of the mean ITL (seconds)
+    client_cores: Optional[float] = None  # cores the client kept busy on average (LoadRun)
+    server_cores: Optional[float] = None  # likewise for the server's processes
+
+    @property
+    def mean_itl_s(self) -> float:
+        return sum(self.parts_s.values())
+
+    def growth_from(self, base: "ITLBreakdown") -> dict[str, float]:
+        """How much each part of the mean ITL grew (seconds) from `base` (e.g. 1 stream) to
+        this run: the three sum to the growth of the mean ITL."""
+        return {k: self.parts_s[k] - base.parts_s[k] for k in ITL_PARTS}
+
+    def __str__(self) -> str:
+        def ms(s: Optional[Spread]) -> str:
+            return "n/a" if s is None else s.text(1e3, "ms", runs=False)
+
+        some = f", {self.requests} of {self.completed} requests" \
+            if self.requests < self.completed else ""
+        lines = [f"{self.load}{some}: ITL {ms(self.itl)}, mean "
+                 f"{self.mean_itl_s * 1e3:.1f} ms, of which"]
+        batch = "" if self.decode_batch is None else \
+            f", {self.decode_batch:g} request{'' if self.decode_batch == 1 else 's'} per pass"
+        def part(k: int) -> str:  # a part that rounds to zero prints 0.0, not -0.0
+            v = round(self.parts_s[ITL_PARTS[k]] * 1e3, 1)
+            return f"{v + 0.0:6.1f} ms"
+
+        lines.append(f"  decode passes              {part(0)} "
+                     f"(gap {ms(self.decode_gap)}{batch})")
+        lines.append(f"  passes with prompt chunks  {part(1)} "
+                     f"({self.chunk_share:.0%} of the gaps, gap {ms(self.chunk_gap)})")
+        lines.append(f"  on the way to the client   {part(2)} "
+                     f"(each token read {ms(self.to_client)} after the server made it)")
+        if self.client_cores is not None:
+            server = f", the server {self.server_cores:.2f}" \
+                if self.server_cores is not None else ""
+            lines.append(f"  cores kept busy: the client {self.client_cores:.2f}{server}")
+        return "\n".join(lines)
+
+
+def itl_breakdown(requests: Sequence[RequestRecord], schedule: Any, load: str = "",
+                  client_cores: Optional[float] = None,
+                  server_cores: Optional[float] = None) -> ITLBreakdown:
+    """Take a run's ITL apart (see `ITLBreakdown`): `requests` with server timing and the
+    `schedule` (a `viz.serve.Schedule`) the same server recorded over the run."""
+    import numpy as np
+
+    if schedule is None:
+        raise ValueError("this run has no scheduler record: run it on "
+                         "EmbeddedServer(record=True) to take its ITL apart")
+    producing: dict[str, list[Any]] = {}  # request id → the passes that gave it a token
+    for step in schedule.steps:
+        for e in step.batch:
+            if e.new_token:
+                producing.setdefault(e.request_id, []).append(step)
+    done = [r for r in requests if r.ok]
+    client, decode, chunk, batch, lag, counted = [], [], [], [], [], 0
+    for r in done:
+        times = r.server.token_times_s if r.server is not None else []
+        steps = producing.get(r.request_id, [])
+        if len(steps) != len(times):
+            continue  # the record does not cover this request whole
+        if r.finish_reason == "stop" and len(r.token_times_s) == len(times) - 1:
+            times, steps = times[:-1], steps[:-1]  # the end-of-text token is never streamed
+        if len(times) < 2 or len(r.token_times_s) != len(times):
+            continue
+        counted += 1
+        client += r.itl_s
+        lag += [c - s for c, s in zip(r.token_times_s, times)]
+        for a, b, step in zip(times, times[1:], steps[1:]):
+            if any(e.phase == "prefill" for e in step.batch):
+                chunk.append(b - a)
+            else:
+                decode.append(b - a)
+                batch.append(len(step.batch))
+    if not counted:
+        raise ValueError("no completed request of two tokens or more whose every token the "
+                         "client read as one chunk and the server's record covers")
+    gaps = decode + chunk
+    mean_gap, mean_decode = float(np.mean(gaps)), float(np.mean(decode)) if decode else 0.0
+    parts = {ITL_PARTS[0]: mean_decode, ITL_PARTS[1]: mean_gap - mean_decode,
+             ITL_PARTS[2]: float(np.mean(client)) - mean_gap}
+    return ITLBreakdown(
+        load=load, requests=counted, completed=len(done), itl=Spread.of(client),
+        decode_gap=Spread.of(decode) if decode else None,
+        decode_batch=float(np.median(batch)) if batch else None,
+        chunk_gap=Spread.of(chunk) if chunk else None, chunk_share=len(chunk) / len(gaps),
+        to_client=Spread.of(lag), parts_s=parts,
+        client_cores=client_cores, server_cores=server_cores)
+
+
+# ---- a measured ratio put in one of a few ranges, with its margin ----------------------------
+@dataclass(frozen=True)
+class Band:
+    """Which of a few ranges a measured figure falls in (`band`): `word` is the range its
+    spread lies in, or "too close to call" where the spread crosses a boundary; `between` then
+    holds the two ranges it cannot separate (the median's and the nearer neighbour's).
+    `viz.compare_prediction` takes it as it takes a regime verdict: either word of `between`
+    counts as right. Lesson 09."""
+
+    value: Spread
+    word: str
+    between: tuple = ()
+
+    @property
+    def regime(self) -> str:  # the attribute viz.compare_prediction reads
+        return self.word
+
+    def __str__(self) -> str:
+        if self.between:
+            return f"{TOO_CLOSE} between {self.between[0]!r} and {self.between[1]!r}"
+        return self.word
+
+
+def band(value: Any, edges: Sequence[float], words: Sequence[str]) -> Band:
+    """Put `value` (a `viz.Spread`, or a plain number) in one of len(edges) + 1 ranges:
+    words[0] below edges[0], words[i] from edges[i - 1] up to edges[i], the last word from
+    edges[-1] up. Where its spread (low–high) crosses a boundary it is too close to call."""
+    edges, words = [float(e) for e in edges], list(words)
+    if len(words) != len(edges) + 1 or not edges or edges != sorted(set(edges)):
+        raise ValueError("give increasing edges and one word more than edges")
+    value = Spread.coerce(value)
+    where = lambda x: bisect.bisect_right(edges, x)  # noqa: E731
+    lo, mid, hi = where(value.low), where(value.median), where(value.high)
+    if lo == hi:
+        return Band(value, words[mid])
+    if mid == lo:
+        other = mid + 1
+    elif mid == hi:
+        other = mid - 1
+    else:  # across two boundaries: the one nearer the median, relative to it
+        down = (value.median - edges[mid - 1]) / abs(value.median)
+        up = (edges[mid] - value.median) / abs(value.median)
+        other = mid - 1 if down <= up else mid + 1
+    return Band(value, TOO_CLOSE, tuple(words[i] for i in sorted((mid, other))))

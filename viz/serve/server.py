@@ -46,10 +46,11 @@ import time
 import urllib.error
 import urllib.request
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from viz.runtime import cpu_features, cpu_name
 from viz.serve.client import ServeError, is_loopback, record_request
 from viz.serve.scheduler import Schedule, read_json_lines, schedule_from_lines
 
@@ -76,8 +77,9 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def process_tree_rss(pid: int) -> int:
-    """Resident bytes of a process and all its descendants now (0 if it is gone)."""
+def _tree_sum(pid: int, read) -> float:
+    """The sum of `read(process)` over a process and all its descendants alive now (0 if it is
+    gone); a process that ends while it is read counts 0."""
     import psutil
 
     try:
@@ -88,31 +90,33 @@ def process_tree_rss(pid: int) -> int:
     total = 0
     for p in procs:
         try:
-            total += p.memory_info().rss
-        except psutil.NoSuchProcess:
+            total += read(p)
+        except (OSError, psutil.NoSuchProcess):
             pass
     return total
+
+
+def process_tree_rss(pid: int) -> int:
+    """Resident bytes of a process and all its descendants now (0 if it is gone)."""
+    return int(_tree_sum(pid, lambda p: p.memory_info().rss))
+
+
+def _peak_rss(p) -> int:
+    text = Path(f"/proc/{p.pid}/status").read_text()
+    m = re.search(r"^VmHWM:\s+(\d+) kB", text, re.MULTILINE)
+    return int(m.group(1)) * 1024 if m else p.memory_info().rss
 
 
 def process_tree_peak(pid: int) -> int:
     """The sum of each process's peak resident memory (Linux VmHWM) over a process tree: an
     upper bound of the tree's peak. Falls back to the current RSS where VmHWM is missing."""
-    import psutil
+    return int(_tree_sum(pid, _peak_rss))
 
-    try:
-        root = psutil.Process(pid)
-        procs = [root] + root.children(recursive=True)
-    except psutil.NoSuchProcess:
-        return 0
-    total = 0
-    for p in procs:
-        try:
-            text = Path(f"/proc/{p.pid}/status").read_text()
-            m = re.search(r"^VmHWM:\s+(\d+) kB", text, re.MULTILINE)
-            total += int(m.group(1)) * 1024 if m else p.memory_info().rss
-        except (OSError, psutil.NoSuchProcess):
-            pass
-    return total
+
+def process_tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) used so far by a process and all its descendants alive now
+    (0 if it is gone). The difference of two readings is the CPU a server used in between."""
+    return float(_tree_sum(pid, lambda p: sum(p.cpu_times()[:2])))
 
 
 class ManagedProcess:
@@ -269,6 +273,10 @@ class ManagedProcess:
         """Peak resident memory of the server's processes so far (Linux: VmHWM)."""
         return process_tree_peak(self.pid) if self.alive else 0
 
+    def cpu_seconds(self) -> float:
+        """CPU seconds the server's processes have used so far (user + system, every core)."""
+        return process_tree_cpu_s(self.pid) if self.alive else 0.0
+
 
 @atexit.register
 def _stop_all() -> None:
@@ -292,6 +300,9 @@ class ServerInfo:
     num_pages: Optional[int]  # pages in the KV cache
     max_batch_tokens: Optional[int]  # token budget of one step
     recorded: bool  # the server recorded its own timestamps and scheduler steps
+    # the machine it ran on (this one: viz starts it on loopback): `viz.runtime.cpu_features`
+    cpu: str = ""
+    cpu_features: list[str] = field(default_factory=list)
 
 
 class EmbeddedServer(ManagedProcess):
@@ -379,7 +390,7 @@ class EmbeddedServer(ManagedProcess):
                           dtype=self.dtype, page_size=self.page_size if cb else None,
                           num_pages=self.num_pages if cb else None,
                           max_batch_tokens=self.max_batch_tokens if cb else None,
-                          recorded=self.record)
+                          recorded=self.record, cpu=cpu_name(), cpu_features=cpu_features())
 
     def command(self) -> list[str]:
         """The `transformers serve` arguments (what you would type after `transformers serve`)."""

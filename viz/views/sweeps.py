@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 from viz.perf.peaks import Peaks
 from viz.perf.table import Sweep
+from viz.spread import Spread
 from viz.views import palette
 from viz.views.base import LEGEND_BELOW_PX, finite, plotly_layout, title_text
 from viz.views.text import esc
@@ -50,6 +51,15 @@ PANELS: dict[str, list[tuple[str, str, list[tuple[str, float, str]]]]] = {
 X_TITLES = {"prompt_length": "prompt length (tokens)",
             "context_length": "tokens already in the KV cache",
             "cache": "sequence length (tokens)", "batch_size": "batch size (requests)"}
+# A rate column computed from a timed one (amount ÷ seconds, row by row): its spread follows
+# from the timed column's (`viz.spread.Spread.rate`). Amount: a column, or 1.
+RATES: dict[str, tuple[Optional[str], str]] = {
+    "prefill_tokens_per_s": ("prompt_tokens", "prefill_forward_s"),
+    "achieved_flops_per_s": ("prefill_flops", "prefill_forward_s"),
+    "decode_tokens_per_s": (None, "decode_step_s"),
+    "request_tokens_per_s": (None, "decode_step_s"),
+    "aggregate_decode_tokens_per_s": ("batch_size", "decode_step_s"),
+}
 SERIES_COLOURS = [palette.PREFILL, palette.DECODE, palette.SKY]
 KIND_COLOUR = {"prompt_length": palette.PREFILL, "context_length": palette.DECODE,
                "batch_size": palette.DECODE}
@@ -91,18 +101,53 @@ def run_title_lines(sweep: Sweep, dash: str) -> list[str]:
                          RUN_TITLE_CHARS)
 
 
+def column_spreads(sweep: Sweep, column: str) -> Optional[list[Optional[Spread]]]:
+    """One spread per row of `column` (None where the sweep kept none): a timed column's own
+    (`Sweep.spreads`), or a rate's, from the timed column it divides by (`RATES`)."""
+    if column in sweep.spreads:
+        return list(sweep.spreads[column])
+    if column not in RATES or RATES[column][1] not in sweep.spreads:
+        return None
+    amount, timed = RATES[column]
+    amounts = sweep.column(amount) if amount else [1] * len(sweep)
+    out: list[Optional[Spread]] = []
+    for a, s in zip(amounts, sweep.spreads[timed]):
+        out.append(s.rate(a) if a is not None and a > 0 and s.low > 0 else None)
+    return out
+
+
 def sweep_data(sweep: Sweep) -> list[dict[str, Any]]:
-    """The series a sweep figure draws: [{panel, name, column, x, y}] with y in the panel's
-    unit (ms, MB, GFLOP/s ...), in drawing order."""
+    """The series a sweep figure draws: [{panel, name, column, x, y, low, high}] with y in
+    the panel's unit (ms, MB, GFLOP/s ...), in drawing order. low/high: each row's spread
+    (the middle half of its runs) in the same unit, or None where the sweep kept none."""
     _check(sweep)
     x = sweep.column(sweep.x)
     out = []
     for p, (title, _, series) in enumerate(PANELS[sweep.name]):
         for column, scale, name in series:
             y = [None if v is None else v * scale for v in sweep.column(column)]
+            spreads = column_spreads(sweep, column)
+            low = high = None
+            if spreads is not None:
+                low = [None if s is None else s.low * scale for s in spreads]
+                high = [None if s is None else s.high * scale for s in spreads]
             out.append({"panel": p, "title": title, "name": name, "column": column, "x": x,
-                        "y": y})
+                        "y": y, "low": low, "high": high})
     return out
+
+
+def error_bars(series: dict[str, Any]) -> Optional[dict[str, Any]]:
+    """Plotly's error_y for a series of `sweep_data`: from each point down to its spread's low
+    end and up to its high end (None when the series has no spreads)."""
+    if series["low"] is None:
+        return None
+    up, down = [], []
+    for y, lo, hi in zip(series["y"], series["low"], series["high"]):
+        ok = None not in (y, lo, hi)
+        up.append(max(hi - y, 0.0) if ok else 0.0)
+        down.append(max(y - lo, 0.0) if ok else 0.0)
+    return {"type": "data", "symmetric": False, "array": up, "arrayminus": down,
+            "thickness": 1.2, "width": 4}
 
 
 def _colour(sweep: Sweep, column: str, index: int) -> str:
@@ -121,6 +166,8 @@ def sweep_figure(sweep: Sweep, other: Optional[Sweep] = None, *,
         shipped GPU sweep beside the learner's CPU one); its x values may differ.
     peaks: draw the measured peak (FLOP/s for a prompt-length sweep, bytes/s for a
         context-length sweep) as a line on the last panel: how far from the ceiling.
+    Where a sweep kept its spreads (`Sweep.spread`), each point has error bars: the middle
+    half of its runs (a rate's, from the time it divides).
     """
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
@@ -149,11 +196,16 @@ def sweep_figure(sweep: Sweep, other: Optional[Sweep] = None, *,
                 x=series["x"], y=finite(series["y"]), mode="lines+markers", name=name,
                 line={"color": colour, "dash": "dot" if i else dash},
                 marker={"color": colour, "size": 7},
+                error_y=error_bars(series),
+                customdata=(None if series["low"] is None else
+                            [[lo, hi] for lo, hi in zip(series["low"], series["high"])]),
                 legendgroup=group.get("legendgroup", name),
                 legendgrouptitle=group.get("legendgrouptitle"),
                 showlegend=(k, name) not in named,
                 hovertemplate=f"{series['name']}<br>{sweep.x} %{{x}}: %{{y:.4g}}"
-                              "<extra></extra>"), 1, series["panel"] + 1)
+                              + (" (middle half of the runs: %{customdata[0]:.4g}–"
+                                 "%{customdata[1]:.4g})" if series["low"] is not None else "")
+                              + "<extra></extra>"), 1, series["panel"] + 1)
             named.add((k, name))
     if peaks is not None and sweep.name in ("prompt_length", "context_length"):
         value, what = ((peaks.flops_per_s * 1e-9, "measured peak GFLOP/s")

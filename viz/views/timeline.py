@@ -135,8 +135,12 @@ def timeline_figure(trace: Trace):
                                  mode="lines", name=f"TPOT {ms(d.tpot_s)}",
                                  line={"color": palette.FORMULA, "dash": "dash"}), 2, 1)
     fig.add_vline(x=d.ttft_s * 1000, line={"color": palette.FORMULA, "width": 2}, row=1, col=1)
+    # the label sits left of the line, unless the prefill is a sliver of the axis (a short
+    # prompt and slow steps): then on its right, where there is room
+    left = d.ttft_s >= 0.2 * max(trace.timing.end_to_end_s, d.ttft_s)
     fig.add_annotation(x=d.ttft_s * 1000, y=1, yref="y domain", text=f"TTFT {ms(d.ttft_s)}",
-                       showarrow=False, xanchor="right", yanchor="bottom", row=1, col=1)
+                       showarrow=False, xanchor="right" if left else "left",
+                       yanchor="bottom", row=1, col=1)
     card = " · ".join(f"{n} {v}" for n, v, _ in card_rows(trace))
     fig.update_layout(**plotly_layout(f"{trace_title(trace)}: {card}", height=500,
                                       barmode="overlay", uniformtext={"mode": "hide",

@@ -3,8 +3,9 @@
 Log-log axes: bytes read per step across, seconds per step (TPOT) up. Three lines frame the
 points: the **memory floor** (bytes ÷ the measured read bandwidth: no step can sit below it
 for long), the **fixed cost** (the step time of a model of the same depth and a tiny width)
-and, dashed, the least-squares **fit** TPOT = fixed + bytes ÷ achieved bandwidth. Each point
-is coloured by the regime `viz.perf.wall.regime` gives it, and labelled with its MBU. A run
+and, dashed, the least-squares **fit** TPOT = fixed + bytes ÷ streaming rate. Each point
+is coloured by its verdict (`WallRun.verdict`: the regime rule with every figure's spread; grey
+where it is too close to call), and labelled with its MBU. A run
 computed from a datasheet says so in its title. Numbers: `viz.perf.wall`.
 """
 
@@ -14,13 +15,14 @@ import math
 from collections import Counter
 from typing import Any, Optional
 
+from viz.perf.regime import TOO_CLOSE
 from viz.perf.wall import WallRun
 from viz.views import palette
 from viz.views.base import LEGEND_BELOW_PX, place_labels, plotly_layout, si_text, to_pixels
 from viz.views.roofline import decades
 
 REGIME_COLOURS = {"overhead-bound": palette.SPECIAL, "memory-bound": palette.DECODE,
-                  "compute-bound": palette.PREFILL}
+                  "compute-bound": palette.PREFILL, TOO_CLOSE: palette.MUTED}
 DTYPE_SYMBOLS = {"float32": "circle", "bfloat16": "diamond", "float16": "square"}
 
 
@@ -68,7 +70,8 @@ def wall_data(run: WallRun, fit: bool = True) -> dict[str, Any]:
     return {
         "title": run.title(), "computed": run.computed, "x_range": [lo, hi],
         "points": [{"label": p.label, "x": p.step_bytes, "y": p.seconds, "dtype": p.dtype,
-                    "kind": p.kind, "batch": p.batch, "regime": run.regime(p), "mbu": run.mbu(p),
+                    "kind": p.kind, "batch": p.batch, "regime": run.verdict(p).regime,
+                    "mbu": run.mbu(p),
                     "memory_floor_s": run.memory_floor_s(p), "fixed_cost_s": p.fixed_cost_s,
                     "compute_floor_s": run.compute_floor_s(p)} for p in run.points],
         "memory_floor": {"x": [lo, hi], "y": [lo / run.read_bytes_per_s,
@@ -217,13 +220,13 @@ def bytes_whatif_data(run: WallRun, bytes_per_weight: float) -> dict[str, Any]:
 
     rows = bytes_whatif(_check(run), bytes_per_weight)
     widest = max(r["predicted_s"] for r in bytes_whatif(run, 4))  # fixed axis across the slider
-    return {"bytes_per_weight": bytes_per_weight, "rows": rows,
-            "bytes_per_s": run.fit(kind="shape").bytes_per_s, "x_max_s": widest * 1.05}
+    return {"bytes_per_weight": bytes_per_weight, "rows": rows, "x_max_s": widest * 1.05}
 
 
 def bytes_whatif_figure(run: WallRun, bytes_per_weight: float, height: int = 360):
-    """Plotly: each model's step split into its fixed cost and its weight reading, predicted at
-    `bytes_per_weight` bytes per weight from the run's fit (a prediction, not a measurement)."""
+    """Plotly: each model's step split into its fixed cost and the rest, predicted at
+    `bytes_per_weight` bytes per weight by scaling the rest of its measured step with the
+    bytes (`viz.perf.bytes_whatif`: a prediction, not a measurement)."""
     import plotly.graph_objects as go
 
     d = bytes_whatif_data(run, bytes_per_weight)
@@ -235,13 +238,14 @@ def bytes_whatif_figure(run: WallRun, bytes_per_weight: float, height: int = 360
                marker_color=REGIME_COLOURS["overhead-bound"],
                hovertemplate="fixed cost %{x:.1f} ms<extra></extra>"),
         go.Bar(y=names, x=[r["read_s"] * 1e3 for r in d["rows"]], orientation="h",
-               name=f"reading the weights at {d['bytes_per_s'] / 1e9:.1f} GB/s (the fit)",
+               name="the rest of the measured step, scaled with the bytes",
                marker_color=REGIME_COLOURS["memory-bound"],
                customdata=[r["fixed_share"] * 100 for r in d["rows"]],
-               hovertemplate="reading %{x:.1f} ms; the fixed cost is %{customdata:.0f}% of the "
-                             "step<extra></extra>")])
+               hovertemplate="the rest %{x:.1f} ms; the fixed cost is %{customdata:.0f}% of "
+                             "the step<extra></extra>")])
     fig.update_layout(**plotly_layout(
-        f"{bytes_per_weight:g} {per} per weight: predicted from the fit, not measured",
+        f"{bytes_per_weight:g} {per} per weight: predicted if only the bytes change, not "
+        "measured",
         height=height, barmode="stack",
         xaxis={"title": "predicted time per decode step (ms)", "range": [0, d["x_max_s"] * 1e3]},
         legend={"orientation": "h", "y": -0.3}))

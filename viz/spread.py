@@ -1,0 +1,136 @@
+"""A measured figure with its spread: the median of several runs, and where the middle half fell.
+
+Every timed figure a lesson rests a claim on (a peak, the fixed cost of a step, a step's time,
+a sweep point) is measured several times. On a shared machine one run can be far off in either
+direction (another program took a core; a buffer happened to sit in the cache), so:
+
+- the **figure** is the median of the runs: half were faster, half slower. It holds still from
+  one measurement to the next far better than the fastest run does (lesson 08 shows both);
+- its **spread** is the range the middle half of the runs fell in, from the 25th to the 75th
+  percentile (`low`, `high`). Two figures whose spreads overlap cannot be told apart by these
+  runs: a verdict between them is "too close to call" (`viz.perf.verdict`).
+
+A quantity computed from measured ones carries their spread along, taking the worst case at
+each end: `a / b` runs from `a.low / b.high` to `a.high / b.low`. That is wider than a
+statistician's interval, on purpose: a lesson that says "too close to call" a little too often
+is better than one that calls a difference that is not there.
+
+    s = Spread.of([0.061, 0.063, 0.060, 0.071, 0.062])
+    print(s.text(1e3, "ms"))        # "62.0 ms (61.0–63.0, 5 runs)"
+    rate = s.rate(538e6)            # bytes ÷ seconds: a bandwidth with its spread
+
+Introduced in lesson 02, where the first figure with a spread is printed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Union
+
+import numpy as np
+
+Number = Union[int, float]
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The median of `runs` measurements and the middle half of them (25th–75th percentile)."""
+
+    median: float  # the figure
+    low: float  # 25th percentile of the runs (or of a derived quantity, its worst-case low end)
+    high: float  # 75th percentile (or the worst-case high end)
+    runs: int  # measurements behind it (0: exact, e.g. a count or a datasheet figure)
+    derived: bool = False  # computed from other spreads (a ratio, a difference, a rate)
+
+    def __post_init__(self):
+        for name in ("median", "low", "high"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ValueError(f"a spread's {name} must be a finite number, not {v!r}")
+        if not self.low <= self.median <= self.high:
+            raise ValueError(f"a spread must have low <= median <= high, not {self.low!r} <= "
+                             f"{self.median!r} <= {self.high!r}")
+        if isinstance(self.runs, bool) or not isinstance(self.runs, int) or self.runs < 0:
+            raise ValueError(f"runs must be a whole number >= 0, not {self.runs!r}")
+
+    # ---- making one ---------------------------------------------------------------------
+    @classmethod
+    def of(cls, samples: Iterable[Number]) -> "Spread":
+        """The spread of measured samples: their median and 25th/75th percentiles."""
+        xs = np.asarray([float(x) for x in samples], dtype=float)
+        if xs.size == 0:
+            raise ValueError("a spread needs at least one measurement")
+        if not np.all(np.isfinite(xs)):
+            raise ValueError("every measurement must be a finite number")
+        low, median, high = np.percentile(xs, [25, 50, 75])
+        return cls(float(median), float(min(low, median)), float(max(high, median)), int(xs.size))
+
+    @classmethod
+    def exact(cls, value: Number) -> "Spread":
+        """A figure with no spread: a count, a datasheet number, an assumption."""
+        return cls(float(value), float(value), float(value), 0)
+
+    @classmethod
+    def coerce(cls, value: Union["Spread", Number]) -> "Spread":
+        """`value` if it is a Spread, else an exact one (a plain number has no spread)."""
+        return value if isinstance(value, Spread) else cls.exact(value)
+
+    # ---- arithmetic that carries the spread along (worst case at each end) ---------------
+    def scaled(self, factor: Number) -> "Spread":
+        """This figure times a positive constant (a unit change, a count per run)."""
+        if not factor > 0:
+            raise ValueError(f"scale by a positive number, not {factor!r}")
+        return Spread(self.median * factor, self.low * factor, self.high * factor, self.runs,
+                      self.derived)
+
+    def rate(self, amount: Number) -> "Spread":
+        """`amount` ÷ this figure: a rate from times (bytes ÷ seconds), or a time from a rate
+        (FLOPs ÷ FLOP/s). The low end comes from this figure's high end."""
+        if not amount > 0 or not self.low > 0:
+            raise ValueError("a rate needs a positive amount and positive times")
+        return Spread(amount / self.median, amount / self.high, amount / self.low, self.runs,
+                      True)
+
+    def __truediv__(self, other: Union["Spread", Number]) -> "Spread":
+        o = Spread.coerce(other)
+        if not o.low > 0:
+            raise ValueError("divide by a positive figure only")
+        return Spread(self.median / o.median, self.low / o.high, self.high / o.low,
+                      min(self.runs, o.runs) if self.runs and o.runs else self.runs or o.runs,
+                      True)
+
+    def __sub__(self, other: Union["Spread", Number]) -> "Spread":
+        o = Spread.coerce(other)
+        return Spread(self.median - o.median, self.low - o.high, self.high - o.low,
+                      min(self.runs, o.runs) if self.runs and o.runs else self.runs or o.runs,
+                      True)
+
+    # ---- reading it -------------------------------------------------------------------
+    def contains(self, value: Number) -> bool:
+        """True if `value` lies inside the spread (ends included)."""
+        return self.low <= value <= self.high
+
+    def overlaps(self, other: "Spread") -> bool:
+        """True if the two spreads share any value: these runs cannot tell them apart."""
+        return self.low <= other.high and other.low <= self.high
+
+    @property
+    def relative(self) -> float:
+        """The spread's width as a share of the figure: (high − low) ÷ median."""
+        return (self.high - self.low) / abs(self.median) if self.median else math.inf
+
+    def text(self, scale: Number = 1.0, unit: str = "", digits: int = 1,
+             runs: bool = True) -> str:
+        """e.g. "62.0 ms (61.0–63.0, 5 runs)"; an exact figure prints alone. runs=False
+        leaves out the count: "62.0 ms (61.0–63.0)"; so does a derived spread (its ends come
+        from several figures' spreads, not from runs of its own)."""
+        f = lambda v: f"{v * scale:,.{digits}f}"  # noqa: E731
+        u = f" {unit}" if unit else ""
+        count = f", {self.runs} runs" if runs and self.runs > 1 and not self.derived else ""
+        if self.runs == 0 or self.low == self.high:
+            return f"{f(self.median)}{u}" + (f" ({count[2:]})" if count else "")
+        return f"{f(self.median)}{u} ({f(self.low)}–{f(self.high)}{count})"
+
+    def __str__(self) -> str:
+        return self.text(digits=3)
