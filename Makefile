@@ -44,9 +44,12 @@ lab: setup
 	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(ROOT_FLAG) $(LAB_FLAGS)
 
 # Every test: unit tests, the pairing/size checks, the Binder build emulation, the browser
-# test, then nbval over notebooks/ (with each lesson's peak memory).
+# test, then nbval over notebooks/ (with each lesson's peak memory). Each lesson runs once:
+# nbval compares the run the browser test made and saved (tools/nbval_replay.py), and runs a
+# lesson in a kernel of its own only where there is no such run (no browser here).
 test: setup browser
-	$(BIN)/python -m pytest tests notebooks $(NBVAL)
+	$(BIN)/python -m pytest tests notebooks $(NBVAL) -p tools.nbval_replay \
+		--nbval-replay artifacts/browser/runs
 
 # Only the unit tests (no notebooks, no browser, no Binder build): a quick check while editing.
 test-fast: setup

@@ -174,7 +174,37 @@ def lab(tmp_path_factory):
     env = jupyter_env(home)
     with lab_server(lab_command(port, token, copy, home / "settings"), env, port, token,
                     home / "server.log") as base:
-        yield base, token
+        yield base, token, copy
+
+
+def kernel_pid(base: str, token: str) -> Optional[int]:
+    """The process id of the one kernel the server runs (its command line names the kernel's
+    connection file, `kernel-<id>.json`)."""
+    import psutil
+
+    kernels = get_json(f"{base}/api/kernels?token={token}")
+    if len(kernels) != 1:
+        return None
+    tag = f"kernel-{kernels[0]['id']}.json"
+    for proc in psutil.process_iter(["cmdline"]):
+        if any(tag in part for part in proc.info["cmdline"] or []):
+            return proc.pid
+    return None
+
+
+def save_and_read(page, path: Path, timeout_s: float = 60):
+    """Save the notebook from JupyterLab (its own save, as a learner would) and read the file."""
+    before = path.stat().st_mtime_ns
+    menu(page, "File", "Save Notebook")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path.stat().st_mtime_ns != before:
+            try:
+                return nbformat.read(path, as_version=4)
+            except Exception:  # still being written
+                pass
+        time.sleep(0.25)
+    raise AssertionError(f"JupyterLab did not save {path.name} within {timeout_s:.0f} s")
 
 
 def shut_down_kernels(base: str, token: str) -> None:
@@ -345,7 +375,10 @@ def test_there_are_lessons_to_open():
 
 @pytest.mark.parametrize("path", NOTEBOOK_PATHS, ids=[p.name for p in NOTEBOOK_PATHS])
 def test_lesson_runs_in_the_browser(path, browser, lab):
-    base, token = lab
+    from tools.course import PeakRSS
+    from tools.nbval_replay import replay_dir, save_run
+
+    base, token, copy = lab
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     expected = expected_outputs(path)
     page = browser.new_page()
@@ -364,11 +397,19 @@ def test_lesson_runs_in_the_browser(path, browser, lab):
         # Clear the saved outputs first, so that everything checked below was made now.
         menu(page, "Edit", "Clear Outputs of All Cells")
         page.wait_for_function("() => !document.querySelector('.jp-Notebook .js-plotly-plot')")
+        pid = kernel_pid(base, token)
+        meter = PeakRSS(pid) if pid else None  # the kernel and what it starts (lesson 09)
         menu(page, "Run", "Run All Cells")
         page.wait_for_timeout(1000)
         page.wait_for_function(RUN_DONE_JS, timeout=RUN_ALL_TIMEOUT_S * 1000, polling=500)
         run_s = time.monotonic() - t0
+        peak = meter.stop() if meter else 0
         page.wait_for_timeout(1500)  # let plots and widgets finish drawing
+        if replay_dir() is not None:  # nbval compares this run instead of running it again
+            if not meter:
+                problems.append("could not find the kernel's process to measure its memory")
+            else:
+                save_run(save_and_read(page, copy / path.name), path.name, peak)
         screenshot_whole_notebook(page, ARTIFACTS / f"{path.stem}.png")
 
         # Every figure's text readable, every widget label whole, as Run All left them.

@@ -7,7 +7,7 @@ notebook `notebooks/NAME.ipynb` (see `jupytext.toml`). Commands (`make notebooks
     python -m tools.course execute [NAME ...]   re-execute notebooks from their sources
     python -m tools.course check                 pairing, size and execution problems, if any
     python -m tools.course readme                rewrite the README's table of lessons
-    python -m tools.course memory [NAME ...]     peak memory of each lesson, nothing written
+    python -m tools.course memory [NAME ...]     peak memory and run time of each lesson, nothing written
 
 `execute` runs each lesson in a fresh kernel (cwd = notebooks/), keeps every output, adds a
 static picture beside every plotly figure and before every widget (`tools/fallbacks.py`: what
@@ -21,6 +21,7 @@ lesson table (Binder links, memory, time) is generated from those notebooks.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import os
 import re
@@ -283,12 +284,37 @@ def write_notebook(run: Run, path: Path, painter=None) -> int:
         "execution_s": round(run.seconds, 1),  # measured by `make notebooks`
         "peak_rss_mib": round(run.peak_rss_bytes / 2**20),  # the kernel's peak memory
         "cpus": os.cpu_count(),
+        "cpu": cpu_label(),  # what the time was measured on
     }
     text = nbformat.writes(nb) + "\n"
     tmp = path.with_suffix(".ipynb.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
     return len(text.encode())
+
+
+def cpu_label() -> str:
+    """The processor a run was timed on, in a few words: "AMD EPYC, 2 CPUs, AVX-512 with
+    bfloat16" (the features that decide the course's timings; viz.runtime.cpu_features)."""
+    from viz.runtime import cpu_capability, cpu_features, device_name
+
+    import torch
+
+    features = set(cpu_features())
+    if "amx_bf16" in features:
+        isa = "AMX"
+    elif "avx512_bf16" in features:
+        isa = "AVX-512 with bfloat16"
+    elif "avx512f" in features:
+        isa = "AVX-512"
+    elif "avx2" in features:
+        isa = "AVX2"
+    else:
+        isa = ", ".join(sorted(features)) or "features unknown"
+    used = cpu_capability()
+    if "(" in used:  # told to use fewer instructions than it has (an AVX2 stand-in)
+        isa += f", run as {used}"
+    return f"{device_name(torch.device('cpu'))}, {os.cpu_count()} CPUs, {isa}"
 
 
 # ---- the README's table of lessons ---------------------------------------------------
@@ -314,8 +340,8 @@ def readme_block() -> str:
         README_START,
         f"[![Launch on Binder](https://mybinder.org/badge_logo.svg)]({binder_url(first)})",
         "",
-        "| lesson | open on Binder | peak memory | run time |",
-        "|---|---|---|---|",
+        "| lesson | open on Binder | peak memory | run time | timed on |",
+        "|---|---|---|---|---|",
     ]
     for path in notebook_paths():
         nb = read_notebook(path)
@@ -324,7 +350,7 @@ def readme_block() -> str:
         mem = f"{meta['peak_rss_mib']:,} MiB" if "peak_rss_mib" in meta else "not measured"
         secs = f"{meta['execution_s']:.0f} s" if "execution_s" in meta else "not measured"
         lines.append(f"| [{notebook_title(nb)}]({rel}) | [launch]({binder_url(rel)}) "
-                     f"| {mem} | {secs} |")
+                     f"| {mem} | {secs} | {meta.get('cpu', 'not recorded')} |")
     lines.append(README_END)
     return "\n".join(lines)
 
@@ -346,11 +372,33 @@ def update_readme() -> bool:
 
 
 # ---- command line --------------------------------------------------------------------
+@contextlib.contextmanager
+def fresh_measurements():
+    """Run lessons as on a new learner's machine: an empty cache of measurements, so the first
+    lesson that asks measures the peaks and the fixed cost and later ones (in this run) reuse
+    them; the run times say so. VIZ_KEEP_MEASUREMENTS=1 keeps the usual cache instead."""
+    import tempfile
+
+    if os.environ.get("VIZ_KEEP_MEASUREMENTS"):
+        yield
+        return
+    before = os.environ.get("VIZ_MEASURE_DIR")
+    with tempfile.TemporaryDirectory(prefix="viz-measurements-") as fresh:
+        os.environ["VIZ_MEASURE_DIR"] = fresh  # the kernels inherit it
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop("VIZ_MEASURE_DIR", None)
+            else:
+                os.environ["VIZ_MEASURE_DIR"] = before
+
+
 def _execute(args) -> int:
     from tools.fallbacks import painter
 
     lessons = select(args.names)
-    with painter() as paint:  # one headless Chromium draws every lesson's static pictures
+    with fresh_measurements(), painter() as paint:  # one Chromium draws every static picture
         for lesson in lessons:
             code = _execute_one(lesson, paint)
             if code:
@@ -396,11 +444,13 @@ def _readme(args) -> int:
 
 
 def _memory(args) -> int:
+    print(f"on {cpu_label()}, from an empty cache of measurements")
     print(f"{'lesson':40} {'peak RSS':>10} {'time':>8}")
-    for lesson in select(args.names):
-        run = execute(lesson)
-        print(f"{lesson.stem:40} {run.peak_rss_bytes / 2**20:7.0f} MiB {run.seconds:7.1f} s",
-              flush=True)
+    with fresh_measurements():
+        for lesson in select(args.names):
+            run = execute(lesson)
+            print(f"{lesson.stem:40} {run.peak_rss_bytes / 2**20:7.0f} MiB "
+                  f"{run.seconds:7.1f} s", flush=True)
     return 0
 
 
