@@ -11,7 +11,7 @@ meaningless text), in bfloat16, directly on the GPU.
 In order, each step timed and guarded (an error is written down and the next step runs; when
 the time budget is nearly spent, the remaining steps are skipped and say so):
 1. the CUDA tests (`tests/test_perf_cuda.py`, when pytest is installed there);
-2. the device's peaks in bfloat16 (and float32): matmul FLOP/s, copy bytes/s, CUDA events;
+2. the device's peaks in bfloat16 (and float32): matmul FLOP/s, read bytes/s, CUDA events;
 3. the memory wall (lesson 08): the device's peaks measured as `viz.perf.machine_peaks` does
    (matmul per dtype; read, copy and matvec bandwidth over 2 GiB), the fixed per-step cost
    (tiny-width models of each depth) and the decode step of SmolLM2-135M/360M/1.7B,
@@ -59,13 +59,13 @@ FULL = {
     "batch_sizes": [1, 4, 16, 64],
     "batch_tokens": 32,
     "cache_tokens": 32,
-    "peaks": {"matmul_n": 8192, "copy_bytes": 2 << 30, "repeats": 10},
+    "peaks": {"max_n": 16384, "buffer_bytes": 2 << 30, "repeats": 10},
     "device": "cuda",
     "dtype": "bfloat16",
     "wall": {"shapes": ["smollm2-135m", "smollm2-360m", "llama-3.2-1b", "smollm2-1.7b",
                         "llama-3.1-8b"],
              "dtypes": ["bfloat16", "float32"], "steps": 16, "repeats": 3,
-             "buffer_bytes": 2 << 30, "matmul_n": 8192,
+             "buffer_bytes": 2 << 30, "max_n": 16384,
              "compute_point": ("llama-3.2-1b", "bfloat16", 512)},
 }
 # A dry run for any machine (the test suite runs it on the CPU): a 2-layer config, tiny sizes.
@@ -83,11 +83,11 @@ QUICK = {
     "batch_sizes": [1, 2],
     "batch_tokens": 3,
     "cache_tokens": 4,
-    "peaks": {"matmul_n": 128, "copy_bytes": 1 << 22, "repeats": 2},
+    "peaks": {"max_n": 128, "buffer_bytes": 1 << 22, "repeats": 2, "budget_s": 0.5},
     "device": "auto",
     "dtype": None,
     "wall": {"shapes": ["tiny-llama"], "dtypes": ["float32"], "steps": 3, "repeats": 1,
-             "buffer_bytes": 4 << 20, "matmul_n": 64, "compute_point": ("tiny-llama",
+             "buffer_bytes": 4 << 20, "max_n": 64, "compute_point": ("tiny-llama",
                                                                         "float32", 4)},
 }
 
@@ -215,7 +215,7 @@ def one_config(runner: Runner, plan: dict, config, peaks) -> None:
 
 def memory_wall(runner: Runner, plan: dict):
     """The memory-wall reference on this device: peaks, fixed cost, one point per shape."""
-    from viz.perf.bandwidth import measure_machine_peaks
+    from viz.perf.machine import measure_machine_peaks
     from viz.perf.wall import measure_wall
 
     w = plan["wall"]
@@ -223,7 +223,7 @@ def memory_wall(runner: Runner, plan: dict):
     shapes = [named.get(s, s) for s in w["shapes"]]
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     dtypes = list(dict.fromkeys(w["dtypes"] + ["bfloat16", "float32"]))
-    peaks = measure_machine_peaks(dev, buffer_bytes=w["buffer_bytes"], matmul_n=w["matmul_n"],
+    peaks = measure_machine_peaks(dev, buffer_bytes=w["buffer_bytes"], max_n=w["max_n"],
                                   dtypes=dtypes)
     print("    " + peaks.how().replace("\n", "\n    "), flush=True)
     label = f"{peaks.device_name} (random weights)"

@@ -21,7 +21,7 @@ What it measures, in order (each printed as it goes):
    round (`viz.perf.best_of`; every round's figure is kept in the file);
 4. int8 weight-only with torchao (`quantize_(model, Int8WeightOnlyConfig())`, eager) on the
    SmolLM2-135M shape, if torchao is importable (it is not a project dependency);
-then the fit TPOT = fixed + bytes ÷ achieved bandwidth, and the file, labelled with the
+then the fit TPOT = fixed + bytes ÷ streaming rate, and the file, labelled with the
 command, date, machine, threads and the load average before and after (a busy machine
 measures slow: check `uptime` and run it when nothing else runs).
 Threads: torch's default (the count a learner's kernel uses) unless --threads is given.
@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from viz.perf import from_config  # noqa: E402
-from viz.perf.bandwidth import measure_machine_peaks  # noqa: E402
+from viz.perf.machine import measure_machine_peaks  # noqa: E402
 from viz.perf.wall import (QuantizedTry, best_of, measure_point, measure_wall,  # noqa: E402
                            narrow_config)
 from viz.runtime import device_name, using_threads  # noqa: E402
@@ -60,7 +60,7 @@ FULL = {
     "compute_point": ("smollm2-135m", "float32", 32),
     "sizes": [32 * MIB, 64 * MIB, 128 * MIB, 256 * MIB, 512 * MIB, 1 << 30, 2 << 30],
     "buffer_bytes": 256 * MIB,
-    "matmul_n": 2048,
+    "max_n": None,  # the machine's own: grown until a run is long enough (viz.perf.machine)
     "int8_shape": "smollm2-135m",
 }
 QUICK = {
@@ -70,7 +70,7 @@ QUICK = {
     "compute_point": None,
     "sizes": [2 * MIB, 4 * MIB],
     "buffer_bytes": 4 * MIB,
-    "matmul_n": 128,
+    "max_n": 128,
     "int8_shape": None,
 }
 
@@ -149,12 +149,12 @@ def main(argv=None) -> int:
           flush=True)
 
     with using_threads(threads):
-        peaks = measure_machine_peaks(buffer_bytes=plan["buffer_bytes"],
-                                           matmul_n=plan["matmul_n"], sizes=plan["sizes"])
+        peaks = measure_machine_peaks(buffer_bytes=plan["buffer_bytes"], max_n=plan["max_n"],
+                                      sizes=plan["sizes"])
         print(peaks.how(), flush=True)
         for b in peaks.by_size:
-            print(f"  read over {b.buffer_bytes / MIB:6.0f} MiB: {b.bytes_per_s / 1e9:5.1f} GB/s "
-                  f"(median {b.bytes_per_s_median / 1e9:5.1f})", flush=True)
+            print(f"  read over {b.buffer_bytes / MIB:6.0f} MiB: {b.spread.text(1e-9, 'GB/s')} "
+                  f"(fastest {b.fastest_bytes_per_s / 1e9:5.1f})", flush=True)
         rounds = []
         for k in range(max(1, args.rounds)):
             print(f"round {k + 1} of {args.rounds} (load average {load_average()})", flush=True)
@@ -178,9 +178,8 @@ def main(argv=None) -> int:
             int8_try(plan["int8_shape"], args.steps, args.repeats)
     after = load_average()
     try:
-        fit = str(run.fit())
-        fits = [f"fit over every point: {fit}", f"fit over the shapes only (tiny fixed-cost "
-                f"models left out): {run.fit(kind='shape')}"]
+        fits = [f"the fit (batch-1 model shapes whose verdict is not compute-bound, in one "
+                f"number format; the one lesson 08 prints and draws): {run.fit()}"]
     except ValueError as e:  # a dry run's tiny models may not show a slope
         fits = [f"no fit: {e}"]
     run = replace(run, quantized=quantized, recorded={
