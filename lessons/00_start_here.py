@@ -48,7 +48,7 @@
 # | [03 · Prefill](03_prefill.ipynb) | why is there a pause before the first word? |
 # | [04 · Decode](04_decode.ipynb) | what sets the speed of the words that follow? |
 # | [05 · The KV cache](05_kv_cache.ipynb) | what does the model remember between steps? |
-# | [06 · Batching](06_batching.ipynb) | how do servers answer many people at once? |
+# | [06 · Batching](06_batching.ipynb) | why do several replies at once cost less each? |
 # | [07 · Capstone](07_capstone.ipynb) | your prompt, the whole pipeline |
 # | [08 · The memory wall](08_memory_wall.ipynb) | why is decode speed set by bytes per token? |
 # | [09 · Serving many users](09_serving.ipynb) | how does a server answer many people at once? |
@@ -63,7 +63,7 @@
 
 # %%
 import viz
-from viz import views
+from viz import compare_prediction, views
 
 lm = viz.load_model(device="cpu")
 lm
@@ -109,8 +109,7 @@ print("the embedding table:   ", most_levels(lm.model.get_input_embeddings().wei
 # At most 16 in a layer's matrix: 4 bits' worth of information in 32 bits of storage. (The file
 # keeps the embedding table more finely, so its blocks hold more values.) What that means for
 # the bytes: Q4_1 spends 20 bytes on a block of 32 weights (32 codes of 4 bits, plus a 2-byte
-# scale and a 2-byte minimum), about 5 bits a weight. (The file itself is a little larger
-# than the first line below, since it keeps the embedding table more finely.)
+# scale and a 2-byte minimum), about 5 bits a weight.
 
 # %%
 q4_1_bytes = spec.n_params * 20 // 32  # were every weight stored as Q4_1
@@ -162,35 +161,16 @@ views.explorer_figure(trace)
 #     logits = model(token)             # decode: one pass for one new token
 # ```
 #
-# **Predict.** The reply above has `trace.n_generated` tokens (printed under it). How many
-# forward passes of the model wrote them? And which phase chose the very first token of the
-# reply, `"prefill"` or `"decode"`?
-
-# %%
-prediction_passes = None  # ← your guess: a whole number
-prediction_first_phase = None  # ← your guess: "prefill" or "decode"
-
-# %% [markdown]
-# The trace shows it: the first pass reads every prompt token, every later pass reads one.
+# The trace holds one step per forward pass: the first reads every prompt token, every later
+# one reads the single token chosen just before it. And every pass reads every weight of the
+# model once, so each one must bring all of them from memory to the processor:
 
 # %%
 passes = len(trace.steps)  # one recorded step per forward pass
 for s in trace.steps[:6]:
     print(f"step {s.index}  {s.phase:8}  read {s.input_tokens:2} tokens → chose {s.token_text!r}")
-print(f"... {passes} passes in all, for {trace.n_generated} tokens")
-
-# %% [markdown]
-# **Check.** Your two predictions against the trace:
-
-# %%
-from viz import compare_prediction
-
-compare_prediction(prediction_passes, passes, unit="passes", rel_tol=0,
-                   hint="count the pass over the prompt, then the passes after it")
-
-# %%
-compare_prediction(prediction_first_phase, trace.steps[0].phase, options=["prefill", "decode"],
-                   hint="the pass over the whole prompt ends with scores for the next token")
+print(f"... {passes} passes in all, for {trace.n_generated} tokens: "
+      f"{passes} × {spec.weight_bytes:,} = {passes * spec.weight_bytes:,} bytes of weights read")
 
 # %% [markdown]
 # ### What the model reads
@@ -250,15 +230,20 @@ print(f"time per token     median {np.median(gaps) * 1000:.0f} ms of {len(gaps)}
       f"(fastest {min(gaps) * 1000:.0f} ms, slowest {max(gaps) * 1000:.0f} ms)")
 print(f"decode speed       {1 / np.median(gaps):.1f} tokens/s")
 
+# %% tags=["nbval-ignore-output"]
+setup = first_call.ttft_s / np.median(warm)
+print(f"the first call was slower than every warm one ({setup:.1f}× their median): the "
+      "difference is set-up, paid once" if first_call.ttft_s > max(warm) else
+      "the first call was no slower than the slowest warm one: the set-up was cheap here")
+
 # %% [markdown]
-# Compare the first call with the warm median: the difference is set-up, paid once. From here
-# on, every lesson warms the model up before it times anything, and reports medians.
+# From here on, every lesson warms the model up before it times anything, and reports medians.
 
 # %% [markdown]
 # The timeline puts them side by side: prefill is one bar, every decode step its own. Its
 # title and its dashed line use the name **TPOT**, *time per output token*: the mean time
-# between two tokens after the first (the median above is its middle value; lesson 04 takes
-# it apart).
+# between two tokens after the first. The median above is the middle one of those gaps, close
+# to the mean unless a step stalls (lesson 04 takes TPOT apart).
 
 # %% tags=["nbval-ignore-output"]
 views.timeline_figure(trace)
@@ -277,37 +262,77 @@ print(mine.generated_text)
 views.summary_html(mine)
 
 # %% [markdown]
-# A small model is fast enough to study on a laptop, not always right: ask it
+# The card's times come from this one run, with no spread: run the cell again and they move a
+# little. A small model is fast enough to study on a laptop, not always right: ask it
 # `"What is 12 times 12?"` and check its arithmetic.
 
 # %% [markdown]
 # ## Check yourself
 #
-# Every forward pass uses every weight of the model once, and the weights live in memory:
-# each pass must bring all of them to the processor. **Predict:** how many bytes of weights
-# did the model read to answer "What is the capital of France?" (`trace`, the reply in the
-# explorer above, not your own prompt's)?
+# **1. A longer prompt.** The prefill reads the whole prompt in one pass. Ask the model to sum
+# up a paragraph of about 80 words: it then reads nearly four times as many tokens as for the
+# capital of France (the next cell but one counts them).
+#
+# **Predict.** Its TTFT, against the warm TTFT of the short question, will be... ("about the
+# same": less than 1.2× as long; "in proportion": at least three quarters of the ratio of
+# tokens.)
 
 # %%
-prediction_bytes = None  # ← your guess, in bytes (e.g. 2.5e9)
+LONGER = ["about the same", "longer, but less than in proportion to the tokens",
+          "in proportion to the tokens, or more"]
+prediction_longer = None  # ← your guess: one of LONGER, copied exactly
+
+# %% tags=["nbval-ignore-output"]
+from viz.perf import SAMPLE_PARAGRAPH  # lesson 01's paragraph of everyday English
+
+long_question = "Sum up this story in one sentence:\n\n" + SAMPLE_PARAGRAPH
+long_runs = [viz.record(lm, long_question, chat=True, max_new_tokens=1, embeddings=False)
+             for _ in range(5)]
+tokens_x = len(long_runs[0].prompt_ids) / len(trace.prompt_ids)
+time_x = np.median([r.ttft_s for r in long_runs]) / np.median(warm)
+longer = LONGER[0] if time_x < 1.2 else LONGER[1] if time_x < 0.75 * tokens_x else LONGER[2]
+print(f"{len(long_runs[0].prompt_ids)} tokens against {len(trace.prompt_ids)}: {tokens_x:.1f}× "
+      f"the tokens, {time_x:.1f}× the TTFT (medians of 5) → {longer}")
+
+# %%
+compare_prediction(prediction_longer, longer, options=LONGER,
+                   hint="which parts of one pass depend on the number of tokens it reads, "
+                        "and which do not?")
 
 # %% [markdown]
-# The count, and how fast those bytes went by while the reply was written (the forward passes
-# only):
+# A pass pays some of its costs once, whatever the number of tokens it reads, and others for
+# each token: lesson 03 measures the two apart.
+#
+# **2. A shorter budget, drawn at random.** A model can also *draw* each token at random,
+# weighted by its probabilities, instead of taking the most likely one (lesson 02 shows how);
+# `viz.record(..., temperature=0.8, seed=1)` does that with a seeded random-number generator.
+# The next cell draws a reply to your prompt that way with `max_new_tokens=24`, then draws
+# again, with the same seed, with `max_new_tokens=12`.
+#
+# **Predict.** The 12-token reply will be...
 
 # %%
-weights_read = spec.weight_bytes * passes
-forward_s = sum(s.forward_s for s in trace.steps)
-print(f"weights read: {weights_read:,} bytes in {passes} passes")
-print(f"forward passes took {forward_s:.2f} s: {weights_read / forward_s / 1e9:.1f} GB/s of weights")
+BUDGET = ["the first 12 tokens of the 24-token reply", "a shorter reply, finished in 12 tokens",
+          "a different reply altogether"]
+prediction_budget = None  # ← your guess: one of BUDGET, copied exactly
+
+# %% tags=["nbval-ignore-output"]
+drawn = {n: viz.record(lm, my_prompt, chat=True, max_new_tokens=n, temperature=0.8, seed=1,
+                       stop_at_eos=False, embeddings=False) for n in (24, 12)}
+for n, t in drawn.items():
+    print(f"max_new_tokens={n}: {t.generated_text!r}")
+same_start = drawn[12].generated_ids == drawn[24].generated_ids[:12]
+budget = BUDGET[0] if same_start else BUDGET[2]
 
 # %%
-compare_prediction(prediction_bytes, weights_read, unit="bytes", rel_tol=0.05,
-                   hint="every pass reads every weight once: count the passes of that reply")
+compare_prediction(prediction_budget, budget, options=BUDGET,
+                   hint="what does the pass that chooses token 5 read, in either run, and "
+                        "which random number does the draw use there?")
 
 # %% [markdown]
-# Gigabytes per second of weights, for a reply of a few words: that rate is what lesson 04
-# puts under the microscope.
+# No pass reads `max_new_tokens`: each one scores the next token from the text so far, and the
+# budget only decides when the loop stops. With the same seed the draws come in the same
+# order, so a reply cut short is the start of the long one, drawn or not.
 
 # %% [markdown]
 # ## Next

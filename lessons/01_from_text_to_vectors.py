@@ -29,7 +29,7 @@
 import viz
 from viz import views
 
-lm = viz.load_model(device="cpu")  # the processor whose limits the lesson measures
+lm = viz.load_model(device="cpu")
 lm
 
 # %% [markdown]
@@ -107,8 +107,8 @@ numbers = show_tokens("In 2024, 1234567 people paid $3.14.")
 
 # %% [markdown]
 # **One emoji, several tokens.** The vocabulary works on bytes, and this emoji is four bytes of
-# UTF-8. Look at the character spans: the tokens that carry its bytes cover the same characters,
-# and none of them is a character on its own.
+# UTF-8. Look at the character spans: the tokens that carry its bytes all end at the emoji
+# (the first also holds the space before it), and none of them is a character on its own.
 
 # %%
 pizza = show_tokens("I love 🍕")
@@ -201,10 +201,13 @@ print(tuple(looked_up.shape), torch.equal(looked_up, table[ids]))
 pos = {}  # token id → the positions where it appears
 for i, tid in enumerate(trace.prompt_ids):
     pos.setdefault(tid, []).append(i)
-twice = next(tid for tid in trace.prompt_ids if len(pos[tid]) > 1)
-a, b = pos[twice][:2]
-print(f"{lm.tokenizer.decode([twice])!r} at positions {a} and {b}: "
-      f"same row: {torch.equal(looked_up[a], looked_up[b])}")
+twice = next((tid for tid in trace.prompt_ids if len(pos[tid]) > 1), None)
+if twice is None:
+    print("no token repeats in your text")
+else:
+    a, b = pos[twice][:2]
+    print(f"{lm.tokenizer.decode([twice])!r} at positions {a} and {b}: "
+          f"same row: {torch.equal(looked_up[a], looked_up[b])}")
 
 # %% [markdown]
 # Its position comes in later, inside every layer: before a token's query meets the other
@@ -239,8 +242,8 @@ for text, c in nearest(space_paris[0]):
 
 # %% [markdown]
 # `"Paris"` without its space is a different id, yet its row lies close by; other cities
-# follow. Move the slider to pick a token of your text: the chart shows its row (every one of its
-# numbers), and the title names its closest rows in the table.
+# (and France) follow. Move the slider to pick a token of your text: the chart shows its row
+# (every one of its numbers), and the title names its closest rows in the table.
 
 # %%
 import ipywidgets as widgets
@@ -313,11 +316,11 @@ print(f"{n_words} words, {n_tokens} tokens: {ratio:.2f} tokens per word")
 print(f"500 words × {ratio:.2f} tokens per word ≈ {500 * ratio:.0f} tokens")
 
 # %% [markdown]
-# A common rule of thumb says about 700 tokens for 500 words (1.4 tokens per word). Compare it
-# with your number above. Everyday words are in the vocabulary whole (one token each, as in the
-# table at the top), which keeps the ratio low; every surprise above pushes it up: numbers,
-# rare words and names, code, other languages. Paste a paragraph of code or of another language
-# into `paragraph` and run the two cells again.
+# The guide this course follows quotes a rule of thumb of about 700 tokens for 500 words (1.4
+# tokens per word). Compare it with your number above. Everyday words are in the vocabulary
+# whole (one token each, as in the table at the top), which keeps the ratio low; every
+# surprise above pushes it up: numbers, rare words and names, code, other languages. Paste a
+# paragraph of code or of another language into `paragraph` and run the two cells again.
 #
 # Each of those tokens is one forward pass of the model: lesson 04 turns this count into
 # seconds on your machine.
@@ -327,34 +330,49 @@ print(f"500 words × {ratio:.2f} tokens per word ≈ {500 * ratio:.0f} tokens")
 # Each question asks for a prediction first: replace `None`, run the cell, then run the cell
 # that measures and the check after it.
 #
-# **1. Predict** how many tokens `"Hello, world! 12345"` is, without running the tokenizer.
+# **1. Predict** how many tokens `"HELLO WORLD! See https://www.example.com/hello"` is, without
+# running the tokenizer: words in capitals and a web address, which nothing above has shown.
 
 # %%
 prediction_hello = None  # ← your guess: a whole number of tokens
 
 # %%
-hello = show_tokens("Hello, world! 12345")
+hello = show_tokens("HELLO WORLD! See https://www.example.com/hello")
 
 # %%
 from viz import compare_prediction
 
-compare_prediction(prediction_hello, len(hello), unit="tokens", rel_tol=0,
-                   hint="punctuation is separate; look at how the digits and the space before "
-                        "them were cut in *Numbers are spelled out*")
+compare_prediction(prediction_hello, len(hello), unit="tokens", rel_tol=0.15,
+                   hint="start from one token per everyday word (its space included) and per "
+                        "punctuation mark, then ask how often the text the vocabulary was built "
+                        "from spelled each piece exactly this way")
 
 # %% [markdown]
-# **2. Predict** which id the model reads for the word Paris in the sentence
-# `"I moved to Paris"`: one of the two ids printed in *Spaces belong to the word after them*.
+# **2. Predict** which of these three rows lies closest to the row of `" cat"` (the highest
+# cosine similarity): a related animal, its young, or the same word with a capital letter.
 
 # %%
-prediction_paris = None  # ← your guess: paris[0] or space_paris[0] (or the number itself)
+CAT = [" dog", " kitten", " Cat"]
+prediction_cat = None  # ← your guess: one of CAT, copied exactly
 
 # %%
-moved = show_tokens("I moved to Paris")
+cat_id = lm.tokenizer(" cat", add_special_tokens=False).input_ids[0]
+similarity = {}  # each candidate → the cosine similarity of its row with the row of " cat"
+for word in CAT:
+    (i,) = lm.tokenizer(word, add_special_tokens=False).input_ids  # each is one token
+    similarity[word] = (table[i] @ table[cat_id] / (norms[i] * norms[cat_id])).item()
+    print(f"{similarity[word]:.2f}  {word!r}")
+closest = max(similarity, key=similarity.get)
 
 # %%
-compare_prediction(prediction_paris, moved[-1], options=[paris[0], space_paris[0]],
-                   hint="which token carries the space that comes before Paris?")
+compare_prediction(prediction_cat, closest, options=CAT,
+                   hint="the rows were learned from where tokens appear in text, not from a "
+                        "dictionary: which of the three is used in the most nearly the same "
+                        "places as \" cat\"?")
+
+# %% [markdown]
+# Nothing told the model that two spellings are one word, or that a kitten is a cat: every id
+# has its own row, learned from the places the token appears in text.
 
 # %% [markdown]
 # **3. Predict** the tokens per word of a recipe, full of numbers and units. Your paragraph's

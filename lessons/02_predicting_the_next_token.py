@@ -20,11 +20,12 @@
 # your text. Each forward pass answers one question: *what comes next?* It gives a score to
 # every token in the vocabulary, turns the scores into probabilities, and one token is picked.
 #
-# In one line, for the token at position $t$ given all the tokens before it:
+# In one line, for the token that follows position $t$, given the tokens up to it:
 #
-# $$p(x_t \mid x_{<t}) = \mathrm{softmax}(W\,h_t)$$
+# $$p(x_{t+1} \mid x_{\le t}) = \mathrm{softmax}(W\,h_t)$$
 #
-# where $h_t$ is the model's final vector for the last position and $W$ is its output matrix.
+# where $h_t$ is the model's final vector at position $t$, the last one read, and $W$ is its
+# output matrix.
 # This lesson computes that line by hand on the real model, then looks at how the pick is made.
 
 # %%
@@ -50,7 +51,7 @@ print(repr(trace.generated_text))
 # ## See it: the candidates at every step
 #
 # Each bar is a candidate for the next token, with its probability; the chosen token is
-# vermillion, and the grey bar gathers all the tokens not drawn. Drag the slider (or press ▶) to
+# vermillion, and the grey bar gathers all the tokens not shown. Drag the slider (or press ▶) to
 # move through the steps: step 0 is the pass over the prompt, each later step adds one token.
 
 # %% tags=["nbval-ignore-output"]
@@ -141,17 +142,7 @@ print(W.data_ptr() == lm.model.get_input_embeddings().weight.data_ptr())
 #   up to at least $p$.
 #
 # `viz.sampling_distribution` applies these rules to a vector of scores; it is the
-# function `viz.record` samples with. We try it on step 0's full 49,152 scores.
-#
-# **Predict.** At temperature 1 the favourite of step 0 has the probability printed for step 0
-# in *See it*. What happens to it as the temperature goes down towards 0, and what is it at
-# temperature 0.5?
-
-# %%
-TRENDS = ["it grows, towards 1", "it stays the same",
-          "it shrinks, towards 1/49,152 (every token equally likely)"]
-prediction_trend = None  # ← your guess: one of TRENDS, copied exactly
-prediction_top_at_half = None  # ← your guess: a probability between 0 and 1
+# function `viz.record` samples with. We try it on step 0's full 49,152 scores:
 
 # %%
 from viz import sampling_distribution
@@ -162,24 +153,9 @@ for T in (0.0, 0.5, 1.0, 1.5):
     top_at[T] = q.max().item()
     print(f"temperature {T}: top token {top_at[T]:.3f}, tokens with at least 0.1%: "
           f"{(q >= 0.001).sum().item()}")
-trend = TRENDS[0] if top_at[0.0] > top_at[1.0] else TRENDS[2] if top_at[0.0] < top_at[1.0] \
-    else TRENDS[1]
-
-# %%
-compare_prediction(prediction_trend, trend, options=TRENDS,
-                   hint="dividing every score by a small T stretches the gaps between them")
-
-# %%
-compare_prediction(prediction_top_at_half, top_at[0.5], rel_tol=0.05,
-                   hint="at T = 0.5 every score is doubled before the softmax: the gaps "
-                        "between scores double too")
 
 # %% [markdown]
-# **Predict.** At temperature 1 with `top_p=0.9`, how many tokens can still be picked at step
-# 0? (The 20 most likely tokens hold the share of the probability printed above.)
-
-# %%
-prediction_top_p = None  # ← your guess: a whole number of tokens
+# Top-k and top-p on step 0's scores, at temperature 1:
 
 # %%
 can_pick = {}  # (top_k, top_p) → tokens that can still be picked
@@ -188,10 +164,42 @@ for k, p in ((None, None), (5, None), (None, 0.9), (None, 0.5)):
     can_pick[k, p] = (q > 0).sum().item()
     print(f"top_k={k}, top_p={p}: tokens that can still be picked = {can_pick[k, p]:,}")
 
+# %% [markdown]
+# **Predict.** Take now the step of the reply whose chosen token had the lowest probability
+# (the smallest `p` in the table of *See it*). At temperature 0.5, what probability will its
+# favourite have? And at temperature 1 with `top_p=0.9`, how many tokens can still be picked
+# there?
+
 # %%
-compare_prediction(prediction_top_p, can_pick[None, 0.9], rel_tol=0.25, unit="tokens",
-                   hint="top-p keeps the most likely tokens until their probabilities add up "
-                        "to 0.9; how much did the top 20 hold?")
+TOP_P = ["fewer than 20", "between 20 and 500", "more than 500"]
+prediction_top_at_half = None  # ← your guess: a probability between 0 and 1
+prediction_top_p = None  # ← your guess: one of TOP_P, copied exactly
+
+# %%
+least = min(trace.steps, key=lambda s: s.prob)  # the least likely choice of the reply
+read_then = torch.tensor([trace.prompt_ids + trace.generated_ids[:least.index]])
+with torch.inference_mode():
+    logits_then = lm.model(read_then).logits[0, -1]  # that step's 49,152 scores, again
+half = sampling_distribution(logits_then, 0.5).max().item()  # its favourite at T = 0.5
+kept = (sampling_distribution(logits_then, 1.0, top_p=0.9) > 0).sum().item()
+print(f"step {least.index} (chose {least.token_text!r}, p = {least.prob:.2f}): at temperature 0.5 "
+      f"p = {half:.2f}; top_p=0.9 keeps {kept:,} tokens (step 0: {can_pick[None, 0.9]:,})")
+top_p_verdict = TOP_P[0] if kept < 20 else TOP_P[1] if kept <= 500 else TOP_P[2]
+
+# %%
+compare_prediction(prediction_top_at_half, half, rel_tol=0.25,
+                   hint="at T = 0.5 each probability is squared, then all 49,152 squares are "
+                        "scaled to add up to 1: estimate what the squares of the tokens the "
+                        "table does not list add to that sum")
+
+# %%
+compare_prediction(prediction_top_p, top_p_verdict, options=TOP_P,
+                   hint="top-p keeps the most likely tokens until they hold 0.9 of the "
+                        "probability: how much did that step's favourite hold?")
+
+# %% [markdown]
+# One setting, very different cuts: top-p follows the shape of each step's distribution,
+# where a top-k keeps the same number of tokens at every step.
 
 # %% [markdown]
 # ### What if?
@@ -270,8 +278,10 @@ for name, s in (("most sure", sure), ("least sure", unsure)):
           f"with p = {s.prob:.2f}")
 
 # %% [markdown]
-# Entropy is the room a step leaves the sampler: near 0 bits, almost every draw is the
-# favourite; with many bits, draws spread over many tokens and runs can part ways there.
+# Entropy counts the whole tail, not only the favourite, so the most sure step need not be the
+# one whose choice had the highest `p`. It is the room a step leaves the sampler: at 0 bits
+# every draw would be the favourite; each bit more doubles the number of tokens the draws
+# spread over, and runs can part ways there.
 #
 # Last, the cost. Each step of `viz.record` timed its forward pass and its choice
 # separately. The forward pass works through every weight of the model to produce the scores;
@@ -284,58 +294,82 @@ for name, s in (("most sure", sure), ("least sure", unsure)):
 prediction_cost_ratio = None  # ← your guess: forward pass time ÷ choice time
 
 # %% [markdown]
-# The medians on this machine, over the decode steps of the greedy reply and the choices of
-# the sampled run with seed 1:
+# The timings on this machine: the decode passes of the greedy reply, and the choices of the
+# three sampled runs. Each is printed as the **median** of its runs with its **spread**, the
+# range the middle half of the runs fell in (a quarter of them were faster, a quarter slower):
+# where two spreads overlap, these runs cannot tell the two figures apart. Every timing from
+# here on is printed this way (`viz.Spread`).
 
 # %% tags=["nbval-ignore-output"]
-forward_s = np.median([s.forward_s for s in trace.steps[1:]])  # decode passes (warm)
-choose_s = np.median([s.sample_s for s in runs[1].steps])  # sampled choices, T = 0.8
-cost_ratio = forward_s / choose_s
-print(f"one forward pass:  {forward_s * 1000:.1f} ms   uses all {lm.spec.n_params:,} weights")
-print(f"choosing a token:  {choose_s * 1000:.2f} ms   looks at {logits.numel():,} scores")
-print(f"numbers touched, forward / choice: {lm.spec.n_params / logits.numel():,.0f}×")
-print(f"time, forward / choice:            {cost_ratio:,.0f}×")
+forward = trace.decode_step_spread  # the decode passes of the greedy reply (warm)
+choose = viz.Spread.of(s.sample_s for run in runs.values() for s in run.steps)  # T = 0.8
+cost_ratio = forward / choose  # its spread runs from the lowest to the highest ratio the two allow
+print(f"one forward pass:  {forward.text(1e3, 'ms')}   uses all {lm.spec.n_params:,} weights")
+print(f"choosing a token:  {choose.text(1e3, 'ms', digits=2)}   looks at {logits.numel():,} scores")
+print(f"numbers touched, forward / choice: {lm.spec.n_params / logits.numel():,.0f} times")
+print(f"time, forward / choice:            {cost_ratio.text(unit='times', digits=0)}")
 
 # %%
-compare_prediction(prediction_cost_ratio, cost_ratio, rel_tol=0.5,
+compare_prediction(prediction_cost_ratio, cost_ratio.median, rel_tol=0.5,
                    hint="time is not always in proportion to the numbers touched: what does "
-                        "each of the two pay that does not depend on how many numbers it reads?")
+                        "each of the two do with every number it reads, and what does it pay "
+                        "whatever their count?")
 
 # %% [markdown]
-# Why is the time ratio so far below the ratio of numbers touched? Take each time apart.
-# `perf.cached_peaks()` holds how fast this machine reads memory, measured once (the first
-# lesson that asks measures it and saves it; later lessons reuse the saved figures). And the
-# pieces of a sampled choice, each timed on its own over the same 49,152 scores
-# (`perf.time_kernel`: the median of 30 calls):
+# Why is the ratio of times not the ratio of numbers? Take each time apart. First this
+# machine's **peaks**, the fastest it reads memory and multiplies matrices, measured once per
+# machine (`perf.machine_peaks()`: a few seconds the first time a lesson asks, then saved, and
+# checked each time it is reused; the first line says which happened), and the **fixed cost**
+# of a pass: the time of a model with the same 30 layers but almost no weights
+# (`perf.fixed_cost`, measured once too; lesson 03 explains it). If the measurement prints a
+# note about bfloat16 (a 16-bit number format that some CPUs multiply far more slowly than
+# float32), it describes this CPU for later: this model runs in float32, and lesson 08 returns
+# to it.
+
+# %% tags=["nbval-ignore-output"]
+peaks = perf.machine_peaks()  # measured the first time on this machine, then reused
+roof = perf.cached_peaks()  # the same peaks in float32, the model's dtype
+fixed = perf.fixed_cost(lm.spec.n_layers)  # seconds per pass, with its spread
+print(peaks.status)
+print(f"read peak {roof.bytes_spread.text(1e-9, 'GB/s')}; fixed cost {fixed.text(1e3, 'ms')}")
+
+# %% [markdown]
+# Then the pieces of a sampled choice, each timed on its own over the same 49,152 scores
+# (`perf.kernel_spread`: 30 calls after a warm-up, their median and middle half):
 
 # %%
-peaks = perf.cached_peaks()
-read_s = lm.spec.weight_bytes / peaks.bytes_per_s  # every weight read once, at full speed
-score_bytes = logits.numel() * logits.element_size()
 probs_08 = sampling_distribution(logits, 0.8)
 pieces = {"one argmax (a greedy choice)": lambda: logits.argmax(),
           "divide by T, softmax": lambda: sampling_distribution(logits, 0.8),
           "the random draw": lambda: torch.multinomial(probs_08, 1)}
-piece_s = {name: perf.time_kernel(fn, repeats=30) for name, fn in pieces.items()}
+piece_s = {name: perf.kernel_spread(fn, repeats=30) for name, fn in pieces.items()}
 
-# %%
-print(f"forward pass {forward_s * 1e3:.1f} ms: reading its {lm.spec.weight_bytes / 1e6:.0f} MB "
-      f"of weights at {peaks.bytes_per_s / 1e9:.1f} GB/s takes {read_s * 1e3:.1f} ms")
-print(f"choice {choose_s * 1e3:.2f} ms: reading its {score_bytes / 1e3:.0f} kB of scores at "
-      f"that speed takes {score_bytes / peaks.bytes_per_s * 1e6:.0f} µs; its pieces:")
-for name, seconds in piece_s.items():
-    print(f"    {name:30} {seconds * 1e6:.0f} µs")
+# %% tags=["nbval-ignore-output"]
+read = roof.bytes_spread.rate(lm.spec.weight_bytes)  # every weight read once, at the read peak
+left = forward - read - fixed
+print(f"forward pass {forward.text(1e3, 'ms')}:")
+print(f"    {lm.spec.weight_bytes / 1e6:.0f} MB of weights at the read peak  {read.text(1e3, 'ms')}")
+print(f"    the fixed cost of a 30-layer pass     {fixed.text(1e3, 'ms')}")
+print(f"    what is left                          {left.text(1e3, 'ms')}")
+print("    if the rest were all reading, the weights would have streamed more slowly than a plain read"
+      if left.low > 0 else "    the first two account for the whole pass, within the spreads")
+
+# %% tags=["nbval-ignore-output"]
+score_read = roof.bytes_spread.rate(logits.numel() * logits.element_size())  # at the peak
+print(f"choice {choose.text(1e3, 'ms', digits=2)}; reading its scores at the read peak: "
+      f"{score_read.text(1e6, 'µs')}; its pieces:")
+for name, t in piece_s.items():
+    print(f"    {name:30} {t.text(1e6, 'µs', digits=0)}: "
+          f"{t.median / score_read.median:,.0f} times the read")
 
 # %% [markdown]
-# Neither time is in proportion to the numbers touched. The forward pass must bring every
-# weight from memory at least once (the first line), and what it takes beyond that is paid
-# per pass whatever the numbers: 30 layers of many small operations, each with a start-up
-# cost, and weights that stream more slowly than one plain read (lesson 04 measures both). The
-# choice reads so few bytes that reading them is nothing: each of its pieces takes far longer
-# than its bytes need, and how long depends on what the piece does, not on how many numbers it
-# touches. So the ratio of times is far below the ratio of numbers. (A busy machine can stall
-# any short step; if the numbers look odd, run the cells from the one that records `runs`.)
-# Where the forward pass spends its time is the subject of lessons 03 and 04.
+# Neither time is in proportion to the numbers it touches. A forward pass must bring every
+# weight from memory (the first line: the least that takes here), pays a fixed cost on top,
+# whatever its weights (the second), and spends what is left on everything else it does
+# (lessons 03 and 04 take that apart). A choice reads few bytes: the multiples say how much
+# longer than that read each of its pieces takes. The three go over the same 49,152 numbers,
+# yet their times differ: what a piece does with the numbers, not how many it reads, sets its
+# time.
 
 # %% [markdown]
 # ## Next

@@ -22,13 +22,11 @@
 # token (TTFT)**.
 #
 # In this lesson you will see the prompt go in all at once, check that one pass over N tokens
-# gives exactly what N separate passes would, measure how TTFT grows with the prompt's length
-# on your machine, and count the arithmetic it does and the bytes it reads, to find which of
-# the two limits it on your machine, and on a GPU.
+# gives what N separate passes would (the same up to rounding), measure how TTFT grows with
+# the prompt's length on your machine, and count the arithmetic it does and the bytes it
+# reads, to find which of the two limits it on your machine, and on a GPU.
 
 # %%
-import time
-
 import numpy as np
 import torch
 
@@ -64,7 +62,7 @@ for s in trace.steps[:4]:
 # On a time axis (top): a grey bar for tokenizing the text, a blue bar for the prefill
 # pass, and a vertical line where the first token appears: the TTFT. The orange bars after it
 # are decode steps, one token each. Below, each step's latency. Hover over a bar for its
-# duration on your machine.
+# duration on your machine. The card and the bars are this one run, with no spread.
 
 # %% tags=["nbval-ignore-output"]
 display(views.summary_html(trace))
@@ -75,7 +73,9 @@ views.timeline_figure(trace)
 #
 # What does a longer prompt cost? Move the slider: each new position builds a prompt of
 # exactly that many tokens, runs a real prefill on your machine and adds a point to the
-# chart. The big dot is the prompt you chose last.
+# chart. The big dot is the prompt you chose last. Each point is a single run, with no spread:
+# a moment when something else used the CPU shows as a point off the curve (the sweep below
+# repeats each length).
 
 # %%
 import ipywidgets as widgets
@@ -106,7 +106,7 @@ def prefill_chart(values):
 
 
 # %%
-length = widgets.IntSlider(value=64, min=8, max=256, step=8, description="prompt tokens",
+length = widgets.IntSlider(value=64, min=8, max=192, step=8, description="prompt tokens",
                            continuous_update=False, style={"description_width": "initial"})
 LinkedView({"prompt tokens": length}, [length], prefill_chart)
 
@@ -114,17 +114,17 @@ LinkedView({"prompt tokens": length}, [length], prefill_chart)
 # ## Understand it: one layer, drawn
 #
 # What does one pass compute? The model is a stack of 30 identical layers, and a layer is
-# mostly six matrix products. A prompt of N tokens enters a layer as a matrix **X** with N
-# rows, one per token (each row a token's vector, lesson 01). In the layer's **attention**
-# half, X is multiplied by three weight matrices into each token's **query** (what it looks
-# for), **key** (what it offers to be found by) and **value** (what it hands over). Each query
-# is compared with the keys (`scores = Q·Kᵀ`), a softmax turns each row of scores into weights
-# that add up to 1 (lesson 02's softmax), and those weights mix the values; a fourth weight
-# matrix, **W_o**, joins the heads' mixed values ("attention out" in the figure). Positions
-# enter here (lesson 01: queries and keys are rotated by their positions). The layer's **MLP**
-# half is two more products: the input meets two weight matrices side by side (*gate* and
-# *up*), an element-wise step (SiLU) combines them, and a third matrix (*down*) brings the
-# result back to the model's width.
+# mostly matrix products: seven with weight matrices, two more inside attention. A prompt of N
+# tokens enters a layer as a matrix **X** with N rows, one per token (each row a token's
+# vector, lesson 01). In the layer's **attention** half, X is multiplied by three weight
+# matrices into each token's **query** (what it looks for), **key** (what it offers to be found
+# by) and **value** (what it hands over). Each query is compared with the keys
+# (`scores = Q·Kᵀ`), a softmax turns each row of scores into weights that add up to 1 (lesson 02's
+# softmax), and those weights mix the values; a fourth weight matrix, **W_o**, joins the heads'
+# mixed values ("attention out" in the figure). Positions enter here (lesson 01: queries and
+# keys are rotated by their positions). The layer's **MLP** half is three more products: the
+# input meets two weight matrices side by side (*gate* and *up*), an element-wise step (SiLU)
+# combines them, and a third matrix (*down*) brings the result back to the model's width.
 #
 # The figure draws one layer to this model's real shapes (sides on a log scale, so that a
 # single row still shows). Left, the prefill of your prompt: every product is matrix ×
@@ -153,32 +153,56 @@ for phase in ("prefill", "decode"):
 #
 # In the prefill, every layer multiplies the whole matrix of N rows by its weights in one go.
 # Attention is *causal*: the row of token *k* may only look at tokens 0 … *k*, never ahead. So
-# the row of token *k* ends up exactly as it would if the prompt had stopped at token *k*.
+# the row of token *k* ends up as it would if the prompt had stopped at token *k* (the same
+# numbers, up to rounding).
 #
 # Let's check that claim. First one forward pass over the whole prompt, keeping the scores
 # (logits) at every position; then N separate passes, each over a prompt one token longer
 # than the last, keeping only each one's final position.
 
 # %%
-ids, clock = torch.tensor([trace.prompt_ids]), time.perf_counter
+ids, n = torch.tensor([trace.prompt_ids]), len(trace.prompt_ids)
 with torch.inference_mode():
-    t0 = clock()
     together = lm.model(ids).logits[0]  # ONE pass: a row of scores per position
-    t1 = clock()
     apart = torch.stack([lm.model(ids[:, :k]).logits[0, -1]  # N passes, growing by one
-                         for k in range(1, ids.shape[1] + 1)])
-    t2 = clock()
-print(f"one pass  {tuple(together.shape)} in {(t1 - t0) * 1000:.0f} ms")
-print(f"N passes  {tuple(apart.shape)} in {(t2 - t1) * 1000:.0f} ms")
-print("same scores at every position:", torch.allclose(together, apart, atol=1e-3))
+                         for k in range(1, n + 1)])
+print(f"one pass: {tuple(together.shape)};  N passes: {tuple(apart.shape)}")
+print("same scores at every position, up to rounding:", torch.allclose(together, apart, atol=1e-3))
 
 # %% [markdown]
-# Same scores at every position, from one pass instead of N: compare the two times. The N
-# passes repeat work (the first tokens are processed again in every pass) and read all the
-# weights N times; the single pass reads them once for all the rows.
+# Same scores at every position, from one pass instead of N. The N passes repeat work (the
+# first tokens go through the layers again in every pass), and each reads all the weights.
+#
+# **Predict.** How many times as long as the one pass will the N passes take? (N is your
+# prompt's length: the first number printed above.)
+
+# %%
+prediction_passes = None  # ← your guess: (time of the N passes) ÷ (time of the one pass)
+
+# %% tags=["nbval-ignore-output"]
+with torch.inference_mode():  # perf.kernel_spread: runs after a warm-up, their median and spread
+    one = perf.kernel_spread(lambda: lm.model(ids), repeats=5)
+    many = perf.kernel_spread(lambda: [lm.model(ids[:, :k]) for k in range(1, n + 1)], repeats=2)
+passes_x, rows_x = many / one, (n + 1) / 2  # N passes ÷ one; their token rows ÷ the one pass's
+print(f"one pass {one.text(1e3, 'ms')};  {n} passes {many.text(1e3, 'ms')}: "
+      f"{passes_x.text(unit='times')}")
+print(f"they push {rows_x:.1f}× as many token rows through the layers and read the weights {n}× "
+      f"as often: the time is nearer the " + ("passes'" if passes_x.median > (n * rows_x) ** 0.5
+                                              else "token rows'") + " ratio")
+
+# %%
+from viz import compare_prediction
+
+compare_prediction(prediction_passes, passes_x.median, rel_tol=0.25,
+                   hint="count, for each way, the passes and the token rows that go through the "
+                        "layers; then ask which of the two a short pass's time follows")
+
+# %% [markdown]
+# A ratio near N says a short pass pays much of its time whatever its length; the sweep below
+# measures that part.
 #
 # Only the **last** row matters for the reply: it scores the token that comes after the whole
-# prompt. It should be exactly what the recording saw at step 0:
+# prompt. It should be what the recording saw at step 0, up to rounding:
 
 # %%
 last, step0 = together[-1].numpy(), trace.steps[0]
@@ -196,16 +220,11 @@ print("its best token:", repr(lm.tokenizer.decode(int(last.argmax()))),
 # %% [markdown]
 # ## Measure it: what TTFT is made of
 #
-# `trace.timing` splits the time to first token into three parts: turning the text into ids,
-# the prefill forward pass, and choosing the first token.
-#
-# **Predict.** Which of the three is the largest?
+# `trace.timing` splits the time to first token into three parts (of this one run): turning
+# the text into ids, the prefill forward pass, and choosing the first token.
 
 # %%
 PARTS = ["tokenize", "prefill forward pass", "choose the first token"]
-prediction_largest = None  # ← your guess: one of PARTS, copied exactly
-
-# %%
 t = trace.timing
 parts = dict(zip(PARTS, (t.tokenize_s, t.prefill_forward_s, t.prefill_sample_s)))
 for name, seconds in parts.items():
@@ -214,13 +233,6 @@ print(f"{'TTFT':24} {t.ttft_s * 1000:.2f} ms")
 largest = max(parts, key=parts.get)
 print("largest part:", largest)
 
-# %%
-from viz import compare_prediction
-
-compare_prediction(prediction_largest, largest, options=PARTS,
-                   hint="how much work does each part do: a dictionary look-up, a pass "
-                        "through the model, a pick among scores?")
-
 # %% [markdown]
 # Turning text into ids and picking one token are cheap next to pushing every prompt token
 # through all the model's layers.
@@ -228,15 +240,16 @@ compare_prediction(prediction_largest, largest, options=PARTS,
 # ### TTFT against prompt length
 #
 # `perf.prompt_length_sweep` records a one-token reply to prompts of several exact lengths
-# (after one warm-up run; medians of 2 repeats) and tabulates TTFT, prefill tokens per second
-# and arithmetic speed.
+# (after one warm-up run; 3 runs of each, interleaved) and tabulates the medians: TTFT, the
+# prefill pass, prefill tokens per second and arithmetic speed.
 
 # %% tags=["nbval-ignore-output"]
-sweep = perf.prompt_length_sweep(lm, [16, 32, 64, 128], repeats=2, progress=False)
+sweep = perf.prompt_length_sweep(lm, [16, 32, 64, 128], repeats=3, progress=False)
 print(sweep)
 
 # %% [markdown]
-# Solid lines are yours. Dashed lines are a reference shipped with the course
+# Solid lines are yours; each point's bar is its **spread**, the range the middle half of its
+# runs fell in. Dashed lines are a reference shipped with the course
 # (`perf.load_reference("cpu-prompt-sweep")`), recorded on the project's own machine; its label
 # says how (threads, and how busy that shared machine was):
 
@@ -250,95 +263,49 @@ from viz.views import sweep_figure
 sweep_figure(sweep, reference)
 
 # %% [markdown]
-# Two things to read off the panels. **Left:** TTFT goes up with the prompt's length: more
-# tokens, more work. **Middle:** yet the prefill usually gets through *more tokens per
-# second* the longer the prompt is. A pass over 16 tokens and a pass over 128 both read every
-# weight of the model from memory once; the longer one does 8 times as much arithmetic with
-# each weight it has fetched. (If your points zig-zag, something else was using the CPU while
-# they were measured: run the cell again.)
-#
-# A straight line through your points, TTFT ≈ *a* + *b* · tokens, gives a rule of thumb for
-# this machine:
+# **Left:** TTFT goes up with the prompt's length: more tokens, more work. **Middle:** the
+# prefill's speed in prompt tokens per second, shortest against longest prompt, with their
+# spreads (if your points zig-zag, something else was using the CPU: run the sweep again):
 
 # %% tags=["nbval-ignore-output"]
-tokens, ttft = np.array(sweep.column("prompt_tokens")), sweep.column("ttft_s")
-b, a = np.polyfit(tokens, ttft, 1)  # slope b, intercept a (seconds)
-print(f"a = {a * 1000:.1f} ms (paid by every prompt)   b = {b * 1000:.2f} ms per prompt token")
-speed = sweep.column("prefill_tokens_per_s")
-print(f"prefill speed: {speed[0]:.1f} tokens/s at {tokens[0]} tokens, "
-      f"{speed[-1]:.1f} tokens/s at {tokens[-1]} tokens")
+tokens = [int(n) for n in sweep.column("prompt_tokens")]
+forward = sweep.spread("prefill_forward_s")  # per length: the median pass and its spread
+speed = [s.rate(n) for n, s in zip(tokens, forward)]  # prompt tokens per second
+print(f"{tokens[0]} tokens: {speed[0].text(1, 'tokens/s')};  "
+      f"{tokens[-1]} tokens: {speed[-1].text(1, 'tokens/s')}")
+print("the longer prompt went through faster per token, beyond the spreads"
+      if speed[-1].low > speed[0].high else "the same speed within the spreads"
+      if speed[-1].overlaps(speed[0]) else "the longer prompt went through more slowly")
 
 # %% [markdown]
-# ### What *a* is made of
-#
-# Even a prompt of a few tokens waits about *a*. Two costs of a pass do not grow with the
-# prompt's length; measure each:
-#
-# - **a fixed cost per pass**: Python and PyTorch starting hundreds of small operations, 30
-#   layers deep. `perf.measure_overhead` times a model of the same depth whose layers are only
-#   64 numbers wide (almost nothing to read or compute): its time per pass *is* that cost;
-# - **reading every weight once**. At this machine's memory read speed, measured once and
-#   cached by `perf.cached_peaks()` (it prints when and how), that is the shortest it can
-#   take. But a prompt is several rows, and the kernel that multiplies several rows by a
-#   weight matrix may read it more slowly than a plain read: time the largest weight matrix,
-#   the output head, multiplied by 2 rows (`perf.linear_seconds`), for the speed that kernel
-#   streams weights at.
-
-# %% tags=["nbval-ignore-output"]
-peaks = perf.cached_peaks()
-floor, _ = perf.measure_overhead([spec.n_layers], spec.dtype, max_new_tokens=8, repeats=1)
-fixed_s = floor.at(spec.n_layers)  # one pass of a 30-layer model with almost no weights
-head = lm.model.lm_head.weight
-head_rate = head.numel() * head.element_size() / perf.linear_seconds(head, 2)  # bytes/s
-print(peaks.how)
-
-# %% tags=["nbval-ignore-output"]
-read_s, slow_read_s = spec.weight_bytes / peaks.bytes_per_s, spec.weight_bytes / head_rate
-print(f"a                                              {a * 1e3:6.1f} ms")
-print(f"fixed cost per pass (30 layers, 64 wide)       {fixed_s * 1e3:6.1f} ms")
-if a > fixed_s:
-    print(f"a − fixed cost, if it is all weight reading    {(a - fixed_s) * 1e3:6.1f} ms: "
-          f"{spec.weight_bytes / (a - fixed_s) / 1e9:.1f} GB/s")
-print(f"the weights at a plain read's {peaks.bytes_per_s / 1e9:.1f} GB/s       {read_s * 1e3:6.1f} ms")
-print(f"the weights at a 2-row product's {head_rate / 1e9:.1f} GB/s     {slow_read_s * 1e3:6.1f} ms")
-
-# %% [markdown]
-# Read it from the top. Take the fixed cost away from *a*, suppose the rest is spent reading
-# every weight once, and compare the speed that implies with the two measured ones: a plain
-# read of one big block, and the output head multiplied by 2 rows. A prompt's matrix products
-# are neither: 200-odd matrices of other shapes, multiplied by 16 to 128 rows. *a* is the
-# price of one pass through the model, paid by a prompt of any length: the fixed cost, plus
-# the rest. If the implied speed of that rest is well under a plain read's, as on the run this
-# notebook was saved from, the weights were streamed in by kernels that read more slowly than
-# the memory can deliver. (A line through four noisy points can put *a* anywhere, even below
-# the fixed cost: then no speed is printed; run the sweep again.)
-#
-# The slope *b* is the other half: each extra prompt token adds its own arithmetic, about
-# 2 FLOPs per weight. Divide that arithmetic by *b* for the speed the processor really
-# computes at, and compare it with its peak (the fastest large matrix product, from the
-# same cached measurement):
-
-# %% tags=["nbval-ignore-output"]
-per_token = (perf.prefill_cost(spec, 128).flops - perf.prefill_cost(spec, 64).flops) / 64
-print(f"each extra token: {per_token / 1e9:.2f} GFLOP in {b * 1e3:.2f} ms = "
-      f"{per_token / b / 1e9:.1f} GFLOP/s, {per_token / b / peaks.flops_per_s:.0%} of the "
-      f"peak {peaks.flops_per_s / 1e9:.1f} GFLOP/s")
-
-# %% [markdown]
-# **Predict.** Using the line (*a* and *b*, in seconds), what TTFT, in seconds, do you expect
-# for a prompt twice as long as the longest one in your sweep? It is measured next.
+# A straight line through the points, TTFT ≈ *a* + *b* · tokens, splits each pass into a part
+# paid once per pass whatever its length (*a*) and a part paid per token (*b*). Where *a* is a
+# large share of a pass, a longer prompt shares it among more tokens, and goes through faster
+# per token. The line is fitted to the medians by least squares, which makes *a* a weighted
+# sum of the points' TTFTs (weights above 0 for short prompts, below 0 for long ones); *a*'s
+# spread is the lowest and highest sum the points' spreads allow:
 
 # %%
-prediction_long = None  # ← your guess, in seconds
+ttft = sweep.spread("ttft_s")  # per length: the median TTFT and its spread
+fit = np.linalg.pinv(np.vander(tokens, 2))  # least squares: (b, a) = fit @ the TTFTs
 
-# %%
-long = viz.record(lm, perf.prompt_of_length(lm.tokenizer, int(2 * tokens[-1])),
-                  max_new_tokens=1, embeddings=False)
-print(f"{len(long.prompt_tokens)} tokens: TTFT {long.ttft_s * 1000:.0f} ms")
 
-# %%
-compare_prediction(prediction_long, long.ttft_s, unit="s", rel_tol=0.25,
-                   hint="a + b × tokens, with a and b in seconds (the figures above are in ms)")
+def line_at(n):
+    """The line's TTFT at n tokens, with the lowest and highest the points' spreads allow."""
+    w = fit[1] + n * fit[0]  # each point's weight in the line's value at n
+    med = sum(wi * s.median for wi, s in zip(w, ttft))
+    low, high = (sum(wi * (s.low if (wi > 0) == down else s.high) for wi, s in zip(w, ttft))
+                 for down in (True, False))
+    return viz.Spread(med, min(low, med), max(high, med), ttft[0].runs, derived=True)
+
+
+# %% tags=["nbval-ignore-output"]
+a, b = line_at(0), line_at(1).median - line_at(0).median  # intercept (Spread), slope (s/token)
+print(f"a = {a.text(1e3, 'ms')}: paid by every prompt;  b = {b * 1000:.2f} ms per prompt token")
+for n, s in zip(tokens, ttft):
+    print(f"{n:4} tokens: TTFT {s.text(1e3, 'ms')}, a is {a.median / s.median:4.0%} of it")
+if a.median <= 0:
+    print("a ≤ 0: four noisy points put the line too low; run the sweep again")
 
 # %% [markdown]
 # ### What limits a prefill: the arithmetic or the reading?
@@ -349,31 +316,17 @@ compare_prediction(prediction_long, long.ttft_s, unit="s", rel_tol=0.25,
 # output head scores only the last position. So a prefill of *n* tokens costs about
 #
 # $$\text{FLOPs} \approx 2 \times \text{non-embedding parameters} \times n .$$
-
-# %%
-non_embedding = spec.n_params - spec.vocab_size * spec.hidden_size
-print(f"non-embedding parameters: {non_embedding:,}")
-
-# %% [markdown]
-# **Predict.** With that rule, how many FLOPs does a prefill of a 100-token prompt take?
-
-# %%
-prediction_flops = None  # ← your guess, a number of FLOPs (e.g. 1.5e9)
-
-# %% [markdown]
-# `perf.prefill_cost` counts them exactly from the model's shape, attention included. For
+#
+# `perf.prefill_cost` counts them exactly from the model's shape, attention included; for
 # prompts up to a few hundred tokens the rule of thumb is within a few percent (attention's
 # share grows with the prompt's length):
 
 # %%
-counted = {n: perf.prefill_cost(spec, n).flops for n in (16, 100, 128, 256)}
-for n, exact in counted.items():
+non_embedding = spec.n_params - spec.vocab_size * spec.hidden_size
+print(f"non-embedding parameters: {non_embedding:,}")
+for n in (16, 128, 256):
     print(f"{n:4} tokens: rule {2 * non_embedding * n / 1e9:6.1f} GFLOP, "
-          f"counted {exact / 1e9:6.1f} GFLOP")
-
-# %%
-compare_prediction(prediction_flops, counted[100], unit="FLOPs", rel_tol=0.05,
-                   hint="2 × non-embedding parameters × tokens")
+          f"counted {perf.prefill_cost(spec, n).flops / 1e9:6.1f} GFLOP")
 
 # %% [markdown]
 # And the bytes it must move? Every weight is read from memory once per pass, whatever the
@@ -390,91 +343,213 @@ for n in (1, 8, 64, 128, 512):
 # %% [markdown]
 # The bytes barely move while the FLOPs grow with the tokens, so the intensity grows in step
 # with the prompt's length. Which limit a pass meets first follows from three measured times
-# (the rule `perf.regime`, used by every lesson from here on):
+# (the rule `perf.pass_verdict`, used by every lesson from here on):
 #
-# - the **memory floor**: its bytes ÷ the read speed (the shortest time the reading allows);
-# - the **compute floor**: its FLOPs ÷ the peak FLOP/s (the shortest time the arithmetic
+# - the **memory floor**: its bytes ÷ this machine's read speed (the shortest time the reading
 #   allows);
-# - the **fixed cost** per pass, measured above.
+# - the **compute floor**: its FLOPs ÷ its peak FLOP/s, the speed of a large matrix product
+#   (the shortest time the arithmetic allows);
+# - the **fixed cost** per pass: a model of the same depth whose layers are only 64 numbers
+#   wide, which has almost nothing to read or compute (`perf.fixed_cost`).
 #
 # A pass is *overhead-bound* if the fixed cost is at least half its measured time; otherwise
-# *compute-bound* if its compute floor is at least its memory floor, else *memory-bound*.
-# The rule on each prefill of your sweep (`perf.pass_regime`, with the comparison that decided
-# it):
+# *compute-bound* if its compute floor is at least its memory floor, else *memory-bound*. The
+# peaks and the fixed cost are measured once per machine (a few seconds, the first time a
+# lesson asks) and reused, each with its spread; where the spreads straddle one of the rule's
+# lines, it says **too close to call**.
+#
+# **Predict.** What will the rule say about the 16-token prefill of your sweep?
+
+# %%
+prediction_regime = None  # ← your guess: "overhead-bound", "memory-bound" or "compute-bound"
 
 # %% tags=["nbval-ignore-output"]
-for n, seconds in zip(sweep.column("prompt_tokens"), sweep.column("prefill_forward_s")):
-    c = perf.prefill_cost(spec, n)
-    print(f"prefill of {n:3} tokens: "
-          + perf.pass_regime(c.flops, c.bytes, seconds, peaks, fixed_s, explain=True))
+machine = perf.machine_peaks()  # measured the first time on this machine, then reused
+peaks = perf.cached_peaks()  # the same peaks in float32: the two roofs, with their spreads
+fixed = perf.fixed_cost(spec.n_layers)  # one pass of a 30-layer model with almost no weights
+print(machine.status)
+print(f"peak {peaks.flops_spread.text(1e-9, 'GFLOP/s')}, read {peaks.bytes_spread.text(1e-9, 'GB/s')}"
+      f", fixed cost per pass {fixed.text(1e3, 'ms')}")
+verdicts = {n: perf.pass_verdict(perf.prefill_cost(spec, n).flops, perf.prefill_cost(spec, n).bytes,
+                                 s, peaks, fixed) for n, s in zip(tokens, forward)}
+print("compute- or memory-bound names the longer floor; MFU and MBU, how near each roof it came:")
+for n, v in verdicts.items():
+    print(f"prefill of {n:3} tokens: {v.regime:17}  MFU {v.mfu:4.0%}  MBU {v.mbu:4.0%}  "
+          f"fixed cost {v.fixed_share.median:4.0%} of the pass")
+verdict = verdicts[tokens[0]]
+print(f"{tokens[0]} tokens:", verdict)
+
+# %%
+compare_prediction(prediction_regime, verdict, options=list(perf.REGIMES),
+                   hint="compare the fixed cost with half the pass, then the two floors: "
+                        "FLOPs ÷ peak FLOP/s against bytes ÷ read speed")
 
 # %% [markdown]
-# And how close did those prefills come to the arithmetic ceiling? The last panel of this
-# figure is the sweep's achieved GFLOP/s, the peak a dashed line:
+# Read the word with the percentages beside it. **MFU** (model FLOPs utilisation) is the
+# share of the pass its arithmetic would take at the peak, **MBU** (model bandwidth
+# utilisation) the share its reading would take at full read speed. A verdict compares the two
+# floors, the *ideal* times; it does not say that the arithmetic units ran flat out. Where
+# both shares are well under half, the printed verdict says so and names the rest: the fixed
+# cost, and kernels running below the roofs. Much of that rest is paid once per pass (the
+# line's *a*); the slope below shows the per-token arithmetic also runs below the peak. The
+# two ways of taking the shortest pass apart, side by side:
 
 # %% tags=["nbval-ignore-output"]
-for n, achieved in zip(sweep.column("prompt_tokens"), sweep.column("achieved_flops_per_s")):
-    print(f"{n:3} tokens: {achieved / 1e9:5.1f} GFLOP/s = {achieved / peaks.flops_per_s:4.0%} "
-          "of the peak")
-sweep_figure(sweep, peaks=peaks)
+larger = max(verdict.mfu, verdict.mbu)  # the longer floor's share of the pass
+rest = max(0.0, 1 - verdict.fixed_share.median - larger)
+t0 = forward[0].median
+print(f"{tokens[0]}-token pass {t0 * 1e3:.1f} ms: the line's a is {a.median / t0:.0%} of it "
+      f"({a.low / t0:.0%}–{a.high / t0:.0%}), b × {tokens[0]} tokens {b * tokens[0] / t0:.0%}")
+print(f"the rule: fixed cost {verdict.fixed_share.median:.0%}, the longer floor "
+      f"({'arithmetic' if verdict.mfu >= verdict.mbu else 'reading'}) {larger:.0%}, "
+      f"the rest {rest:.0%}")
+print("most of this pass is a, paid once per pass whatever its length" if a.low > t0 / 2 else
+      "the per-token part is most of this pass already" if a.high < t0 / 2 else
+      "a is about half of this pass, within its spread")
 
 # %% [markdown]
-# Read the two together. A verdict of the rule is a comparison of floors: "compute-bound"
-# means the arithmetic would need longer than the reading, at this machine's peaks (and the
-# fixed cost is under half the pass). It does not mean the arithmetic units ran flat out: the
-# whole passes reach only the percentages printed above, even where each *extra* token (the
-# slope *b*) came near the peak. The gap is *a*: the fixed cost and the slower reading of
-# *What a is made of*, paid once per pass whatever its length; it weighs less as a longer
-# prompt gives each fetched weight more work.
+# The per-token part (*b* × tokens) is each token's arithmetic; *a* holds the fixed cost and
+# much of the rest, the part of a pass no floor accounts for. So the rising speed per token
+# and the verdict tell one story: what a pass pays once is shared by more tokens as the prompt
+# grows, and the verdict's word only says which *floor* is the longer one.
+#
+# ### What *a* is made of
+#
+# A hypothesis: most of *a* − fixed cost is the layers' weight products themselves, whose
+# kernels take nearly as long on a few rows as on many. Each layer multiplies by seven weight
+# matrices (q, k, v, o, gate, up, down). Time those products alone (`perf.kernel_spread`, 5
+# runs), on 2 rows (the fewest a matrix-matrix kernel takes) and on as many rows as the
+# sweep's shortest prompt has tokens, and set them beside *a* − fixed cost:
+
+# %%
+mats = [m.weight for m in lm.model.model.layers.modules() if isinstance(m, torch.nn.Linear)]
+mat_bytes = sum(w.numel() * w.element_size() for w in mats)  # the layers' weights, in bytes
+
+
+def products(rows):
+    """The layers' weight products alone, on `rows` input rows: seconds, with spread."""
+    xs = {w.shape[1]: torch.ones(rows, w.shape[1]) for w in mats}
+    with torch.inference_mode():
+        return perf.kernel_spread(lambda: [torch.nn.functional.linear(xs[w.shape[1]], w)
+                                           for w in mats], repeats=5)
+
+
+# %% tags=["nbval-ignore-output"]
+prod = {r: products(r) for r in (2, tokens[0])}
+print(f"a − fixed cost {(a - fixed).text(1e3, 'ms')}; the {len(mats)} matrices' "
+      f"{mat_bytes / 1e6:.0f} MB at a plain read {peaks.bytes_spread.rate(mat_bytes).text(1e3, 'ms')}")
+for r, s in prod.items():
+    print(f"  their products on {r:2} rows {s.text(1e3, 'ms')}: the weights streamed at "
+          f"{s.rate(mat_bytes).text(1e-9, 'GB/s')}")
+rest_a = (a - fixed).median  # what a leaves once the fixed cost is set aside
+flat, share = prod[2].median / prod[tokens[0]].median, prod[2].median / max(rest_a, 1e-9)
+print(f"2 rows take {flat:.0%} of {tokens[0]} rows' time, and {share:.0%} of a − fixed cost: " + (
+    "the hypothesis holds here" if flat > 0.7 and share > 0.7 else
+    "the products cost about as much on 2 rows, but the rest of a is elsewhere" if flat > 0.7
+    else "the products cost far less on 2 rows: not what a pass pays whatever its length"))
+
+# %% [markdown]
+# The rule's memory floor counts the weights at a plain read's speed; the rates above are what
+# the products' kernels reach on a few rows. Where the last line says the hypothesis holds,
+# that gap is much of the verdict's "kernels running below the roofs", paid however few the
+# tokens.
+#
+# The slope is the other half: each extra token adds its own arithmetic. The cleanest
+# reading of it is the sweep's last step: from 64 to 128 tokens, the extra FLOPs ÷ the extra
+# time, against the peak. Both are medians with spreads:
+
+# %% tags=["nbval-ignore-output"]
+extra_s = forward[-1] - forward[-2]  # the pass's extra time for the extra tokens, with spread
+extra = perf.prefill_cost(spec, tokens[-1]).flops - perf.prefill_cost(spec, tokens[-2]).flops
+if extra_s.low > 0:
+    slope = extra_s.rate(extra)  # FLOP/s of the extra tokens
+    print(f"{tokens[-2]} → {tokens[-1]} tokens: {extra / 1e9:.1f} GFLOP more in "
+          f"{extra_s.text(1e3, 'ms')}: {slope.text(1e-9, 'GFLOP/s')}")
+    print(f"{slope.median / peaks.flops_per_s:.0%} of the peak {peaks.flops_spread.text(1e-9, 'GFLOP/s')}: "
+          + ("the same as the peak within their spreads" if slope.overlaps(peaks.flops_spread)
+             else "above the peak, beyond both spreads" if slope.low > peaks.flops_spread.high
+             else "below the peak, beyond both spreads"))
+else:
+    print("the spreads of the two longest prompts overlap too much to time the extra tokens: "
+          "run the sweep again")
+
+# %% [markdown]
+# So a prefill is two costs: *a*, paid once per pass, and each token's arithmetic, at the
+# speed the last line names. A slope can even come out above the "peak": the peak is the
+# median speed of one square matrix product (sized to time in a few seconds), with its own
+# spread, not a limit no kernel can pass, and a product of another shape can run faster.
+# Lesson 06 draws its roof at the same medians.
+#
+# **Predict.** The next cell records a prompt twice as long as your sweep's longest (beyond
+# the slider's reach), three times. Compared with the line *a* + *b* · tokens, with the spread
+# *a*'s spread allows, its TTFT will be...
+
+# %%
+LINE = ["shorter than the line (by over 10 %)", "within 10 % of the line",
+        "longer than the line (by over 10 %)"]
+prediction_line = None  # ← your guess: one of LINE, copied exactly
+
+# %% tags=["nbval-ignore-output"]
+n_long = 2 * tokens[-1]
+prompt_long = perf.prompt_of_length(lm.tokenizer, n_long)
+long = viz.Spread.of([viz.record(lm, prompt_long, max_new_tokens=1, embeddings=False).ttft_s
+                      for _ in range(3)])
+line = line_at(n_long)  # the line's TTFT there, with its spread
+line_verdict = (LINE[1] if long.low <= 1.1 * line.high and long.high >= 0.9 * line.low
+                else LINE[0] if long.median < line.median else LINE[2])
+print(f"{n_long} tokens: TTFT {long.text(1e3, 'ms')}; the line says {line.text(1e3, 'ms')}: "
+      f"{long.median / line.median - 1:+.0%} against it → {line_verdict}")
+print({LINE[0]: "faster per token than the line: longer products ran nearer the peak",
+       LINE[1]: "the line still holds at twice the longest length it was fitted on",
+       LINE[2]: "something grows faster than the tokens: attention's work, for one (each "
+                "token's query meets every earlier key)"}[line_verdict])
+
+# %%
+compare_prediction(prediction_line, line_verdict, options=LINE,
+                   hint="the line assumes a part paid once per pass and a part in proportion to "
+                        "the tokens: list which parts of a pass could grow faster or slower than "
+                        "that at twice the length")
+
+# %% [markdown]
+# A line is a rule of thumb over the lengths it was fitted on: the last line above says how
+# this one fared beyond them.
 #
 # ### The same prefill on a GPU
 #
 # Where the line between the two regimes falls depends on the machine. The **ridge point**,
 # peak FLOP/s ÷ read speed, is the intensity at which the two floors are equal. This
-# machine's comes from its cached measurement; an NVIDIA H100's is **computed** from its
+# machine's comes from its measured peaks; an NVIDIA H100's is **computed** from its
 # published datasheet (`perf.H100_SXM`: 989 TFLOP/s of bfloat16 arithmetic, 3.35 TB/s of
 # memory), not measured here. GPUs serve in bfloat16 (2 bytes per number), so the GPU column
-# uses the same model shape in bfloat16:
+# uses the same model shape in bfloat16. The rule on each pass's floors alone (no fixed cost:
+# the datasheet gives none; this machine's floors with their spreads):
 
 # %% tags=["nbval-ignore-output"]
 gpu = perf.H100_SXM
-gpu_ridge = gpu["flops_per_s"]["bfloat16"] / gpu["bytes_per_s"]
-print(f"this machine ({peaks.dtype}, measured):  ridge {peaks.ridge_intensity:6.1f} FLOP per byte")
-print(f"{gpu['device_name']} (bfloat16, COMPUTED): ridge {gpu_ridge:6.1f} FLOP per byte")
-
-# %% [markdown]
-# **Predict.** By the same rule (and no fixed cost, which the datasheet does not give), what
-# is a 128-token prefill on the H100?
-
-# %%
-prediction_gpu_regime = None  # ← your guess: "memory-bound" or "compute-bound"
+gpu_flops, gpu_bytes = gpu["flops_per_s"]["bfloat16"], gpu["bytes_per_s"]
+print(f"ridge: this machine (float32, measured) {peaks.ridge_intensity:.1f} FLOP per byte; "
+      f"{gpu['device_name']} (bfloat16, COMPUTED) {gpu_flops / gpu_bytes:.0f}")
 
 # %% tags=["nbval-ignore-output"]
-def by_floors(cost, flops_per_s, bytes_per_s):
-    """The rule on a computed pass: its floors only (no fixed cost: none is published)."""
-    memory, compute = cost.bytes / bytes_per_s, cost.flops / flops_per_s
-    return perf.regime(max(memory, compute), memory, compute, 0.0)
-
-
 bf16 = perf.config_spec("smollm2-135m", dtype="bfloat16")  # this model's shape, 2 bytes each
 here, there = {}, {}
-for n in (16, 128, 512, 2048):
-    here[n] = by_floors(perf.prefill_cost(spec, n), peaks.flops_per_s, peaks.bytes_per_s)
-    there[n] = by_floors(perf.prefill_cost(bf16, n), gpu["flops_per_s"]["bfloat16"],
-                         gpu["bytes_per_s"])
-    print(f"prefill of {n:4} tokens: here {here[n]:13}  H100 (computed) {there[n]}")
-
-# %%
-compare_prediction(prediction_gpu_regime, there[128], options=["memory-bound", "compute-bound"],
-                   hint="compare a 128-token prefill's intensity in bfloat16 (from the "
-                        "float32 table above: half the bytes) with the H100's ridge")
+for n in (1, 8, 16, 128, 512, 2048):  # the rule on each pass's floors (perf.floors_verdict)
+    mine = perf.prefill_cost(spec, n)
+    here[n] = perf.floors_verdict(mine, peaks.flops_spread, peaks.bytes_spread).regime
+    there[n] = perf.floors_verdict(perf.prefill_cost(bf16, n), gpu_flops, gpu_bytes).regime
+    print(f"prefill of {n:4} tokens: here {here[n]:17}  H100 (computed) {there[n]}")
+differ = [n for n in here if here[n] != there[n]]
+print(f"the two machines disagree at {', '.join(map(str, differ))} tokens" if differ else
+      "the two machines agree at every length here")
 
 # %% [markdown]
-# The same pass can sit on either side of the line: a machine whose arithmetic is fast
-# compared with its memory (a GPU) needs far longer prompts before prefill's arithmetic, not
-# its reading, sets the pace. "Prefill is compute-bound" is a statement about a prompt length
-# *and* a machine, which is why this course prints the rule's verdict on your numbers instead
-# of asserting it. Lesson 06 draws both phases on one chart, the roofline.
+# A machine whose arithmetic is fast compared with its memory (the H100's ridge, printed
+# above, is in the hundreds) needs far longer prompts before the arithmetic, not the reading,
+# is the longer floor; the "here" column shows from which length it is on yours (the ridge is
+# a ratio: slower arithmetic or faster memory lowers it, and the arithmetic becomes the longer
+# floor at shorter prompts). "Prefill is compute-bound" is a statement about a prompt length *and* a
+# machine, which is why this course prints the rule's verdict on your numbers instead of
+# asserting it. Lesson 06 draws both phases on one chart, the roofline.
 #
 # ## Next
 #

@@ -142,7 +142,8 @@ print("TPOT is the mean gap:", np.isclose(trace.tpot_s, np.mean(gaps)),
 
 # %% [markdown]
 # The same on a time axis, with the summary card: one prefill bar, then a row of decode steps
-# of roughly equal length. Hover for each one's duration.
+# of roughly equal length. Hover for each one's duration. The card, like the lines above, is
+# this one run, with no spread.
 
 # %% tags=["nbval-ignore-output"]
 display(views.summary_html(trace))
@@ -168,15 +169,18 @@ print(f"  intensity       {cost.intensity:13.2f} FLOP per byte")
 # About half a FLOP for every byte fetched: 2 FLOPs per parameter, 4 bytes per parameter.
 # As in lesson 03, three measured times bound a step from below:
 #
-# - the **memory floor**: the step's bytes ÷ this machine's read speed (`perf.cached_peaks()`,
-#   measured once and reused by every lesson);
-# - the **compute floor**: its FLOPs ÷ the peak FLOP/s of a large matrix product;
+# - the **memory floor**: the step's bytes ÷ this machine's read speed;
+# - the **compute floor**: its FLOPs ÷ the peak FLOP/s of a matrix product;
 # - the **fixed cost** per step: a model of the same depth whose layers are only 64 numbers
-#   wide (`perf.measure_overhead`), which has almost nothing to read or compute.
+#   wide, which has almost nothing to read or compute (`perf.fixed_cost`).
 #
-# The rule (`perf.pass_regime`) names what limits the step: *overhead-bound* if the fixed cost
-# is at least half of it, else *compute-bound* if the compute floor is at least the memory
-# floor, else *memory-bound*.
+# The peaks and the fixed cost are measured **once per machine** and reused by every lesson
+# (`perf.machine_peaks()`, `perf.fixed_cost(30)`); the first lesson that asks measures them,
+# in a few seconds. Each is the median of several runs, printed with its **spread**: the range
+# the middle half of the runs fell in. The rule (`perf.pass_verdict`) names what limits the
+# step: *overhead-bound* if the fixed cost is at least half of it, else *compute-bound* if the
+# compute floor is at least the memory floor, else *memory-bound*. Where the spreads straddle
+# one of those two lines, it says **too close to call** instead of guessing.
 #
 # **Predict.** What will the rule say about a decode step on your machine?
 
@@ -184,62 +188,81 @@ print(f"  intensity       {cost.intensity:13.2f} FLOP per byte")
 prediction_regime = None  # ← your guess: "overhead-bound", "memory-bound" or "compute-bound"
 
 # %% tags=["nbval-ignore-output"]
-peaks = perf.cached_peaks()
-floor, _ = perf.measure_overhead([spec.n_layers], spec.dtype, max_new_tokens=8, repeats=1)
-fixed_s = floor.at(spec.n_layers)  # one step of a 30-layer model with almost no weights
-step_s = float(np.median([s.forward_s for s in trace.steps[1:]]))  # a decode forward pass
-memory_floor, compute_floor = cost.bytes / peaks.bytes_per_s, cost.flops / peaks.flops_per_s
-print(f"measured decode step (median forward pass)   {step_s * 1e3:6.1f} ms")
-print(f"memory floor: {cost.bytes / 1e6:.0f} MB at {peaks.bytes_per_s / 1e9:.1f} GB/s     "
-      f"{memory_floor * 1e3:6.1f} ms")
-print(f"compute floor: {cost.flops / 1e9:.2f} GFLOP at {peaks.flops_per_s / 1e9:.1f} GFLOP/s "
-      f"{compute_floor * 1e3:6.1f} ms")
-print(f"fixed cost per step (30 layers, 64 wide)     {fixed_s * 1e3:6.1f} ms")
-print("the rule:", perf.pass_regime(cost.flops, cost.bytes, step_s, peaks, fixed_s, explain=True))
+peaks = perf.machine_peaks()  # measured the first time on this machine, then reused
+roof = perf.cached_peaks()  # the same peaks, in float32: the two roofs
+fixed = perf.fixed_cost(spec.n_layers)  # one step of a 30-layer model with almost no weights
+step = trace.decode_step_spread  # the reply's decode forward passes: median and middle half
+print(peaks.status)
+print(f"decode step (forward pass)   {step.text(1e3, 'ms')}")
+print(f"fixed cost per step          {fixed.text(1e3, 'ms')}")
+print(f"memory floor  {cost.bytes / 1e6:.0f} MB at {roof.bytes_spread.text(1e-9, 'GB/s')}: "
+      f"{roof.bytes_spread.rate(cost.bytes).text(1e3, 'ms')}")
+print(f"compute floor {cost.flops / 1e9:.2f} GFLOP at {roof.flops_spread.text(1e-9, 'GFLOP/s')}: "
+      f"{roof.flops_spread.rate(cost.flops).text(1e3, 'ms')}")
+verdict = perf.pass_verdict(cost.flops, cost.bytes, step, roof, fixed)
+print(verdict)
 
 # %%
-decode_regime = perf.pass_regime(cost.flops, cost.bytes, step_s, peaks, fixed_s)
-compare_prediction(prediction_regime, decode_regime, options=list(perf.REGIMES),
+compare_prediction(prediction_regime, verdict, options=list(perf.REGIMES),
                    hint="compare the fixed cost with half the step, then the two floors")
 
 # %% [markdown]
-# Now name what lies between the floors and the measured step. Take the fixed cost away, and
-# suppose the time left was all spent bringing in the bytes: the bandwidth that implies is the
-# **achieved** bandwidth. Set it beside the **peak** a plain read reaches, and beside the speed
-# of the very kernel a decode step runs for each weight matrix, a matrix-vector product,
-# measured on one large matrix (`perf.machine_peaks().matvec`, from the same cached
-# measurement):
+# Now take the step apart. Set the fixed cost aside and suppose the time left was all spent
+# bringing in the bytes: that gives the **streaming rate** of the weights,
+# bytes ÷ (step − fixed cost) (`perf.streaming_rate`). Set it beside the **peak** a plain read
+# of one large block reaches, and beside the speed of the very kernel a decode step runs for
+# each weight matrix, a matrix-vector product, measured on one large matrix (from the same
+# measurement of the machine).
+#
+# **Predict.** The weights' streaming rate in a decode step will be...
+
+# %%
+STREAM = ["more than 20 % faster than one large matrix-vector product",
+          "within 20 % of one large matrix-vector product",
+          "more than 20 % slower than one large matrix-vector product"]
+prediction_stream = None  # ← your guess: one of STREAM, copied exactly
 
 # %% tags=["nbval-ignore-output"]
-achieved = cost.bytes / (step_s - fixed_s)  # bytes ÷ (step − fixed cost)
-print(f"step − fixed cost = {(step_s - fixed_s) * 1e3:.1f} ms for {cost.bytes / 1e6:.0f} MB: "
-      f"achieved {achieved / 1e9:.1f} GB/s")
-print(f"peak (a plain read of one big block): {peaks.bytes_per_s / 1e9:.1f} GB/s, "
-      f"so the weights stream at {achieved / peaks.bytes_per_s:.0%} of it")
-print(f"one large matrix-vector product reads at "
-      f"{perf.machine_peaks().matvec.bytes_per_s / 1e9:.1f} GB/s")
-print(f"the arithmetic, at the peak FLOP/s, would be {compute_floor / step_s:.0%} of the step")
-print(f"on this machine a decode step is {decode_regime}")
+rate = perf.streaming_rate(cost.bytes, step, fixed)
+matvec = peaks.matvec["float32"]
+print(f"step − fixed cost: {(step - fixed).text(1e3, 'ms')} for {cost.bytes / 1e6:.0f} MB: "
+      f"streamed at {rate.text(1e-9, 'GB/s')}")
+print(f"a plain read of one large block: {roof.bytes_spread.text(1e-9, 'GB/s')}: "
+      f"the weights streamed at {rate.median / roof.bytes_per_s:.0%} of it")
+print(f"one matrix-vector product of a {matvec.buffer_bytes / 1e6:.0f} MB matrix: "
+      f"{matvec.spread.text(1e-9, 'GB/s')}")
+vs_matvec = rate.median / matvec.bytes_per_s - 1  # the step's rate against the test kernel's
+stream = (STREAM[1] if matvec.spread.overlaps(rate) or abs(vs_matvec) <= 0.2 else
+          STREAM[0] if vs_matvec > 0 else STREAM[2])
+
+# %%
+compare_prediction(prediction_stream, stream, options=STREAM,
+                   hint="compare what the test kernel streams (one large matrix, in one call) "
+                        "with what a step streams: how many matrices, how large, in how many "
+                        "calls, and what else runs between them")
+
+# %% tags=["nbval-ignore-output"]
+sizes = sorted(m.weight.numel() * m.weight.element_size() for m in lm.model.modules()
+               if isinstance(m, torch.nn.Linear))  # the step's weight matrices, in bytes
+print(f"the step's {len(sizes)} matrices: the largest (the output head) {sizes[-1] / 1e6:.0f} MB, "
+      f"the next {sizes[-2] / 1e6:.1f} MB, each a call of its own")
+print(f"the fixed cost is {verdict.fixed_share.median:.0%} of the step; the arithmetic at the "
+      f"peak would be {verdict.mfu:.0%}")
 
 # %% [markdown]
 # So a decode step is three things: a **fixed cost** that every step pays whatever the model's
-# size (Python, and hundreds of small operations per step), the **weights streaming in** at an
-# achieved bandwidth below what a plain read reaches (compare it with the matrix-vector
-# kernel's own speed: the model's 200-odd matrices are each far smaller than that test
-# matrix, and each is a kernel of its own), and a sliver of **arithmetic**. No implementation can beat the memory floor without moving fewer bytes per
-# token; the fixed cost and the gap between achieved and peak bandwidth are what separates a
-# real step from that floor.
+# width (what a model of the same depth with almost no weights pays), the **weights streaming
+# in** at the rate the lines above compare with a plain read and a single large
+# matrix-vector product (the step's matrices are smaller than that test matrix, and each is a
+# kernel of its own), and a sliver of **arithmetic**. No implementation can get far below the
+# memory floor without moving fewer bytes per token; the fixed cost and the gap between the
+# streaming rate and the peak are what separates a real step from that floor.
 #
 # [08 · The memory wall](08_memory_wall.ipynb) measures those two numbers across models from
 # tens of millions to billions of weights and with fewer bytes per weight, and fits
-# TPOT = fixed cost + bytes ÷ achieved bandwidth. Lesson 06 shows the other way out: one weight
-# read serving several requests at once.
-#
-# **Predict.** On a GPU this model usually runs in bfloat16: 2 bytes per number instead of 4.
-# Estimate, by hand, the arithmetic intensity (FLOP per byte) of one decode step then.
-
-# %%
-prediction_bf16 = None  # ← your guess: FLOPs per byte
+# TPOT = fixed cost + bytes ÷ streaming rate. Lesson 06 shows the other way out: one weight
+# read serving several requests at once. On a GPU this model usually runs in bfloat16, 2 bytes
+# per number: the same FLOPs for half the weight bytes, so twice the intensity:
 
 # %%
 bf16 = perf.config_spec("smollm2-135m", dtype="bfloat16")  # this model's shape, 2 bytes each
@@ -247,36 +270,54 @@ bf16_cost = perf.decode_cost(bf16, cost.context_tokens)
 print(f"float32:  {cost.bytes / 1e6:5.0f} MB per step, {cost.intensity:.2f} FLOP per byte")
 print(f"bfloat16: {bf16_cost.bytes / 1e6:5.0f} MB per step, {bf16_cost.intensity:.2f} FLOP per byte")
 
-# %%
-compare_prediction(prediction_bf16, bf16_cost.intensity, rel_tol=0.1,
-                   hint="the FLOPs of a step do not change with the number format; its bytes "
-                        "do (the KV cache is small)")
-
 # %% [markdown]
+# Whether half the bytes make a step faster depends on a kernel that reads bfloat16 as fast as
+# float32: lesson 08 measures it on your machine.
+#
 # ### Does a longer context slow each step?
 #
-# Each step also reads the KV cache, which grows with the text. `perf.context_length_sweep`
-# prefills prompts of several lengths, then times a few decode steps after each.
+# Each step also reads the KV cache, which grows with the text: 46,080 bytes per token here
+# (lesson 05 shows where the number comes from). `perf.context_length_sweep` prefills prompts
+# of 16 and 256 tokens, then times the decode steps after each.
+#
+# **Predict.** Compared with a step after 16 tokens of context, a step after 256 tokens will
+# be...
+
+# %%
+CONTEXT = ["faster, beyond the spread", "the same, or slower by less than 10 %",
+           "slower, by 10 % or more"]
+prediction_context = None  # ← your guess: one of CONTEXT, copied exactly
 
 # %% tags=["nbval-ignore-output"]
 from viz.views import sweep_figure
 
-context = perf.context_length_sweep(lm, [16, 64, 256], max_new_tokens=5, progress=False)
-sweep_figure(context, peaks=peaks)
+context = perf.context_length_sweep(lm, [16, 256], max_new_tokens=8, repeats=2, progress=False)
+short, long = context.spread("decode_forward_s")
+for c, kv, s in zip(context.column("context_tokens"), context.column("kv_bytes"),
+                    context.spread("decode_forward_s")):
+    print(f"{c:4} tokens of context: KV cache {kv / 1e6:5.1f} MB = "
+          f"{kv / spec.weight_bytes:5.1%} of the weights; step {s.text(1e3, 'ms')}")
+slower = long.median / short.median - 1
+context_verdict = (CONTEXT[1] if long.overlaps(short) or 0 <= slower < 0.10 else
+                   CONTEXT[0] if slower < 0 else CONTEXT[2])
+print(f"256 against 16 tokens: {slower:+.0%} on the medians → {context_verdict}")
+sweep_figure(context, peaks=roof)
 
 # %%
-for c, kv, step in zip(context.column("context_tokens"), context.column("kv_bytes"),
-                       context.column("decode_step_s")):
-    print(f"{c:4} tokens of context: KV cache {kv / 1e6:5.1f} MB = "
-          f"{kv / spec.weight_bytes:5.1%} of the weights; step {step * 1000:.1f} ms")
+compare_prediction(prediction_context, context_verdict, options=CONTEXT,
+                   hint="how many bytes does the longer cache add to a step that reads the "
+                        "weights, and what share of the step's bytes is that?")
+
+# %%
 print(f"the cache would match the weights at {spec.weight_bytes / spec.kv_bytes_per_token():,.0f}"
       f" tokens; the model reads at most {spec.context_length:,}")
 
 # %% [markdown]
-# Across this sweep the cache stays a few percent of the weights, so the bytes a step reads
-# hardly change, and neither (noise aside) does the step time: compare the step times above.
-# For this small model the cache would only rival the weights beyond the longest text it
-# accepts (last line above). How the cache grows, and what it saves, is lesson 05's story.
+# At these lengths the cache adds a few percent to the bytes a step reads, so whatever the
+# step times above show beyond that is the machine's noise or the attention kernel's own cost,
+# not the bytes. For this small model the cache would only match the weights beyond the
+# longest text it accepts (last line above). How the cache grows, and what it saves, is
+# lesson 05's story.
 #
 # ### How long is a long answer?
 #
@@ -290,27 +331,10 @@ answer_tokens = round(500 * ratio)
 print(f"{ratio:.2f} tokens per word: a 500-word answer is about {answer_tokens} tokens")
 
 # %% [markdown]
-# (A rule of thumb often quoted says 700; text full of numbers, names or code would come
-# closer to it, lesson 01 showed why.) An answer costs one prefill, then one decode step for
-# each token after the first.
-#
-# **Predict.** From your TTFT and TPOT above, how many seconds would that 500-word answer take
-# on this machine?
-
-# %%
-prediction_answer_s = None  # ← your guess, in seconds
-
-# %%
-answer_s = trace.ttft_s + (answer_tokens - 1) * trace.tpot_s  # one prefill, then decode steps
-print(f"{answer_tokens} tokens: TTFT + {answer_tokens - 1} × TPOT = {answer_s:.1f} s")
-
-# %%
-compare_prediction(prediction_answer_s, answer_s, unit="s", rel_tol=0.1,
-                   hint="TTFT once, then one TPOT (in seconds) for each token after the first")
-
-# %% [markdown]
-# Drag the slider to see what an answer of any length would cost on this machine, from your
-# own TTFT and TPOT.
+# (The guide this course follows quotes a rule of thumb of 700; text full of numbers, names or
+# code would come closer to it, lesson 01 showed why.) An answer costs one prefill, then one
+# decode step for each token after the first. Drag the slider to see what an answer of any
+# length would cost on this machine, from your own TTFT and TPOT.
 
 # %%
 import ipywidgets as widgets
@@ -338,6 +362,36 @@ length = widgets.IntSlider(value=answer_tokens, min=1, max=2000, description="an
 LinkedView({"answer tokens": length}, [length], answer_time)
 
 # %% [markdown]
+# ## Check yourself
+#
+# The slider is a prediction from two numbers, for your short question. Test the method on a
+# long prompt: the next cell records a 60-token reply (the end-of-reply token ignored) to a
+# prompt of 1,000 tokens of plain text.
+#
+# **Predict.** How many seconds will the whole reply take, from the request to its last token?
+
+# %%
+prediction_long = None  # ← your guess, in seconds
+
+# %% tags=["nbval-ignore-output"]
+long_prompt = perf.prompt_of_length(lm.tokenizer, 1000)
+reply = viz.record(lm, long_prompt, max_new_tokens=60, stop_at_eos=False, embeddings=False)
+measured_long = reply.timing.end_to_end_s
+print(f"1,000-token prompt, 60 tokens: {measured_long:.2f} s (TTFT {reply.ttft_s * 1e3:.0f} ms, "
+      f"TPOT {reply.tpot_s * 1e3:.1f} ms)")
+print(f"your question above: TTFT {trace.ttft_s * 1e3:.0f} ms, TPOT {trace.tpot_s * 1e3:.1f} ms")
+
+# %%
+compare_prediction(prediction_long, measured_long, unit="s", rel_tol=0.25,
+                   hint="the prefill from lesson 03's line (a + b × prompt tokens), then one "
+                        "decode step for each token after the first, each reading a cache "
+                        "1,000 tokens long")
+
+# %% [markdown]
+# Where your prediction missed, the two lines above say which part did: the prefill of a long
+# prompt (lesson 03's line, far beyond the lengths it was fitted on), or the decode steps with
+# a longer cache to read.
+#
 # ## Next
 #
 # [05 · The KV cache →](05_kv_cache.ipynb): what the cache in the explorer holds, why decode

@@ -26,7 +26,6 @@
 
 # %%
 import ipywidgets as widgets
-import numpy as np
 
 import viz
 from viz import compare_prediction, perf, views
@@ -56,31 +55,32 @@ sweep_figure(sweep)
 
 # %% [markdown]
 # Left: **throughput**, the tokens per second of all requests together. Right: **latency**,
-# how long each request waits for its next token. The same numbers as ratios to a batch of
-# one, and what they add up to:
+# how long each request waits for its next token. Each point is the median of the batch's 7
+# decode steps, its bar the middle half of them. The same numbers as ratios to a batch of one,
+# with their spreads:
 
 # %% tags=["nbval-ignore-output"]
-rows = {r["batch_size"]: r for r in sweep.rows()}
-gain = {b: r["aggregate_decode_tokens_per_s"] / rows[1]["aggregate_decode_tokens_per_s"]
-        for b, r in rows.items()}  # everyone's tokens per second, relative to B=1
-wait = {b: r["decode_step_s"] / rows[1]["decode_step_s"] for b, r in rows.items()}
-for b in rows:
-    verdict = "the baseline" if b == 1 else "throughput grew more" if gain[b] > wait[b] \
-        else "the wait grew as much or more"
-    print(f"B={b:>2}: throughput ×{gain[b]:4.1f}, each request's wait per token ×{wait[b]:4.1f}"
-          f"  → {verdict}")
-pays = [b for b in rows if b > 1 and gain[b] > wait[b]]
+step = dict(zip(sweep.column("batch_size"), sweep.spread("decode_step_s")))  # B → Spread (s)
+wait = {b: s / step[1] for b, s in step.items()}  # each request's wait per token, ÷ B=1
+gain = {b: viz.Spread.exact(b) / w for b, w in wait.items()}  # everyone's tokens/s, ÷ B=1
+for b in step:
+    word = ("the baseline" if b == 1 else "gain > wait" if gain[b].low > wait[b].high
+            else "too close to call" if gain[b].overlaps(wait[b]) else "gain < wait")
+    print(f"B={b:>2}: throughput ×{gain[b].median:4.1f} ({gain[b].low:.1f}–{gain[b].high:.1f}), "
+          f"each request's wait ×{wait[b].median:4.2f} ({wait[b].low:.2f}–{wait[b].high:.2f})  → {word}")
+pays = [b for b in step if b > 1 and gain[b].low > wait[b].high]
 print(f"throughput outgrew the wait from B={pays[0]}" if pays else "throughput never outgrew the wait")
 
 # %%
-compare_prediction(prediction_gain_16, gain[16], rel_tol=0.25,
+compare_prediction(prediction_gain_16, gain[16].median, rel_tol=0.25,
                    hint="16 tokens per step, but does a step of 16 take as long as a step of 1?")
 
 # %% [markdown]
-# Read the last column. Batching pays where the throughput grows by more than each request's
-# wait: the last line says from which batch size that happened in your sweep. (A single pair
-# of numbers can be spoilt by another program using the processor; run the sweep again if the
-# ratios zig-zag.)
+# When does batching pay? That takes a criterion, and a server can choose among several (a cap
+# on the wait, a cost per token). This lesson's: the throughput's gain against the growth of
+# each request's wait, beyond their spreads ("gain > wait"). A batch marked "gain < wait" may
+# still make more tokens per second than a batch of one; it only costs each request more than
+# it buys everyone. The last line says from which batch size the gain won in your sweep.
 #
 # The same sweep as one curve, the trade-off a server chooses on: each request's wait per
 # token across, everyone's tokens per second up, one point per batch size.
@@ -108,7 +108,7 @@ def batch_run(b):
 
 
 # %% tags=["nbval-ignore-output"]
-batch = widgets.SelectionSlider(options=list(rows), value=8, description="batch")
+batch = widgets.SelectionSlider(options=list(step), value=8, description="batch")
 LinkedView({"batch": batch}, [batch],
            lambda v: views.batch_timeline_figure(batch_run(v["batch"]), batch_run(1)))
 
@@ -124,37 +124,36 @@ for b in sorted(runs):
           f"{alone[0]:5.0f} ms, the last at {alone[-1]:5.0f} ms")
 
 # %% [markdown]
-# **Predict.** A server puts your request in a batch of 8 instead of running it alone. What
-# happens to the time you wait for each token of your own reply?
+# If each request's wait grew, why, when the weights are read once either way? From B=1 to
+# B=2 the arithmetic doubles, but it was a small part of a step (lesson 04). Time the kernel
+# itself: the largest weight matrix, the output head, multiplied by 1, 2, 4 and 16 rows
+# (`perf.linear_seconds`, 5 runs each: the kernel every weight matrix of a step runs).
+#
+# **Predict.** Multiplied by 2 rows instead of 1, the output head's product will take...
 
 # %%
-WAITS = ["it gets shorter", "it stays about the same (within 10%)", "it gets longer"]
-prediction_wait = None  # ← your guess: one of WAITS, copied exactly
-
-# %% tags=["nbval-ignore-output"]
-wait_8 = WAITS[0] if wait[8] < 0.9 else WAITS[1] if wait[8] <= 1.1 else WAITS[2]
-print(f"B=8: each request's wait per token ×{wait[8]:.2f} → {wait_8}")
-
-# %%
-compare_prediction(prediction_wait, wait_8, options=WAITS,
-                   hint="read the latency panel, or think about what a step of 8 has to do "
-                        "that a step of 1 does not")
-
-# %% [markdown]
-# If your wait column grew, why, when the weights are read once either way? Look at it from
-# B=1 to B=2: the arithmetic doubles, but it was a small part of a step (lesson 04). Time
-# the largest weight matrix, the output head, multiplied by 1, 2, 4 and 16 rows
-# (`perf.linear_seconds`, the kernel every weight matrix of a step runs):
+ROWS = ["less time than 1 row (by over 10 %)", "about the same (within 10 %)",
+        "longer than 1 row (by over 10 %)"]
+prediction_rows = None  # ← your guess: one of ROWS, copied exactly
 
 # %% tags=["nbval-ignore-output"]
 head = lm.model.lm_head.weight
 head_bytes = head.numel() * head.element_size()
-head_s = {n: perf.linear_seconds(head, n) for n in (1, 2, 4, 16)}
+head_s = {n: perf.linear_spread(head, n, repeats=5)
+          for n in (1, 2, 4, 16)}
 for n, t in head_s.items():
-    print(f"{n:2} row(s): {t * 1e3:5.1f} ms = {head_bytes / t / 1e9:5.1f} GB/s of weights, "
-          f"{2 * n * head.numel() / t / 1e9:5.1f} GFLOP/s")
-print(f"2 rows ÷ 1 row: ×{head_s[2] / head_s[1]:.1f} the time; the sweep's step, B=2 ÷ B=1: "
-      f"×{wait[2]:.1f}")
+    print(f"{n:2} row(s): {t.text(1e3, 'ms')} = {head_bytes / t.median / 1e9:5.1f} GB/s of "
+          f"weights, {2 * n * head.numel() / t.median / 1e9:5.1f} GFLOP/s")
+two = head_s[2] / head_s[1]
+rows_verdict = (ROWS[1] if two.low <= 1.1 and two.high >= 0.9 else ROWS[0] if two.median < 1
+                else ROWS[2])  # "about the same" wherever the spread reaches within 10 %
+print(f"2 rows ÷ 1 row: ×{two.median:.2f} (×{two.low:.2f}–{two.high:.2f}) → {rows_verdict}; "
+      f"the sweep's step, B=2 ÷ B=1: ×{wait[2].median:.2f}")
+
+# %%
+compare_prediction(prediction_rows, rows_verdict, options=ROWS,
+                   hint="twice the arithmetic, the same weights read; but is the arithmetic "
+                        "what a one-row product's time is made of, and is it the same kernel?")
 
 # %% [markdown]
 # One row is a *matrix-vector* product; two or more rows take a *matrix-matrix* kernel, a
@@ -170,20 +169,12 @@ print(f"2 rows ÷ 1 row: ×{head_s[2] / head_s[1]:.1f} the time; the sweep's ste
 #
 # Count the work of one decode step. Every weight takes part in one multiply and one add per
 # token, so a step does about 2 × parameters × B FLOPs. The weights are read once whatever B
-# is. Arithmetic per byte (the **arithmetic intensity**) therefore grows with B.
-#
-# **Predict.** By hand, what is the arithmetic intensity of a decode step with a batch of 32
-# (2 FLOPs per weight per token; every weight read once; ignore the KV cache)?
+# is. Arithmetic per byte (the **arithmetic intensity**) therefore grows with B. By hand
+# (every weight read once, the KV cache ignored), and by the library's full count
+# (`perf.decode_cost`, which also counts the KV cache):
 
 # %%
-prediction_intensity_32 = None  # ← your guess: FLOPs per byte
-
-# %% [markdown]
-# By hand, and by the library's full count (`perf.decode_cost`, which also counts the KV
-# cache):
-
-# %%
-ctx = rows[1]["decode_context_tokens"]  # tokens in each sequence mid-sweep
+ctx = sweep.column("decode_context_tokens")[0]  # tokens in each sequence mid-sweep
 intensity = {}
 print(f"decode step with {ctx} tokens of context:")
 for b in (1, 2, 4, 8, 16, 32, 64, 256):
@@ -192,10 +183,6 @@ for b in (1, 2, 4, 8, 16, 32, 64, 256):
     by_hand = 2 * spec.n_params * b / spec.weight_bytes
     print(f"B={b:>3}: {cost.flops / 1e9:6.1f} GFLOP, {cost.bytes / 1e6:5.0f} MB moved → "
           f"{cost.intensity:5.1f} FLOP/byte (by hand {by_hand:5.1f})")
-
-# %%
-compare_prediction(prediction_intensity_32, intensity[32], rel_tol=0.1,
-                   hint="2 × parameters × 32 FLOPs ÷ weight bytes (4 bytes per parameter)")
 
 # %% [markdown]
 # The FLOPs grow B-fold while the bytes hardly move, so the intensity rises in step with B
@@ -207,48 +194,82 @@ compare_prediction(prediction_intensity_32, intensity[32], rel_tol=0.1,
 # ## Measure it: prefill and decode on this machine's roofline
 #
 # How much arithmetic per byte does it take to keep this machine's arithmetic units busy? Use
-# the two ceilings lessons 03 and 04 used, measured once on this machine and cached
-# (`perf.cached_peaks()`): the fastest large matrix product (FLOP/s) and the read speed of
-# memory (bytes/s).
+# the two ceilings lessons 03 and 04 used, measured once on this machine and reused
+# (`perf.machine_peaks()`, `perf.cached_peaks()`): the speed of a large matrix product
+# (FLOP/s) and the read speed of memory (bytes/s). Their ratio is the **ridge point**: the
+# FLOPs this machine can do in the time it reads one byte. Where a pass's intensity is below
+# it, its memory floor (bytes ÷ read speed) is longer than its compute floor (FLOPs ÷ peak);
+# above it, the other way round. The rule of lessons 03 and 04 adds the fixed cost per step
+# (`perf.fixed_cost`, measured once per machine).
+#
+# **Predict.** What will the rule say about the decode step of the batch of 16, on your
+# machine?
+
+# %%
+prediction_regime_16 = None  # ← your guess: "overhead-bound", "memory-bound" or "compute-bound"
 
 # %% tags=["nbval-ignore-output"]
-peaks = perf.cached_peaks()
-print(f"{peaks.device_name}: {peaks.flops_per_s / 1e9:.1f} GFLOP/s, {peaks.bytes_per_s / 1e9:.1f} GB/s")
-print(f"ridge point: {peaks.ridge_intensity:.1f} FLOP/byte")
-print(peaks.how)
+machine = perf.machine_peaks()  # measured the first time on this machine, then reused
+peaks = perf.cached_peaks()  # the same peaks in float32: the two roofs, with their spreads
+fixed = perf.fixed_cost(spec.n_layers)  # a step of a 30-layer model with almost no weights
+ridge = peaks.flops_spread / peaks.bytes_spread  # FLOP per byte, with the spread of both
+print(machine.status)
+print(f"{peaks.device_name}: {peaks.flops_spread.text(1e-9, 'GFLOP/s')}, read "
+      f"{peaks.bytes_spread.text(1e-9, 'GB/s')}, fixed cost per step {fixed.text(1e3, 'ms')}")
+print(f"ridge point: {ridge.median:.1f} FLOP/byte ({ridge.low:.1f}–{ridge.high:.1f})")
 
 # %% [markdown]
-# The **ridge point** divides the two: the FLOPs this machine can do in the time it reads one
-# byte. Where a pass's intensity is below it, its memory floor (bytes ÷ read speed) is longer
-# than its compute floor (FLOPs ÷ peak); above it, the other way round. The rule of lessons
-# 03 and 04 adds the fixed cost per step, measured again here.
-#
 # Now place real passes under those ceilings: a short reply (prefill + decode), two longer
-# prompts (prefill only), and the batch sweep's decode steps.
+# prompts (prefill only, 3 runs each), and the batch sweep's decode steps.
 
 # %% tags=["nbval-ignore-output"]
 my_prompt = "Explain in one sentence why the sky is blue."  # ← try your own
 trace = viz.record(lm, my_prompt, max_new_tokens=8, stop_at_eos=False)
-prompts = perf.prompt_length_sweep(lm, [32, 128], repeats=1, progress=False)
+prompts = perf.prompt_length_sweep(lm, [32, 128], repeats=3, progress=False)
 roof = perf.measure_roofline(lm, peaks=peaks, trace=trace, batch=sweep, prompt_sweep=prompts,
                              label="this machine")
 roofline_figure(roof)
 
 # %% [markdown]
-# The black line is the roof: nothing can sit above it. Hover over a point for its time,
-# **MFU** (model FLOPs utilisation: achieved FLOP/s ÷ peak) and **MBU** (model bandwidth
-# utilisation: achieved bytes/s ÷ peak). Each pass with the rule's verdict (the fixed cost
-# measured with a 30-layer model 64 wide, as in lesson 04):
+# Hover over a point for its time, **MFU** (model FLOPs utilisation: achieved FLOP/s ÷ peak)
+# and **MBU** (model bandwidth utilisation: achieved bytes/s ÷ peak). Each pass with the
+# rule's verdict, every time with its spread (the short reply's prefill is a single run):
 
 # %% tags=["nbval-ignore-output"]
-floor, _ = perf.measure_overhead([spec.n_layers], spec.dtype, max_new_tokens=8, repeats=1)
-fixed_s = floor.at(spec.n_layers)
-verdicts = {p.label: perf.pass_regime(p.flops, p.bytes, p.seconds, peaks, fixed_s)
+timed = {"prefill": viz.Spread.exact(trace.timing.prefill_forward_s),  # one run
+         "decode": trace.decode_step_spread}
+timed |= {f"decode B={b}": s for b, s in zip(step, sweep.spread("decode_forward_s"))}
+timed |= {f"prefill {n}": s for n, s in zip(prompts.column("prompt_tokens"),
+                                            prompts.spread("prefill_forward_s"))}
+verdicts = {p.label: perf.pass_verdict(p.flops, p.bytes, timed[p.label], peaks, fixed)
             for p in roof.points}
-print(f"fixed cost per step {fixed_s * 1e3:.1f} ms")
 for p in roof.points:
-    print(f"{p.label:<12} {p.seconds * 1e3:7.1f} ms  {p.intensity:6.1f} FLOP/byte  "
-          f"MFU {roof.mfu(p):4.0%}  MBU {roof.mbu(p):4.0%}  {verdicts[p.label]}")
+    v = verdicts[p.label]
+    print(f"{p.label:<12} {v.step.text(1e3, 'ms', runs=False):>24} {p.intensity:5.1f} FLOP/byte"
+          f"  MFU {v.mfu:4.0%}  MBU {v.mbu:4.0%}  {v.regime}")
+print("decode B=16:", verdicts["decode B=16"])
+
+# %%
+compare_prediction(prediction_regime_16, verdicts["decode B=16"], options=list(perf.REGIMES),
+                   hint="the B=16 intensity (the table above) against the ridge, and the fixed "
+                        "cost against half the step")
+
+# %% [markdown]
+# The black line is the roof, drawn at the two peaks' medians. No pass can beat what the
+# machine can really do, but the roof is itself a measurement with a spread, and a kernel of
+# another shape than the peak's matrix product can be faster (lesson 03's slope can come out
+# above the peak). Whether any of your points sits above the roof, and by how much:
+
+# %% tags=["nbval-ignore-output"]
+for p in roof.points:
+    over = p.achieved_flops_per_s / roof.attainable_flops_per_s(p.intensity)
+    best = min(peaks.flops_spread.high, p.intensity * peaks.bytes_spread.high)  # roof, high end
+    if over > 1:
+        print(f"{p.label}: {over - 1:.0%} above the roof, "
+              + ("within the peaks' spreads" if p.achieved_flops_per_s <= best else
+                 "beyond the peaks' spreads"))
+print(f"{sum(p.achieved_flops_per_s > roof.attainable_flops_per_s(p.intensity) for p in roof.points)}"
+      f" of {len(roof.points)} points above the roof")
 
 # %% [markdown]
 # What an MBU means, on the batch-1 decode step:
@@ -272,46 +293,67 @@ print(f"at the full read speed those bytes would take {one.bytes / peaks.bytes_p
 # prompt, the further right it sits; decode at batch 1 sits far to the left, and each doubling
 # of the batch moves it right.
 #
-# ### The knee, measured
+# ### Where the verdict turns, and where a knee would be
 #
 # Where decode's intensity reaches the ridge, its compute floor passes its memory floor: the
-# batch size at which the rule's verdict turns. Past it, a step whose time were its floors
-# would grow in proportion to B. From the ridge and the intensity at B=1:
+# batch size at which the rule's verdict turns from memory-bound to compute-bound. That is a
+# statement about floors. A **knee** in the measured steps is another thing: the batch size
+# past which each step grows in proportion to B, because the arithmetic now fills it. Both,
+# from your numbers:
 
 # %% tags=["nbval-ignore-output"]
-knee = peaks.ridge_intensity / intensity[1]
-print(f"ridge {peaks.ridge_intensity:.1f} ÷ {intensity[1]:.2f} FLOP/byte at B=1: "
-      f"the floors cross at B ≈ {knee:.0f}")
-for b in rows:
-    print(f"B={b:>2}: step {rows[b]['decode_step_s'] * 1e3:6.1f} ms  "
-          f"compute floor {perf.decode_cost(spec, ctx, b).flops / peaks.flops_per_s * 1e3:6.1f} ms  "
-          f"rule: {verdicts[f'decode B={b}']}")
-
-# %% [markdown]
-# **Predict.** From B=8 to B=16 the arithmetic doubles. How many times longer will each step
-# take?
-
-# %%
-prediction_step_16 = None  # ← your guess: step time at B=16 ÷ step time at B=8
+print(f"the floors cross at B ≈ {ridge.median / intensity[1]:.0f} "
+      f"({ridge.low / intensity[1]:.0f}–{ridge.high / intensity[1]:.0f}, from the ridge's spread)")
+for b in step:
+    v = verdicts[f"decode B={b}"]
+    print(f"B={b:>2}: step {v.step.text(1e3, 'ms', runs=False):>22}  compute floor "
+          f"{v.compute_floor.text(1e3, 'ms', runs=False):>20}  {v.regime}")
+turned = [b for b in step if verdicts[f"decode B={b}"].regime == "compute-bound"]
+close = [b for b in step if verdicts[f"decode B={b}"].close]
+print((f"compute-bound from B={turned[0]}" if turned else "no batch here is compute-bound beyond "
+       "the spreads") + (f"; too close to call at B={', '.join(map(str, close))}" if close else ""))
 
 # %% tags=["nbval-ignore-output"]
-step_16 = rows[16]["decode_step_s"] / rows[8]["decode_step_s"]
-print(f"B=16 ÷ B=8: ×{step_16:.2f} the step time, for ×2 the arithmetic")
-print(f"the compute floor reaches the B=16 step at B ≈ "
-      f"{rows[16]['decode_step_s'] * peaks.flops_per_s / perf.decode_cost(spec, ctx).flops:.0f}")
-
-# %%
-compare_prediction(prediction_step_16, step_16, rel_tol=0.2,
-                   hint="compare each step with its compute floor in the table above")
+grow = verdicts["decode B=16"].step / verdicts["decode B=8"].step
+print(f"B=8 → B=16: the step ×{grow.median:.2f} (×{grow.low:.2f}–{grow.high:.2f}) for ×2 the "
+      "arithmetic: " + ("nearly in proportion, a knee at or before B=8" if grow.low >= 1.8
+                        else "far from in proportion: no knee up to B=16"))
+fill = verdicts["decode B=16"].step.median * peaks.flops_per_s / perf.decode_cost(spec, ctx).flops
+print(f"the arithmetic at the peak would fill the B=16 step at B ≈ {fill:.0f}")
 
 # %% [markdown]
-# Past the batch size where the floors cross (printed above), the rule calls a step
-# compute-bound: its compute floor is now the longer floor. The measured step need not grow in
-# proportion to B there: a step whose time is mostly fixed cost and slow streaming has room to
-# absorb more arithmetic. Its time grows in proportion to B only once the arithmetic itself
-# fills the step, near the batch size printed last. If that lies beyond B=16, your sweep
-# shows no clear knee, and the ratio you just measured says so.
+# Past the batch size where the floors cross, the rule calls a step compute-bound: its compute
+# floor is now the longer floor. The measured step need not grow in proportion to B there: a
+# step whose time is mostly fixed cost and slow streaming has room to absorb more arithmetic.
+# Its time grows in proportion to B only once the arithmetic itself fills the step, near the
+# batch size printed last.
 #
+# **Predict.** The next cell runs batches of 16 and 32 again, side by side. How many times
+# longer will a step of 32 take than a step of 16?
+
+# %%
+STEP_32 = ["under ×1.2: the step absorbs the extra arithmetic",
+           "×1.2 to ×1.8: the step grows, by less than the arithmetic",
+           "×1.8 or more: the step grows almost in proportion to B"]
+prediction_step_32 = None  # ← your guess: one of STEP_32, copied exactly
+
+# %% tags=["nbval-ignore-output"]
+again = perf.batch_size_sweep(lm, [16, 32], max_new_tokens=8, progress=False)
+s16, s32 = again.spread("decode_forward_s")
+step_32 = s32 / s16
+c32 = perf.decode_cost(spec, ctx, batch=32)
+v32 = perf.pass_verdict(c32.flops, c32.bytes, s32, peaks, fixed)
+print(f"B=16 {s16.text(1e3, 'ms')}, B=32 {s32.text(1e3, 'ms')}: ×{step_32.median:.2f} "
+      f"(×{step_32.low:.2f}–{step_32.high:.2f}) for ×2 the arithmetic; B=32 is {v32.regime}, "
+      f"MFU {v32.mfu:.0%}")
+grew = STEP_32[0 if step_32.median < 1.2 else 1 if step_32.median < 1.8 else 2]
+
+# %%
+compare_prediction(prediction_step_32, grew, options=STEP_32,
+                   hint="which parts of a step grow with B, which do not, and how large was each "
+                        "part of the step of 16?")
+
+# %% [markdown]
 # For comparison, the same chart recorded on the project's own machine and shipped with the
 # course (dashed), recorded by `benchmarks/perf_lab.py`; where and how:
 
@@ -328,42 +370,65 @@ roofline_figure(roof, reference)
 # ## Where this leads: the memory wall
 #
 # Batching raised decode's intensity because the weights were shared. The KV cache is not
-# shared: every request reads its own. At a realistic context of 2,048 tokens, and with the
-# rule on each step's floors (no fixed cost) on this machine and on an NVIDIA H100
-# (**computed** from its datasheet, `perf.H100_SXM`, in bfloat16; not measured):
+# shared: every request reads its own. At a realistic context of 2,048 tokens, with the rule on
+# each step's floors alone (no fixed cost) on this machine, with the peaks' spreads, and on an
+# NVIDIA H100 (**computed** from its datasheet, `perf.H100_SXM`, in bfloat16; not measured),
+# and the size of the batch's caches on the H100:
 
 # %% tags=["nbval-ignore-output"]
 gpu, bf16 = perf.H100_SXM, perf.config_spec("smollm2-135m", dtype="bfloat16")
-
-
-def by_floors(cost, flops_per_s, bytes_per_s):
-    memory, compute = cost.bytes / bytes_per_s, cost.flops / flops_per_s
-    return perf.regime(max(memory, compute), memory, compute, 0.0)
-
-
-for b in (1, 8, 64, 256, 1024):
+here = {}
+for b in (1, 8, 64, 256, 1024):  # the rule on each step's floors (perf.floors_verdict)
     cost, gpu_cost = perf.decode_cost(spec, 2048, batch=b), perf.decode_cost(bf16, 2048, batch=b)
+    here[b] = perf.floors_verdict(cost, peaks.flops_spread, peaks.bytes_spread).regime
+    there = perf.floors_verdict(gpu_cost, gpu["flops_per_s"]["bfloat16"], gpu["bytes_per_s"])
     print(f"B={b:>4}: {cost.intensity:4.1f} FLOP/byte, KV cache {cost.kv_bytes / cost.bytes:4.0%} "
-          f"of the bytes; here {by_floors(cost, peaks.flops_per_s, peaks.bytes_per_s):13}  "
-          f"H100 {by_floors(gpu_cost, gpu['flops_per_s']['bfloat16'], gpu['bytes_per_s'])}")
+          f"of the bytes; here {here[b]:17}  H100 {there.regime:13}  "
+          f"caches {gpu_cost.kv_bytes / 1e9:5.1f} GB")
 
 # %% [markdown]
 # The intensity stalls at a few FLOPs per byte, however large the batch: past a point each
-# extra request brings as many bytes (its cache) as FLOPs. Whether that is above or below the
-# ridge depends on the machine: a processor whose ridge sits below the stall can cross it (the
-# "here" column turns compute-bound), one whose ridge sits above it never does at this
-# context. The two ridges:
+# extra request brings bytes (its cache) in proportion to its FLOPs. Whether that stall is
+# above or below the ridge depends on the machine: a processor whose ridge sits below it can
+# cross it, one whose ridge sits above it never does at this context. On yours:
 
 # %% tags=["nbval-ignore-output"]
+stall = perf.decode_cost(spec, 2048, batch=1024).intensity
 gpu_ridge = gpu["flops_per_s"]["bfloat16"] / gpu["bytes_per_s"]
-print(f"this machine: {peaks.ridge_intensity:.1f} FLOP/byte (measured); H100 in bfloat16: "
-      f"{gpu_ridge:.0f} FLOP/byte (computed), {gpu_ridge / peaks.ridge_intensity:.0f}× higher")
+print(f"the stall {stall:.1f} FLOP/byte; ridge here {ridge.median:.1f} ({ridge.low:.1f}–"
+      f"{ridge.high:.1f}, measured), H100 in bfloat16 {gpu_ridge:.0f} (computed), "
+      f"{gpu_ridge / ridge.median:.0f}× this machine's")
+crossed = [b for b in here if here[b] == "compute-bound"]
+print(f"here the ridge sits below the stall: the 'here' column turns compute-bound from B={crossed[0]}"
+      if crossed else "too close to call here: the stall lies within the ridge's spread"
+      if perf.TOO_CLOSE in here.values() else
+      "here the ridge sits above the stall: the 'here' column never turns compute-bound at 2,048 tokens")
 
 # %% [markdown]
-# Memory bandwidth has also been growing more slowly than arithmetic from one hardware
-# generation to the next, so ridges keep moving right, away from decode. That gap is called
-# **the memory wall**: the tricks that fight it (fewer bytes per weight, smaller caches,
-# smarter batching) all aim at moving fewer bytes per token. Lesson 08 measures it.
+# The ridge is the float32 peak ÷ the read speed, so a CPU with slower arithmetic for the same
+# memory has a lower ridge and crosses sooner; one with faster arithmetic (or slower memory), a
+# higher ridge, may never cross. And memory caps the batch too, before any ridge: each
+# request's cache must fit beside what is already held. Lesson 05's count, at 2,048 tokens: in
+# a 2 GB session beside this kernel as it is now (weights included); on the H100 beside the
+# weights alone, an upper bound:
+
+# %% tags=["nbval-ignore-output"]
+import psutil
+
+held = psutil.Process().memory_info().rss  # this kernel's resident memory, weights included
+for m, free, where in ((spec, 2e9 - held, f"2 GB minus this kernel's {held / 1e9:.1f} GB"),
+                       (bf16, 80e9 - bf16.weight_bytes, "80 GB H100 minus the weights, at most")):
+    fit = max(0, int(free // m.kv_bytes(2048)))
+    print(f"{where}: {fit:,} requests of 2,048 tokens ({m.kv_bytes(2048) / 1e6:.0f} MB of "
+          f"{m.dtype} cache each)")
+
+# %% [markdown]
+# So the batches of 1,024 in the table fit on the H100 but never in a Binder session, where
+# the cap comes long before the stall. And the H100's ridge, printed above, is far to the
+# right of any stall: the faster a machine's arithmetic is next to its memory, the further
+# right its ridge, and the longer decode stays memory-bound however it is batched. That gap is
+# called **the memory wall**: the tricks that fight it (fewer bytes per weight, smaller
+# caches, smarter batching) all aim at moving fewer bytes per token. Lesson 08 measures it.
 #
 # ## Next
 #

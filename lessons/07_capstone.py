@@ -87,10 +87,14 @@ button.on_click(record_again)
 widgets.VBox([widgets.HBox([box, button]), board])
 
 # %% [markdown]
-# ## Understand it: two numbers explain the whole wait
+# ## Understand it: TTFT, TPOT and the whole wait
 #
-# The reader waits TTFT for the first token, then one TPOT for each token after it. That is
-# not an approximation but how TPOT is defined, so the two numbers rebuild the total time:
+# The reader waits TTFT for the first token; TPOT is *defined* as the mean time per token
+# after it, (end to end − TTFT) ÷ (tokens − 1). So TTFT + (tokens − 1) × TPOT gives back the
+# end-to-end time by definition: the cell below only confirms that the library computes it
+# that way. What the split is good for: each part belongs to one phase with its own limit
+# (below), and the two numbers forecast the wait of a reply of another length, as long as
+# TPOT holds for it (the last check of this lesson tests that).
 
 # %%
 n = trace.n_generated
@@ -100,65 +104,100 @@ print(f"{n} tokens: TTFT + {n - 1} × TPOT = {rebuilt:.3f} s; measured end to en
 print("the same:", np.isclose(rebuilt, trace.timing.end_to_end_s))
 
 # %% [markdown]
-# Behind each number sits one phase. Which one took most of your reply's time?
-#
-# **Predict.** For the reply above, which took longer in total: the prefill (until the first
-# token) or the decode steps (all the tokens after it)?
-
-# %%
-PHASES = ["prefill", "decode"]
-prediction_phase = None  # ← your guess: "prefill" or "decode"
-
-# %%
-decode_total = trace.timing.end_to_end_s - trace.ttft_s
-longer_phase = "prefill" if trace.ttft_s > decode_total else "decode"
-print(f"prefill {trace.ttft_s * 1e3:.0f} ms, decode {decode_total * 1e3:.0f} ms "
-      f"({n - 1} steps): {longer_phase} took longer")
-
-# %%
-compare_prediction(prediction_phase, longer_phase, options=PHASES,
-                   hint="one pass over the prompt, against one pass per token after it")
-
-# %% [markdown]
-# And what limits each phase on this machine? Divide the counted work by the measured time,
-# compare it with this machine's peaks (`perf.cached_peaks()`, measured once and cached), and
-# apply the rule of lessons 03 and 04 (with the fixed cost per pass of a 30-layer model 64
-# wide).
-#
-# **Predict.** What will the rule say about your decode steps?
-
-# %%
-prediction_decode = None  # ← your guess: "overhead-bound", "memory-bound" or "compute-bound"
+# Behind each number sits one phase: TTFT holds the prefill pass over your prompt
+# (lesson 03), TPOT one decode pass (lesson 04). What limits each on this machine? Count each
+# pass's work (`perf.prefill_cost`, `perf.decode_cost`), time it several times (the prefill
+# of your prompt five times, and every decode step of the reply), and apply the rule of
+# lessons 03 and 04 (`perf.pass_verdict`) with this machine's peaks and its fixed cost per
+# pass, both measured once per machine and reused (`perf.machine_peaks()`,
+# `perf.fixed_cost(30)`).
 
 # %% tags=["nbval-ignore-output"]
-spec, peaks = lm.spec, perf.cached_peaks()
-fixed_s = perf.measure_overhead([spec.n_layers], spec.dtype, max_new_tokens=8,
-                                repeats=1)[0].at(spec.n_layers)
+spec, peaks = lm.spec, perf.machine_peaks()
+roof, fixed = perf.cached_peaks(), perf.fixed_cost(spec.n_layers)
+again = [viz.record(lm, trace.prompt, chat=True, max_new_tokens=1, embeddings=False)
+         for _ in range(4)]  # the same prefill, four more times
+prefill_s = viz.Spread.of([t.timing.prefill_forward_s for t in [trace] + again])
+step_s = trace.decode_step_spread  # the reply's decode passes: median and middle half
 prefill = perf.prefill_cost(spec, len(trace.prompt_tokens))
 step = perf.decode_cost(spec, trace.steps[-1].seq_len)
-prefill_s = trace.timing.prefill_forward_s
-step_s = float(np.median([s.forward_s for s in trace.steps[1:]]))
-regimes = {"prefill": perf.pass_regime(prefill.flops, prefill.bytes, prefill_s, peaks, fixed_s),
-           "decode": perf.pass_regime(step.flops, step.bytes, step_s, peaks, fixed_s)}
-print(peaks.how)
+verdicts = {"prefill": perf.pass_verdict(prefill.flops, prefill.bytes, prefill_s, roof, fixed),
+            "decode": perf.pass_verdict(step.flops, step.bytes, step_s, roof, fixed)}
+print(peaks.status)
 
 # %% tags=["nbval-ignore-output"]
-print(f"TTFT ← prefill of {len(trace.prompt_tokens)} tokens: {prefill.flops / 1e9:.1f} GFLOP "
-      f"in {prefill_s * 1e3:.0f} ms = {prefill.flops / prefill_s / 1e9:.1f} GFLOP/s, "
-      f"{prefill.flops / prefill_s / peaks.flops_per_s:.0%} of the peak "
-      f"{peaks.flops_per_s / 1e9:.1f} GFLOP/s → {regimes['prefill']}")
-print(f"TPOT ← one decode step: {step.bytes / 1e6:.0f} MB in {step_s * 1e3:.0f} ms = "
-      f"{step.bytes / step_s / 1e9:.1f} GB/s, {step.bytes / step_s / peaks.bytes_per_s:.0%} of "
-      f"the read peak {peaks.bytes_per_s / 1e9:.1f} GB/s → {regimes['decode']}")
-print(f"fixed cost per pass {fixed_s * 1e3:.1f} ms; "
-      f"KV cache at the end: {trace.steps[-1].kv_bytes:,} bytes for {trace.steps[-1].seq_len} tokens")
-
-# %%
-compare_prediction(prediction_decode, regimes["decode"], options=list(perf.REGIMES),
-                   hint="lesson 04 applied the same rule to a decode step: fixed cost against "
-                        "half the step, then the two floors")
+print(f"fixed cost per pass {fixed.text(1e3, 'ms')}; peaks "
+      f"{roof.flops_spread.text(1e-9, 'GFLOP/s')}, read {roof.bytes_spread.text(1e-9, 'GB/s')}")
+print(f"TTFT ← prefill of {len(trace.prompt_tokens)} tokens, {prefill.flops / 1e9:.1f} GFLOP, "
+      f"{prefill.bytes / 1e6:.0f} MB: {prefill_s.text(1e3, 'ms')}\n  {verdicts['prefill']}")
+print(f"TPOT ← one decode step, {step.flops / 1e9:.2f} GFLOP, {step.bytes / 1e6:.0f} MB: "
+      f"{step_s.text(1e3, 'ms')}\n  {verdicts['decode']}")
 
 # %% [markdown]
+# Each word was printed by the rule from your numbers, so it can differ on another machine
+# (lesson 03 set its prefill verdicts beside an H100's, computed from the datasheet, and
+# printed the prompt lengths where the two disagree). What each word says about that phase,
+# where the rule gave it:
+
+# %% tags=["nbval-ignore-output"]
+MEANS = {"overhead-bound": "at least half the pass is the fixed cost every pass pays: fewer "
+                           "bytes or FLOPs would barely shorten it",
+         "memory-bound": "reading the bytes is the longer floor: no pass beats bytes ÷ read "
+                         "speed, and fewer bytes per weight lower it (lesson 08)",
+         "compute-bound": "the arithmetic is the longer floor: no pass beats FLOPs ÷ peak"}
+for phase, v in verdicts.items():
+    words = v.between or (v.regime,)  # too close to call: either word can be the right one
+    print(f"{phase}: {v.regime}; " + "; or ".join(f"{w}: {MEANS[w]}" if v.between else MEANS[w]
+                                                   for w in words))
+
+# %% [markdown]
+# ### A longer prompt
+#
+# Your prompt was read by one pass over all its tokens. `perf.prompt_length_sweep` times the
+# prefill of prompts of exactly as many tokens as yours, and of four times as many, three
+# times each.
+#
+# **Predict.** With a prompt four times as long, how many times longer will the prefill
+# pass take on your machine?
+
+# %%
+LONGER = ["under 1.5×", "1.5× to 3×", "3× or more"]
+prediction_longer = None  # ← your guess: one of LONGER, copied exactly
+
+# %% tags=["nbval-ignore-output"]
+k = len(trace.prompt_tokens)
+lengths = perf.prompt_length_sweep(lm, [k, 4 * k], repeats=3, progress=False)
+short, long = lengths.spread("prefill_forward_s")
+times = long / short  # the ratio, with the worst case of both spreads
+longer = LONGER[0] if times.median < 1.5 else LONGER[1] if times.median < 3 else LONGER[2]
+print(f"{k} tokens: {short.text(1e3, 'ms')}; {4 * k} tokens: {long.text(1e3, 'ms')}")
+print(f"four times the tokens: ×{times.median:.2f} the time ({times.low:.2f}–{times.high:.2f}×)"
+      f" → {longer}")
+
+# %%
+compare_prediction(prediction_longer, longer, options=LONGER,
+                   hint="split a pass into a part that does not grow with its length and a part "
+                        "in proportion to its tokens; a pass of one token is about the first")
+
+# %% [markdown]
+# A pass pays part of its time once, whatever its length (the fixed cost, and the weights,
+# read once for all its tokens), and the rest grows with the tokens. If the time is that
+# line, the part that did not grow is (4 × the short time − the long time) ÷ 3; set it beside
+# a pass of one token, a decode step:
+
+# %% tags=["nbval-ignore-output"]
+once = (short.scaled(4) - long).scaled(1 / 3)  # the line's intercept, with both spreads
+print(f"the part that did not grow: {once.text(1e3, 'ms')}; one decode step "
+      f"{step_s.text(1e3, 'ms')}" if once.median > 0 else "the time grew faster than the "
+      "tokens: on this machine no part of the pass stayed fixed")
+print(f"prefill tokens/s: {k / short.median:.0f} at {k} tokens, {4 * k / long.median:.0f} at "
+      f"{4 * k} tokens")
+
+# %% [markdown]
+# Lesson 03 draws the whole line, TTFT against the prompt's length. The last line shows what
+# it means for a rate: the part paid once is spread over more tokens, so the prefill's tokens
+# per second change with the prompt's length too.
+#
 # ## Measure it: your machine beside a recorded reference
 #
 # The course ships reference recordings in `viz/data/`. When one was made on a GPU, we use it;
@@ -177,10 +216,19 @@ else:
           f"{reference.environment.device_name}: {reference.label}")
 
 # %% [markdown]
-# A is your reply, B the reference. The prompts differ, so compare the *rates* (prefill
-# tokens/s, decode tokens/s and TPOT) rather than TTFT, which grows with the prompt's length.
+# A is your reply, B the reference. The prompts differ, so compare decode (TPOT, decode
+# tokens/s): TTFT grows with the prompt's length, and prefill tokens/s changes with it too (just
+# above), so compare those only for prompts of similar length. Each figure in the table is one
+# reply's: set the decode steps' spreads side by side before reading much into a ratio.
 
 # %% tags=["nbval-ignore-output"]
+ka, kb = len(trace.prompt_tokens), len(reference.prompt_tokens)
+print(f"prompts of {ka} (A) and {kb} (B) tokens: " + ("similar, prefill can be compared too"
+      if 0.8 <= ka / kb <= 1.25 else "too different to compare prefill or TTFT"))
+mine, theirs = trace.decode_step_spread, reference.decode_step_spread
+print(f"decode step: A {mine.text(1e3, 'ms')}, B {theirs.text(1e3, 'ms')}: "
+      + ("the same within the spreads" if mine.overlaps(theirs) else
+         f"B ÷ A = {theirs.median / mine.median:.2f}, beyond the spreads"))
 views.compare_html(trace, reference)
 
 # %% tags=["nbval-ignore-output"]
@@ -202,44 +250,72 @@ print(f"wrote {report} ({report.stat().st_size / 1e6:.1f} MB): open it in a brow
 #   the chips at the top of the dashboard.
 # - **Next-token prediction** (lesson 02): each step scores every token in the vocabulary and
 #   picks one; the explorer shows the candidates at each step.
-# - **TTFT ↔ prefill** (lesson 03): one pass over the whole prompt, many tokens per weight
-#   read; what limits it on your machine is the rule's verdict on the `TTFT ←` line above, next
-#   to the share of the arithmetic peak it reached.
-# - **Tokens per second ↔ decode** (lesson 04): one pass per token, every weight read for one
-#   token; its verdict is on the `TPOT ←` line, next to the share of the read peak the weights
-#   streamed at. A fixed cost per pass and the gap between achieved and peak bandwidth make up
-#   the rest of the step (lesson 08 measures both).
-# - **KV cache** (lesson 05): decode only feeds one token because the keys and values of
-#   every earlier token are stored; the same text, far less work, paid for in memory that grows
-#   with every token.
-# - **Batching** (lesson 06): one weight read can serve many requests, raising everyone's
-#   tokens per second while each request waits longer per token; the KV caches, read per
+# - **TTFT ↔ prefill** (lesson 03): one pass over the whole prompt, every weight read once
+#   for all its tokens; what limits it on your machine is the verdict on the `TTFT ←` line
+#   above, with the comparisons that decided it.
+# - **Tokens per second ↔ decode** (lesson 04): one pass per token, every weight read for
+#   that one token; its verdict is on the `TPOT ←` line. Where neither roof is near, the
+#   verdict itself says what the rest of the step is: the fixed cost and kernels running
+#   below the roofs (lesson 08 measures both across models).
+# - **KV cache** (lesson 05): decode feeds one token per step because the keys and values of
+#   every earlier token are stored; less work per step (lesson 05 measured how much less),
+#   paid for in memory that grows with every token.
+# - **Batching** (lesson 06): one weight read can serve several requests at once; lesson 06
+#   measured, on your machine, how much that raised the tokens per second of all of them
+#   together and how much longer each one waited per token; the KV caches, read per
 #   request, are what batching cannot share.
 
 # %% [markdown]
 # ## Check yourself
 #
-# **Predict.** A user says: "The first words appear at once, but then the text trickles out."
-# From your own TTFT and TPOT, how many seconds would a 32-token reply to your prompt take,
-# end to end? It is recorded next, with the end-of-sequence token ignored so that it is
-# exactly 32 tokens long.
+# A user says: "The first words appear at once, but then the text trickles out." Their
+# replies run to about 200 tokens. Your 24-token reply's TTFT and TPOT forecast such a reply:
+# TTFT + 199 × TPOT. The next cell records one, 200 tokens for your prompt.
+#
+# **Predict.** The measured 200-token reply will take...
 
 # %%
-prediction_32 = None  # ← your guess, in seconds
+REPLY = ["more than 10 % less than the forecast", "within 10 % of the forecast",
+         "more than 10 % longer than the forecast"]
+prediction_reply = None  # ← your guess: one of REPLY, copied exactly
+
+# %% tags=["nbval-ignore-output"]
+forecast = trace.ttft_s + 199 * trace.tpot_s  # from the 24-token reply
+reply_200 = viz.record(lm, trace.prompt, chat=True, max_new_tokens=200, stop_at_eos=False,
+                       embeddings=False)
+took = reply_200.timing.end_to_end_s
+first, last = (viz.Spread.of([s.forward_s for s in part])
+               for part in (reply_200.steps[1:25], reply_200.steps[-24:]))
+print(f"forecast {forecast:.2f} s, measured {took:.2f} s ({took / forecast - 1:+.0%}); decode "
+      f"steps 1–24 {first.text(1e3, 'ms')}, the last 24 {last.text(1e3, 'ms')}")
+reply = REPLY[1] if abs(took / forecast - 1) <= 0.1 else REPLY[0 if took < forecast else 2]
 
 # %%
-longer = viz.record(lm, my_prompt, chat=True, max_new_tokens=32, stop_at_eos=False,
-                    embeddings=False)
-print(f"{longer.n_generated} tokens: {longer.timing.end_to_end_s:.2f} s end to end "
-      f"(TTFT {longer.ttft_s * 1e3:.0f} ms, TPOT {longer.tpot_s * 1e3:.0f} ms)")
-
-# %%
-compare_prediction(prediction_32, longer.timing.end_to_end_s, unit="s", rel_tol=0.2,
-                   hint="TTFT once, then one TPOT for each of the other 31 tokens (in seconds)")
+compare_prediction(prediction_reply, reply, options=REPLY,
+                   hint="what does each decode step read, which part of it grows as the reply "
+                        "gets longer (lesson 05), and how large is that part next to the rest?")
 
 # %% [markdown]
-# Which number would you work on for that user? The trickle is the time per token: decode,
-# whose limit the `TPOT ←` line above names on your machine.
+# Three changes are on the table for that user; each is a what-if on the reply just measured:
+#
+# - **prefill twice as fast**: the prefill pass takes half its time;
+# - **no fixed cost**: every pass (the prefill and 199 decode steps) loses its fixed cost;
+# - **weights at full read speed**: each decode step's time beyond its fixed cost shrinks
+#   to its memory floor (the step's bytes read at the peak read speed).
+
+# %% tags=["nbval-ignore-output"]
+FIXES = ["prefill twice as fast", "no fixed cost", "weights at full read speed"]
+step_200 = reply_200.decode_step_spread
+floor_200 = perf.decode_cost(spec, reply_200.steps[100].seq_len).bytes / roof.bytes_per_s
+beyond = max(0.0, step_200.median - fixed.median - floor_200)
+saved_s = dict(zip(FIXES, [prefill_s.median / 2, 200 * fixed.median, 199 * beyond]))
+for fix, saved in saved_s.items():
+    print(f"{fix:>27}: saves {saved:5.2f} s of {took:.1f} s ({saved / took:4.0%})")
+
+# %% [markdown]
+# Which number would you work on for that user? The trickle is the time per token, decode,
+# paid 199 times; which part of it to attack is the verdict on the `TPOT ←` line, and the
+# what-ifs above put seconds on it.
 #
 # ## Where to go from here
 #

@@ -112,8 +112,14 @@ verdicts = [my_regime(q.seconds, ref.memory_floor_s(q), ref.compute_floor_s(q), 
 print("same verdict as perf.regime on every point:", verdicts == list(ref.regimes().values()))
 
 # %% [markdown]
-# The library's version, `perf.regime`, is the same rule with input checks; `ref.explain(p)`
-# prints the comparison that decided a verdict:
+# The library's version, `perf.regime`, is the same rule with input checks. Every figure in it
+# is measured, so each has a spread; `ref.explain(p)` applies the rule with the spreads
+# (`perf.verdict`), prints the comparison that decided it and how far it was from the
+# boundary, and says **too close to call** where a boundary (the fixed cost at half the step,
+# or the two floors equal) lies inside the spreads. One more case: a floor that comes out
+# longer than the whole measured step is no floor for that step (the peak behind it, measured
+# with one large kernel, is not what this step's kernels reached), so the verdict leaves it
+# out and says so:
 
 # %%
 for label in ("30 layers × 64 fp32", "SmolLM2-135M fp32", "SmolLM2-1.7B bf16",
@@ -122,42 +128,53 @@ for label in ("30 layers × 64 fp32", "SmolLM2-135M fp32", "SmolLM2-1.7B bf16",
 
 # %% [markdown]
 # The last line is a batch of 32 requests decoded together (lesson 06): 32 times the
-# arithmetic for almost the same bytes. It is there to show the third verdict on this CPU.
+# arithmetic for almost the same bytes. On the reference CPU it shows the third verdict. Where
+# a verdict says "memory-bound" beside an MBU well under 100 %, the explanation says what the
+# word means: the reading is the larger of the two floors, not a step that runs at the roof.
 #
 # ### Two numbers explain a decode step
 #
-# If a step is a fixed cost plus streaming its bytes, then time = fixed + bytes ÷ bandwidth: a
-# straight line. Fit it by least squares across the points (the green line in the chart):
+# If a step is a fixed cost plus streaming its bytes, then time = fixed + bytes ÷ rate: a
+# straight line. Fit it by least squares (the green line in the chart) through the points it
+# models: the model shapes decoding one request at a time whose verdict is not compute-bound
+# (not the tiny fixed-cost models, not the batch of 32), in **one** number format (float32
+# here), since a line has one rate and two formats' kernels need not stream at the same bytes
+# per second:
 
 # %%
 fit = ref.fit()
 print(fit)
-print(f"intercept {fit.fixed_s * 1e3:.1f} ms; fixed cost measured at 30 layers "
-      f"{ref.point('30 layers × 64 fp32').seconds * 1e3:.1f} ms")
-matvec = ref.peaks.matvec.bytes_per_s
-achieved = fit.bytes_per_s
-print(f"slope: achieved {achieved / 1e9:.1f} GB/s = {achieved / ref.read_bytes_per_s:.0%} of the "
-      f"read peak, {achieved / matvec:.0%} of what the matrix-vector kernel reads alone "
+print("points:", ", ".join(p.label for p in ref.fit_points(fit.dtype)))
+matvec = ref.peaks.matvec["float32"].bytes_per_s
+print(f"slope: the weights stream at {fit.bytes_per_s / 1e9:.1f} GB/s = "
+      f"{fit.bytes_per_s / ref.read_bytes_per_s:.0%} of the read peak, "
+      f"{fit.bytes_per_s / matvec:.0%} of what the matrix-vector kernel reads alone "
       f"({matvec / 1e9:.1f} GB/s)")
+course = ref.point("SmolLM2-135M fp32")
+print(f"the course model's own step streams at "
+      f"{perf.streaming_rate(course.step_bytes, course.spread, course.fixed_cost_s).median / 1e9:.1f}"
+      f" GB/s; intercept {fit.fixed_s * 1e3:.1f} ms against its fixed cost "
+      f"{course.fixed_cost_s * 1e3:.1f} ms")
 
 # %% [markdown]
-# The intercept is the line's guess at a step with no bytes to read. The points come from
-# models of 1 to 32 layers, whose fixed costs differ (the tiny models measure them directly), so
-# the intercept is a rough average of them, not the fixed cost of any one model: compare it
-# with the 30-layer tiny model's, printed above. The slope is the rate at which the weights
-# really stream.
-# The last line compares that rate with two others: the memory's own read speed, and the speed
-# at which the *kernel that reads the weights* (`torch.nn.functional.linear` with one row, what
-# a batch-1 step runs for every weight matrix) gets through a large matrix on its own. The
-# closer the achieved rate is to the kernel's than to the memory's, the more of the gap belongs
-# to the kernel library rather than to the hardware; it is one reason MBU stays well under
-# 100 % even where bytes dominate.
+# The intercept is where the line meets zero bytes. It is not a fixed cost: the line is pulled
+# by the largest models, so it need not equal, or even lie between, the measured fixed costs
+# (the last line sets it beside one). The slope is the rate at which the weights stream across
+# the models, set mostly by the large ones, lesson 04's **streaming rate** taken across many
+# models; a small model's own rate can differ (last line). The slope line also compares it
+# with two others: the memory's own read speed, and the speed at
+# which the *kernel that reads the weights* (`torch.nn.functional.linear` with one row, what a
+# batch-1 step runs for every weight matrix) gets through one large matrix on its own. The
+# closer the streaming rate is to the kernel's than to the memory's, the more of the gap
+# belongs to the kernel library rather than to the hardware; it is one reason MBU stays well
+# under 100 % even where the bytes dominate.
 #
 # ### What fewer bytes per weight would buy
 #
-# The fit predicts a step at any number of bytes per weight: the fixed cost of the model's
-# depth, plus its bytes at the fitted rate. Drag the slider from 4 bytes (float32) to half a
-# byte (4-bit weights). Hover over a bar for the share of the step that is fixed cost.
+# If only the bytes changed, each model's step would be its fixed cost plus the rest of its
+# measured step scaled with the bytes (`perf.bytes_whatif`). Drag the slider from 4 bytes
+# (float32) to half a byte (4-bit weights). Hover over a bar for the share of the step that is
+# fixed cost.
 
 # %%
 import ipywidgets as widgets
@@ -168,8 +185,8 @@ views.LinkedView({"b": bpw}, [bpw], lambda v: views.bytes_whatif_figure(ref, v["
 
 # %% [markdown]
 # The big models shrink almost in proportion; the small ones hit their fixed cost. These bars
-# are predictions from a line. Whether fewer bytes really pay depends on a kernel that reads
-# them *directly*: the reference also tried 8-bit weights with a quantization library (each
+# are predictions, not measurements. Whether fewer bytes really pay depends on a kernel that
+# reads them *directly*, as fast per byte: the reference also tried 8-bit weights with a quantization library (each
 # pair below timed back to back in a run of its own, so its baseline need not equal the
 # table's point for the same model).
 
@@ -183,147 +200,177 @@ print(*ref.notes, sep="\n")
 # %% [markdown]
 # ## Measure it: your own wall
 #
-# First your machine's peaks. `perf.machine_peaks()` measures them **once per machine** and
-# keeps them in viz's cache folder, so this lesson and every later one use the same numbers;
-# `perf.machine_peaks(refresh=True)` measures again (do it when nothing else is running).
+# First your machine's peaks. `perf.machine_peaks()` measures them **once per machine** (a few
+# seconds, sized so that it finishes on any CPU) and keeps them in viz's cache folder, so this
+# lesson and every other one use the same numbers; when a later lesson reuses them it first
+# checks them with a quick fresh read, and measures again if they no longer hold (another
+# program is using the machine, or it has become quieter). Each figure is the median of
+# several runs, with the middle half of the runs as its spread.
 
 # %% tags=["nbval-ignore-output"]
 peaks = perf.machine_peaks()
 print(peaks.how())
+if peaks.status.startswith("measured again"):
+    print("\nThe peaks changed since an earlier lesson used them: its floors, MBU and ridge "
+          "rested on the old figures. Run it again to see them with these.")
 
 # %% [markdown]
 # The read bandwidth depends on the size of the buffer: a buffer that fits in the cache is
-# read from the cache. Measure it over four sizes (a few seconds):
-
-# %%
-for b in perf.bandwidth_by_size([16 << 20, 64 << 20, 256 << 20, 512 << 20], repeats=5):
-    print(f"{b.buffer_bytes >> 20:4} MiB: {b.bytes_per_s / 1e9:.1f} GB/s")
-print(f"the cached read peak above (256 MiB, measured {peaks.measured_at}): "
-      f"{peaks.bytes_per_s / 1e9:.1f} GB/s")
-
-# %% [markdown]
-# The same buffer size measured twice can differ by tens of percent on a machine where other
-# programs run; the cached peak is the one every floor uses. If the two 256 MiB figures above
-# are far apart, measure again with `perf.machine_peaks(refresh=True)` when nothing else runs.
-
-# %% [markdown]
-# Now decode steps on your machine. `perf.measure_wall` builds each model from its published
-# shape with random weights (the same kernels and bytes as the real model; meaningless text),
-# times its decode steps, frees it, and measures the fixed cost with tiny-width models of the
-# same depth. Two models in float32: a 12-million-parameter one (the course model's depth at a
-# width of 128) and the course model's shape (about 15 seconds on the 2-core machine the
-# course was made on).
+# read from the cache. Measure it over four sizes (a few seconds), and set the fresh 256 MiB
+# figure beside the one every floor uses:
 
 # %% tags=["nbval-ignore-output"]
+sizes = perf.bandwidth_by_size([16 << 20, 64 << 20, 256 << 20, 512 << 20], repeats=5)
+for b in sizes:
+    print(f"{b.buffer_bytes >> 20:4} MiB: {b.spread.text(1e-9, 'GB/s')}; the fastest run "
+          f"{b.fastest_bytes_per_s / 1e9:.1f} GB/s")
+fresh, kept = sizes[2].spread, peaks.read.spread
+print(f"256 MiB now {fresh.text(1e-9, 'GB/s')}, in the peaks {kept.text(1e-9, 'GB/s')}: "
+      + ("the same within their spreads" if fresh.overlaps(kept) else
+         f"{fresh.median / kept.median - 1:+.0%} apart: the machine is busier or quieter now "
+         "than then"))
+
+# %% [markdown]
+# On a machine where other programs run, the same buffer read twice can differ by tens of
+# percent. Compare each median with its fastest run above: one lucky run is enough to move the
+# fastest, while the median needs half of them. That is why viz takes the median, and why the
+# lessons print spreads.
+#
+# Now decode steps on your machine. `perf.measure_wall` builds each model from its published
+# shape with random weights (the same kernels and bytes as the real model; meaningless text),
+# times its decode steps after a two-token prompt, and frees it. The fixed cost of each depth
+# comes from `perf.machine_overhead`: tiny-width models of the same depth, measured **once per
+# machine** (the same figure lessons 03–07 used). Two models in float32: a 12-million-parameter
+# one (the course model's depth at a width of 128) and the course model's shape.
+
+# %% tags=["nbval-ignore-output"]
+floors = [perf.machine_overhead("float32", [1, 30, 32]),
+          perf.machine_overhead("bfloat16", [30, 32])]
 small = perf.narrow_config("smollm2-135m", 128, vocab_size=None,
                            name="SmolLM2-135M depth, width 128")
-mine = perf.measure_wall([small, "smollm2-135m"], ["float32"], overhead_depths=[1], peaks=peaks)
+mine = perf.measure_wall([small, "smollm2-135m"], ["float32"], overhead=floors, peaks=peaks,
+                         prompt="Hi")
 print(mine)
 
 # %% [markdown]
-# ✏️ **Predict before you measure.** The same shape in bfloat16 reads half the bytes. From the
-# table above (the fixed cost, the step time), how long will one bfloat16 step take, in ms, if
-# only the bytes change?
+# ✏️ **Predict before you measure.** The same shape in bfloat16 reads half the bytes. Against
+# the float32 step above, its step will take...
 
 # %%
-prediction_bf16 = None  # ← replace None with your prediction, in ms, then run the next cells
+BF16 = ["half or less", "between half and the same", "as long, or longer"]
+prediction_bf16 = None  # ← your guess: one of BF16, copied exactly
 
 # %% tags=["nbval-ignore-output"]
-half = perf.measure_wall(["smollm2-135m"], ["bfloat16"], peaks=peaks, fixed_cost_points=False)
-mine = mine.merged(half)
-measured_bf16 = mine.point("SmolLM2-135M bf16").seconds * 1e3
-print(f"SmolLM2-135M bf16: {measured_bf16:.1f} ms per step; "
-      f"{mine.explain(mine.point('SmolLM2-135M bf16'))}")
+mine = mine.merged(perf.measure_wall(["smollm2-135m"], ["bfloat16"], overhead=floors,
+                                     peaks=peaks, prompt="Hi"))
+b16, f32 = mine.point("SmolLM2-135M bf16"), mine.point("SmolLM2-135M fp32")
+ratio_bf16 = b16.spread / f32.spread  # with both steps' spreads
+bf16_verdict = BF16[0] if ratio_bf16.median <= 0.55 else BF16[2] if ratio_bf16.median >= 0.95 \
+    else BF16[1]
+print(f"SmolLM2-135M bf16: {b16.spread.text(1e3, 'ms')} per step, ×{ratio_bf16.median:.2f} the "
+      f"float32 step (×{ratio_bf16.low:.2f}–{ratio_bf16.high:.2f}) → {bf16_verdict}")
+print(mine.explain(b16))
 
 # %%
-viz.compare_prediction(prediction_bf16, measured_bf16, unit="ms", rel_tol=0.25,
-                       hint="which part of the step depends on the bytes, and which does not?")
+viz.compare_prediction(prediction_bf16, bf16_verdict, options=BF16,
+                       hint="which part of the step depends on the bytes, which does not, and "
+                            "does a kernel read 2-byte numbers as fast per byte as 4-byte ones?")
 
 # %% [markdown]
 # Did only the bytes change? Each step taken apart, with the fixed cost measured for each
-# number format (tiny-width models of the same depth in float32 and in bfloat16):
+# number format, and the matrix-vector kernel's own reading speed in each (from the peaks):
 
 # %% tags=["nbval-ignore-output"]
-f32, b16 = mine.point("SmolLM2-135M fp32"), mine.point("SmolLM2-135M bf16")
 for q in (f32, b16):
-    print(f"{q.label:<20} step {q.seconds * 1e3:6.1f} ms = fixed cost {q.fixed_cost_s * 1e3:5.1f} "
-          f"ms + the rest {(q.seconds - q.fixed_cost_s) * 1e3:6.1f} ms")
+    print(f"{q.label:<20} step {q.spread.text(1e3, 'ms')} = fixed cost "
+          f"{q.fixed_cost_s * 1e3:5.1f} ms + the rest {(q.seconds - q.fixed_cost_s) * 1e3:6.1f} ms")
+rest = (b16.seconds - b16.fixed_cost_s) / (f32.seconds - f32.fixed_cost_s)
+kernel = peaks.matvec["bfloat16"].bytes_per_s / peaks.matvec["float32"].bytes_per_s
 print(f"bfloat16 ÷ float32: step ×{b16.seconds / f32.seconds:.2f}, fixed cost "
-      f"×{b16.fixed_cost_s / f32.fixed_cost_s:.2f}, the rest "
-      f"×{(b16.seconds - b16.fixed_cost_s) / (f32.seconds - f32.fixed_cost_s):.2f}, "
-      f"bytes ×{b16.step_bytes / f32.step_bytes:.2f}")
+      f"×{b16.fixed_cost_s / f32.fixed_cost_s:.2f}, the rest ×{rest:.2f}, bytes "
+      f"×{b16.step_bytes / f32.step_bytes:.2f}")
+print(f"one large matrix-vector product reads bfloat16 at ×{kernel:.2f} float32's bytes/s, "
+      f"so ×{2 * kernel:.2f} the weights per second")
+print(*peaks.findings(), sep="\n")
+print("here the rest of the step " + ("shrank at least in proportion to the bytes"
+      if rest <= 0.55 else "shrank, but less than the bytes" if rest < 0.95 else
+      "did not shrink: half the bytes, no time saved"))
 
 # %% [markdown]
-# Half the bytes can only halve the part of the step that streams them, and only if the
-# kernels stream bfloat16 as fast as float32. The fixed cost of a bfloat16 model need not be
-# the float32 one either: a processor without fast bfloat16 instructions converts numbers in
-# many small operations. The ratios above say which of these happened on your machine.
+# Half the bytes shorten the part of the step that streams them by as much as the kernels'
+# bytes per second allow: the same bytes per second, and that part halves; fewer, and it
+# shrinks less; more (a kernel that was slow in float32), and it can shrink more than half.
+# The lines above say which happened here, and the fixed cost of the two formats is measured
+# apart, not assumed equal. How it goes depends on the CPU. On one with bfloat16 instructions
+# (AVX-512 BF16, or AMX) bfloat16's kernels are fast. On one without them (AVX2 only, like many
+# laptops), bfloat16's large matrix products run tens of times slower than float32's (the
+# finding above says what this CPU's did), and a decode step may then save nothing: fewer bytes
+# help only with a kernel that reads them.
+#
+# ✏️ **Predict again.** The SmolLM2-360M shape in bfloat16 reads this many times the bytes of
+# the 135M shape in bfloat16, and has 32 layers against 30:
+
+# %%
+big_bytes = perf.config_spec("smollm2-360m", "bfloat16").weight_bytes
+print(f"×{big_bytes / perf.config_spec('smollm2-135m', 'bfloat16').weight_bytes:.2f} the bytes "
+      "of weights")
 
 # %% [markdown]
-# Your own line through your own points:
+# Against the 135M bfloat16 step you just measured, its step will take...
+
+# %%
+BIGGER = ["under 2×", "2× to 3×", "more than 3×"]
+prediction_360m = None  # ← your guess: one of BIGGER, copied exactly
 
 # %% tags=["nbval-ignore-output"]
-my_fit = mine.fit()
-print(my_fit)
-print(f"achieved {my_fit.bytes_per_s / 1e9:.1f} GB/s of a {peaks.bytes_per_s / 1e9:.1f} GB/s "
-      f"read peak; the matrix-vector kernel reads at {peaks.matvec.bytes_per_s / 1e9:.1f} GB/s")
-
-# %% [markdown]
-# ✏️ **Predict again.** The SmolLM2-360M shape in bfloat16 reads this many bytes of weights per
-# step, plus a little KV cache:
-
-# %%
-print(f"SmolLM2-360M in bfloat16: {perf.config_spec('smollm2-360m', 'bfloat16').weight_bytes:,}"
-      f" bytes of weights, {perf.config_spec('smollm2-360m').n_layers} layers")
+mine = mine.merged(perf.measure_wall(["smollm2-360m"], ["bfloat16"], overhead=floors,
+                                     peaks=peaks, prompt="Hi"))
+big = mine.point("SmolLM2-360M bf16")
+times = big.spread / b16.spread
+bigger = BIGGER[0] if times.median < 2 else BIGGER[1] if times.median < 3 else BIGGER[2]
+print(f"SmolLM2-360M bf16: {big.spread.text(1e3, 'ms')} per step, ×{times.median:.2f} the 135M "
+      f"bf16 step (×{times.low:.2f}–{times.high:.2f}) → {bigger}")
 
 # %%
-prediction_360m = None  # ← your prediction for one step, in ms, from your fitted line
-
-# %% tags=["nbval-ignore-output"]
-bigger = perf.measure_wall(["smollm2-360m"], ["bfloat16"], peaks=peaks, overhead=mine.overhead,
-                           fixed_cost_points=False)
-mine = mine.merged(bigger)
-measured_360m = mine.point("SmolLM2-360M bf16").seconds * 1e3
-print(f"SmolLM2-360M bf16: {measured_360m:.1f} ms per step")
-
-# %%
-viz.compare_prediction(prediction_360m, measured_360m, unit="ms", rel_tol=0.25,
-                       hint="a straight line: its intercept plus bytes ÷ its bandwidth")
+viz.compare_prediction(prediction_360m, bigger, options=BIGGER,
+                       hint="which part of the 135M step grows with the bytes, and which part "
+                            "stays about the same?")
 
 # %% [markdown]
 # Last, the batch of 32 from the reference, on your machine: 32 requests decoded together, 32
-# times the arithmetic per weight read (a short prompt keeps its prefill short).
+# times the arithmetic per weight read (a two-token prompt keeps its prefill short).
 
 # %% tags=["nbval-ignore-output"]
-heavy = perf.measure_wall(["smollm2-135m"], ["float32"], batch_sizes=[32], prompt="Hi",
-                          max_new_tokens=6, repeats=1, peaks=peaks, overhead=mine.overhead,
-                          fixed_cost_points=False)
-mine = mine.merged(heavy)
+mine = mine.merged(perf.measure_wall(["smollm2-135m"], ["float32"], batch_sizes=[32],
+                                     prompt="Hi", max_new_tokens=6, repeats=1, peaks=peaks,
+                                     overhead=floors))
 
 # %% [markdown]
-# Your points beside the reference (hollow, dotted floors):
+# Your points beside the reference (hollow, dotted floors). The line drawn is your fit over
+# all your points now, the one printed here:
 
 # %% tags=["nbval-ignore-output"]
+print(mine.fit())
 views.wall_figure(mine, ref)
 
 # %% [markdown]
 # ### What you can do about each kind of step
 #
-# The rule's verdict on each of your points, the comparison that decided it, and what would
-# shorten such a step:
+# The rule's verdict on each of your points, with the comparison that decided it and its
+# margin, and what would shorten such a step:
 
 # %% tags=["nbval-ignore-output"]
 for q in mine.points:
-    print(f"{q.label:<36} MBU {mine.mbu(q):4.0%}  {mine.explain(q)}")
+    print(f"{q.label:<24} MBU {mine.mbu(q):4.0%}  {mine.explain(q)}\n")
 for name in perf.REGIMES:
-    print(f"\n{name}: {perf.REMEDIES[name]}")
+    print(f"{name}: {perf.REMEDIES[name]}")
 
 # %% [markdown]
 # Batching shares one weight read among many requests (lesson 06 measured what it costs each
 # of them); fewer bytes per weight pay only with a kernel that reads them directly; and the
-# fixed cost is Python and the framework launching dozens of small operations per layer, which
-# compilers (`torch.compile`) and, on a GPU, CUDA graphs (one recorded launch for the whole
-# step) remove.
+# fixed cost is what a model of the same depth pays with almost no weights: launching each
+# layer's many small operations, which compilers (`torch.compile`) and, on a GPU, CUDA graphs
+# (one recorded launch for the whole step) are built to shrink (not measured in this course).
 #
 # ## What a GPU changes (computed, not measured)
 #
@@ -338,8 +385,9 @@ gpu_ideal = perf.computed_wall(shapes, **perf.H100_SXM, label="H100, no fixed co
 print(gpu_ideal)
 
 # %% tags=["nbval-ignore-output"]
-print(f"ridge point: H100 {989e12 / 3.35e12:.0f} FLOP/byte; your CPU "
-      f"{peaks.ridge_intensity('bfloat16'):.0f} FLOP/byte (bfloat16)")
+print(f"ridge point: H100 {989e12 / 3.35e12:.0f} FLOP/byte (bfloat16); your CPU "
+      f"{peaks.ridge_intensity('float32'):.1f} (float32), "
+      f"{peaks.ridge_intensity('bfloat16'):.1f} (bfloat16)")
 print(f"the H100 reads {3.35e12 / peaks.bytes_per_s:.0f}× faster than your CPU")
 
 # %% [markdown]
@@ -351,7 +399,7 @@ print(f"the H100 reads {3.35e12 / peaks.bytes_per_s:.0f}× faster than your CPU"
 prediction_gpu = None  # ← "overhead-bound", "memory-bound" or "compute-bound"
 
 # %% tags=["nbval-ignore-output"]
-per_layer = mine.overhead[0].per_layer_s  # your CPU's fixed cost per layer (float32 floor)
+per_layer = floors[0].per_layer_s  # your CPU's fixed cost per layer (float32, 1 to 32 layers)
 gpu_eager = perf.computed_wall(shapes, **perf.H100_SXM, fixed_cost_per_layer_s=per_layer,
                                label="H100 + your per-layer cost",
                                fixed_cost_note="assumed: this CPU's measured cost per layer")
@@ -361,7 +409,8 @@ gpu_verdict = gpu_eager.regime(gpu_eager.point("Llama-3.2-1B bf16"))
 
 # %%
 viz.compare_prediction(prediction_gpu, gpu_verdict, options=perf.REGIMES,
-                       hint="compare the fixed cost of 16 layers with the memory floor above")
+                       hint="the rule's first question, with the GPU's floors from the table "
+                            "above and your CPU's cost per layer")
 
 # %% tags=["nbval-ignore-output"]
 views.wall_figure(gpu_eager, gpu_ideal)
@@ -432,7 +481,7 @@ print(repr(fresh.lookup.text))
 # from your line, the GPU verdict and the tokens per pass. One more. Everything above ran with
 # this many threads (torch's default on your machine):
 
-# %%
+# %% tags=["nbval-ignore-output"]
 print(f"{peaks.threads} threads")
 
 # %% [markdown]
@@ -452,6 +501,17 @@ print(f"{peaks.threads} threads: {default.seconds * 1e3:.1f} ms per step; one th
 # %%
 viz.compare_prediction(prediction_one_thread, measured_one_thread, unit="ms", rel_tol=0.25,
                        hint="which parts of a step can two cores share, and which cannot?")
+
+# %% tags=["nbval-ignore-output"]
+print(f"one thread against {peaks.threads}: " + (
+    "the same within their spreads: more threads did not shorten this step here"
+    if one.spread.overlaps(default.spread) else
+    "slower: the other threads did shorten the step" if one.seconds > default.seconds else
+    "faster: more threads made this step slower here"))
+
+# %% [markdown]
+# A decode step of this model is hundreds of small kernels, each reading a few megabytes; the
+# line above says whether splitting each of them over the cores paid on your machine.
 
 # %% [markdown]
 # ## Next
