@@ -242,8 +242,8 @@ print(f"the first call was slower than every warm one ({setup:.1f}× their media
 # %% [markdown]
 # The timeline puts them side by side: prefill is one bar, every decode step its own. Its
 # title and its dashed line use the name **TPOT**, *time per output token*: the mean time
-# between two tokens after the first. The median above is the middle one of those gaps, close
-# to the mean unless a step stalls (lesson 04 takes TPOT apart).
+# between two tokens after the first. The median above is the middle one of those gaps; one
+# slow step pulls the mean up and leaves the median where it was (lesson 04 takes TPOT apart).
 
 # %% tags=["nbval-ignore-output"]
 views.timeline_figure(trace)

@@ -346,7 +346,8 @@ if extra_s.low > 0:
 # product whose speed lesson 03 measured with its slope. The time ratio is
 # (cached step + extra) ÷ cached step, and the cached step is mostly not arithmetic, so the
 # FLOPs' multiple shrinks to the time's. It cannot stay small: the extra FLOPs grow with the
-# text while the cached step's time barely moves (lesson 04).
+# text while the cached step's bytes grow by only 46,080 per token (lesson 04; lesson 10 times
+# the step up to 8,191 tokens).
 #
 # **Predict.** At 512 tokens of text, will the extra arithmetic run faster or slower than it
 # just did at about 30? The next cell times both kinds of step, three times: a 512-token
@@ -427,7 +428,8 @@ slider = widgets.IntSlider(value=1024, min=256, max=spec.context_length, step=25
 LinkedView({"tokens": slider}, [slider], kv_at)
 
 # %% [markdown]
-# At this model's longest text the cache approaches the size of the weights. Bigger models
+# At this model's longest text (8,192 tokens) the cache holds 8,192 × 46,080 bytes = 377 MB,
+# 70 % of the weights' 538 MB. Bigger models
 # need bigger caches too. `perf.config_spec` reads the shape of Llama-3.1-8B from its
 # published config (no model is built, nothing is downloaded), so we can do its arithmetic:
 

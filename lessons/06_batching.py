@@ -251,8 +251,8 @@ print("decode B=16:", verdicts["decode B=16"])
 
 # %%
 compare_prediction(prediction_regime_16, verdicts["decode B=16"], options=list(perf.REGIMES),
-                   hint="the B=16 intensity (the table above) against the ridge, and the fixed "
-                        "cost against half the step")
+                   hint="the rule's questions in their order (lesson 03): which floor does "
+                        "the batch make longer, and does the fixed cost shrink with it?")
 
 # %% [markdown]
 # The black line is the roof, drawn at the two peaks' medians. No pass can beat what the
@@ -325,8 +325,8 @@ print(f"the arithmetic at the peak would fill the B=16 step at B ≈ {fill:.0f}"
 # Past the batch size where the floors cross, the rule calls a step compute-bound: its compute
 # floor is now the longer floor. The measured step need not grow in proportion to B there: a
 # step whose time is mostly fixed cost and slow streaming has room to absorb more arithmetic.
-# Its time grows in proportion to B only once the arithmetic itself fills the step, near the
-# batch size printed last.
+# By the counts and the peaks, its time would grow in proportion to B only once the
+# arithmetic itself fills the step: near the batch size printed last, if the peak held there.
 #
 # **Predict.** The next cell runs batches of 16 and 32 again, side by side. How many times
 # longer will a step of 32 take than a step of 16?
@@ -346,7 +346,8 @@ v32 = perf.pass_verdict(c32.flops, c32.bytes, s32, peaks, fixed)
 print(f"B=16 {s16.text(1e3, 'ms')}, B=32 {s32.text(1e3, 'ms')}: ×{step_32.median:.2f} "
       f"(×{step_32.low:.2f}–{step_32.high:.2f}) for ×2 the arithmetic; B=32 is {v32.regime}, "
       f"MFU {v32.mfu:.0%}")
-grew = STEP_32[0 if step_32.median < 1.2 else 1 if step_32.median < 1.8 else 2]
+grew = viz.band(step_32, [1.2, 1.8], STEP_32)  # with both steps' spreads
+print("→", grew)
 
 # %%
 compare_prediction(prediction_step_32, grew, options=STEP_32,

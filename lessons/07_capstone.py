@@ -281,6 +281,9 @@ prediction_reply = None  # ← your guess: one of REPLY, copied exactly
 
 # %% tags=["nbval-ignore-output"]
 forecast = trace.ttft_s + 199 * trace.tpot_s  # from the 24-token reply
+middle = trace.decode_step_spread  # the 24-token reply's decode steps: median, middle half
+low, high = (trace.ttft_s + 199 * trace.tpot_s * x / middle.median for x in (middle.low, middle.high))
+forecast_spread = viz.Spread(forecast, low, high, middle.runs, derived=True)
 reply_200 = viz.record(lm, trace.prompt, chat=True, max_new_tokens=200, stop_at_eos=False,
                        embeddings=False)
 took = reply_200.timing.end_to_end_s
@@ -288,7 +291,9 @@ first, last = (viz.Spread.of([s.forward_s for s in part])
                for part in (reply_200.steps[1:25], reply_200.steps[-24:]))
 print(f"forecast {forecast:.2f} s, measured {took:.2f} s ({took / forecast - 1:+.0%}); decode "
       f"steps 1–24 {first.text(1e3, 'ms')}, the last 24 {last.text(1e3, 'ms')}")
-reply = REPLY[1] if abs(took / forecast - 1) <= 0.1 else REPLY[0 if took < forecast else 2]
+reply = viz.band(viz.Spread.exact(took) / forecast_spread, [0.9, 1.1], REPLY)
+print(f"the forecast from the 24 steps' middle half: {forecast_spread.low:.2f}–"
+      f"{forecast_spread.high:.2f} s → {reply}")
 
 # %%
 compare_prediction(prediction_reply, reply, options=REPLY,

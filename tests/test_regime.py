@@ -97,9 +97,14 @@ def test_a_floor_longer_than_the_step_is_no_floor():
     # a bfloat16 decode step on a CPU without bfloat16 instructions (the lesson 08 stand-in):
     # the step took 13.8 ms, its "compute floor" from the slow matmul peak is 82.5 ms
     v = verdict(s(13.8, 13.4, 14.1), s(6.8, 6.7, 6.9), s(82.5, 82, 90), s(5.1, 5.0, 5.2))
-    assert v.rule == "compute-bound"  # the plain rule on the medians is fooled
+    assert regime(13.8, 6.8, 82.5, 5.1) == "compute-bound"  # the plain rule is fooled
+    assert v.rule == "memory-bound"  # the verdict's medians leave the broken floor out too
     assert v.regime == "memory-bound" and v.broken == ("compute",)
     assert "the compute floor is longer than the whole measured step" in str(v)
+    # lesson 08 on the stand-in: the fixed cost's share spans half, the compute floor is broken
+    close = verdict(s(14.5, 14.0, 15.0), s(5.0, 4.9, 5.1), s(70, 68, 72), s(7.2, 6.9, 7.6))
+    assert close.regime == TOO_CLOSE and close.between == ("overhead-bound", "memory-bound")
+    assert "the rule on the medians alone says memory-bound" in str(close)
     both = verdict(s(10, 9, 11), s(20, 19, 21), s(30, 29, 31), s(1, 1, 1))
     assert both.regime == TOO_CLOSE and both.broken == ("memory", "compute")
     memory = verdict(s(10, 9, 11), s(20, 19, 21), s(1, 0.9, 1.1), s(1, 1, 1))

@@ -24,9 +24,10 @@ Introduced in lesson 02, where the first figure with a spread is printed.
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
-from typing import Iterable, Union
+from typing import Any, Iterable, Sequence, Union
 
 import numpy as np
 
@@ -134,3 +135,53 @@ class Spread:
 
     def __str__(self) -> str:
         return self.text(digits=3)
+
+
+# What a verdict or a band says where a boundary lies inside the spreads.
+TOO_CLOSE = "too close to call"
+
+
+# ---- a measured figure put in one of a few ranges, with its margin -----------------------------
+@dataclass(frozen=True)
+class Band:
+    """Which of a few ranges a measured figure falls in (`band`): `word` is the range its
+    spread lies in, or "too close to call" where the spread crosses a boundary; `between` then
+    holds the two ranges it cannot separate (the median's and the nearer neighbour's).
+    `viz.compare_prediction` takes it as it takes a regime verdict: either word of `between`
+    counts as right. Lessons 04, 06, 07, 08, 09, 10."""
+
+    value: Spread
+    word: str
+    between: tuple = ()
+
+    @property
+    def regime(self) -> str:  # the attribute viz.compare_prediction reads
+        return self.word
+
+    def __str__(self) -> str:
+        if self.between:
+            return f"{TOO_CLOSE} between {self.between[0]!r} and {self.between[1]!r}"
+        return self.word
+
+
+def band(value: Any, edges: Sequence[float], words: Sequence[str]) -> Band:
+    """Put `value` (a `viz.Spread`, or a plain number) in one of len(edges) + 1 ranges:
+    words[0] below edges[0], words[i] from edges[i - 1] up to edges[i], the last word from
+    edges[-1] up. Where its spread (low–high) crosses a boundary it is too close to call."""
+    edges, words = [float(e) for e in edges], list(words)
+    if len(words) != len(edges) + 1 or not edges or edges != sorted(set(edges)):
+        raise ValueError("give increasing edges and one word more than edges")
+    value = Spread.coerce(value)
+    where = lambda x: bisect.bisect_right(edges, x)  # noqa: E731
+    lo, mid, hi = where(value.low), where(value.median), where(value.high)
+    if lo == hi:
+        return Band(value, words[mid])
+    if mid == lo:
+        other = mid + 1
+    elif mid == hi:
+        other = mid - 1
+    else:  # across two boundaries: the one nearer the median, relative to it
+        down = (value.median - edges[mid - 1]) / abs(value.median)
+        up = (edges[mid] - value.median) / abs(value.median)
+        other = mid - 1 if down <= up else mid + 1
+    return Band(value, TOO_CLOSE, tuple(words[i] for i in sorted((mid, other))))

@@ -23,11 +23,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, Union
 
-from viz.spread import Spread
+from viz.spread import TOO_CLOSE, Spread
 
 REGIMES = ("overhead-bound", "memory-bound", "compute-bound")
-# What a verdict says where the spreads straddle a boundary of the rule.
-TOO_CLOSE = "too close to call"
 # Rule 1 of `regime`: a step is overhead-bound when the fixed cost is at least this share of it.
 OVERHEAD_SHARE = 0.5
 # A floor is "longer than the step" (no floor for it) only beyond this relative margin.
@@ -105,7 +103,7 @@ class Verdict:
     """The rule applied to four figures with spreads: a word, or "too close to call"."""
 
     regime: str  # one of REGIMES, or TOO_CLOSE
-    rule: str  # the rule's word on the four medians alone (`regime`)
+    rule: str  # the rule's word on the four medians alone (`regime`; a broken floor left out)
     between: tuple[str, ...]  # when too close: the two words the spreads cannot separate
     step: Spread  # t, seconds
     fixed: Spread  # F, seconds
@@ -224,6 +222,8 @@ def verdict(step: Figure, memory_floor: Figure, compute_floor: Figure, fixed_cos
         second = "compute-bound"
     else:
         second = "compute-bound" if ratio.median >= 1 else "memory-bound"
+    if len(broken) == 1 and word != "overhead-bound":
+        word = second  # the medians' rule, too, leaves out a floor that is no floor here
     if share.low >= overhead_share:
         name, between = "overhead-bound", ()
     elif share.high >= overhead_share:
