@@ -453,6 +453,9 @@ print(f"together at most {total / 2**20:,.0f} MiB: "
 # %% [markdown]
 # ## Where next
 #
-# This is the last lesson of the course. From here: [06 · Batching](06_batching.ipynb) and
-# [08 · The memory wall](08_memory_wall.ipynb) explain what each forward pass of a server
-# costs; the `viz.serve` functions measure any OpenAI-compatible server you can reach.
+# [10 · Long contexts and prefix caching →](10_long_context.ipynb): when the prompt is
+# thousands of tokens long, attention and the KV cache set the pace, and pages like the ones
+# shared above save the prefill of whatever prompts have in common. From there:
+# [06 · Batching](06_batching.ipynb) and [08 · The memory wall](08_memory_wall.ipynb) explain
+# what each forward pass of a server costs; the `viz.serve` functions measure any
+# OpenAI-compatible server you can reach.

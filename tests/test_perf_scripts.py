@@ -87,3 +87,15 @@ def test_cli_sweep_and_roofline(tmp_path, capsys):
     loaded = perf.Roofline.load(roof)
     assert [p.label for p in loaded.points] == ["prefill", "decode"]
     assert loaded.environment.threads == loaded.peaks.threads == 1
+
+
+def test_long_context_benchmark_quick_dry_run(capsys):
+    long_context = load_script("long_context")
+    assert long_context.main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    for heading in ("1. prefill (tiny-llama", "2. decode step against context",
+                    "3. time to first token of a 256-token prompt",
+                    "4. the continuous-batching engine"):
+        assert heading in out
+    assert out.count("same first token: True") == 4
+    assert "hit rate" in out and "0% without" in out

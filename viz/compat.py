@@ -11,6 +11,13 @@
   implementation (the only one that computes the weights as a tensor), hooks each layer's
   attention module to keep the newest query's row of weights, and restores both afterwards.
   Taught in lesson 05.
+- **attention's own time**: `timed_attention` registers a wrapper of the model's attention
+  function (transformers' `AttentionInterface`) that adds up the seconds spent inside it: the
+  scores q·kᵀ, the softmax and the weighted sum of v — the part of a pass that grows with the
+  square of the prompt. Taught in lesson 10.
+- **a cache of any length, cheaply**: `synthetic_cache` fills a `DynamicCache` with random keys
+  and values of the model's real shapes (what a decode step reads does not depend on the
+  values); `trim_cache` cuts one back to a length. Taught in lesson 10.
 - **its logs**: `quiet_transformers` silences progress bars and advice while loading.
 
 Everything else in viz calls these instead of probing transformers itself.
@@ -140,6 +147,112 @@ def watch_attention(model: Any, enabled: bool = True) -> Iterator[Optional[Atten
             h.remove()
         if before is not None and before != "eager":
             model.set_attn_implementation(before)
+
+
+class AttentionClock:
+    """Seconds spent inside the attention function since the last `reset` (see
+    `timed_attention`); `calls` counts its calls (one per layer per pass)."""
+
+    def __init__(self):
+        self.seconds = 0.0
+        self.calls = 0
+
+    def reset(self) -> None:
+        self.seconds, self.calls = 0.0, 0
+
+
+@contextlib.contextmanager
+def timed_attention(model: Any) -> Iterator[AttentionClock]:
+    """Time attention inside the model's own forward passes (CPU; lesson 10).
+
+    Registers, under a name of its own, a function that calls the attention function the
+    model uses now (sdpa, eager, ...) and adds the seconds it took to the yielded clock, and
+    switches the model to it; on exit — error or not — the model gets its implementation
+    back. What it times is the attention proper (q·kᵀ, softmax, weights · v): the projections
+    before and after it are matrix products with the weights, timed as "the rest". The
+    wrapper adds two clock reads per layer (well under a microsecond each).
+    """
+    import time
+
+    from transformers import AttentionInterface
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    before = getattr(model.config, "_attn_implementation", None)
+    if before not in ALL_ATTENTION_FUNCTIONS and before != "eager":
+        raise ValueError(f"cannot time attention implementation {before!r}: load the model "
+                         "with attn_implementation='sdpa' or 'eager'")
+    if before == "eager":
+        module = type(attention_modules(model)[0])
+        inner = getattr(__import__(module.__module__, fromlist=["eager_attention_forward"]),
+                        "eager_attention_forward")
+    else:
+        inner = ALL_ATTENTION_FUNCTIONS[before]
+    clock = AttentionClock()
+
+    def timed(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            clock.seconds += time.perf_counter() - start
+            clock.calls += 1
+
+    name = f"viz_timed_{before}"
+    AttentionInterface.register(name, timed)
+    # the same masks as the implementation it wraps (an unknown name would get none: no causal
+    # mask for eager, and the wrong keys for sdpa over a cache)
+    AttentionMaskInterface.register(name, ALL_MASK_ATTENTION_FUNCTIONS[before])
+    try:
+        model.set_attn_implementation(name)
+        yield clock
+    finally:
+        if before is not None:
+            model.set_attn_implementation(before)
+
+
+def synthetic_cache(model: Any, tokens: int, seed: int = 0) -> Any:
+    """A `DynamicCache` holding `tokens` positions of random keys and values, shaped and typed
+    as `model`'s own (batch 1). A decode step over it runs the same kernels on the same bytes
+    as over a cache a real prefill filled: only the values differ, and no kernel here looks at
+    them (lesson 10 checks it against a real prefill)."""
+    cache = new_cache(model)
+    if tokens < 0:
+        raise ValueError(f"tokens must be >= 0, not {tokens}")
+    if tokens == 0:
+        return cache
+    cfg = model.config
+    heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    p = next(model.parameters())
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    for i in range(cfg.num_hidden_layers):
+        # one position more than asked, held as a view of the first `tokens`: the decode step
+        # concatenates each layer into a new tensor of tokens + 1 positions, the size of the
+        # one it frees, so the allocator reuses that memory instead of growing by a cache
+        k, v = (torch.randn(1, heads, tokens + 1, head_dim, generator=gen, dtype=torch.float32)
+                .to(device=p.device, dtype=p.dtype) for _ in range(2))
+        # `update` would copy them (it concatenates onto an empty tensor): start the layer
+        # with no positions, then hand it the tensors themselves
+        cache.update(k[..., :0, :], v[..., :0, :], i)
+        layer = cache.layers[i]
+        layer.keys, layer.values = k[..., :tokens, :], v[..., :tokens, :]
+    return cache
+
+
+def cache_length(cache: Any) -> int:
+    """Positions held by a `DynamicCache` (0 when empty)."""
+    return int(cache.get_seq_length())
+
+
+def trim_cache(cache: Any, tokens: int) -> None:
+    """Cut a `DynamicCache` back to its first `tokens` positions, in place (no copy: the
+    tensors become views of their first positions)."""
+    extra = cache_length(cache) - tokens
+    if extra < 0:
+        raise ValueError(f"cannot trim a cache of {cache_length(cache)} positions to {tokens}")
+    if extra:
+        cache.crop(-extra)
 
 
 @contextlib.contextmanager

@@ -234,6 +234,33 @@ def time_runs(fn: Callable[[], object], device: torch.device, repeats: int,
 
 
 # ---- device memory ------------------------------------------------------------------------
+def release_memory() -> bool:
+    """Hand memory that Python and torch have freed back to the operating system.
+
+    A freed CPU tensor's memory often stays with the process: glibc's allocator keeps
+    freed blocks of up to 32 MB for reuse, and after a long prefill or a large cache those
+    blocks are scattered, so the resident size (what Binder's 2 GB limit counts) stays at
+    its high-water mark and the next large allocation adds to it. `gc.collect()` frees
+    what cycles still hold; glibc's `malloc_trim(0)` returns every free page. Called by the
+    long-context sweeps between their large allocations (lesson 10). Returns True if trim
+    ran (glibc), False elsewhere (macOS, musl: only the collection ran).
+    """
+    import ctypes
+    import gc
+
+    gc.collect()
+    if platform.system() != "Linux":
+        return False
+    try:
+        # by name: ctypes.util.find_library would run `ldconfig` in a child process, a fork of
+        # this (large) one
+        libc = ctypes.CDLL("libc.so.6")
+        libc.malloc_trim(0)
+        return True
+    except (OSError, AttributeError):
+        return False
+
+
 def memory_start(device: torch.device) -> Memory:
     """Reset the CUDA peak counter and note what is allocated now (the weights). CUDA only."""
     if device.type != "cuda":

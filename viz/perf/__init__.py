@@ -21,6 +21,8 @@
 | `regime.py` | the rule that names a step's regime, and its verdict with the margin |
 | `wall.py` | the memory wall: step time vs bytes, the fit, the fixed cost's method |
 | `speculative.py` | prompt-lookup decoding measured against plain decode |
+| `context.py` | long contexts: prefill split into attention and the rest, decode up to 8k |
+| `prefix.py` | prefix caching in this process: a cached prefix, a chat that re-sends history |
 | `words.py` | tokens per word, measured with the model's tokenizer (answer length → tokens) |
 """
 
@@ -49,6 +51,10 @@ from viz.perf.counts import activation_bytes
 from viz.perf.peaks import (cached_peaks, kernel_spread, linear_seconds, linear_spread,
                              peaks_from_machine, time_kernel)
 from viz.perf.roofline import floors_verdict, pass_regime, pass_verdict
+from viz.perf.context import (Crossover, KVFit, SyntheticCheck, attention_crossover, kv_fit,
+                              long_decode_sweep, long_prefill_sweep, measured_crossover,
+                              synthetic_check)
+from viz.perf.prefix import chat_turns, common_prefix, prefix_cache_sweep
 from viz.perf.words import SAMPLE_PARAGRAPH, count_words_tokens, tokens_per_word
 
 __all__ = ["BatchRun", "generate_batch", "config_names", "config_spec", "from_config",
@@ -70,3 +76,6 @@ __all__ += ["activation_bytes", "cached_peaks", "peaks_from_machine", "SAMPLE_PA
             "fixed_cost", "machine_overhead", "TOO_CLOSE", "Verdict", "verdict",
             "pass_verdict", "streaming_rate", "floors_verdict", "kernel_spread",
             "linear_spread"]
+__all__ += ["Crossover", "KVFit", "SyntheticCheck", "attention_crossover", "kv_fit",
+            "long_decode_sweep", "long_prefill_sweep", "measured_crossover", "synthetic_check",
+            "chat_turns", "common_prefix", "prefix_cache_sweep"]

@@ -63,7 +63,7 @@ def prompt_of_length(tokenizer, n: int, text: str = FILLER) -> str:
     raise ValueError(f"could not build a prompt of exactly {n} tokens with this tokenizer")
 
 
-def _check_settings(name: str, values: Iterable[int], minimum: int = 1) -> list[int]:
+def check_settings(name: str, values: Iterable[int], minimum: int = 1) -> list[int]:
     values = list(values)
     if not values or any(isinstance(v, bool) or not isinstance(v, int) or v < minimum
                          for v in values):
@@ -74,7 +74,7 @@ def _check_settings(name: str, values: Iterable[int], minimum: int = 1) -> list[
     return values
 
 
-def _measured(sweep: Callable[..., Sweep]) -> Callable[..., Sweep]:
+def measured(sweep: Callable[..., Sweep]) -> Callable[..., Sweep]:
     """Run a sweep with its `threads=` in effect (then restored) and `repeats` checked: every
     run of the sweep, and the environment its result records, use that thread count."""
     @functools.wraps(sweep)
@@ -94,14 +94,14 @@ def _check_tokens(max_new_tokens: Any, minimum: int, why: str) -> None:
                          f"{f' ({why})' if why else ''}, not {max_new_tokens!r}")
 
 
-def _check_fits(lm: LoadedModel, longest: int, what: str) -> None:
+def check_fits(lm: LoadedModel, longest: int, what: str) -> None:
     ctx = lm.spec.context_length
     if ctx and longest > ctx:
         raise ValueError(f"{what} needs {longest} positions but {lm.spec.name} has {ctx}: "
                          "use smaller values")
 
 
-def _bar(total: int, desc: str, progress: bool):
+def progress_bar(total: int, desc: str, progress: bool):
     return tqdm(total=total, desc=desc, unit="run", disable=not progress, leave=False)
 
 
@@ -109,7 +109,7 @@ def _median(values: Sequence[float]) -> float:
     return float(statistics.median(values))
 
 
-def _timed(cols: dict, spreads: dict, name: str, samples: Sequence[float]) -> float:
+def add_timed(cols: dict, spreads: dict, name: str, samples: Sequence[float]) -> float:
     """Append the median of `samples` to column `name`, and their spread to `spreads[name]`."""
     s = Spread.of(samples)
     cols[name].append(s.median)
@@ -118,7 +118,7 @@ def _timed(cols: dict, spreads: dict, name: str, samples: Sequence[float]) -> fl
 
 
 # ---- prompt length → TTFT (lesson 03) -------------------------------------------------------
-@_measured
+@measured
 def prompt_length_sweep(lm: LoadedModel, lengths: Sequence[int] = (8, 16, 32, 64, 128), *,
                         repeats: int = 3, progress: bool = True, label: str = "",
                         threads: Optional[int] = None) -> Sweep:
@@ -133,11 +133,11 @@ def prompt_length_sweep(lm: LoadedModel, lengths: Sequence[int] = (8, 16, 32, 64
       prefill_flops          counted FLOPs of that pass (`viz.perf.counts.prefill_cost`)
       achieved_flops_per_s   prefill_flops / prefill_forward_s
     """
-    lengths = _check_settings("lengths", lengths)
-    _check_fits(lm, lengths[-1] + 1, "the longest prompt")
+    lengths = check_settings("lengths", lengths)
+    check_fits(lm, lengths[-1] + 1, "the longest prompt")
     prompts = {n: prompt_of_length(lm.tokenizer, n) for n in lengths}
     runs: dict[int, list[Any]] = {n: [] for n in lengths}
-    with _bar(1 + repeats * len(lengths), "prompt length", progress) as bar:
+    with progress_bar(1 + repeats * len(lengths), "prompt length", progress) as bar:
         _one_token(lm, prompts[lengths[0]])  # warm-up, not kept
         bar.update()
         for _ in range(repeats):
@@ -153,8 +153,8 @@ def prompt_length_sweep(lm: LoadedModel, lengths: Sequence[int] = (8, 16, 32, 64
         tokens = len(traces[0].prompt_tokens)
         flops = prefill_cost(lm.spec, tokens).flops
         cols["prompt_tokens"].append(tokens)
-        _timed(cols, spreads, "ttft_s", [t.ttft_s for t in traces])
-        forward = _timed(cols, spreads, "prefill_forward_s",
+        add_timed(cols, spreads, "ttft_s", [t.ttft_s for t in traces])
+        forward = add_timed(cols, spreads, "prefill_forward_s",
                          [t.timing.prefill_forward_s for t in traces])
         cols["prefill_tokens_per_s"].append(tokens / forward)
         cols["prefill_flops"].append(flops)
@@ -169,7 +169,7 @@ def _one_token(lm: LoadedModel, prompt: str):
 
 
 # ---- context length → decode step latency (lesson 04) ---------------------------------------
-@_measured
+@measured
 def context_length_sweep(lm: LoadedModel, contexts: Sequence[int] = (16, 64, 256, 512), *,
                          max_new_tokens: int = 9, repeats: int = 1, progress: bool = True,
                          label: str = "", threads: Optional[int] = None) -> Sweep:
@@ -187,9 +187,9 @@ def context_length_sweep(lm: LoadedModel, contexts: Sequence[int] = (16, 64, 256
       decode_bytes           counted bytes one step moves (weights + KV cache)
       achieved_bytes_per_s   decode_bytes / decode_forward_s
     """
-    contexts = _check_settings("contexts", contexts)
+    contexts = check_settings("contexts", contexts)
     _check_tokens(max_new_tokens, 2, "one decode step at least")
-    _check_fits(lm, contexts[-1] + max_new_tokens, "the longest context plus its new tokens")
+    check_fits(lm, contexts[-1] + max_new_tokens, "the longest context plus its new tokens")
     prompts = {c: prompt_of_length(lm.tokenizer, c) for c in contexts}
     runs: dict[int, list[Any]] = {c: [] for c in contexts}
 
@@ -197,7 +197,7 @@ def context_length_sweep(lm: LoadedModel, contexts: Sequence[int] = (16, 64, 256
         return record(lm, prompts[c], max_new_tokens=max_new_tokens, stop_at_eos=False,
                       embeddings=False, log_top=1)
 
-    with _bar(1 + repeats * len(contexts), "context length", progress) as bar:
+    with progress_bar(1 + repeats * len(contexts), "context length", progress) as bar:
         record(lm, prompts[contexts[0]], max_new_tokens=2, stop_at_eos=False, embeddings=False,
                log_top=1)  # warm-up, not kept
         bar.update()
@@ -211,8 +211,8 @@ def context_length_sweep(lm: LoadedModel, contexts: Sequence[int] = (16, 64, 256
     spreads: dict[str, list[Spread]] = {}
     for c in contexts:
         decode = [s for t in runs[c] for s in t.steps[1:]]
-        step = _timed(cols, spreads, "decode_step_s", [s.forward_s + s.sample_s for s in decode])
-        forward = _timed(cols, spreads, "decode_forward_s", [s.forward_s for s in decode])
+        step = add_timed(cols, spreads, "decode_step_s", [s.forward_s + s.sample_s for s in decode])
+        forward = add_timed(cols, spreads, "decode_forward_s", [s.forward_s for s in decode])
         tokens = len(runs[c][0].prompt_tokens)
         moved = decode_cost(lm.spec, tokens + statistics.median_low(range(1, max_new_tokens))).bytes
         cols["context_tokens"].append(tokens)
@@ -226,7 +226,7 @@ def context_length_sweep(lm: LoadedModel, contexts: Sequence[int] = (16, 64, 256
 
 
 # ---- cache on vs off (lesson 05) ------------------------------------------------------------
-@_measured
+@measured
 def cache_sweep(lm: LoadedModel, prompt: str = "The KV cache saves work because", *,
                 max_new_tokens: int = 24, repeats: int = 1, progress: bool = True,
                 label: str = "", threads: Optional[int] = None) -> Sweep:
@@ -246,7 +246,7 @@ def cache_sweep(lm: LoadedModel, prompt: str = "The KV cache saves work because"
     _check_tokens(max_new_tokens, 1, "")
     runs: dict[bool, list[Any]] = {True: [], False: []}
     kw = dict(max_new_tokens=max_new_tokens, stop_at_eos=False, embeddings=False, log_top=1)
-    with _bar(1 + 2 * repeats, "cache on/off", progress) as bar:
+    with progress_bar(1 + 2 * repeats, "cache on/off", progress) as bar:
         record(lm, prompt, **{**kw, "max_new_tokens": 2})  # warm-up, not kept
         bar.update()
         for _ in range(repeats):
@@ -280,7 +280,7 @@ def cache_sweep(lm: LoadedModel, prompt: str = "The KV cache saves work because"
 
 
 # ---- batch size → throughput and latency (lesson 06) ----------------------------------------
-@_measured
+@measured
 def batch_size_sweep(lm: LoadedModel, batch_sizes: Sequence[int] = (1, 2, 4, 8, 16), *,
                      prompt: str = BATCH_PROMPT, max_new_tokens: int = 16, repeats: int = 1,
                      progress: bool = True, label: str = "",
@@ -303,12 +303,12 @@ def batch_size_sweep(lm: LoadedModel, batch_sizes: Sequence[int] = (1, 2, 4, 8, 
       aggregate_decode_tokens_per_s    B / decode_step_s
       kv_bytes                         KV cache after the last step, read from the tensors
     """
-    batch_sizes = _check_settings("batch_sizes", batch_sizes)
+    batch_sizes = check_settings("batch_sizes", batch_sizes)
     _check_tokens(max_new_tokens, 2, "one decode step at least")
     if prompt_tokens is not None:
         prompt = prompt_of_length(lm.tokenizer, prompt_tokens)
     runs: dict[int, list[Any]] = {b: [] for b in batch_sizes}
-    with _bar(1 + repeats * len(batch_sizes), "batch size", progress) as bar:
+    with progress_bar(1 + repeats * len(batch_sizes), "batch size", progress) as bar:
         generate_batch(lm, [prompt], 2)  # warm-up, not kept
         bar.update()
         for _ in range(repeats):
@@ -327,8 +327,8 @@ def batch_size_sweep(lm: LoadedModel, batch_sizes: Sequence[int] = (1, 2, 4, 8, 
         cols["batch_size"].append(b)
         cols["prompt_tokens"].append(n_prompt)
         cols["ttft_s"].append(_median([r.ttft_s for r in rs]))
-        step = _timed(cols, spreads, "decode_step_s", [s for r in rs for s in r.step_s])
-        _timed(cols, spreads, "decode_forward_s", [s for r in rs for s in r.step_forward_s])
+        step = add_timed(cols, spreads, "decode_step_s", [s for r in rs for s in r.step_s])
+        add_timed(cols, spreads, "decode_forward_s", [s for r in rs for s in r.step_forward_s])
         # decode step j (1 .. max_new_tokens-1) leaves n_prompt + j tokens per request
         cols["decode_context_tokens"].append(n_prompt + statistics.median_low(
             range(1, max_new_tokens)))

@@ -92,6 +92,8 @@ class Sweep(Document):
         widths = [max([len(n)] + [len(r[i]) for r in cells]) for i, n in enumerate(names)]
         head = f"{self.name} sweep: {self.model.name} on {self.environment.device_name} " \
                f"({self.environment.device}, {self.environment.dtype})"
+        if "cache" in self.settings:  # e.g. the long decode sweep's random KV cache
+            head += f"; cache: {self.settings['cache']}"
         lines = [head, "  ".join(n.rjust(w) for n, w in zip(names, widths))]
         lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in cells]
         return "\n".join(lines)

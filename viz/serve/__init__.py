@@ -17,6 +17,8 @@
   with its margin (`band`). `loadgen.throughput_ratio`: two runs' throughputs, with a spread.
 - `scheduler`: the continuous-batching loop step by step, in-process (`StepRecorder`,
   `record_schedule` → `Schedule`), pinned to `SUPPORTED_TRANSFORMERS`.
+- `prefix`: the engine's prefix sharing on and off, per request: tokens reused, hit rate,
+  the engine's time to first token (`measure_prefix_sharing` → `PrefixSharing`; lesson 10).
 
 Views: `viz.views` (request_timeline_figure, serving_tradeoff_figure, itl_distribution_figure,
 schedule_figure, page_table_figure). Command line (viz/cli.py): `python -m viz serve`,
@@ -33,6 +35,7 @@ from viz.serve.metrics import (ITL_PARTS, SLO, Band, ITLBreakdown, LoadSummary, 
 from viz.serve.scheduler import (SUPPORTED_TRANSFORMERS, Schedule, SchedulerStep, StepRecorder,
                                  UnsupportedTransformers, check_transformers_version,
                                  record_schedule)
+from viz.serve.prefix import PrefixSharing, RequestPrefix, measure_prefix_sharing
 from viz.serve.server import EmbeddedServer, ServerInfo, serve
 
 __all__ = ["record_request", "StreamRecord", "ServeError", "Target", "Timeouts", "check_url",
@@ -41,4 +44,5 @@ __all__ = ["record_request", "StreamRecord", "ServeError", "Target", "Timeouts",
            "StaticBatchWaste", "static_batching_waste", "ITLBreakdown", "ITL_PARTS", "itl_breakdown",
            "Schedule", "SchedulerStep", "StepRecorder", "record_schedule",
            "SUPPORTED_TRANSFORMERS", "UnsupportedTransformers", "check_transformers_version",
-           "EmbeddedServer", "ServerInfo", "serve", "throughput_ratio", "Band", "band"]
+           "EmbeddedServer", "ServerInfo", "serve", "throughput_ratio", "Band", "band",
+           "PrefixSharing", "RequestPrefix", "measure_prefix_sharing"]

@@ -28,6 +28,8 @@ from viz.views.attention import (attention_data, attention_figure, attention_mat
                                  attention_static, attention_widget)
 from viz.views.base import plotly_layout
 from viz.views.batch import batch_timeline_data, batch_timeline_figure, batch_timeline_static
+from viz.views.context import (long_decode_data, long_decode_figure, long_decode_parts,
+                               long_decode_widget)
 from viz.views.compare import compare_data, compare_figure, compare_html, compare_static
 from viz.views.distribution import distribution_data, distribution_figure, distribution_static
 from viz.views.embeddings import embeddings_data, embeddings_figure, embeddings_static
@@ -51,6 +53,7 @@ from viz.views.wall import (bytes_whatif_data, bytes_whatif_figure, wall_data, w
                              wall_table)
 
 __all__ = [
+    "long_decode_figure", "long_decode_data", "long_decode_parts", "long_decode_widget",
     "tokens_html", "tokens_static", "tokens_data",
     "embeddings_figure", "embeddings_static", "embeddings_data",
     "distribution_figure", "distribution_static", "distribution_data",

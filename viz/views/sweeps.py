@@ -4,7 +4,8 @@ One function per sweep kind, and `sweep_figure` that picks the right one. Each t
 optional `other` sweep of the same kind (e.g. a shipped GPU or CPU one, see
 `viz.perf.load_reference`) drawn beside it in a second colour on the same axes.
 `sweep_data` returns the numbers a figure draws (for tests and exercises).
-Lessons 03 (prompt length), 04 (context length), 05 (cache), 06 (batch size).
+Lessons 03 (prompt length), 04 (context length), 05 (cache), 06 (batch size), 10 (long
+prefill, long decode, prefix cache, chat turns).
 """
 
 from __future__ import annotations
@@ -47,8 +48,37 @@ PANELS: dict[str, list[tuple[str, str, list[tuple[str, float, str]]]]] = {
           ("aggregate_tokens_per_s", 1, "end to end tokens/s")]),
         ("latency: each request", "ms per token", [("decode_step_s", 1e3, "decode step")]),
     ],
+    "long_prefill": [
+        ("one prefill, split", "s", [("prefill_s", 1, "whole pass"),
+                                     ("attention_s", 1, "attention (grows ∝ n²)"),
+                                     ("rest_s", 1, "the rest (grows ∝ n)")]),
+        ("time per prompt token", "ms", [("prefill_s_per_token", 1e3, "ms per token")]),
+        ("attention's share", "%", [("attention_share", 100, "measured (time)"),
+                                    ("counted_attention_share", 100, "counted (FLOPs)")]),
+    ],
+    "long_decode": [
+        ("one decode step", "ms", [("decode_step_s", 1e3, "decode step"),
+                                   ("attention_s", 1e3, "of it, attention")]),
+        ("bytes a step reads", "MB", [("step_bytes", 1e-6, "weights + KV cache"),
+                                      ("kv_bytes", 1e-6, "KV cache")]),
+    ],
+    "prefix_cache": [
+        ("time to first token", "ms", [("ttft_full_s", 1e3, "prefix recomputed"),
+                                       ("ttft_cached_s", 1e3, "prefix reused")]),
+        ("speed-up from the cached prefix", "×", [("speedup", 1, "recomputed ÷ reused")]),
+    ],
+    "chat_turns": [
+        ("time to first token", "ms", [("ttft_full_s", 1e3, "history recomputed"),
+                                       ("ttft_cached_s", 1e3, "history's KV kept")]),
+        ("tokens per turn", "tokens", [("prompt_tokens", 1, "sent (the whole history)"),
+                                       ("new_tokens", 1, "computed with the kept KV")]),
+    ],
 }
 X_TITLES = {"prompt_length": "prompt length (tokens)",
+            "long_prefill": "prompt length (tokens)",
+            "long_decode": "tokens already in the KV cache",
+            "prefix_cache": "share of the prompt already cached",
+            "chat_turns": "turn of the conversation",
             "context_length": "tokens already in the KV cache",
             "cache": "sequence length (tokens)", "batch_size": "batch size (requests)"}
 # A rate column computed from a timed one (amount ÷ seconds, row by row): its spread follows
@@ -62,6 +92,8 @@ RATES: dict[str, tuple[Optional[str], str]] = {
 }
 SERIES_COLOURS = [palette.PREFILL, palette.DECODE, palette.SKY]
 KIND_COLOUR = {"prompt_length": palette.PREFILL, "context_length": palette.DECODE,
+               "long_prefill": palette.PREFILL, "long_decode": palette.DECODE,
+               "prefix_cache": palette.PREFILL, "chat_turns": palette.PREFILL,
                "batch_size": palette.DECODE}
 CACHE_COLOURS = {"cached": palette.DECODE, "uncached": palette.MUTED}
 
@@ -85,6 +117,8 @@ def sweep_title(sweep: Sweep) -> str:
     parts = [sweep.label] if sweep.label else []
     parts += [sweep.model.name + (" (random weights)" if sweep.model.random_weights else ""),
               sweep.environment.device_name or sweep.environment.device]
+    if str(sweep.settings.get("cache", "")).startswith("synthetic"):
+        parts.append("KV cache of random keys and values")
     return " · ".join(parts)
 
 

@@ -1,0 +1,361 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 10 · Long contexts and prefix caching
+#
+# The prompts in this course so far were short: a question, a few hundred tokens of filler.
+# Real conversations are not. A chat carries a system prompt, perhaps a document, and every
+# earlier turn, and it sends all of it again with each new question. Two things change when
+# the context gets long:
+#
+# - **prefill** no longer costs the same per token: each new position attends to every position
+#   before it, so attention's work grows with the *square* of the prompt while the rest grows
+#   in proportion;
+# - **decode** reads the KV cache as well as the weights at every step, and at this model's
+#   longest context the cache is most of the weights' size.
+#
+# And one remedy follows: if many prompts begin alike, keep the keys and values of that
+# beginning and compute only what is new. That is **prefix caching**, and every serving
+# engine does it.
+
+# %% tags=["nbval-ignore-output"]
+import gc
+
+import psutil
+
+import viz
+from viz import compare_prediction, perf, serve, views
+
+# this machine's peaks, measured once (lesson 02) and reused; measured here first, before the
+# model is loaded, if this is the first lesson you open (it needs a 256 MiB buffer for a moment)
+peaks = perf.cached_peaks()
+
+# %%
+lm = viz.load_model(device="cpu")
+spec = lm.spec
+print(f"{spec.name}: {spec.kv_bytes_per_token():,} bytes of keys and values per token, "
+      f"{spec.weight_bytes:,} bytes of weights, up to {spec.context_length:,} tokens")
+
+# %% [markdown]
+# ## See it: prefill of long prompts, attention taken out
+#
+# `perf.long_prefill_sweep` prefills prompts of 256 to 2,048 tokens, and a clock *inside* the
+# model's attention function (`viz.compat.timed_attention`) separates the seconds spent in
+# attention proper — scores q·kᵀ, softmax, the weighted sum of v — from everything else in
+# the pass: the projections and the MLP, whose work is the weights met once per token.
+#
+# Before it runs: what share of a 2,048-token prefill do you expect attention to take?
+
+# %%
+SHARE = ["under 10 %", "10 to 40 %", "over 40 %"]
+prediction_share = None  # ← your guess, one of SHARE
+
+# %% tags=["nbval-ignore-output"]
+long_prefill = perf.long_prefill_sweep(lm, [256, 512, 1024, 2048], repeats=2, progress=False)
+print(long_prefill)
+views.sweep_figure(long_prefill)
+
+# %% tags=["nbval-ignore-output"]
+share_2048 = long_prefill.spread("attention_s")[-1] / long_prefill.spread("prefill_s")[-1]
+measured_band = viz.band(share_2048, [0.10, 0.40], SHARE)  # with both figures' spreads
+compare_prediction(prediction_share, measured_band, options=SHARE,
+                   hint="count it: attention does 4·layers·heads·head size·(1 + 2 + … + n) "
+                        "FLOPs, the rest about 2·parameters·n")
+
+# %% [markdown]
+# ## Understand it: the square and the line
+#
+# The middle panel above is the time **per prompt token**: flat would mean every token costs
+# the same. Where it rises, attention is why: the 1,000th token attends to 1,000 earlier
+# ones, the 2,000th to 2,000. Counted (`perf.prefill_cost`), with L layers, n_h query heads of
+# d numbers each and a prompt of n tokens, attention does 4·L·n_h·d·(1 + 2 + … + n) FLOPs,
+# which grows with n²; the matrix products with the weights do 2 FLOPs per weight per token,
+# 2·n·L·P_layer with P_layer the weights of one layer, which grows with n. They meet near
+# n = P_layer ÷ (n_h·d): a length set by the shape alone.
+
+# %% tags=["nbval-ignore-output"]
+per_token = long_prefill.column("prefill_s_per_token")
+print(f"per prompt token: {per_token[0] * 1e3:.2f} ms at 256 tokens, "
+      f"{per_token[-1] * 1e3:.2f} ms at 2,048 (×{per_token[-1] / per_token[0]:.2f})")
+for n, a_f, a_s, m_f, r_s in zip(*(long_prefill.column(c) for c in (
+        "prompt_tokens", "attention_flops", "attention_s", "matmul_flops", "rest_s"))):
+    print(f"  {n:5,} tokens: attention {a_f / a_s / 1e9:5.0f} GFLOP/s, the rest "
+          f"{m_f / r_s / 1e9:5.0f} GFLOP/s")
+crossing = perf.measured_crossover(long_prefill)
+counted = perf.attention_crossover(spec)
+print(f"attention's time passes the rest's at {crossing.text()}; its FLOPs at {counted:,}")
+for n in (4096, 8192):  # the fitted curves, past the longest prompt measured
+    print(f"  the fit puts a {n:,}-token prefill at ~{crossing.prefill_s(n):.0f} s (extrapolated)")
+big = perf.config_spec("llama-3.1-8b")
+print(f"counted for {big.name}: {perf.attention_crossover(big):,} tokens")
+
+# %% [markdown]
+# The GFLOP/s lines say how fast each part does its arithmetic. Where attention's rate is the
+# lower one, its time passes the rest's before its FLOPs do, and the measured crossing comes
+# before the counted one. A small model meets its crossover within its own context (8,192
+# tokens here); Llama-3.1-8B's shape only far beyond a typical prompt.
+
+# %% [markdown]
+# ## Measure it: a decode step at 8,192 tokens
+#
+# Filling a cache of 8,000 positions by a real prefill would take the time the fit above
+# extrapolates for it, so `perf.long_decode_sweep` fills it with random keys and values of the
+# model's own shapes (`viz.compat.synthetic_cache`). The step's kernels and the bytes they read
+# are real; only the values are random, and nothing in a step looks at them. Check that at
+# 2,048 tokens, where a real prefill takes a few seconds: a step over the cache it leaves,
+# and one over a random cache as long, interleaved.
+
+# %% tags=["nbval-ignore-output"]
+check = perf.synthetic_check(lm, 2048, repeats=5)
+print(check.text())
+
+# %% [markdown]
+# A step at the start of a conversation reads the weights; at 8,191 cached tokens it reads
+# the cache too:
+
+# %%
+bytes_0, bytes_8k = perf.decode_cost(spec, 1).bytes, perf.decode_cost(spec, 8192).bytes
+print(f"a step over an empty cache reads {bytes_0 / 1e6:,.0f} MB; at 8,191 cached tokens "
+      f"{bytes_8k / 1e6:,.0f} MB: ×{bytes_8k / bytes_0:.2f}")
+
+# %% [markdown]
+# If time followed bytes, the step at 8,191 would take ×1.70 the step over an empty cache.
+# Against that, the measured step will be...
+
+# %%
+VERSUS = ["below it, by 10 % or more", "within 10 % of it", "above it, by 10 % or more"]
+prediction_8k = None  # ← your guess, one of VERSUS
+
+# %% tags=["nbval-ignore-output"]
+long_decode = perf.long_decode_sweep(lm, [0, 2048, 4096, 8191], repeats=5, progress=False)
+print(long_decode)
+growth_8k = long_decode.spread("growth")[-1]  # step at 8,191 ÷ the empty step beside it
+versus = viz.band(growth_8k / (bytes_8k / bytes_0), [0.9, 1.1], VERSUS)
+print(f"the step at 8,191: ×{growth_8k.median:.2f} (×{growth_8k.low:.2f}–{growth_8k.high:.2f})"
+      f" the empty-cache step beside it, for ×{bytes_8k / bytes_0:.2f} the bytes → {versus}")
+
+# %%
+compare_prediction(prediction_8k, versus, options=VERSUS,
+                   hint="which part of a step grows with the cache, which does not (lesson "
+                        "04), and is the cache only read once per step?")
+
+# %% [markdown]
+# On one chart: the step against the bytes it must read, the memory floor (bytes ÷ this
+# machine's measured read bandwidth) and, dotted, the empty-cache step scaled by the bytes.
+
+# %% tags=["nbval-ignore-output"]
+views.long_decode_figure(long_decode, peaks)
+
+# %% [markdown]
+# The fixed cost of each pass (lesson 04) does not grow with the cache, so by bytes alone the
+# points would sit below the dotted line. Take each step apart with the slider: the step
+# over an empty cache beside it, attention's growth (the clock again), the cache's own copy
+# and what is left. The cache here is transformers' `DynamicCache`, which grows by
+# concatenation: adding one token copies the whole cache once more before attention reads it.
+
+# %% tags=["nbval-ignore-output"]
+views.long_decode_widget(long_decode)
+
+# %% tags=["nbval-ignore-output"]
+parts = {k: v * 1e3 for k, v in views.long_decode_parts(long_decode, 8191).items()}  # ms
+kv_8k = long_decode.column("kv_bytes")[-1]
+attention_growth = parts["attention's growth"]
+print(f"at 8,191: step {parts['step']:.1f} ms = empty-cache step {parts['empty step']:.1f} ms"
+      f" + attention's growth {attention_growth:.1f} ms (reading {kv_8k / 1e6:,.0f} MB of keys"
+      f" and values) + the copy {parts['the copy, timed alone']:.1f} ms + left over "
+      f"{parts['left over']:.1f} ms")
+
+# %% tags=["nbval-ignore-output"]
+fixed = perf.fixed_cost(spec.n_layers)  # measured once per machine (lesson 04), then reused
+cost = perf.decode_cost(spec, 8192)
+v = perf.pass_verdict(cost.flops, cost.bytes, long_decode.spread("decode_step_s")[-1], peaks, fixed)
+print(f"the rule on that step: {v.regime}; reading its bytes at the peak would take "
+      f"{v.memory_floor.median * 1e3:.1f} ms of it (MBU {v.mbu:.0%})")
+
+# %% [markdown]
+# What is left over is not taken apart here (the copy inside the pass writes memory the
+# allocator hands out fresh, which the copy timed alone does not). A paged cache, like the
+# server's in lesson 09, writes only the new token into its page and never copies the rest:
+# attention's growth stays, the copy goes.
+#
+# ## Understand it: what fits
+#
+# [Lesson 05](05_kv_cache.ipynb) counted how many 8,192-token conversations fit in memory.
+# At long contexts the count is set by grouped-query attention (GQA): this model's 9 query
+# heads share 3 key/value heads. Counted, for this machine's available memory and, labelled
+# computed, for an 80 GB GPU:
+
+# %% tags=["nbval-ignore-output"]
+free = psutil.virtual_memory().available
+print(f"this machine, {free / 1e9:.1f} GB available now:")
+print("  " + perf.kv_fit(spec, 8192, spec.weight_bytes + free).text())
+for name in ("llama-3.2-1b", "llama-3.1-8b", "smollm2-1.7b"):
+    for tokens in (8192, 131072):
+        print("computed:", perf.kv_fit(perf.config_spec(name), tokens, 80 * 10**9).text())
+
+# %% [markdown]
+# SmolLM2-1.7B has no GQA (as many key/value heads as query heads): its two counts are the
+# same. A server that reserved the longest context for every conversation would hold the
+# 8,192-token count; conversations are mostly shorter, and one that hands out pages of 16
+# tokens as each conversation grows (lesson 09) holds as many as their real lengths allow:
+
+# %% tags=["nbval-ignore-output"]
+reserved = perf.kv_fit(spec, 8192, spec.weight_bytes + free).conversations
+paged = perf.kv_fit(spec, 1024, spec.weight_bytes + free).conversations
+print(f"here: {reserved} conversations with 8,192 positions reserved each; {paged} of 1,024 "
+      f"tokens in pages (×{paged / max(reserved, 1):.0f})")
+
+# %% [markdown]
+# Counted, not measured: without GQA a server would hold a quarter as many 8,192-token
+# conversations of the Llama-3.1-8B shape (8 key/value heads for 32 query heads), and at
+# 128k tokens only a few fit at all. Long-context serving is a memory problem first.
+#
+# ## See it: a prefix computed once
+#
+# Many prompts share their beginning. `perf.prefix_cache_sweep` takes one 512-token prompt
+# and pretends its first share was already prefilled by an earlier request (untimed): the
+# time to first token with that prefix recomputed, and with its keys and values reused, the
+# last tokens prefilled over them. The first token is checked to come out the same.
+#
+# Before it runs: with 95 % of the prompt cached, how many times faster is the first token?
+
+# %%
+SPEEDUP = ["under ×4", "×4 to ×12", "over ×12"]
+prediction_speedup = None  # ← your guess, one of SPEEDUP
+
+# %% tags=["nbval-ignore-output"]
+gc.collect()
+prefix = perf.prefix_cache_sweep(lm, 512, [0.0, 0.5, 0.75, 0.95], repeats=2, progress=False)
+print(prefix)
+views.sweep_figure(prefix)
+
+# %% tags=["nbval-ignore-output"]
+speedup_95 = prefix.column("speedup")[-1]
+speedup_spread = prefix.spread("ttft_full_s")[-1] / prefix.spread("ttft_cached_s")[-1]
+print(f"same first token at every share: {all(prefix.column('same_first_token'))}")
+new_95 = prefix.column("new_tokens")[-1]
+print(f"95 % cached: {new_95} of 512 tokens computed (×{512 / new_95:.0f} fewer), "
+      f"first token ×{speedup_95:.1f} faster: " + ("less than the tokens saved"
+      if speedup_95 < 512 / new_95 else "as much as the tokens saved"))
+one_token = long_decode.column("empty_step_s")[0]  # a pass of one token, from the decode sweep
+few = prefix.column("ttft_cached_s")[-1]
+print(f"a pass of those {new_95} tokens {few * 1e3:.0f} ms; a pass of one token "
+      f"{one_token * 1e3:.0f} ms: ×{few / one_token:.1f} the time for ×{new_95} the tokens")
+band_95 = viz.band(speedup_spread, [4, 12], SPEEDUP)  # with both times' spreads
+compare_prediction(prediction_speedup, band_95, options=SPEEDUP,
+                   hint="what does a pass cost whatever the number of tokens it carries "
+                        "(lesson 03's intercept)?")
+
+# %% [markdown]
+# The last line says why the speed-up stays below the tokens saved: a pass reads every weight
+# and pays its fixed cost however few tokens it carries, so a pass of a few dozen tokens costs
+# a few times a pass of one, not dozens of times.
+#
+# ## Measure it: a chat that re-sends its history
+#
+# The OpenAI-style API a server speaks is stateless: each turn sends the whole conversation
+# again. `perf.chat_turns` plays four turns; each turn's time to first token with the history
+# recomputed, and with the keys and values kept from the turn before: the longest run of
+# identical token ids from the start, token by token (an engine matches whole pages, below).
+
+# %% tags=["nbval-ignore-output"]
+chat = perf.chat_turns(lm, ["What is a KV cache?", "Why does it grow with the text?",
+                            "How large is it for a long document?",
+                            "And how do servers keep it small?"],
+                       reply_tokens=12, repeats=2, progress=False)
+print(chat)
+views.sweep_figure(chat)
+
+# %% tags=["nbval-ignore-output"]
+saved = [f - c for f, c in zip(chat.spread("ttft_full_s"), chat.spread("ttft_cached_s"))]
+print("time saved per turn: " + ", ".join(x.text(1e3, "ms", 0, runs=False) for x in saved))
+grows = [b.low > a.high for a, b in zip(saved, saved[1:])]  # beyond both spreads
+print("the saving grows with every turn, beyond the spreads" if all(grows) else
+      "the saving grows on the medians, but not beyond the spreads at every turn: "
+      f"too close to call from turn {grows.index(False) + 1} to {grows.index(False) + 2}")
+
+# %% [markdown]
+# ## Understand it: prefix sharing inside a serving engine
+#
+# The engine behind `transformers serve --continuous-batching` (lesson 09) keeps its cache in
+# pages of 16 tokens and shares **full pages** whose token ids match an earlier request's,
+# page for page. `serve.measure_prefix_sharing` sends four requests that share a long system
+# prompt through that engine in this process, one after another, with sharing on and off
+# (the server always has it on).
+
+# %%
+tok = lm.tokenizer
+system = ("You are the teaching assistant of a course on how language models run. Answer in "
+          "two sentences, plainly, and say when a number depends on the machine. ") * 3
+questions = ["What is prefill?", "What is decode?", "Why batch requests?", "What is a page?"]
+prompts = [tok.apply_chat_template([{"role": "system", "content": system},
+                                    {"role": "user", "content": q}],
+                                   add_generation_prompt=True, tokenize=True)["input_ids"]
+           for q in questions]
+print(f"prompts of {[len(p) for p in prompts]} tokens, sent one after another")
+
+# %% [markdown]
+# With sharing on, the second request reuses most of its prompt. How long will its first
+# token take, as a share of the same request's with sharing off?
+
+# %%
+FRACTION = ["under 25 %", "25 to 60 %", "over 60 %"]
+prediction_fraction = None  # ← your guess, one of FRACTION
+
+# %% tags=["nbval-ignore-output"]
+sharing = serve.measure_prefix_sharing(lm.model, prompts, page_size=16)
+fraction = sharing.on[1].first_token_s / sharing.off[1].first_token_s
+print(sharing.text())
+for on, off in zip(sharing.on, sharing.off):
+    print(f"{on.request_id}: {on.prompt_tokens} prompt tokens, {on.reused_tokens} reused; "
+          f"first token {on.first_token_s * 1e3:.0f} ms with sharing, "
+          f"{off.first_token_s * 1e3:.0f} ms without")
+
+# %%
+band = viz.band(fraction, [0.25, 0.60], FRACTION)  # one run of each: no spread
+compare_prediction(prediction_fraction, band, options=FRACTION,
+                   hint="what does the engine still compute for it, and what does any pass "
+                        "cost however few tokens it carries?")
+
+# %%
+common = perf.common_prefix(prompts[0], prompts[1])
+print(f"the first two prompts share their first {common} token ids; the engine reused "
+      f"{sharing.on[1].reused_tokens}: {sharing.on[1].reused_tokens // 16} whole pages of 16")
+
+# %% [markdown]
+# Only whole pages are shared, and only where every token id in the page matches: the last,
+# partial page of the common prefix is computed again. The hit rate is what vLLM and SGLang
+# report as their prefix-cache hit rate: prompt tokens
+# found in the cache ÷ prompt tokens sent. The first request finds nothing; every later one
+# reuses the system prompt's full pages and computes only the rest. To time the same over
+# HTTP, with a real server: `python benchmarks/long_context.py --server` (requests whose
+# system prompt the server has seen before, against ones whose system prompt differs).
+#
+# ## Check yourself
+#
+# The four predictions above (attention's share, the 8k step, the speed-up of a cached
+# prefix, the engine's first token) were checked against your machine. Two more to answer
+# in words, from this lesson's numbers:
+#
+# 1. At 8,191 cached tokens, where did the step's growth go on your machine: attention's
+#    reading of the cache, or the rest? What would a paged cache change?
+# 2. A server's hit rate is 90 % but its time to first token fell only by half. Give two
+#    reasons, each with a number printed above.
+#
+# ## Where next
+#
+# Back to [09 · Serving many users](09_serving.ipynb) to see pages shared across requests in
+# the scheduler's own record, or to [08 · The memory wall](08_memory_wall.ipynb): at long
+# contexts the KV cache joins the weights among the bytes every step reads.
