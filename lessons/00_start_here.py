@@ -52,6 +52,7 @@
 # | [07 · Capstone](07_capstone.ipynb) | your prompt, the whole pipeline |
 # | [08 · The memory wall](08_memory_wall.ipynb) | why is decode speed set by bytes per token? |
 # | [09 · Serving many users](09_serving.ipynb) | how does a server answer many people at once? |
+# | [10 · Long contexts and prefix caching](10_long_context.ipynb) | what changes when the prompt is thousands of tokens long? |
 
 # %% [markdown]
 # ## The model on the table

@@ -391,7 +391,7 @@ compare_prediction(prediction_regime, verdict, options=list(perf.REGIMES),
 # floors, the *ideal* times; it does not say that the arithmetic units ran flat out. Where
 # both shares are well under half, the printed verdict says so and names the rest: the fixed
 # cost, and kernels running below the roofs. Much of that rest is paid once per pass (the
-# line's *a*); the slope below shows the per-token arithmetic also runs below the peak. The
+# line's *a*); the slope below says how near the peak the per-token arithmetic runs. The
 # two ways of taking the shortest pass apart, side by side:
 
 # %% tags=["nbval-ignore-output"]
@@ -444,7 +444,9 @@ for r, s in prod.items():
 rest_a = (a - fixed).median  # what a leaves once the fixed cost is set aside
 flat, share = prod[2].median / prod[tokens[0]].median, prod[2].median / max(rest_a, 1e-9)
 over = prod[2].low > (a - fixed).high  # more than all of a − fixed cost, beyond the spreads
-print(f"2 rows take {flat:.0%} of {tokens[0]} rows' time, and {share:.0%} of a − fixed cost: " + (
+print(f"2 rows take {flat:.0%} of {tokens[0]} rows' time, and {share:.0%} of a − fixed cost"
+      + (" (over 100 % only inside the spreads: about all of it)" if share > 1 and not over
+         else "") + ": " + (
     "more than all of it, beyond both spreads: too noisy here to say (run the cell again)"
     if over else
     "the hypothesis holds here" if flat > 0.7 and share > 0.7 else
@@ -498,14 +500,15 @@ prompt_long = perf.prompt_of_length(lm.tokenizer, n_long)
 long = viz.Spread.of([viz.record(lm, prompt_long, max_new_tokens=1, embeddings=False).ttft_s
                       for _ in range(3)])
 line = line_at(n_long)  # the line's TTFT there, with its spread
-line_verdict = (LINE[1] if long.low <= 1.1 * line.high and long.high >= 0.9 * line.low
-                else LINE[0] if long.median < line.median else LINE[2])
+line_verdict = viz.band(long / line, [0.9, 1.1], LINE)  # with both figures' spreads
 print(f"{n_long} tokens: TTFT {long.text(1e3, 'ms')}; the line says {line.text(1e3, 'ms')}: "
       f"{long.median / line.median - 1:+.0%} against it → {line_verdict}")
 print({LINE[0]: "faster per token than the line: longer products ran nearer the peak",
        LINE[1]: "the line still holds at twice the longest length it was fitted on",
        LINE[2]: "something grows faster than the tokens: attention's work, for one (each "
-                "token's query meets every earlier key)"}[line_verdict])
+                "token's query meets every earlier key; lesson 10 times it)",
+       perf.TOO_CLOSE: "about 10 % from the line, inside the spreads: too close to call"
+       }[line_verdict.word])
 
 # %%
 compare_prediction(prediction_line, line_verdict, options=LINE,

@@ -40,7 +40,9 @@ from viz import compare_prediction, perf, serve, views
 
 # this machine's peaks, measured once (lesson 02) and reused; measured here first, before the
 # model is loaded, if this is the first lesson you open (it needs a 256 MiB buffer for a moment)
-peaks = perf.cached_peaks()
+machine = perf.machine_peaks()  # measured the first time on this machine, then reused
+peaks = perf.cached_peaks()  # the same peaks in float32: the two roofs
+print(machine.status)
 
 # %%
 lm = viz.load_model(device="cpu")
