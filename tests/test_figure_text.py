@@ -84,6 +84,26 @@ def figures(tiny_gqa) -> dict:
         perf.computed_wall(shapes, **perf.H100_SXM, fixed_cost_per_layer_s=3e-4),
         perf.computed_wall(shapes, **perf.H100_SXM))
     out["bytes-whatif"] = views.bytes_whatif_figure(wall, 0.5)
+    # Lesson 10: the long-context sweeps on the tiny model, and the decode chart with numbers
+    # like a native run's (a first point just under a tick: its label once met the tick's)
+    out["long-prefill"] = views.sweep_figure(perf.long_prefill_sweep(tiny_gqa, [32, 64, 128],
+                                                                      progress=False))
+    out["prefix-cache"] = views.sweep_figure(perf.prefix_cache_sweep(
+        tiny_gqa, 64, [0.0, 0.5, 0.9], repeats=1, progress=False))
+    out["chat-turns"] = views.sweep_figure(perf.chat_turns(tiny_gqa, ["hi", "and more"],
+                                                           reply_tokens=3, repeats=1,
+                                                           progress=False))
+    decode = perf.long_decode_sweep(tiny_gqa, [0, 100, 200, 400], repeats=1, progress=False)
+    decode.model = perf.config_spec("smollm2-135m", "float32")
+    decode.columns.update({"context_tokens": [0, 2048, 4096, 8191],
+                           "decode_step_s": [0.0385, 0.0514, 0.0597, 0.0834],
+                           "empty_step_s": [0.0510, 0.0431, 0.0430, 0.0425],
+                           "step_bytes": [538108416, 632480256, 726852096, 915549696]})
+    decode.spreads = {}
+    peaks = perf.Peaks(device="cpu", device_name=LONG_DEVICE, dtype="float32", threads=2,
+                       flops_per_s=2e11, bytes_per_s=45e9, matmul_n=2048,
+                       buffer_bytes=2**28, repeats=7, timer="perf_counter")
+    out["long-decode"] = views.long_decode_figure(decode, peaks)
     return out
 
 

@@ -78,7 +78,9 @@ def long_decode_figure(sweep: Sweep, peaks: Optional[Peaks] = None):
                              line={"color": palette.MUTED, "dash": "dot"}))
     fig.add_trace(go.Scatter(
         x=d["step_mb"], y=d["step_ms"], mode="lines+markers+text", name="measured step",
-        text=labels, textposition="top left", line={"color": palette.DECODE},
+        text=labels, line={"color": palette.DECODE},
+        # the first label to the right of its point (clear of the y axis), the last to the left
+        textposition=["top right"] + ["top center"] * (len(labels) - 2) + ["top left"],
         marker={"color": palette.DECODE, "size": 8},
         error_y={"type": "data", "symmetric": False,
                  "array": [h - m for h, m in zip(d["high_ms"], d["step_ms"])],
@@ -86,7 +88,10 @@ def long_decode_figure(sweep: Sweep, peaks: Optional[Peaks] = None):
         hovertemplate="%{text}: %{x:.0f} MB read, %{y:.1f} ms<extra></extra>"))
     fig.update_layout(**plotly_layout(f"decode step against the bytes it reads: "
                                       f"{sweep_title(sweep)}", height=420))
-    fig.update_xaxes(title="bytes one step must read: weights + KV cache (MB)")
+    lo, hi = min(d["step_mb"]), max(d["step_mb"])
+    pad = 0.08 * (hi - lo)  # room for the end labels inside the plot
+    fig.update_xaxes(title="bytes one step must read: weights + KV cache (MB)",
+                     range=[lo - pad, hi + pad])
     fig.update_yaxes(title="one decode step (ms)", rangemode="tozero")
     return fig
 
