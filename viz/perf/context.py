@@ -182,7 +182,7 @@ def measured_crossover(sweep: Sweep) -> Crossover:
 
 
 # ---- decode against context length --------------------------------------------------------
-def _step_seconds(forward, model, cache, token: torch.Tensor, context: int,
+def _step_seconds(forward, cache, token: torch.Tensor, context: int,
                   repeats: int) -> list[float]:
     """Times of `repeats` decode steps at `context` cached positions, each cut back after."""
     position = torch.tensor([[context]], device=token.device)
@@ -248,13 +248,13 @@ def long_decode_sweep(lm: LoadedModel, contexts: Sequence[int] = (0, 2048, 4096,
         for c in contexts:
             release_memory()  # what earlier passes freed goes back before the cache is built
             cache = compat.synthetic_cache(lm.model, c)
-            _step_seconds(forward, lm.model, cache, token, c, 1)  # warm-up, not kept
+            _step_seconds(forward, cache, token, c, 1)  # warm-up, not kept
             steps, inside, empty = [], [], []
             for _ in range(repeats):  # each step at c beside one over an empty cache
                 clock.reset()
-                steps += _step_seconds(forward, lm.model, cache, token, c, 1)
+                steps += _step_seconds(forward, cache, token, c, 1)
                 inside.append(clock.seconds)
-                empty += _step_seconds(forward, lm.model, compat.new_cache(lm.model), token, 0, 1)
+                empty += _step_seconds(forward, compat.new_cache(lm.model), token, 0, 1)
             add_timed(cols, spreads, "decode_step_s", steps)
             add_timed(cols, spreads, "attention_s", inside)
             add_timed(cols, spreads, "empty_step_s", empty)
@@ -312,10 +312,10 @@ def synthetic_check(lm: LoadedModel, context_tokens: int = 256, *, repeats: int 
         fake = compat.synthetic_cache(lm.model, context_tokens)
         token = ids[:, context_tokens:]
         times: dict[str, list[float]] = {"real": [], "fake": []}
-        _step_seconds(forward, lm.model, real, token, context_tokens, 1)  # warm-up
+        _step_seconds(forward, real, token, context_tokens, 1)  # warm-up
         for _ in range(repeats):
-            times["real"] += _step_seconds(forward, lm.model, real, token, context_tokens, 1)
-            times["fake"] += _step_seconds(forward, lm.model, fake, token, context_tokens, 1)
+            times["real"] += _step_seconds(forward, real, token, context_tokens, 1)
+            times["fake"] += _step_seconds(forward, fake, token, context_tokens, 1)
     return SyntheticCheck(context_tokens=context_tokens, real=Spread.of(times["real"]),
                           synthetic=Spread.of(times["fake"]))
 
