@@ -1,17 +1,20 @@
-"""Serving benchmark: one request at a time vs continuous batching, on the embedded server.
+"""Serving benchmark: a rate sweep of each server setting, repeated, with intervals.
 
-Starts `transformers serve` on the default model twice — without and with continuous
-batching (viz.serve.EmbeddedServer, its default CPU sizing) — both at once, and loads them in
-turn, interleaved (1 stream on one, then on the other, then 4 streams ...), so that whatever
-else the machine is doing hits both alike. At each load it sends `--requests-per-stream` ×
-streams requests (the shipped prompt set, answers capped at `--max-tokens`) and prints the
-aggregate output tokens per second of each server, their ratio, and each one's p50 TTFT and
-TPOT. A benchmark, not a test: nothing fails on a slow machine.
+Starts each server in turn on the default model — `transformers serve` one request at a time,
+`transformers serve` with continuous batching (viz.serve.EmbeddedServer, its default CPU
+sizing), and llama.cpp's OpenAI server on the model's own Q4_1 GGUF file
+(viz.serve.LlamaCppServer) — and sweeps each with viz.serve.sweep_rates: one request at a
+time, all at once, then `--rates` Poisson rates between, stopped where the server saturates,
+every load run `--repeats` times. One objective for all, derived from the first setting's
+one-at-a-time load (2 × its p90 TTFT and TPOT), so their goodputs compare. Prints each sweep
+(medians, and the confidence interval of each median), then the settings side by side at their
+lightest and heaviest loads. A benchmark, not a test: nothing fails on a slow machine.
 
-    .venv/bin/python benchmarks/serving.py                      # 1, 4, 8 streams (~3 min here)
-    .venv/bin/python benchmarks/serving.py --streams 1 4 8 16 --out artifacts/serving
+    .venv/bin/python benchmarks/serving.py                          # ~4 min here
+    .venv/bin/python benchmarks/serving.py --repeats 5 --n-requests 16 --out artifacts/serving
+    .venv/bin/python benchmarks/serving.py --settings continuous llama.cpp
 
-`--out DIR` keeps every run as a LoadRun JSON (viz.serve.LoadRun.load reads them).
+`--out DIR` keeps each sweep as a LoadSweep JSON (`python -m viz report DIR/*.json`).
 """
 
 from __future__ import annotations
@@ -25,70 +28,78 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from viz.serve import EmbeddedServer, run_load  # noqa: E402
+from viz.serve import EmbeddedServer, LoadSweep, sweep_rates  # noqa: E402
+
+SETTINGS = ("one-at-a-time", "continuous", "llama.cpp")
+
+
+def start(name: str):
+    if name == "llama.cpp":
+        from viz.serve import LlamaCppServer
+        return LlamaCppServer().start()
+    return EmbeddedServer(continuous_batching=name == "continuous").start()
+
+
+def side_by_side(sweeps: dict[str, LoadSweep]) -> str:
+    """Each setting's lightest load (one at a time) and heaviest (all at once), medians with
+    intervals: requests/s, output tokens/s, TTFT p50, TPOT p50, goodput."""
+    lines = [f"{'setting':>24} {'load':>16} {'requests/s':>26} {'tokens/s':>26} "
+             f"{'TTFT p50 ms':>22} {'TPOT p50 ms':>22} {'goodput/s':>10}"]
+    for name, sweep in sweeps.items():
+        for kind in ("synchronous", "throughput"):
+            p = sweep.point(kind)
+            if p is None:
+                continue
+            f = {k: p.figure(k, sweep.slo) for k in ("requests_per_s", "output_tokens_per_s",
+                                                     "ttft_p50_s", "tpot_p50_s",
+                                                     "goodput_per_s")}
+            txt = lambda v, s=1.0, d=2: "n/a" if v is None else v.text(s, "", d)  # noqa: E731
+            good = f["goodput_per_s"]
+            good = "n/a" if good is None else f"{good.median:.2f}"
+            lines.append(f"{name:>24} {p.label:>16} {txt(f['requests_per_s']):>26} "
+                         f"{txt(f['output_tokens_per_s'], 1, 1):>26} "
+                         f"{txt(f['ttft_p50_s'], 1e3, 0):>22} {txt(f['tpot_p50_s'], 1e3, 0):>22} "
+                         f"{good:>10}")
+    return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--streams", type=int, nargs="+", default=[1, 4, 8])
-    p.add_argument("--requests-per-stream", type=int, default=2)
+    p.add_argument("--settings", nargs="+", choices=SETTINGS, default=list(SETTINGS))
+    p.add_argument("--n-requests", type=int, default=8, help="requests per run")
+    p.add_argument("--rates", type=int, default=3, help="Poisson rates between")
+    p.add_argument("--repeats", type=int, default=3, help="runs per load")
     p.add_argument("--max-tokens", type=int, default=32)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=None, help="folder for the runs (JSON)")
+    p.add_argument("--budget", type=float, default=300.0, help="seconds per sweep, at most")
+    p.add_argument("--out", default=None, help="folder for the sweeps (JSON)")
     args = p.parse_args(argv)
     out = Path(args.out) if args.out else None
     if out:
         out.mkdir(parents=True, exist_ok=True)
     print(f"machine: {os.cpu_count()} CPUs; load average at start "
           f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
-    start = time.perf_counter()
-    modes = {"one at a time": False, "continuous batching": True}
-    servers = {}
-    try:
-        for name, cb in modes.items():
-            t = time.perf_counter()
-            servers[name] = EmbeddedServer(continuous_batching=cb).start()
-            print(f"started {servers[name]!r} in {time.perf_counter() - t:.1f} s "
-                  "(warm-up included)", flush=True)
-        rows = []
-        for streams in args.streams:
-            row = {"streams": streams}
-            for name, server in servers.items():
-                run = run_load(server, concurrency=streams,
-                               n_requests=streams * args.requests_per_stream,
-                               max_tokens=args.max_tokens, seed=args.seed, progress=False,
-                               label=name, max_duration_s=600)
-                s = run.summary()
-                if s.n_failed:
-                    print(f"  {name}, {streams} streams: {s.n_failed} requests failed: "
-                          f"{sorted(s.errors)}", flush=True)
-                row[name] = s
-                if out:
-                    run.save(out / f"{name.replace(' ', '-')}-{streams}.json")
-            rows.append(row)
-            one, cb = row["one at a time"], row["continuous batching"]
-            print(f"  {streams} streams done: {one.output_tokens_per_s:.1f} vs "
-                  f"{cb.output_tokens_per_s:.1f} tokens/s", flush=True)
-        peaks = {name: s.peak_rss_bytes() for name, s in servers.items()}
-    finally:
-        for s in servers.values():
-            s.stop()
-    ms = lambda v: "n/a" if v is None else f"{v * 1000:.0f} ms"  # noqa: E731
-    print()
-    print(f"aggregate output tokens/s (answers ≤ {args.max_tokens} tokens, "
-          f"{args.requests_per_stream} requests per stream)")
-    print(f"{'streams':>7}  {'one at a time':>14}  {'continuous':>11}  {'ratio':>6}   "
-          f"{'TTFT p50 (one / cont.)':>24}   {'TPOT p50 (one / cont.)':>24}")
-    for row in rows:
-        one, cb = row["one at a time"], row["continuous batching"]
-        ratio = cb.output_tokens_per_s / one.output_tokens_per_s
-        print(f"{row['streams']:>7}  {one.output_tokens_per_s:>14.1f}  "
-              f"{cb.output_tokens_per_s:>11.1f}  {ratio:>5.2f}×   "
-              f"{ms(one.ttft_s['p50']) + ' / ' + ms(cb.ttft_s['p50']):>24}   "
-              f"{ms(one.tpot_s['p50']) + ' / ' + ms(cb.tpot_s['p50']):>24}")
-    print("server peak resident memory: "
-          + ", ".join(f"{name} {b / 2**20:,.0f} MiB" for name, b in peaks.items()))
-    print(f"total {time.perf_counter() - start:.0f} s; load average at end "
+    began, sweeps, slo = time.perf_counter(), {}, None
+    for name in args.settings:
+        t = time.perf_counter()
+        server = start(name)
+        try:
+            print(f"\nstarted {server!r} in {time.perf_counter() - t:.1f} s", flush=True)
+            sweep = sweep_rates(server, n_requests=args.n_requests, n_rates=args.rates,
+                                repeats=args.repeats, max_tokens=args.max_tokens,
+                                seed=args.seed, slo=slo, budget_s=args.budget,
+                                progress=False, label=getattr(server, "label", name),
+                                out=str(out / f"sweep-{name}.json") if out else None)
+            peak = server.peak_rss_bytes() if hasattr(server, "peak_rss_bytes") else None
+        finally:
+            server.stop()
+        slo = slo or sweep.slo
+        sweeps[sweep.name] = sweep
+        memory = f"; server peak {peak / 2**20:,.0f} MiB" if peak else ""
+        print(f"{sweep}\n(swept in {sweep.duration_s:.0f} s{memory})", flush=True)
+    print("\nside by side (median, in brackets the confidence interval of the median):")
+    print(side_by_side(sweeps))
+    print(f"\ntotal {time.perf_counter() - began:.0f} s; load average at end "
           f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     return 0
 

@@ -99,3 +99,15 @@ def test_long_context_benchmark_quick_dry_run(capsys):
         assert heading in out
     assert out.count("same first token: True") == 4
     assert "hit rate" in out and "0% without" in out
+
+
+@pytest.mark.real_model
+def test_serving_benchmark_sweeps_and_compares(tmp_path, capsys):
+    serving = load_script("serving")
+    assert serving.main(["--settings", "one-at-a-time", "--n-requests", "2", "--rates", "1",
+                         "--repeats", "1", "--max-tokens", "3", "--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "rate sweep, 2 requests per run" in printed and "side by side" in printed
+    from viz.serve import LoadSweep
+    sweep = LoadSweep.load(tmp_path / "sweep-one-at-a-time.json")
+    assert sweep.point("synchronous") is not None and sweep.point("throughput") is not None

@@ -137,3 +137,46 @@ def test_one_request_at_a_time_queues_the_rest():
     assert abs(first.sent_s - second.sent_s) < first.e2e_s / 2
     assert second.server.started_s >= first.server.finished_s
     assert second.sent_s + second.ttft_s >= first.sent_s + first.e2e_s
+
+
+def test_a_rate_sweep_from_the_command_line(cb_server, tmp_path, capsys):
+    from viz.cli import main
+    from viz.serve import LoadSweep
+
+    out = tmp_path / "sweep.json"
+    assert main(["load", cb_server.url, "--sweep", "--n-requests", "4", "--rates", "1",
+                 "--max-tokens", "4", "--quiet", "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "rate sweep, 4 requests per run" in printed and f"saved      {out}" in printed
+    sweep = LoadSweep.load(out)
+    assert [p.kind for p in sweep.points][:2] == ["synchronous", "throughput"]
+    assert len(sweep.points) == 3 or sweep.points[-1].saturated is False
+    assert all(r.ok for run in sweep.runs for r in run.requests)
+    one = sweep.point("synchronous").figure("requests_per_s", sweep.slo).median
+    together = sweep.point("throughput").figure("requests_per_s", sweep.slo).median
+    # continuous batching serves 4 requests sent at once in shared passes: faster than 1 by 1
+    assert together > 1.2 * one, (one, together)
+    # the derived objective: twice the one-at-a-time p90s, so each request alone met it
+    sync = sweep.point("synchronous").runs[0]
+    assert sync.summary(sweep.slo).n_met_slo == len(sync.requests)
+    rate = sweep.points[2]
+    assert sync.settings.n_requests == 4 and rate.rate_per_s is not None
+    assert one < rate.rate_per_s < together
+
+
+def test_a_one_at_a_time_server_saturates_at_its_own_pace():
+    from viz.serve import sweep_rates
+
+    with EmbeddedServer(continuous_batching=False) as server:
+        sweep = sweep_rates(server, n_requests=4, n_rates=1, max_tokens=4, progress=False,
+                            prompts=PROMPTS)
+    one = sweep.point("synchronous")
+    top = sweep.point("throughput")
+    r_one, r_top = (p.figure("requests_per_s", sweep.slo).median for p in (one, top))
+    # one at a time, 4 requests sent at once complete no faster than 4 sent one by one ...
+    assert r_top < 1.3 * r_one, (r_one, r_top)
+    # ... and the later ones wait in the queue: TTFT's p90 is several requests' work
+    assert top.figure("ttft_p90_s", sweep.slo).median > \
+        2 * one.figure("ttft_p90_s", sweep.slo).median
+    # so the one rate between runs at the synchronous rate itself (not half-way to nowhere)
+    assert sweep.points[2].rate_per_s == pytest.approx(r_one)

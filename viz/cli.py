@@ -317,7 +317,10 @@ def _load(args: argparse.Namespace) -> int:
 
     if (args.url is None) == (not args.embedded):
         raise ValueError("give the server's URL, or --embedded to start one for this run")
-    slo = SLO(ttft_s=args.slo_ttft, tpot_s=args.slo_tpot)
+    if args.sweep:
+        return _load_sweep(args)
+    slo = SLO(ttft_s=1.0 if args.slo_ttft is None else args.slo_ttft,
+              tpot_s=0.150 if args.slo_tpot is None else args.slo_tpot)
     server = _start(args) if args.embedded else None
     try:
         run = run_load(server or args.url, concurrency=args.concurrency, rate=args.rate,
@@ -337,6 +340,35 @@ def _load(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_sweep(args: argparse.Namespace) -> int:
+    from viz.serve.metrics import SLO
+    from viz.serve.sweep import sweep_rates
+
+    if args.max_concurrency is not None:
+        raise ValueError("--max-concurrency caps a --rate run; a --sweep sets each load itself")
+    if (args.slo_ttft is None) != (args.slo_tpot is None):
+        raise ValueError("give both --slo-ttft and --slo-tpot, or neither (a sweep then derives "
+                         "its objective from the one-at-a-time load)")
+    slo = SLO(ttft_s=args.slo_ttft, tpot_s=args.slo_tpot) if args.slo_ttft is not None else None
+    server = _start(args) if args.embedded else None
+    try:
+        sweep = sweep_rates(server or args.url, n_requests=args.n_requests, n_rates=args.rates,
+                            repeats=args.repeats, max_tokens=args.max_tokens, seed=args.seed,
+                            slo=slo, slo_factor=args.slo_factor, max_duration_s=args.max_duration,
+                            budget_s=args.budget, model=args.model_id,
+                            endpoint="completions" if args.completions else "chat",
+                            timeouts=_timeouts(args), allow_remote=args.allow_remote,
+                            api_key=args.api_key, progress=not args.quiet, label=args.label,
+                            out=args.output)
+    finally:
+        if server is not None:
+            server.stop()
+    print(sweep)
+    if args.output:
+        print(f"saved      {args.output}   (python -m viz report {args.output})")
+    return 0
+
+
 def add_load(sub) -> None:
     p = sub.add_parser("load", help="load a server with many requests and record each one")
     p.add_argument("url", nargs="?", default=None,
@@ -346,6 +378,17 @@ def add_load(sub) -> None:
     how.add_argument("--concurrency", type=int, default=None, help="streams kept busy")
     how.add_argument("--rate", type=float, default=None,
                      help="requests per second, Poisson arrivals (seeded)")
+    how.add_argument("--sweep", action="store_true",
+                     help="a rate sweep: one at a time, all at once, then --rates Poisson rates "
+                          "between, stopped where the server saturates (viz.serve.sweep_rates)")
+    p.add_argument("--rates", type=int, default=3, help="--sweep: Poisson rates between")
+    p.add_argument("--repeats", type=int, default=1,
+                   help="--sweep: runs per load (medians with confidence intervals)")
+    p.add_argument("--budget", type=float, default=900.0,
+                   help="--sweep: no new run starts after this many seconds")
+    p.add_argument("--slo-factor", type=float, default=2.0,
+                   help="--sweep without --slo-*: the objective is this × the one-at-a-time "
+                        "p90 TTFT and TPOT")
     p.add_argument("--max-concurrency", type=int, default=None, help="cap for --rate")
     p.add_argument("--n-requests", type=int, default=16)
     p.add_argument("--max-duration", type=float, default=300.0,
@@ -353,8 +396,10 @@ def add_load(sub) -> None:
     p.add_argument("--max-tokens", type=int, default=None,
                    help="one answer limit for all prompts (default: each prompt's own)")
     p.add_argument("--seed", type=int, default=0, help="prompt order and arrival times")
-    p.add_argument("--slo-ttft", type=float, default=1.0, help="goodput's TTFT limit (s)")
-    p.add_argument("--slo-tpot", type=float, default=0.150, help="goodput's TPOT limit (s)")
+    p.add_argument("--slo-ttft", type=float, default=None,
+                   help="goodput's TTFT limit (s; default 1, or derived by --sweep)")
+    p.add_argument("--slo-tpot", type=float, default=None,
+                   help="goodput's TPOT limit (s; default 0.150, or derived by --sweep)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _target_arguments(p)
     _server_arguments(p)

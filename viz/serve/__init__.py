@@ -17,6 +17,8 @@
   with its margin (`band`). `loadgen.throughput_ratio`: two runs' throughputs, with a spread.
 - `scheduler`: the continuous-batching loop step by step, in-process (`StepRecorder`,
   `record_schedule` → `Schedule`), pinned to `SUPPORTED_TRANSFORMERS`.
+- `sweep`: `sweep_rates`: one at a time, then all at once, then Poisson rates between, repeated,
+  stopped where the server saturates → a `LoadSweep` document (medians with intervals).
 - `prefix`: the engine's prefix sharing on and off, per request: tokens reused, hit rate,
   the engine's time to first token (`measure_prefix_sharing` → `PrefixSharing`; lesson 10).
 
@@ -30,12 +32,14 @@ from viz.serve.client import (ServeError, StreamRecord, Target, Timeouts, check_
 from viz.serve.loadgen import (LoadRun, LoadSettings, Prompt, arrival_times, load_prompts,
                                run_load, sweep_load, throughput_ratio)
 from viz.serve.metrics import (ITL_PARTS, SLO, Band, ITLBreakdown, LoadSummary, RequestRecord,
-                               ServerTiming, StaticBatchWaste, band, itl_breakdown,
+                               REQUEST_METRICS, ServerTiming, StaticBatchWaste, band,
+                               itl_breakdown, request_metrics, request_metrics_text,
                                static_batching_waste, summarize)
 from viz.serve.scheduler import (SUPPORTED_TRANSFORMERS, Schedule, SchedulerStep, StepRecorder,
                                  UnsupportedTransformers, check_transformers_version,
                                  record_schedule)
 from viz.serve.prefix import PrefixSharing, RequestPrefix, measure_prefix_sharing
+from viz.serve.sweep import MISSES, FirstMiss, LoadSweep, SweepPoint, derived_slo, queue_growth, sweep_rates
 from viz.serve.server import EmbeddedServer, ServerInfo, serve
 
 __all__ = ["record_request", "StreamRecord", "ServeError", "Target", "Timeouts", "check_url",
@@ -45,4 +49,6 @@ __all__ = ["record_request", "StreamRecord", "ServeError", "Target", "Timeouts",
            "Schedule", "SchedulerStep", "StepRecorder", "record_schedule",
            "SUPPORTED_TRANSFORMERS", "UnsupportedTransformers", "check_transformers_version",
            "EmbeddedServer", "ServerInfo", "serve", "throughput_ratio", "Band", "band",
-           "PrefixSharing", "RequestPrefix", "measure_prefix_sharing"]
+           "PrefixSharing", "RequestPrefix", "measure_prefix_sharing",
+           "sweep_rates", "LoadSweep", "FirstMiss", "MISSES", "SweepPoint", "derived_slo", "queue_growth",
+           "REQUEST_METRICS", "request_metrics", "request_metrics_text"]

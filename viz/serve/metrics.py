@@ -17,6 +17,10 @@ the same word means there. Every time is measured **by the client**, on its own 
   one, else the number of text chunks. vLLM's `tpot`; GuideLLM reports the same average as
   "inter-token latency".
 - **E2E** (end-to-end latency): send → end of the stream (the last chunk).
+- **TT2T** (time to second token): send → the second text chunk; **normalized TPOT**: E2E ÷
+  output tokens, the first token's wait spread over the answer. Beware the names: GuideLLM's
+  "time per output token" is this normalized figure, and its "inter-token latency" is the TPOT
+  above. `request_metrics` puts them all side by side for the same requests.
 - **Output throughput**: output tokens of all completed requests ÷ the run's duration, from
   its first send to its last end. **Request throughput**: completed requests ÷ duration.
 - **Goodput** (DistServe, OSDI 2024; vLLM's `--goodput`): completed requests per second that
@@ -113,11 +117,33 @@ class RequestRecord:
         return [b - a for a, b in zip(t, t[1:])]
 
     @property
+    def mean_itl_s(self) -> Optional[float]:
+        gaps = self.itl_s
+        return sum(gaps) / len(gaps) if self.ok and gaps else None
+
+    @property
     def tpot_s(self) -> Optional[float]:
         n = self.n_output_tokens
         if not self.ok or n < 2:
             return None
         return (self.e2e_s - self.ttft_s) / (n - 1)
+
+    @property
+    def tt2t_s(self) -> Optional[float]:
+        """Time to second token: send → the second text chunk (the first decode step seen from
+        outside, on top of TTFT). None for a request with fewer than two chunks."""
+        if self.sent_s is None or len(self.token_times_s) < 2:
+            return None
+        return self.token_times_s[1] - self.sent_s
+
+    @property
+    def ntpot_s(self) -> Optional[float]:
+        """Normalized TPOT: E2E ÷ output tokens, the first token's wait spread over the answer
+        (the vLLM paper's "normalized latency"; GuideLLM's `time_per_output_token`)."""
+        n = self.n_output_tokens
+        if not self.ok or n < 1:
+            return None
+        return self.e2e_s / n
 
     @property
     def waited_s(self) -> Optional[float]:
@@ -252,6 +278,58 @@ def summarize(requests: Sequence[RequestRecord], slo: Optional[SLO] = None) -> L
         e2e_s=_stats([r.e2e_s for r in done]),
         slo=slo, n_met_slo=met, goodput_per_s=met / duration if duration else None,
         errors=errors)
+
+
+# ---- the per-request metrics side by side ----------------------------------------------------
+# (name, RequestRecord attribute, definition, where the peers' words differ). The same requests
+# give every column, so a reader sees how far apart metrics with similar names are.
+REQUEST_METRICS = (
+    ("TTFT", "ttft_s", "send → first text chunk (queue, prefill, network)",
+     "the same in vLLM, GuideLLM and aiperf"),
+    ("TT2T", "tt2t_s", "send → second text chunk: TTFT plus the first decode step",
+     "aiperf's time to second token"),
+    ("ITL (mean)", "mean_itl_s", "mean gap between the request's text chunks",
+     "vLLM's ITL is per gap, pooled over requests; one chunk may hold several tokens"),
+    ("TPOT", "tpot_s", "(E2E − TTFT) ÷ (output tokens − 1): the pace after the first token",
+     "vLLM's TPOT; GuideLLM calls this 'inter-token latency'"),
+    ("normalized TPOT", "ntpot_s", "E2E ÷ output tokens: the wait for the first token included",
+     "GuideLLM's 'time per output token'; the vLLM paper's normalized latency"),
+    ("E2E", "e2e_s", "send → end of the stream", "vLLM's E2EL, GuideLLM's request latency"),
+)
+
+
+def request_metrics(requests: Sequence[RequestRecord]) -> list[dict[str, Any]]:
+    """One row per completed request, every metric of `REQUEST_METRICS` (seconds) beside its
+    prompt's name and token counts: the metrics side by side for the same requests."""
+    rows = []
+    for r in sorted(requests, key=lambda q: q.index):
+        if not r.ok:
+            continue
+        row: dict[str, Any] = {"request": r.index, "prompt": r.prompt_name,
+                               "prompt tokens": r.prompt_tokens,
+                               "output tokens": r.n_output_tokens}
+        for name, attr, _, _ in REQUEST_METRICS:
+            row[name] = getattr(r, attr)
+        rows.append(row)
+    return rows
+
+
+def request_metrics_text(requests: Sequence[RequestRecord]) -> str:
+    """`request_metrics` as a table in milliseconds, then each metric's definition."""
+    rows = request_metrics(requests)
+    if not rows:
+        raise ValueError("no completed request: nothing to tabulate")
+    names = [m[0] for m in REQUEST_METRICS]
+    head = f"{'request':>7} {'prompt':>6} {'out':>4} " + " ".join(f"{n:>15}" for n in names)
+    lines = [head + "   (ms; prompt and out: tokens)"]
+    for row in rows:
+        cells = " ".join(f"{'n/a':>15}" if row[n] is None else f"{row[n] * 1e3:15.0f}"
+                         for n in names)
+        lines.append(f"{row['request']:>7} {row['prompt tokens'] or 0:>6} "
+                     f"{row['output tokens']:>4} {cells}")
+    lines.append("")
+    lines += [f"{n:>15}: {d} ({peers})" for n, _, d, peers in REQUEST_METRICS]
+    return "\n".join(lines)
 
 
 @dataclass

@@ -35,6 +35,7 @@ from viz.views.distribution import distribution_data, distribution_figure, distr
 from viz.views.embeddings import embeddings_data, embeddings_figure, embeddings_static
 from viz.views.explorer import explorer_data, explorer_figure, explorer_static, explorer_widget
 from viz.views.kv import kv_data, kv_figure, kv_static
+from viz.views.load_sweep import pareto_data, pareto_figure, rate_sweep_data, rate_sweep_figure
 from viz.views.layer import layer_diagram_data, layer_diagram_figure, layer_diagram_static
 from viz.views.report import report_html, write_report
 from viz.views.roofline import roofline_data, roofline_figure, roofline_static, roofline_table
@@ -74,5 +75,5 @@ __all__ = [
     "request_timeline_figure", "request_timeline_data", "serving_tradeoff_figure",
     "serving_tradeoff_data", "itl_distribution_figure", "itl_distribution_data",
     "schedule_figure", "schedule_data", "page_table_figure", "page_table_data",
-    "request_names",
+    "request_names", "rate_sweep_figure", "rate_sweep_data", "pareto_figure", "pareto_data",
 ]
