@@ -206,3 +206,18 @@ def test_the_sweep_command_refuses_settings_it_sets_itself(capsys):
     assert "give both --slo-ttft and --slo-tpot" in capsys.readouterr().err
     assert main(["load", "http://127.0.0.1:9/v1", "--sweep", "--rates", "0"]) == 2
     assert "n_rates must be a whole number from 1" in capsys.readouterr().err
+
+
+def test_decode_pass_time_counts_only_passes_that_decode_that_many():
+    from types import SimpleNamespace as NS
+
+    from viz.serve import decode_pass_time
+
+    dec, pre = NS(phase="decode"), NS(phase="prefill")
+    steps = [NS(end_s=0.0, batch=[pre, pre]), NS(end_s=0.3, batch=[dec, pre]),  # a chunk
+             NS(end_s=0.4, batch=[dec, dec]), NS(end_s=0.6, batch=[dec, dec]),
+             NS(end_s=0.7, batch=[dec])]  # one request left: not a pass of 2
+    gaps = decode_pass_time(NS(steps=steps), 2)  # 0.4 − 0.3 and 0.6 − 0.4
+    assert gaps.runs == 2 and gaps.median == pytest.approx(0.15)
+    with pytest.raises(ValueError, match="decodes exactly 8 requests"):
+        decode_pass_time(NS(steps=steps), 8)

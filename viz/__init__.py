@@ -22,10 +22,11 @@ from viz.load import LoadedModel, load_model
 from viz.record import record
 from viz.runtime import using_threads
 from viz.sampling import sampling_distribution
-from viz.spread import Band, Spread, band
+from viz.spread import TOO_CLOSE, Band, Interval, Spread, band
 from viz.trace import SCHEMA_VERSION, ModelSpec, Step, Token, Trace
 
 __all__ = ["load_model", "LoadedModel", "record", "Trace", "Step", "Token", "ModelSpec",
            "SCHEMA_VERSION", "__version__", "load_document", "using_threads",
            "new_cache", "last_logits", "cache_layers", "sampling_distribution",
-           "check", "multiple_choice", "compare_prediction", "Spread", "Band", "band"]
+           "check", "multiple_choice", "compare_prediction", "Spread", "Band", "band",
+           "Interval", "TOO_CLOSE"]

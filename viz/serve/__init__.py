@@ -32,7 +32,7 @@ from viz.serve.client import (ServeError, StreamRecord, Target, Timeouts, check_
 from viz.serve.loadgen import (LoadRun, LoadSettings, Prompt, arrival_times, load_prompts,
                                run_load, sweep_load, throughput_ratio)
 from viz.serve.metrics import (ITL_PARTS, SLO, Band, ITLBreakdown, LoadSummary, RequestRecord,
-                               REQUEST_METRICS, ServerTiming, StaticBatchWaste, band,
+                               REQUEST_METRICS, ServerTiming, decode_pass_time, StaticBatchWaste, band,
                                itl_breakdown, request_metrics, request_metrics_text,
                                static_batching_waste, summarize)
 from viz.serve.scheduler import (SUPPORTED_TRANSFORMERS, Schedule, SchedulerStep, StepRecorder,
@@ -51,4 +51,4 @@ __all__ = ["record_request", "StreamRecord", "ServeError", "Target", "Timeouts",
            "EmbeddedServer", "ServerInfo", "serve", "throughput_ratio", "Band", "band",
            "PrefixSharing", "RequestPrefix", "measure_prefix_sharing",
            "sweep_rates", "LoadSweep", "FirstMiss", "MISSES", "SweepPoint", "derived_slo", "queue_growth",
-           "REQUEST_METRICS", "request_metrics", "request_metrics_text"]
+           "REQUEST_METRICS", "request_metrics", "decode_pass_time", "request_metrics_text"]

@@ -494,5 +494,19 @@ def itl_breakdown(requests: Sequence[RequestRecord], schedule: Any, load: str = 
         client_cores=client_cores, server_cores=server_cores)
 
 
+def decode_pass_time(schedule: Any, batch_size: int) -> Spread:
+    """The passes of a recorded schedule that decode `batch_size` requests and nothing else,
+    each timed from the end of the pass before it to its own end (what a decoding request
+    waits between two tokens, as `ITLBreakdown`'s decode gaps): median and middle half.
+    Lesson 09 compares it with lesson 06's decode step."""
+    steps = schedule.steps
+    gaps = [b.end_s - a.end_s for a, b in zip(steps, steps[1:])
+            if len(b.batch) == batch_size and all(e.phase == "decode" for e in b.batch)]
+    if not gaps:
+        raise ValueError(f"no pass of this schedule decodes exactly {batch_size} requests and "
+                         "nothing else: record one with that many requests decoding together")
+    return Spread.of(gaps)
+
+
 # ---- a measured ratio put in one of a few ranges: `viz.spread.band` (re-exported here) ---------
 
