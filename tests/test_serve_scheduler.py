@@ -9,7 +9,8 @@ import torch
 
 from viz.serve import (Schedule, StepRecorder, UnsupportedTransformers,
                        check_transformers_version, record_schedule)
-from viz.serve.scheduler import RequestProbe, supported_range
+from viz.serve.probes import RequestProbe
+from viz.serve.scheduler import supported_range
 
 PAGE = 16
 

@@ -15,8 +15,9 @@
 - `metrics`: TTFT, ITL, TPOT, E2E and goodput, defined once (`summarize`, `SLO`); a run's ITL
   taken apart with the server's record (`itl_breakdown`); a measured ratio put in ranges
   with its margin (`band`). `loadgen.throughput_ratio`: two runs' throughputs, with a spread.
-- `scheduler`: the continuous-batching loop step by step, in-process (`StepRecorder`,
-  `record_schedule` → `Schedule`), pinned to `SUPPORTED_TRANSFORMERS`.
+- `scheduler`: the continuous-batching loop step by step (`record_schedule` → `Schedule`),
+  pinned to `SUPPORTED_TRANSFORMERS`; `probes`: what records it inside the serving process
+  (`StepRecorder`, `RequestProbe`).
 - `sweep`: `sweep_rates`: one at a time, then all at once, then Poisson rates between, repeated,
   stopped where the server saturates → a `LoadSweep` document (medians with intervals).
 - `prefix`: the engine's prefix sharing on and off, per request: tokens reused, hit rate,
@@ -35,7 +36,8 @@ from viz.serve.metrics import (ITL_PARTS, SLO, Band, ITLBreakdown, LoadSummary, 
                                REQUEST_METRICS, ServerTiming, decode_pass_time, StaticBatchWaste, band,
                                itl_breakdown, request_metrics, request_metrics_text,
                                static_batching_waste, summarize)
-from viz.serve.scheduler import (SUPPORTED_TRANSFORMERS, Schedule, SchedulerStep, StepRecorder,
+from viz.serve.probes import RequestProbe, StepRecorder
+from viz.serve.scheduler import (SUPPORTED_TRANSFORMERS, Schedule, SchedulerStep,
                                  UnsupportedTransformers, check_transformers_version,
                                  record_schedule)
 from viz.serve.prefix import PrefixSharing, RequestPrefix, measure_prefix_sharing
@@ -46,7 +48,7 @@ __all__ = ["record_request", "StreamRecord", "ServeError", "Target", "Timeouts",
            "run_load", "sweep_load", "LoadRun", "LoadSettings", "Prompt", "load_prompts",
            "arrival_times", "SLO", "LoadSummary", "RequestRecord", "ServerTiming", "summarize",
            "StaticBatchWaste", "static_batching_waste", "ITLBreakdown", "ITL_PARTS", "itl_breakdown",
-           "Schedule", "SchedulerStep", "StepRecorder", "record_schedule",
+           "Schedule", "SchedulerStep", "StepRecorder", "RequestProbe", "record_schedule",
            "SUPPORTED_TRANSFORMERS", "UnsupportedTransformers", "check_transformers_version",
            "EmbeddedServer", "ServerInfo", "serve", "throughput_ratio", "Band", "band",
            "PrefixSharing", "RequestPrefix", "measure_prefix_sharing",

@@ -34,7 +34,6 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar, Optional, Sequence
 
 from viz.documents import Document
@@ -43,6 +42,7 @@ from viz.serve.client import (ClientInfo, ServeError, Target, Timeouts, attach_s
                               stream_request, utc_now)
 from viz.serve.metrics import (SLO, ITLBreakdown, LoadSummary, RequestRecord, StaticBatchWaste,
                                itl_breakdown, static_batching_waste, summarize)
+from viz.serve.protocol import server_handle
 from viz.serve.scheduler import Schedule
 from viz.serve.server import ServerInfo
 from viz.spread import Spread
@@ -223,25 +223,9 @@ def _check(name: str, value: Any, low: float, high: float, whole: bool) -> None:
         raise ServeError(f"{name} must be {kind} from {low:g} to {high:g}, not {value!r}")
 
 
-def run_load(url: Any, *, concurrency: Optional[int] = None, rate: Optional[float] = None,
-             max_concurrency: Optional[int] = None, n_requests: int = 16,
-             max_duration_s: float = 300.0, prompts: Any = None,
-             max_tokens: Optional[int] = None, seed: int = 0, model: Optional[str] = None,
-             endpoint: str = "chat", temperature: float = 0.0,
-             timeouts: Optional[Timeouts] = None, slo: Optional[SLO] = None,
-             allow_remote: bool = False, api_key: Optional[str] = None, progress: bool = True,
-             label: str = "", out: Optional[str] = None) -> LoadRun:
-    """Load a server with `n_requests` requests and record every one. Lesson 09.
-
-    url: the server's API root ("http://127.0.0.1:8000/v1") or an `EmbeddedServer` (then
-        its own timestamps and scheduler steps join the run when it records them).
-    concurrency: N streams kept busy — or rate: mean requests per second (Poisson, seeded),
-        optionally capped by max_concurrency. Exactly one of the two.
-    prompts: None for the shipped set, or a list of strings / {name, prompt, max_tokens}.
-    max_tokens: one answer limit for all prompts (None: each prompt's own).
-    slo: the objective for goodput (default SLO(): TTFT ≤ 1 s, TPOT ≤ 150 ms).
-    out: also save the run there (JSON), whatever happens.
-    """
+def _check_load(concurrency, rate, max_concurrency, n_requests, max_duration_s, max_tokens,
+                temperature, seed) -> None:
+    """run_load's settings, each checked: a ServeError naming the bad one and its range."""
     if (concurrency is None) == (rate is None):
         raise ServeError("give either concurrency= (streams kept busy) or rate= (requests "
                          "per second), exactly one of them")
@@ -261,6 +245,29 @@ def run_load(url: Any, *, concurrency: Optional[int] = None, rate: Optional[floa
     _check("temperature", temperature, 0, 1e3, False)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ServeError(f"seed must be a whole number, not {seed!r}")
+
+
+def run_load(url: Any, *, concurrency: Optional[int] = None, rate: Optional[float] = None,
+             max_concurrency: Optional[int] = None, n_requests: int = 16,
+             max_duration_s: float = 300.0, prompts: Any = None,
+             max_tokens: Optional[int] = None, seed: int = 0, model: Optional[str] = None,
+             endpoint: str = "chat", temperature: float = 0.0,
+             timeouts: Optional[Timeouts] = None, slo: Optional[SLO] = None,
+             allow_remote: bool = False, api_key: Optional[str] = None, progress: bool = True,
+             label: str = "", out: Optional[str] = None) -> LoadRun:
+    """Load a server with `n_requests` requests and record every one. Lesson 09.
+
+    url: the server's API root ("http://127.0.0.1:8000/v1") or an `EmbeddedServer` (then
+        its own timestamps and scheduler steps join the run when it records them).
+    concurrency: N streams kept busy — or rate: mean requests per second (Poisson, seeded),
+        optionally capped by max_concurrency. Exactly one of the two.
+    prompts: None for the shipped set, or a list of strings / {name, prompt, max_tokens}.
+    max_tokens: one answer limit for all prompts (None: each prompt's own).
+    slo: the objective for goodput (default SLO(): TTFT ≤ 1 s, TPOT ≤ 150 ms).
+    out: also save the run there (JSON), whatever happens.
+    """
+    _check_load(concurrency, rate, max_concurrency, n_requests, max_duration_s, max_tokens,
+                temperature, seed)
     base_url = check_url(url, allow_remote)
     timeouts = timeouts or Timeouts()
     slo = slo or SLO()
@@ -278,9 +285,9 @@ def run_load(url: Any, *, concurrency: Optional[int] = None, rate: Optional[floa
                               max_tokens=p.max_tokens, scheduled_s=arrivals[i])
                 for i, p in enumerate(chosen)]
     state: dict[str, Any] = {"t0": None, "t_end": None, "stopped": "", "target": None}
-    server_label = getattr(url, "label", "") if not isinstance(url, str) else ""
-    on_failure = (lambda rec: url.failure_note(short=True)) \
-        if hasattr(url, "failure_note") and not isinstance(url, str) else None
+    server = server_handle(url)
+    server_label = server.label if server else ""
+    on_failure = (lambda rec: server.failure_note(short=True)) if server else None
 
     async def drive() -> None:
         client = make_client(base_url, timeouts, api_key)
@@ -291,8 +298,7 @@ def run_load(url: Any, *, concurrency: Optional[int] = None, rate: Optional[floa
         finally:
             await client.close()
 
-    embedded = hasattr(url, "cpu_seconds") and not isinstance(url, str)
-    cpu0 = (now(), time.process_time(), url.cpu_seconds() if embedded else None)
+    cpu0 = (now(), time.process_time(), server.cpu_seconds() if server else None)
 
     def finish() -> LoadRun:
         t0 = state["t0"]
@@ -303,14 +309,13 @@ def run_load(url: Any, *, concurrency: Optional[int] = None, rate: Optional[floa
                                                          server_label),
                       settings=settings, requests=requests, client=ClientInfo.here(),
                       recorded_at=utc_now(), stopped=state["stopped"],
-                      server=url.info() if hasattr(url, "info") and not isinstance(url, str)
-                      else None, label=label)
+                      server=server.info() if server else None, label=label)
         if wall > 0:
             run.client_cores = (time.process_time() - cpu0[1]) / wall
-            if embedded and url.alive:
-                run.server_cores = (url.cpu_seconds() - cpu0[2]) / wall
-        if t0 is not None and hasattr(url, "schedule") and not isinstance(url, str):
-            run.schedule = url.schedule(start=t0, end=state["t_end"] or now(), origin=t0,
+            if server and server.alive:
+                run.server_cores = (server.cpu_seconds() - cpu0[2]) / wall
+        if t0 is not None and server:
+            run.schedule = server.schedule(start=t0, end=state["t_end"] or now(), origin=t0,
                                         label=label)
         if out:
             run.save(out)
@@ -345,70 +350,84 @@ async def _drive(client, state: dict, requests: list[RequestRecord], chosen: lis
         finally:
             bar.update(1)
 
-    async def senders() -> None:
-        if settings.mode == "concurrency":
-            nxt = iter(range(len(requests)))
-
-            async def stream_worker() -> None:
-                for i in nxt:
-                    if now() >= deadline:
-                        return
-                    requests[i].scheduled_s = now() - t0
-                    await one(i)
-
-            workers = [asyncio.create_task(stream_worker())
-                       for _ in range(min(settings.concurrency, len(requests)))]
-            started.extend(workers)
-            await asyncio.gather(*workers)
-        else:
-            cap = asyncio.Semaphore(settings.concurrency) if settings.concurrency else None
-
-            async def capped(i: int) -> None:
-                if cap is None:
-                    await one(i)
-                    return
-                async with cap:
-                    await one(i)
-
-            tasks = []
-            for i, r in enumerate(requests):
-                delay = t0 + r.scheduled_s - now()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                if now() >= deadline:
-                    break
-                tasks.append(asyncio.create_task(capped(i)))
-                started.append(tasks[-1])
-            await asyncio.gather(*tasks)
-
-    main = asyncio.create_task(senders())
+    send = _closed_loop if settings.mode == "concurrency" else _open_loop
+    main = asyncio.create_task(send(one, requests, settings, t0, deadline, started))
     try:
         await asyncio.wait_for(asyncio.shield(main), timeout=max(0.0, deadline - now()))
     except (TimeoutError, asyncio.TimeoutError):
-        for t in started:
-            t.cancel()
-        main.cancel()
-        await asyncio.gather(main, *started, return_exceptions=True)
+        await _cancel(main, started)
     except asyncio.CancelledError:  # an interrupt: record what was in flight, then stop
-        for t in started:
-            t.cancel()
-        main.cancel()
-        await asyncio.gather(main, *started, return_exceptions=True)
+        await _cancel(main, started)
         state["t_end"] = now()
         raise
     finally:
         bar.close()
     state["t_end"] = now()
-    unsent = sum(1 for r in requests if r.sent_s is None)
-    if unsent and not state["stopped"]:
-        state["stopped"] = (f"time limit of {settings.max_duration_s:g} s reached: "
-                            f"{len(requests) - unsent} of {len(requests)} requests sent")
-    elif any(r.error_kind == "cancelled" for r in requests) and not state["stopped"]:
-        state["stopped"] = (f"time limit of {settings.max_duration_s:g} s reached with "
-                            "requests still streaming (cancelled)")
+    state["stopped"] = state["stopped"] or _stop_reason(requests, settings)
     for r in requests:  # never sent: say why, so no request is silently missing
         if r.sent_s is None and r.error is None:
             r.error_kind, r.error = "cancelled", "not sent: the run's time limit came first"
+
+
+async def _closed_loop(one, requests, settings, t0, deadline, started) -> None:
+    """N streams: each sends its next request as soon as its last one ends."""
+    nxt = iter(range(len(requests)))
+
+    async def stream_worker() -> None:
+        for i in nxt:
+            if now() >= deadline:
+                return
+            requests[i].scheduled_s = now() - t0
+            await one(i)
+
+    workers = [asyncio.create_task(stream_worker())
+               for _ in range(min(settings.concurrency, len(requests)))]
+    started.extend(workers)
+    await asyncio.gather(*workers)
+
+
+async def _open_loop(one, requests, settings, t0, deadline, started) -> None:
+    """Each request at its own arrival time, whether or not earlier ones have ended (at most
+    `settings.concurrency` in flight when that caps the rate)."""
+    cap = asyncio.Semaphore(settings.concurrency) if settings.concurrency else None
+
+    async def capped(i: int) -> None:
+        if cap is None:
+            await one(i)
+            return
+        async with cap:
+            await one(i)
+
+    tasks = []
+    for i, r in enumerate(requests):
+        delay = t0 + r.scheduled_s - now()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if now() >= deadline:
+            break
+        tasks.append(asyncio.create_task(capped(i)))
+        started.append(tasks[-1])
+    await asyncio.gather(*tasks)
+
+
+async def _cancel(main: asyncio.Task, started: list[asyncio.Task]) -> None:
+    """Cancel the sender and every request in flight, and wait until they have stopped."""
+    for t in started:
+        t.cancel()
+    main.cancel()
+    await asyncio.gather(main, *started, return_exceptions=True)
+
+
+def _stop_reason(requests: list[RequestRecord], settings: LoadSettings) -> str:
+    """Why a run ended before every request was sent or finished ("" if it did not)."""
+    unsent = sum(1 for r in requests if r.sent_s is None)
+    if unsent:
+        return (f"time limit of {settings.max_duration_s:g} s reached: "
+                f"{len(requests) - unsent} of {len(requests)} requests sent")
+    if any(r.error_kind == "cancelled" for r in requests):
+        return (f"time limit of {settings.max_duration_s:g} s reached with "
+                "requests still streaming (cancelled)")
+    return ""
 
 
 def sweep_load(url: Any, *, concurrencies: Sequence[int] = (1, 4, 8),
@@ -422,5 +441,6 @@ def sweep_load(url: Any, *, concurrencies: Sequence[int] = (1, 4, 8),
     for c in concurrencies:
         n = max(min_requests, c * requests_per_stream)
         runs.append(run_load(url, concurrency=c, n_requests=n,
-                             label=label or getattr(url, "label", ""), **kwargs))
+                             label=label or (h.label if (h := server_handle(url)) else ""),
+                             **kwargs))
     return runs

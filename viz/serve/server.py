@@ -52,7 +52,8 @@ from typing import Any, Optional
 
 from viz.runtime import cpu_features, cpu_name
 from viz.serve.client import ServeError, is_loopback, record_request
-from viz.serve.scheduler import Schedule, read_json_lines, schedule_from_lines
+from viz.serve.probes import read_json_lines
+from viz.serve.scheduler import Schedule, schedule_from_lines
 
 DTYPES = ("float32", "bfloat16", "float16", "auto")
 # Continuous batching on a CPU: small enough for Binder's 2 GB (see the module docstring).
@@ -276,6 +277,21 @@ class ManagedProcess:
     def cpu_seconds(self) -> float:
         """CPU seconds the server's processes have used so far (user + system, every core)."""
         return process_tree_cpu_s(self.pid) if self.alive else 0.0
+
+    # ---- what a plain process gives its clients (viz.serve.protocol.ServerHandle) ----------
+    @property
+    def label(self) -> str:
+        return ""
+
+    def info(self) -> Optional["ServerInfo"]:
+        return None
+
+    def server_timings(self) -> dict[str, dict[str, Any]]:
+        return {}
+
+    def schedule(self, start: Optional[float] = None, end: Optional[float] = None,
+                 origin: Optional[float] = None, label: str = "") -> Optional[Schedule]:
+        return None
 
 
 @atexit.register

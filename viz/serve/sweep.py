@@ -52,6 +52,7 @@ from viz.documents import Document
 from viz.serve.client import ServeError, Target, utc_now
 from viz.serve.loadgen import LoadRun, _check, run_load
 from viz.serve.metrics import SLO, LoadSummary, percentiles
+from viz.serve.protocol import server_handle
 from viz.serve.server import ServerInfo
 from viz.spread import TOO_CLOSE, Interval
 
@@ -362,7 +363,8 @@ def sweep_rates(url: Any, *, n_requests: int = 8, n_rates: int = 3, repeats: int
             run = run_load(url, n_requests=n_requests, max_tokens=max_tokens, seed=seed + i,
                            slo=sweep.slo, max_duration_s=min(max_duration_s, left),
                            prompts=prompts, progress=progress,
-                           label=label or getattr(url, "label", ""), **how, **kwargs)
+                           label=label or (h.label if (h := server_handle(url)) else ""),
+                           **how, **kwargs)
             point.runs.append(run)
             if len(sweep.points) == 1 and i == 0:
                 sweep.target, sweep.server = run.target, run.server

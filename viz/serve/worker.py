@@ -67,7 +67,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 1
     watch_parent(args.parent_pid)
     if args.record:
-        from viz.serve.scheduler import UnsupportedTransformers, install_server_probes
+        from viz.serve.probes import install_server_probes
+        from viz.serve.scheduler import UnsupportedTransformers
 
         try:
             install_server_probes(args.record)

@@ -428,6 +428,59 @@ def page_table_data(schedule: Schedule, step: int) -> dict[str, Any]:
             "slots": slots, "wasted_slots": max(0, slots - filled)}
 
 
+def _frame_picks(n: int, max_frames: int) -> list[int]:
+    """At most `max_frames` step indices of n, evenly spread, first and last included."""
+    if n <= max_frames:
+        return list(range(n))
+    return sorted({round(k * (n - 1) / (max_frames - 1)) for k in range(max_frames)})
+
+
+def _page_grid(schedule: Schedule, step: int, number: dict[str, int], k: int, rows: int):
+    """One step's pages as a grid: colour index per cell (k: free), the holder's number per
+    cell (-1: none), the shared cells' x and y, and `page_table_data` itself."""
+    d = page_table_data(schedule, step)
+    z: list[list[Optional[int]]] = [[None] * PAGES_PER_ROW for _ in range(rows)]
+    who: list[list[int]] = [[-1] * PAGES_PER_ROW for _ in range(rows)]
+    for i, o in enumerate(d["owner"]):
+        r, c = divmod(i, PAGES_PER_ROW)
+        z[r][c] = k if o is None else number[o] % k
+        who[r][c] = -1 if o is None else number[o]
+    sx = [i % PAGES_PER_ROW for i in d["shared"]]
+    sy = [i // PAGES_PER_ROW for i in d["shared"]]
+    return z, who, sx, sy, d
+
+
+def _page_caption(schedule: Schedule, step: int, d: dict,
+                  names: Optional[dict[str, str]]) -> str:
+    s = schedule.steps[step]
+    running = ", ".join(_short(e.request_id, names) for e in s.batch)
+    return (f"step {step}: {d['used_pages']} pages held by {len(s.batch)} "
+            f"request{'s' if len(s.batch) != 1 else ''} ({running}); "
+            f"{len(d['shared'])} shared, {d['free_pages']} free, "
+            f"{d['cached_pages']} kept as prefix cache")
+
+
+def _player(picks: list[int]) -> dict[str, Any]:
+    """A slider over the picked steps, right of a play and a pause button."""
+    go_to = lambda duration: {"mode": "immediate", "frame": {"duration": duration,  # noqa: E731
+                                                             "redraw": True},
+                              "transition": {"duration": 0}, "fromcurrent": True}
+    # the slider starts 110 px in, right of the play/pause buttons (as step_controls)
+    return {"sliders": [{"active": 0, "x": 0, "len": 1, "y": 0, "yanchor": "top",
+                         "pad": {"t": 30, "l": 110}, "currentvalue": {"prefix": "step "},
+                         "steps": [{"label": str(s), "method": "animate",
+                                    "args": [[str(s)], go_to(0)]} for s in picks]}],
+            "updatemenus": [{"type": "buttons", "showactive": False, "x": 0, "y": 0,
+                             "xanchor": "left", "yanchor": "top", "pad": {"t": 35},
+                             "direction": "left",
+                             "buttons": [{"label": "▶", "method": "animate",
+                                          "args": [None, go_to(400)]},
+                                         {"label": "❚❚", "method": "animate",
+                                          "args": [[None], {"mode": "immediate",
+                                                            "frame": {"duration": 0,
+                                                                      "redraw": False}}]}]}]}
+
+
 def page_table_figure(schedule: Schedule, names: Optional[dict[str, str]] = None,
                       max_frames: int = 60):
     """Plotly: the KV cache's pages as a grid, one cell per page, coloured by the request
@@ -438,32 +491,15 @@ def page_table_figure(schedule: Schedule, names: Optional[dict[str, str]] = None
     import plotly.graph_objects as go
 
     _check_schedule(schedule)
-    n = len(schedule.steps)
-    if n <= max_frames:
-        picks = list(range(n))
-    else:
-        picks = sorted({round(k * (n - 1) / (max_frames - 1)) for k in range(max_frames)})
+    picks = _frame_picks(len(schedule.steps), max_frames)
     number = {rid: _request_number(rid, i) for i, rid in enumerate(schedule.request_ids())}
     colours = palette.CYCLE[:-1] + [palette.YELLOW]
     k = len(colours)
     rows = (schedule.total_pages + PAGES_PER_ROW - 1) // PAGES_PER_ROW
-
-    def grid(step: int):
-        d = page_table_data(schedule, step)
-        z: list[list[Optional[int]]] = [[None] * PAGES_PER_ROW for _ in range(rows)]
-        who: list[list[int]] = [[-1] * PAGES_PER_ROW for _ in range(rows)]
-        for i, o in enumerate(d["owner"]):
-            r, c = divmod(i, PAGES_PER_ROW)
-            z[r][c] = k if o is None else number[o] % k
-            who[r][c] = -1 if o is None else number[o]
-        sx = [i % PAGES_PER_ROW for i in d["shared"]]
-        sy = [i // PAGES_PER_ROW for i in d["shared"]]
-        return z, who, sx, sy, d
-
     scale = []
     for j, c in enumerate(colours + [WAITING]):
         scale += [[j / (k + 1), c], [(j + 1) / (k + 1), c]]
-    z, who, sx, sy, d0 = grid(picks[0])
+    z, who, sx, sy, d0 = _page_grid(schedule, picks[0], number, k, rows)
     fig = go.Figure([
         go.Heatmap(z=z, zmin=0, zmax=k + 1, colorscale=scale, showscale=False, xgap=2, ygap=2,
                    customdata=who, hovertemplate="page %{y}×16+%{x}: request "
@@ -473,44 +509,21 @@ def page_table_figure(schedule: Schedule, names: Optional[dict[str, str]] = None
                    hovertemplate="shared by several requests<extra></extra>")])
     caption = {"x": 0, "y": 1.12, "xref": "paper", "yref": "paper", "showarrow": False,
                "xanchor": "left"}
-
-    def text(step: int, d: dict) -> str:
-        s = schedule.steps[step]
-        running = ", ".join(_short(e.request_id, names) for e in s.batch)
-        return (f"step {step}: {d['used_pages']} pages held by {len(s.batch)} "
-                f"request{'s' if len(s.batch) != 1 else ''} ({running}); "
-                f"{len(d['shared'])} shared, {d['free_pages']} free, "
-                f"{d['cached_pages']} kept as prefix cache")
-
     frames = []
     for step in picks:
-        z, who, sx, sy, d = grid(step)
+        z, who, sx, sy, d = _page_grid(schedule, step, number, k, rows)
         frames.append(go.Frame(name=str(step),
                                data=[go.Heatmap(z=z, customdata=who), go.Scatter(x=sx, y=sy)],
                                traces=[0, 1],
-                               layout={"annotations": [{**caption, "text": text(step, d)}]}))
+                               layout={"annotations": [{**caption, "text":
+                                                        _page_caption(schedule, step, d,
+                                                                      names)}]}))
     fig.frames = frames
-    go_to = lambda duration: {"mode": "immediate", "frame": {"duration": duration,  # noqa: E731
-                                                             "redraw": True},
-                              "transition": {"duration": 0}, "fromcurrent": True}
     fig.update_layout(**plotly_layout(
         f"the paged KV cache: {schedule.total_pages} pages of {schedule.page_size} tokens",
         height=230 + 30 * rows, showlegend=False,
-        annotations=[{**caption, "text": text(picks[0], d0)}],
-        margin={"l": 40, "r": 20, "t": 90, "b": 120},
-        # the slider starts 110 px in, right of the play/pause buttons (as step_controls)
-        sliders=[{"active": 0, "x": 0, "len": 1, "y": 0, "yanchor": "top",
-                  "pad": {"t": 30, "l": 110},
-                  "currentvalue": {"prefix": "step "},
-                  "steps": [{"label": str(s), "method": "animate", "args": [[str(s)], go_to(0)]}
-                            for s in picks]}],
-        updatemenus=[{"type": "buttons", "showactive": False, "x": 0, "y": 0, "xanchor": "left",
-                      "yanchor": "top", "pad": {"t": 35}, "direction": "left",
-                      "buttons": [{"label": "▶", "method": "animate", "args": [None, go_to(400)]},
-                                  {"label": "❚❚", "method": "animate",
-                                   "args": [[None], {"mode": "immediate",
-                                                     "frame": {"duration": 0,
-                                                               "redraw": False}}]}]}]))
+        annotations=[{**caption, "text": _page_caption(schedule, picks[0], d0, names)}],
+        margin={"l": 40, "r": 20, "t": 90, "b": 120}, **_player(picks)))
     fig.update_xaxes(visible=False, range=[-0.5, PAGES_PER_ROW - 0.5])
     fig.update_yaxes(visible=False, autorange="reversed", range=[rows - 0.5, -0.5])
     return fig
