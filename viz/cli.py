@@ -321,23 +321,33 @@ def _load(args: argparse.Namespace) -> int:
         return _load_sweep(args)
     slo = SLO(ttft_s=1.0 if args.slo_ttft is None else args.slo_ttft,
               tpot_s=0.150 if args.slo_tpot is None else args.slo_tpot)
-    server = _start(args) if args.embedded else None
-    try:
-        run = run_load(server or args.url, concurrency=args.concurrency, rate=args.rate,
-                       max_concurrency=args.max_concurrency, n_requests=args.n_requests,
-                       max_duration_s=args.max_duration, max_tokens=args.max_tokens,
-                       seed=args.seed, model=args.model_id,
-                       endpoint="completions" if args.completions else "chat",
-                       timeouts=_timeouts(args), slo=slo, allow_remote=args.allow_remote,
-                       api_key=args.api_key, progress=not args.quiet, label=args.label,
-                       out=args.output)
-    finally:
-        if server is not None:
-            server.stop()
+    run = _with_server(args, lambda target: run_load(
+        target, concurrency=args.concurrency, rate=args.rate,
+        max_concurrency=args.max_concurrency, n_requests=args.n_requests,
+        max_duration_s=args.max_duration, max_tokens=args.max_tokens, seed=args.seed, slo=slo,
+        **_client_options(args)))
     print(run)
     if args.output:
         print(f"saved      {args.output}")
     return 0
+
+
+def _client_options(args: argparse.Namespace) -> dict[str, Any]:
+    """What `load` passes to every run, whether one run or a sweep."""
+    return dict(model=args.model_id, endpoint="completions" if args.completions else "chat",
+                timeouts=_timeouts(args), allow_remote=args.allow_remote, api_key=args.api_key,
+                progress=not args.quiet, label=args.label, out=args.output)
+
+
+def _with_server(args: argparse.Namespace, call: Callable[[Any], Any]) -> Any:
+    """`call(target)` against the URL, or against an embedded server started for it and
+    stopped after, whatever happens."""
+    server = _start(args) if args.embedded else None
+    try:
+        return call(server or args.url)
+    finally:
+        if server is not None:
+            server.stop()
 
 
 def _load_sweep(args: argparse.Namespace) -> int:
@@ -350,19 +360,10 @@ def _load_sweep(args: argparse.Namespace) -> int:
         raise ValueError("give both --slo-ttft and --slo-tpot, or neither (a sweep then derives "
                          "its objective from the one-at-a-time load)")
     slo = SLO(ttft_s=args.slo_ttft, tpot_s=args.slo_tpot) if args.slo_ttft is not None else None
-    server = _start(args) if args.embedded else None
-    try:
-        sweep = sweep_rates(server or args.url, n_requests=args.n_requests, n_rates=args.rates,
-                            repeats=args.repeats, max_tokens=args.max_tokens, seed=args.seed,
-                            slo=slo, slo_factor=args.slo_factor, max_duration_s=args.max_duration,
-                            budget_s=args.budget, model=args.model_id,
-                            endpoint="completions" if args.completions else "chat",
-                            timeouts=_timeouts(args), allow_remote=args.allow_remote,
-                            api_key=args.api_key, progress=not args.quiet, label=args.label,
-                            out=args.output)
-    finally:
-        if server is not None:
-            server.stop()
+    sweep = _with_server(args, lambda target: sweep_rates(
+        target, n_requests=args.n_requests, n_rates=args.rates, repeats=args.repeats,
+        max_tokens=args.max_tokens, seed=args.seed, slo=slo, slo_factor=args.slo_factor,
+        max_duration_s=args.max_duration, budget_s=args.budget, **_client_options(args)))
     print(sweep)
     if args.output:
         print(f"saved      {args.output}   (python -m viz report {args.output})")
