@@ -28,9 +28,21 @@ NBVAL := --nbval --nbval-current-env --nbval-cell-timeout=600 \
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# Reinstall only when requirements.txt or pyproject.toml changed since the last install.
-$(STAMP): requirements.txt pyproject.toml | $(BIN)/python
+# llama.cpp's server (requirements-engines.txt) compiles from source: its wheel is built once
+# into WHEELS, outside the repository, and every later set-up installs it from there.
+WHEELS ?= $(HOME)/.cache/llm-inference-viz-wheels
+LLAMA_CPP := llama-cpp-python==0.3.36
+
+# Reinstall only when a requirements file or pyproject.toml changed since the last install.
+$(STAMP): requirements.txt requirements-engines.txt pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@if ! ls $(WHEELS)/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1; then \
+		echo "building llama.cpp's Python package once (about 3 minutes on 2 cores; kept in $(WHEELS))"; \
+		$(BIN)/python -m pip wheel --quiet --disable-pip-version-check --no-deps \
+			$(LLAMA_CPP) -w $(WHEELS); \
+	fi
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --find-links $(WHEELS) \
+		-r requirements-engines.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $@
 

@@ -19,6 +19,9 @@ HTTP and chunked encoding); only the bytes inside the stream are chosen here.
 - stall: two chunks, then nothing for a minute.
 - die: two chunks, then the whole server process exits.
 - flaky: "cut" for requests whose X-Request-ID ends in an odd digit, "ok" for the others.
+- http400-empty: HTTP 400 with an empty body (no reason given).
+- uuid-id: as llama-cpp-python's server (starlette-context's RequestIdPlugin): HTTP 400 with an
+  empty body unless the X-Request-ID header is a UUID; "ok" when it is.
 """
 
 import argparse
@@ -26,15 +29,16 @@ import asyncio
 import json
 import os
 import time
+import uuid
 
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, StreamingResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 MODES = ["ok", "http500", "http400", "http422", "nonstream", "malformed", "truncated", "cut",
-         "error-event", "stall", "die", "flaky"]
+         "error-event", "stall", "die", "flaky", "http400-empty", "uuid-id"]
 
 
 def chunk(rid: str, model: str, content=None, role=None, finish=None, usage=None,
@@ -70,6 +74,14 @@ async def chat(request: Request):
     rid = request.headers.get("x-request-id", "fault")
     if mode == "flaky":
         mode = "cut" if rid[-1:] in "13579" and rid[-1:] else "ok"
+    if mode == "uuid-id":
+        try:
+            uuid.UUID(rid)
+            mode = "ok"
+        except ValueError:
+            return Response(status_code=400)
+    if mode == "http400-empty":
+        return Response(status_code=400)
     if mode == "http500":
         return JSONResponse({"error": {"message": "the fault server failed on purpose",
                                        "type": "server_error"}}, status_code=500)

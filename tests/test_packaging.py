@@ -1,6 +1,7 @@
 """`pip install .` installs what viz needs: pyproject.toml's dependencies agree with
-requirements.txt (same ranges), together they list every line of it, and every third-party
-module viz imports is installed by a dependency."""
+requirements.txt and requirements-engines.txt (same ranges), together they list every line of
+them, and every third-party module viz imports is installed by a dependency (llama.cpp runs in
+a process of its own: viz never imports it)."""
 
 import ast
 import re
@@ -36,7 +37,7 @@ def pyproject() -> dict:
 
 
 def test_pyproject_agrees_with_requirements():
-    req = requirements_txt()
+    req = {**requirements_txt(), **requirements_txt("requirements-engines.txt")}
     project = pyproject()
     listed = {}
     for line in project["dependencies"] + [d for extra in project["optional-dependencies"].values()

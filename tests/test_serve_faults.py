@@ -7,12 +7,14 @@ bytes of each reply are chosen), started through viz.serve's own ManagedProcess.
 
 import math
 import time
+import uuid
 
 import pytest
 
 from serve_support import fault_server, gone
 from viz.serve import (SLO, LoadRun, ServeError, StreamRecord, Timeouts, check_url,
                        record_request, run_load)
+from viz.serve.client import request_id, request_index
 from viz.serve.server import free_port
 
 
@@ -57,6 +59,8 @@ def test_log_probabilities_are_kept_when_the_server_sends_them(faults):
                         r"\(the server failed: check its log\)"),
     ("http400", "http", r"HTTP 400 from the server: max_tokens is too large for this model"),
     ("http422", "http", r"HTTP 422 from the server: Unexpected fields in the request"),
+    ("http400-empty", "http", r"HTTP 400 from the server: it gave no reason \(an empty body\) "
+                              r"\(the request was refused"),
     ("nonstream", "protocol", r"answered with application/json, not a stream of events"),
     ("malformed", "protocol", r"a malformed event in the stream \(its data is not JSON"),
     ("truncated", "protocol", r"the stream ended after 3 text chunks without its final chunk"),
@@ -259,3 +263,18 @@ def test_command_line_errors_are_one_line_and_status_2(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and err.count("\n") == 1
+
+
+def test_request_ids_are_uuids_that_a_strict_server_accepts(faults):
+    # llama-cpp-python's server refuses an X-Request-ID that is not a UUID (HTTP 400, empty
+    # body): the one viz sends for a request, and for each request of a load run, is one.
+    rec = record_request(faults, "hi", model="uuid-id", max_tokens=3)
+    assert rec.request.ok and uuid.UUID(rec.request.request_id)
+    run = run_load(faults, model="uuid-id", concurrency=2, n_requests=3, max_tokens=2,
+                   progress=False)
+    assert all(r.ok for r in run.requests), [r.error for r in run.requests]
+    assert [request_index(r.request_id) for r in run.requests] == [0, 1, 2]
+    assert request_index("viz-3f2a1b0c-7") == 7  # an older file's id still reads
+    assert request_index("req_3") is None
+    with pytest.raises(ValueError, match="a run id is 8 hex digits"):
+        request_id("not-hex", 0)

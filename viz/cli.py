@@ -207,6 +207,9 @@ def add_peaks(sub) -> None:
 def _server_arguments(p: argparse.ArgumentParser) -> None:
     from viz.serve.server import MAX_BATCH_TOKENS, NUM_PAGES, PAGE_SIZE
 
+    p.add_argument("--engine", choices=ENGINES, default="transformers",
+                   help="transformers (`transformers serve`, default) or llama.cpp (its "
+                        "OpenAI server on the default model's Q4_1 GGUF file)")
     p.add_argument("--one-at-a-time", action="store_true",
                    help="serve requests one at a time (default: continuous batching)")
     p.add_argument("--model", default=None, help="a local model folder (default: SmolLM2)")
@@ -220,8 +223,28 @@ def _server_arguments(p: argparse.ArgumentParser) -> None:
                    help="record server-side timestamps and scheduler steps (load runs keep them)")
 
 
+ENGINES = ("transformers", "llama.cpp")
+
+
 def _start(args: argparse.Namespace, port: Any = None):
-    from viz.serve.server import EmbeddedServer
+    from viz.serve.server import MAX_BATCH_TOKENS, NUM_PAGES, PAGE_SIZE, EmbeddedServer
+
+    if args.engine == "llama.cpp":
+        from viz.serve.llamacpp import LlamaCppServer
+
+        only = {"--one-at-a-time": args.one_at_a_time, "--model": args.model is not None,
+                "--device": args.device != "cpu", "--dtype": args.dtype != "float32",
+                "--page-size": args.page_size != PAGE_SIZE,
+                "--num-pages": args.num_pages != NUM_PAGES,
+                "--max-batch-tokens": args.max_batch_tokens != MAX_BATCH_TOKENS,
+                "--record": args.record}
+        given = [flag for flag, on in only.items() if on]
+        if given:
+            raise ValueError(f"{', '.join(given)} set{'s' if len(given) == 1 else ''} up "
+                             "`transformers serve`; llama.cpp serves the default model's Q4_1 "
+                             "GGUF file one request at a time: leave them out, or use "
+                             "--engine transformers")
+        return LlamaCppServer(port=port).start()
 
     return EmbeddedServer(args.model, continuous_batching=not args.one_at_a_time,
                           device=args.device, dtype=args.dtype, page_size=args.page_size,

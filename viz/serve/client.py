@@ -29,6 +29,7 @@ import ipaddress
 import json
 import math
 import platform
+import re
 import threading
 import time
 import uuid
@@ -204,7 +205,31 @@ def _server_message(e) -> str:
         text = e.response.text.strip()
     except Exception:
         text = ""
-    return text[:300] or getattr(e, "message", "") or "(no message)"
+    return text[:300] or "it gave no reason (an empty body)"
+
+
+# A request's id (sent as X-Request-ID) is a UUID: llama-cpp-python's server (starlette-context)
+# refuses any other X-Request-ID with HTTP 400 and an empty body. The id still carries the run
+# and the request's index, which the views print: <run, 8 hex>-7669-4a7a-8000-<index, 12 digits>.
+_REQUEST_ID = re.compile(r"^[0-9a-f]{8}-7669-4a7a-8000-(\d{12})$")
+
+
+def request_id(run_id: str, index: int) -> str:
+    """The X-Request-ID of request `index` of run `run_id` (8 hex digits): a valid UUID."""
+    if not re.fullmatch(r"[0-9a-f]{8}", run_id) or not 0 <= index < 10 ** 12:
+        raise ValueError(f"a run id is 8 hex digits and an index < 10^12, not {run_id!r}, "
+                         f"{index!r}")
+    return f"{run_id}-7669-4a7a-8000-{index:012d}"
+
+
+def request_index(rid: str) -> Optional[int]:
+    """The index a request id from `request_id` carries (also an older file's "viz-<run>-N"),
+    else None."""
+    m = _REQUEST_ID.match(rid)
+    if m:
+        return int(m.group(1))
+    tail = rid.rsplit("-", 1)[-1]
+    return int(tail) if rid.startswith("viz-") and tail.isdigit() else None
 
 
 # ---- one streaming request ----------------------------------------------------------------------
@@ -518,7 +543,7 @@ def record_request(url: Any, prompt: str, *, model: Optional[str] = None,
     base_url = check_url(url, allow_remote)
     timeouts = timeouts or Timeouts()
     label_from_server = getattr(url, "label", "") if not isinstance(url, str) else ""
-    rec = RequestRecord(index=0, request_id=f"viz-{uuid.uuid4().hex[:12]}", prompt_name="",
+    rec = RequestRecord(index=0, request_id=request_id(uuid.uuid4().hex[:8], 0), prompt_name="",
                         max_tokens=max_tokens, scheduled_s=0.0)
 
     async def go() -> tuple[Target, float]:

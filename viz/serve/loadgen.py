@@ -38,8 +38,8 @@ from typing import Any, ClassVar, Optional, Sequence
 
 from viz.documents import Document
 from viz.serve.client import (ClientInfo, ServeError, Target, Timeouts, attach_server_timing,
-                              check_url, make_client, now, resolve_target, run_coroutine,
-                              stream_request, utc_now)
+                              check_url, make_client, now, request_id, resolve_target,
+                              run_coroutine, stream_request, utc_now)
 from viz.serve.metrics import (SLO, ITLBreakdown, LoadSummary, RequestRecord, StaticBatchWaste,
                                itl_breakdown, static_batching_waste, summarize)
 from viz.serve.protocol import server_handle
@@ -281,7 +281,7 @@ def run_load(url: Any, *, concurrency: Optional[int] = None, rate: Optional[floa
         temperature=float(temperature), timeouts=timeouts, slo=slo,
         prompts=_prompts(prompts, max_tokens))
     run_id = uuid.uuid4().hex[:8]
-    requests = [RequestRecord(index=i, request_id=f"viz-{run_id}-{i}", prompt_name=p.name,
+    requests = [RequestRecord(index=i, request_id=request_id(run_id, i), prompt_name=p.name,
                               max_tokens=p.max_tokens, scheduled_s=arrivals[i])
                 for i, p in enumerate(chosen)]
     state: dict[str, Any] = {"t0": None, "t_end": None, "stopped": "", "target": None}

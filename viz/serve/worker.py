@@ -1,6 +1,7 @@
 """The embedded server's own process: `transformers serve`, tied to the process that started it.
 
     python -m viz.serve.worker --parent-pid PID [--record DIR] --serve -- <transformers serve args>
+    python -m viz.serve.worker --parent-pid PID --module llama_cpp.server -- <its args>
     python -m viz.serve.worker --parent-pid PID --script FILE -- <its args>     (tests)
 
 `viz.serve.EmbeddedServer` starts this, never you. It
@@ -59,6 +60,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--serve", action="store_true", help="run `transformers serve`")
     what.add_argument("--script", default=None, help="run this Python file instead (tests)")
+    what.add_argument("--module", default=None,
+                      help="run this module as `python -m` does (llama_cpp.server)")
     p.add_argument("rest", nargs=argparse.REMAINDER)
     args = p.parse_args(argv)
     rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
@@ -78,6 +81,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.script:
         sys.argv = [args.script, *rest]
         runpy.run_path(args.script, run_name="__main__")
+        return 0
+    if args.module:
+        sys.argv = [args.module, *rest]
+        runpy.run_module(args.module, run_name="__main__", alter_sys=True)
         return 0
     from transformers.cli.transformers import main as transformers_main
 

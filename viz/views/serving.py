@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
+from viz.serve.client import request_index
 from viz.serve.loadgen import LoadRun
 from viz.serve.scheduler import Schedule, SchedulerStep
 from viz.views import palette
@@ -321,16 +322,17 @@ def schedule_data(schedule: Schedule) -> tuple[list[str], list[list[int]], list[
 
 
 def _short(rid: str, names: Optional[dict[str, str]] = None) -> str:
-    """A request's label: `names[rid]`, else "request N" for a load run's "viz-<run>-N"."""
+    """A request's label: `names[rid]`, else "request N" for request N of a load run."""
     if names and rid in names:
         return names[rid]
-    return f"request {rid.rsplit('-', 1)[-1]}" if rid.startswith("viz-") else rid
+    n = request_index(rid)
+    return f"request {n}" if n is not None else rid
 
 
 def _request_number(rid: str, fallback: int) -> int:
-    """N for a load run's request id "viz-<run>-N" (its index in the run), else `fallback`."""
-    tail = rid.rsplit("-", 1)[-1]
-    return int(tail) if rid.startswith("viz-") and tail.isdigit() else fallback
+    """N for a load run's request id (its index in the run), else `fallback`."""
+    n = request_index(rid)
+    return n if n is not None else fallback
 
 
 def request_names(run: LoadRun) -> dict[str, str]:
