@@ -331,13 +331,60 @@ print(single_sweep)
 views.rate_sweep_figure([sweep, single_sweep])
 
 # %% [markdown]
-# And the trade-off in one picture, as engineers read it: up is each user's speed (tokens per
-# second while their answer streams), across is everybody's together, one point per load (the
-# 1, 4 and 8 streams above). A server setting whose line lies up and to the right of another's
-# serves both its users and its owner better.
+# ## Measure it: a second engine, llama.cpp
+#
+# A different engine makes the other trade. llama.cpp's server (the `llama-cpp-python`
+# package) serves the model's own 4-bit file, the GGUF this course's model comes in (98 MB of
+# weights against 538 MB in float32), with kernels that compute on the 4-bit weights directly;
+# its Python server runs **one request at a time**, as the second `transformers serve` did.
+# The same three loads:
+#
+# ✏️ **Predict.** At 8 streams, will llama.cpp (one at a time, 4-bit weights) make "fewer",
+# "about as many" or "more" tokens per second than `transformers serve` with continuous
+# batching (8 at a time, float32)?
+
+# %%
+prediction_engine = None  # ← "fewer", "about as many" or "more"
 
 # %% tags=["nbval-ignore-output"]
-views.pareto_figure([alone, batched])
+try:
+    llama = serve.LlamaCppServer().start()
+except serve.ServeError as e:  # Binder has no llama.cpp: it compiles for minutes
+    llama, llama_runs = None, None
+    print(e)
+if llama is not None:
+    llama_runs = serve.sweep_load(llama, **loads)
+    llama_peak = llama.peak_rss_bytes()
+    llama.stop()
+    for r in llama_runs:
+        s = r.summary()
+        print(f"llama.cpp, {r.load_label}: {s.output_tokens_per_s:.1f} tokens/s, TTFT p50 "
+              f"{s.ttft_s['p50'] * 1e3:.0f} ms, TPOT p50 {s.tpot_s['p50'] * 1e3:.0f} ms")
+    print(f"llama.cpp's server peak {llama_peak / 2**20:,.0f} MiB")
+
+# %%
+if llama_runs is not None:
+    engine_ratio = serve.throughput_ratio(llama_runs[-1], batched[-1])  # 8 streams
+    measured_engine = serve.band(engine_ratio, [0.8, 1.25], ["fewer", "about as many", "more"])
+    print(f"at 8 streams llama.cpp made ×{engine_ratio.median:.2f} ({engine_ratio.low:.2f}–"
+          f"{engine_ratio.high:.2f}) the tokens per second of continuous batching: "
+          f"{measured_engine}")
+    viz.compare_prediction(prediction_engine, measured_engine,
+                           options=["fewer", "about as many", "more"],
+                           hint="one reads 6 times fewer bytes per step, the other makes 8 "
+                                "tokens per step: compare its 1-stream speed with the batch's")
+else:
+    print("llama.cpp is not installed here: this check needs it (see the message above)")
+
+# %% [markdown]
+# And the trade-off in one picture, as engineers read it: up is each user's speed (tokens per
+# second while their answer streams), across is everybody's together, one point per load (the
+# 1, 4 and 8 streams above), one line per engine and setting. A line that lies up and to the
+# right of another's serves both its users and its owner better. Fewer bytes per token move a
+# line up (every user is faster); batching moves it right (more users at once, each slower).
+
+# %% tags=["nbval-ignore-output"]
+views.pareto_figure([alone, batched] + ([llama_runs] if llama_runs else []))
 
 # %% [markdown]
 # A run's tokens per second is one figure; its spread below comes from its requests' paces
@@ -464,13 +511,16 @@ print(f"cores kept busy: this notebook {crowd.client_cores:.2f}, the server "
 # - **the process**: the server's other threads stream every token out over HTTP while it
 #   computes, on the same cores as this notebook (the last line says how busy each kept them).
 #
-# Both servers and this notebook fit in a Binder session (about 2 GB), measured:
+# Every server (one at a time) and this notebook fit in a Binder session (about 2 GB), measured:
 
 # %% tags=["nbval-ignore-output"]
 kernel_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
-total = kernel_peak + max(server_peak, single_peak)
-print(f"kernel peak {kernel_peak / 2**20:,.0f} MiB; server peak {server_peak / 2**20:,.0f} MiB "
-      f"(continuous batching), {single_peak / 2**20:,.0f} MiB (one at a time)")
+peaks = {"continuous batching": server_peak, "one at a time": single_peak}
+if llama_runs is not None:
+    peaks["llama.cpp"] = llama_peak
+total = kernel_peak + max(peaks.values())  # one server ran at a time
+print(f"kernel peak {kernel_peak / 2**20:,.0f} MiB; server peaks: "
+      + ", ".join(f"{k} {v / 2**20:,.0f} MiB" for k, v in peaks.items()))
 print(f"together at most {total / 2**20:,.0f} MiB: "
       f"{'within' if total < 2e9 else 'over'} 2 GB")
 

@@ -104,21 +104,69 @@ def add_fetch(sub) -> None:
 def _report(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from viz.serve.loadgen import LoadRun
+    from viz.serve.sweep import LoadSweep
     from viz.trace import Trace
+    from viz.views.load_report import write_load_report
     from viz.views.report import write_report
 
-    trace = Trace.load(args.trace)
-    other = Trace.load(args.other) if args.other else None
-    path = write_report(trace, args.output or Path(args.trace).with_suffix(".html"), other)
+    docs = [_report_document(f) for f in args.files]  # a ValueError naming a bad file
+    output = args.output or Path(args.files[0]).with_suffix(".html")
+    traces = [d for d in docs if isinstance(d, Trace)]
+    if traces and len(traces) < len(docs):
+        raise ValueError("a trace and load runs or sweeps cannot share one report: write one "
+                         "report for the trace and another for the load runs")
+    if traces:
+        if len(traces) > 1:
+            raise ValueError("the trace report shows one trace, and a second with --other: "
+                             "give one trace file")
+        other = Trace.load(args.other) if args.other else None
+        path = write_report(traces[0], output, other)
+    else:
+        if args.other:
+            raise ValueError("--other goes with a trace; load runs and sweeps all go side by "
+                             "side: list them as files")
+        odd = [f for f, d in zip(args.files, docs) if not isinstance(d, (LoadRun, LoadSweep))]
+        if odd:
+            raise ValueError(f"{odd[0]} holds a {type(docs[args.files.index(odd[0])]).__name__},"
+                             " which has no report: the report takes a trace, or load runs and "
+                             "rate sweeps")
+        path = write_load_report(docs, output)
     print(f"wrote      {path} ({path.stat().st_size:,} bytes; opens offline in any browser)")
     return 0
 
 
+REPORTED = "viz trace, load run or rate sweep"
+MAKE_ONE = ("make one with `python -m viz record \"PROMPT\" -o FILE`, `python -m viz load URL "
+            "--concurrency 4 -o FILE` or `python -m viz load URL --sweep -o FILE`")
+
+
+def _report_document(path: str):
+    """The trace, load run or sweep in `path`; a ValueError naming the file and the fix."""
+    from viz.documents import read_json
+    from viz.serve.loadgen import LoadRun
+    from viz.serve.sweep import LoadSweep
+    from viz.trace import Trace
+
+    data = read_json(path, REPORTED, MAKE_ONE)
+    kinds = {t.KIND: t for t in (Trace, LoadRun, LoadSweep)}
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if kind not in kinds:
+        raise ValueError(f"{path} is not a {REPORTED} (its kind is {kind!r}): {MAKE_ONE}")
+    try:
+        return kinds[kind].from_dict(data)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+
+
 def add_report(sub) -> None:
-    p = sub.add_parser("report", help="write every view of a trace into one offline HTML file")
-    p.add_argument("trace", help="a trace saved by `record -o` (JSON)")
+    p = sub.add_parser("report", help="one offline HTML file: every view of a trace, or load "
+                                      "runs and rate sweeps side by side")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="a trace saved by `record -o`, or load runs and sweeps saved by "
+                        "`load -o` / `load --sweep -o` (JSON)")
     p.add_argument("-o", "--output", default=None,
-                   help="where to write the HTML (default: the trace's name with .html)")
+                   help="where to write the HTML (default: the first file's name with .html)")
     p.add_argument("--other", default=None, help="a second trace to show beside the first")
     p.set_defaults(func=_report)
 

@@ -16,13 +16,14 @@ numbers it draws. Lesson 09 (Serving many users).
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 from viz.serve.loadgen import LoadRun
 from viz.serve.sweep import LoadSweep
 from viz.spread import Interval
 from viz.views import palette
 from viz.views.base import plotly_layout
+from viz.views.serving import SYMBOLS
 
 
 def _check_sweeps(sweeps: Any) -> list[LoadSweep]:
@@ -178,16 +179,17 @@ def pareto_figure(items: Any):
     for p in points:
         series.setdefault(p["series"], []).append(p)
     fig = go.Figure()
+    loads = list(dict.fromkeys(p["load"] for p in points))  # in order of first appearance
+    symbol = {load: SYMBOLS[i % len(SYMBOLS)] for i, load in enumerate(loads)}
     for k, (name, pts) in enumerate(series.items()):
         pts = sorted(pts, key=lambda p: p["total_tokens_per_s"]["median"])
-        where = ["top right" if i % 2 == 0 else "bottom right" for i in range(len(pts))]
         colour = palette.CYCLE[k % len(palette.CYCLE)]
         tx = lambda key, end: [p[key][end] for p in pts]  # noqa: E731
         fig.add_trace(go.Scatter(
             x=tx("total_tokens_per_s", "median"), y=tx("tokens_per_s_per_user", "median"),
-            mode="lines+markers+text", name=name, text=[p["load"] for p in pts],
-            textposition=where, textfont={"size": 10, "color": colour},
-            line={"color": colour}, marker={"color": colour, "size": 10},
+            mode="lines+markers", name=name, text=[p["load"] for p in pts],
+            line={"color": colour},
+            marker={"color": colour, "size": 11, "symbol": [symbol[p["load"]] for p in pts]},
             error_x={"type": "data", "symmetric": False,
                      "array": [h - m for h, m in zip(tx("total_tokens_per_s", "high"),
                                                      tx("total_tokens_per_s", "median"))],
@@ -201,14 +203,18 @@ def pareto_figure(items: Any):
                                                                "median"),
                                                             tx("tokens_per_s_per_user", "low"))],
                      "thickness": 1.2},
-            hovertemplate="%{text}: %{x:.1f} tokens/s in all, %{y:.1f} tokens/s for each "
-                          "user<extra></extra>"))
+            hovertemplate=f"{name}, %{{text}}: %{{x:.1f}} tokens/s in all, %{{y:.1f}} tokens/s "
+                          "for each user<extra></extra>"))
+    for load in loads:  # what each marker shape means
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=load,
+                                 marker={"color": palette.MUTED, "size": 10,
+                                         "symbol": symbol[load]}))
     xmax = max((p["total_tokens_per_s"]["high"] for p in points), default=1)
     ymax = max((p["tokens_per_s_per_user"]["high"] for p in points), default=1)
     fig.update_layout(**plotly_layout("each user's speed against everyone's: the "
                                       "throughput/latency trade-off (up and right is better)",
                                       height=440, margin={"l": 70, "r": 40}))
-    fig.update_xaxes(title="all users: output tokens / s", range=[0, xmax * 1.25])
+    fig.update_xaxes(title="all users: output tokens / s", range=[0, xmax * 1.1])
     fig.update_yaxes(title="each user: output tokens / s (1 / TPOT p50)",
                      range=[0, ymax * 1.15])
     return fig
