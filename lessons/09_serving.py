@@ -570,7 +570,7 @@ viz.compare_prediction(prediction_path, larger, options=["the code path", "the p
 
 # %% [markdown]
 # On the machine this was written on (2 cores), the engine's own code path made most of the
-# difference, about ×1.5 against about ×1.1 for the HTTP process: a pass of 8 through the flat sequence
+# difference in every run, and the HTTP process little: a pass of 8 through the flat sequence
 # and its page tables took longer than lesson 06's padded batch of 8, while the pass of 1 took
 # about as long either way. Your numbers above say which it was on yours. Either way the server's ITL at
 # 8 streams is accounted for: the decode passes (lesson 06's step, times what the code path and
