@@ -282,7 +282,7 @@ sweep = serve.sweep_rates(server, n_requests=4, n_rates=2, repeats=3, max_tokens
                           max_duration_s=60, budget_s=120, progress=False)
 print(sweep)
 
-# %%
+# %% tags=["nbval-ignore-output"]
 first_miss = sweep.first_miss()
 print(first_miss)
 viz.compare_prediction(prediction_first_miss, first_miss, options=list(serve.MISSES),
@@ -362,7 +362,7 @@ if llama is not None:
               f"{s.ttft_s['p50'] * 1e3:.0f} ms, TPOT p50 {s.tpot_s['p50'] * 1e3:.0f} ms")
     print(f"llama.cpp's server peak {llama_peak / 2**20:,.0f} MiB")
 
-# %%
+# %% tags=["nbval-ignore-output"]
 if llama_runs is not None:
     engine_ratio = serve.throughput_ratio(llama_runs[-1], batched[-1])  # 8 streams
     measured_engine = serve.band(engine_ratio, [0.8, 1.25], ["fewer", "about as many", "more"])
