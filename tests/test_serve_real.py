@@ -162,6 +162,10 @@ def test_a_rate_sweep_from_the_command_line(cb_server, tmp_path, capsys):
     rate = sweep.points[2]
     assert sync.settings.n_requests == 4 and rate.rate_per_s is not None
     assert one < rate.rate_per_s < together
+    # and its report, one offline file
+    assert main(["report", str(out)]) == 0
+    html = out.with_suffix(".html").read_text()
+    assert "Rate sweeps" in html and "viz-load-pareto" in html
 
 
 def test_a_one_at_a_time_server_saturates_at_its_own_pace():
