@@ -29,7 +29,8 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 # llama.cpp's server (requirements-engines.txt) compiles from source: its wheel is built once
-# into WHEELS, outside the repository, and every later set-up installs it from there.
+# into WHEELS, outside the repository, and every later set-up installs it from there
+# (-c requirements.txt: its server's dependencies stay inside requirements.txt's ranges).
 WHEELS ?= $(HOME)/.cache/llm-inference-viz-wheels
 LLAMA_CPP := llama-cpp-python==0.3.36
 
@@ -37,12 +38,13 @@ LLAMA_CPP := llama-cpp-python==0.3.36
 $(STAMP): requirements.txt requirements-engines.txt pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	@if ! ls $(WHEELS)/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1; then \
-		echo "building llama.cpp's Python package once (about 3 minutes on 2 cores; kept in $(WHEELS))"; \
+		echo "compiling llama.cpp's Python package (llama-cpp-python) once: about 3-6 minutes;" \
+		     "the wheel is kept in $(WHEELS) for every later set-up"; \
 		$(BIN)/python -m pip wheel --quiet --disable-pip-version-check --no-deps \
 			$(LLAMA_CPP) -w $(WHEELS); \
 	fi
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --find-links $(WHEELS) \
-		-r requirements-engines.txt
+		-r requirements-engines.txt -c requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $@
 

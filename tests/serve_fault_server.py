@@ -20,6 +20,7 @@ HTTP and chunked encoding); only the bytes inside the stream are chosen here.
 - die: two chunks, then the whole server process exits.
 - flaky: "cut" for requests whose X-Request-ID ends in an odd digit, "ok" for the others.
 - http400-empty: HTTP 400 with an empty body (no reason given).
+- http422-long: HTTP 422 with FastAPI's validation list, its reason ~1,000 characters long.
 - uuid-id: as llama-cpp-python's server (starlette-context's RequestIdPlugin): HTTP 400 with an
   empty body unless the X-Request-ID header is a UUID; "ok" when it is.
 """
@@ -38,7 +39,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 MODES = ["ok", "http500", "http400", "http422", "nonstream", "malformed", "truncated", "cut",
-         "error-event", "stall", "die", "flaky", "http400-empty", "uuid-id"]
+         "error-event", "stall", "die", "flaky", "http400-empty", "uuid-id",
+         "http422-long"]
 
 
 def chunk(rid: str, model: str, content=None, role=None, finish=None, usage=None,
@@ -82,6 +84,10 @@ async def chat(request: Request):
             return Response(status_code=400)
     if mode == "http400-empty":
         return Response(status_code=400)
+    if mode == "http422-long":
+        reason = "Input should be less than or equal to 20 " + "x" * 1000
+        return JSONResponse({"detail": [{"type": "less_than_equal", "msg": reason, "input": 99,
+                                         "loc": ["body", "top_logprobs"]}]}, status_code=422)
     if mode == "http500":
         return JSONResponse({"error": {"message": "the fault server failed on purpose",
                                        "type": "server_error"}}, status_code=500)

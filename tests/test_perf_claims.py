@@ -2,14 +2,12 @@
 bytes by hand and against LLM-Viewer, tokens per word, the cached peaks in the roofline's form,
 and the regime rule applied to one measured pass."""
 
-import os
 
 import pytest
 import torch
 
 from viz import perf
 from viz.perf import counts, peaks, words
-from viz.runtime import device_name
 from viz.trace import ModelSpec
 
 from conftest import fake_machine_peaks

@@ -61,6 +61,8 @@ def test_log_probabilities_are_kept_when_the_server_sends_them(faults):
     ("http422", "http", r"HTTP 422 from the server: Unexpected fields in the request"),
     ("http400-empty", "http", r"HTTP 400 from the server: it gave no reason \(an empty body\) "
                               r"\(the request was refused"),
+    ("http422-long", "http", r"HTTP 422 from the server: body\.top_logprobs: Input should be less "
+                             r"than or equal to 20 x{200,290}…\ \("),
     ("nonstream", "protocol", r"answered with application/json, not a stream of events"),
     ("malformed", "protocol", r"a malformed event in the stream \(its data is not JSON"),
     ("truncated", "protocol", r"the stream ended after 3 text chunks without its final chunk"),

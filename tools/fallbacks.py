@@ -31,7 +31,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
 from contextlib import contextmanager
 from typing import Any, Iterator, Optional
 

@@ -321,7 +321,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def add_serve(sub) -> None:
-    p = sub.add_parser("serve", help="run transformers serve on the default model, offline")
+    p = sub.add_parser("serve", help="run transformers serve (or --engine llama.cpp) on the "
+                                     "default model, offline")
     _server_arguments(p)
     p.add_argument("--port", type=int, default=None, help="default: a free port")
     p.set_defaults(func=_serve)

@@ -38,10 +38,9 @@ from viz.serve.metrics import (ITL_PARTS, SLO, Band, ITLBreakdown, LoadSummary, 
                                REQUEST_METRICS, ServerTiming, decode_pass_time, StaticBatchWaste, band,
                                itl_breakdown, request_metrics, request_metrics_text,
                                static_batching_waste, summarize)
-from viz.serve.probes import RequestProbe, StepRecorder
+from viz.serve.probes import RequestProbe, StepRecorder, record_schedule
 from viz.serve.scheduler import (SUPPORTED_TRANSFORMERS, Schedule, SchedulerStep,
-                                 UnsupportedTransformers, check_transformers_version,
-                                 record_schedule)
+                                 UnsupportedTransformers, check_transformers_version)
 from viz.serve.prefix import PrefixSharing, RequestPrefix, measure_prefix_sharing
 from viz.serve.sweep import MISSES, FirstMiss, LoadSweep, SweepPoint, derived_slo, queue_growth, sweep_rates
 from viz.serve.llamacpp import LlamaCppServer

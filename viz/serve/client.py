@@ -190,22 +190,38 @@ def _cause(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
+def _short(text: str, n: int = 300) -> str:
+    """`text` on one line, cut to about `n` characters (an ellipsis says where)."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[:n - 1].rstrip() + "…"
+
+
+def _reason(v: Any) -> str:
+    """A FastAPI validation list ([{"loc": [...], "msg": ...}, ...]) as "loc: msg; ...", any
+    other JSON value as JSON."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, list) and v and all(isinstance(d, dict) and "msg" in d for d in v):
+        return "; ".join(".".join(str(x) for x in d.get("loc") or []) + ": " + str(d["msg"])
+                         if d.get("loc") else str(d["msg"]) for d in v)
+    return json.dumps(v)
+
+
 def _server_message(e) -> str:
-    """The message a server put in an HTTP error body (OpenAI `error.message`, FastAPI
-    `detail`, or the raw text)."""
+    """The reason a server put in an HTTP error body (OpenAI `error.message`, FastAPI
+    `detail`, or the raw text), shortened to one line of ~300 characters."""
     body = getattr(e, "body", None)
     if isinstance(body, dict):
         for key in ("message", "detail", "error"):
             if body.get(key):
-                v = body[key]
-                return v if isinstance(v, str) else json.dumps(v)
+                return _short(_reason(body[key]))
     if isinstance(body, str) and body.strip():
-        return body.strip()[:300]
+        return _short(body)
     try:
         text = e.response.text.strip()
     except Exception:
         text = ""
-    return text[:300] or "it gave no reason (an empty body)"
+    return _short(text) if text else "it gave no reason (an empty body)"
 
 
 # A request's id (sent as X-Request-ID) is a UUID: llama-cpp-python's server (starlette-context)

@@ -5,7 +5,7 @@
         run = viz.serve.run_load(server, concurrency=4, n_requests=8)
 
 It runs `python -m llama_cpp.server` (the `llama-cpp-python[server]` package, which compiles
-llama.cpp when it is installed: `make setup` builds its wheel once, about 3 minutes on 2 cores,
+llama.cpp when it is installed: `make setup` builds its wheel once, 3–6 minutes on 2 cores,
 and keeps it in ~/.cache/llm-inference-viz-wheels) on 127.0.0.1, offline, through
 `viz.serve.worker` like the embedded transformers server: its own process group, killed with
 the process that started it, its log in a file. It serves the GGUF file the default model
@@ -17,16 +17,25 @@ kernels, which compute on the 4-bit weights directly.
 behind a lock. With its default settings a new request *interrupts* the one streaming (that
 stream ends with no finish reason); viz starts it with `--interrupt_requests False`, so
 requests queue and each runs alone, in arrival order, as `transformers serve` without
-continuous batching. Measured here (2 cores, 8 requests of the shipped prompt set, answers
-≤ 24 tokens): 1 stream 49.7 tokens/s, TTFT p50 74 ms, TPOT p50 13 ms; 4 streams 52.8
-tokens/s (the same), TTFT p50 1,125 ms (the queue), TPOT p50 12 ms. (llama.cpp's own C++
-`llama-server` batches parallel slots; this Python server does not.)
+continuous batching. Measured here (2 cores, 2026-12-02 23:18 UTC, one server, 8 requests of
+the shipped prompt set, max_tokens 32, 3 runs each, medians): 1 stream 60.8 tokens/s, TTFT p50
+73 ms, TPOT p50 12 ms; 4 streams 56.0 tokens/s (the same: runs 45–64 at both), TTFT p50
+1,419 ms (the queue), TPOT p50 13 ms. (llama.cpp's own C++ `llama-server` batches parallel
+slots; this Python server does not.)
+
+Greedy is not quite greedy here: at temperature 0 llama-cpp-python still applies its default
+`repeat_penalty` 1.1 (not an OpenAI field; viz does not send it). And its numbers are not
+transformers' even on the same weights (viz's float32 model is this very Q4_1 file,
+dequantized): llama.cpp multiplies 4-bit weights by 8-bit-quantized activations. Log-probs
+differ by ~0.02–0.15 nats, enough to flip a near-tie. Measured on 3 prompts, 48 tokens: with
+repeat_penalty 1.0 the greedy texts agree for 0 (a 0.08-nat tie at the first token), 19 (all)
+and 39 tokens; with the server's default for 0, 15 and 18.
 
 Its streams carry one token per event and no usage (`stream_options` is ignored): a request's
 token count is then its number of text chunks, and its prompt's length is not known.
 
 Sizing: a context of `n_ctx` tokens (default 2,048: room for the longest shipped prompt and
-its answer), `n_threads` = the CPU count. Resident memory ~390 MiB.
+its answer), `n_threads` = the CPU count. Resident memory ~450 MiB.
 Lesson 09 (Serving many users) puts it beside `transformers serve`; `benchmarks/serving.py`.
 """
 
@@ -45,7 +54,7 @@ from viz.serve.server import ManagedProcess, ServerInfo, free_port
 
 VERSION = "0.3.36"  # the llama-cpp-python release requirements-engines.txt pins
 INSTALL_HINT = ("llama.cpp's server is not installed in this environment: run `make setup` "
-                "(it compiles llama-cpp-python once, about 3 minutes on 2 cores, and keeps the "
+                "(it compiles llama-cpp-python once, 3-6 minutes on 2 cores, and keeps the "
                 "wheel for next time), or `pip install 'llama-cpp-python[server]==" + VERSION +
                 "'` (on Binder it is not installed: the build would take longer than a "
                 "session's start)")
@@ -113,8 +122,7 @@ class LlamaCppServer(ManagedProcess):
         return "llama.cpp, Q4_1"
 
     def info(self) -> ServerInfo:
-        return ServerInfo(software=f"llama.cpp (llama-cpp-python {self.version}) "
-                                   f"{self.n_threads} threads",
+        return ServerInfo(software=f"llama.cpp (llama-cpp-python {self.version})",
                           model=self.model_name, continuous_batching=False, device="cpu",
                           dtype="Q4_1" if "Q4_1" in self.gguf.name else self.gguf.stem,
                           page_size=None, num_pages=None, max_batch_tokens=None,

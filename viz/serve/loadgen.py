@@ -214,7 +214,9 @@ def prompt_order(n: int, prompts: list[Prompt], seed: int) -> list[Prompt]:
     return [prompts[order[i % len(order)]] for i in range(n)]
 
 
-def _check(name: str, value: Any, low: float, high: float, whole: bool) -> None:
+def check_number(name: str, value: Any, low: float, high: float, whole: bool) -> None:
+    """Refuse `value` unless it is a (whole, if `whole`) number from `low` to `high`: a
+    ServeError naming the setting and its range."""
     bad = isinstance(value, bool) or not isinstance(value, (int, float)) or \
         (whole and not isinstance(value, int)) or not math.isfinite(value) or \
         not low <= value <= high
@@ -230,19 +232,19 @@ def _check_load(concurrency, rate, max_concurrency, n_requests, max_duration_s, 
         raise ServeError("give either concurrency= (streams kept busy) or rate= (requests "
                          "per second), exactly one of them")
     if concurrency is not None:
-        _check("concurrency", concurrency, 1, MAX_CONCURRENCY, True)
+        check_number("concurrency", concurrency, 1, MAX_CONCURRENCY, True)
     if rate is not None:
-        _check("rate", rate, 1e-6, 1e4, False)
+        check_number("rate", rate, 1e-6, 1e4, False)
     if max_concurrency is not None:
         if rate is None:
             raise ServeError("max_concurrency caps a rate= run; with concurrency= it is the "
                              "concurrency itself")
-        _check("max_concurrency", max_concurrency, 1, MAX_CONCURRENCY, True)
-    _check("n_requests", n_requests, 1, MAX_REQUESTS, True)
-    _check("max_duration_s", max_duration_s, 1e-3, MAX_DURATION_S, False)
+        check_number("max_concurrency", max_concurrency, 1, MAX_CONCURRENCY, True)
+    check_number("n_requests", n_requests, 1, MAX_REQUESTS, True)
+    check_number("max_duration_s", max_duration_s, 1e-3, MAX_DURATION_S, False)
     if max_tokens is not None:
-        _check("max_tokens", max_tokens, 1, 1e6, True)
-    _check("temperature", temperature, 0, 1e3, False)
+        check_number("max_tokens", max_tokens, 1, 1e6, True)
+    check_number("temperature", temperature, 0, 1e3, False)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ServeError(f"seed must be a whole number, not {seed!r}")
 

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from viz.documents import Document
-from viz.serve.scheduler import Schedule, record_schedule
+from viz.serve.probes import record_schedule
+from viz.serve.scheduler import Schedule
 
 
 @dataclass

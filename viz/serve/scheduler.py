@@ -21,7 +21,8 @@ version fails at once with a message naming it (`check_transformers_version`).
 This module holds what is recorded (`Schedule`, `SchedulerStep`, `BatchEntry`: a saved
 document), the version pin, and `record_schedule`, which runs a model through continuous
 batching in this process. The probes that do the recording — `StepRecorder` for the passes,
-`RequestProbe` for per-request timing inside `transformers serve` — are in `viz.serve.probes`;
+`RequestProbe` for per-request timing inside `transformers serve` — are in `viz.serve.probes`,
+with `record_schedule` (a model run through continuous batching in this process);
 `viz.serve.EmbeddedServer(record=True)` installs both in its server (see `viz.serve.worker`).
 Introduced in lesson 09 (Serving many users).
 """
@@ -177,76 +178,3 @@ def schedule_from_lines(header: dict[str, Any], lines: list[dict[str, Any]],
                     max_batch_tokens=header["max_batch_tokens"], steps=steps,
                     prompt_tokens=prompt_tokens,
                     transformers_version=header["transformers_version"], label=label)
-
-
-def record_schedule(model: Any, prompts: list[list[int]], *, max_new_tokens: int = 16,
-                    page_size: int = 16, num_blocks: int = 64, max_batch_tokens: int = 64,
-                    arrive_every_steps: int = 0, one_at_a_time: bool = False,
-                    prefix_sharing: bool = True, label: str = "") -> tuple[Schedule, dict]:
-    """Run token-id prompts through transformers' continuous batching in this process,
-    recording every step. Returns (schedule, {request id: generated token ids}).
-
-    model: a transformers causal LM (e.g. `viz.load_model().model`, or a tiny random one).
-    arrive_every_steps: 0 sends every request at once; k > 0 adds one request every k
-    steps (the rest wait outside the server), so requests join a running batch.
-    one_at_a_time: send each request only when the one before has finished (a later request
-    then finds the earlier ones' full prompt pages kept for reuse).
-    prefix_sharing: the engine's `allow_block_sharing` (on by default, as in
-    `transformers serve --continuous-batching`): a new request whose prompt begins with full
-    pages already in the cache shares them instead of recomputing them (lesson 10).
-    Greedy decoding; no EOS stop (every request makes max_new_tokens tokens). Lesson 09.
-    """
-    from transformers import ContinuousBatchingConfig, GenerationConfig
-
-    from viz.serve.probes import StepRecorder
-
-    if not prompts or any(not p for p in prompts):
-        raise ValueError("prompts must be a non-empty list of non-empty token-id lists")
-    for name, v in (("max_new_tokens", max_new_tokens), ("page_size", page_size),
-                    ("num_blocks", num_blocks), ("max_batch_tokens", max_batch_tokens)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be a whole number >= 1, not {v!r}")
-    check_transformers_version()
-    gen = GenerationConfig(do_sample=False, max_new_tokens=max_new_tokens, eos_token_id=-1)
-    cfg = ContinuousBatchingConfig(page_size=page_size, num_blocks=num_blocks,
-                                   max_batch_tokens=max_batch_tokens, use_async_batching=False,
-                                   use_cuda_graph=False, allow_block_sharing=bool(prefix_sharing))
-    outputs: dict[str, list[int]] = {}
-    with StepRecorder() as rec:
-        manager = model.init_continuous_batching(generation_config=gen,
-                                                 continuous_batching_config=cfg)
-        manager.start()
-        try:
-            pending = list(enumerate(prompts))
-            ids = []
-            while pending:
-                i, p = pending.pop(0)
-                ids.append(manager.add_request(p, request_id=f"req_{i}",
-                                               max_new_tokens=max_new_tokens))
-                if one_at_a_time:
-                    _collect(manager, outputs, len(ids), deadline=now() + 600)
-                if arrive_every_steps and pending:
-                    target = len(rec.lines) + arrive_every_steps
-                    deadline = now() + 120
-                    while len(rec.lines) < target and now() < deadline \
-                            and manager.is_running():
-                        time.sleep(0.001)
-            _collect(manager, outputs, len(ids), deadline=now() + 600)
-        finally:
-            manager.stop(block=True, timeout=10)
-    if len(outputs) < len(prompts):
-        raise RuntimeError(f"only {len(outputs)} of {len(prompts)} requests finished"
-                           + (f" (recorder: {rec.error})" if rec.error else ""))
-    return rec.schedule(label=label), outputs
-
-
-def _collect(manager, outputs: dict[str, list[int]], count: int, deadline: float) -> None:
-    """Wait until `count` requests have finished (or the deadline, or the manager stopped)."""
-    while len(outputs) < count and now() < deadline:
-        out = manager.get_result(timeout=1)
-        if out is not None and out.is_finished():
-            if out.error:
-                raise RuntimeError(f"request {out.request_id} failed: {out.error}")
-            outputs[out.request_id] = list(out.generated_tokens)
-        elif out is None and not manager.is_running():
-            break

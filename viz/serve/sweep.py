@@ -50,7 +50,7 @@ from typing import Any, Callable, ClassVar, Optional, Sequence
 
 from viz.documents import Document
 from viz.serve.client import ServeError, Target, utc_now
-from viz.serve.loadgen import LoadRun, _check, run_load
+from viz.serve.loadgen import LoadRun, check_number, run_load
 from viz.serve.metrics import SLO, LoadSummary, percentiles
 from viz.serve.protocol import server_handle
 from viz.serve.server import ServerInfo
@@ -326,12 +326,12 @@ def sweep_rates(url: Any, *, n_requests: int = 8, n_rates: int = 3, repeats: int
     out: save the sweep there (JSON) after every run, so an interrupted sweep keeps its runs.
     Other keywords go to every `run_load` (model, endpoint, timeouts, allow_remote, api_key).
     """
-    _check("n_requests", n_requests, 2, 10_000, True)
-    _check("n_rates", n_rates, 1, 50, True)
-    _check("repeats", repeats, 1, 100, True)
-    _check("slo_factor", slo_factor, 1.0, 100.0, False)
-    _check("saturation", saturation, 0.01, 0.99, False)
-    _check("budget_s", budget_s, 1.0, 7 * 24 * 3600.0, False)
+    check_number("n_requests", n_requests, 2, 10_000, True)
+    check_number("n_rates", n_rates, 1, 50, True)
+    check_number("repeats", repeats, 1, 100, True)
+    check_number("slo_factor", slo_factor, 1.0, 100.0, False)
+    check_number("saturation", saturation, 0.01, 0.99, False)
+    check_number("budget_s", budget_s, 1.0, 7 * 24 * 3600.0, False)
     for bad in ("concurrency", "rate", "max_concurrency", "n_requests", "seed", "slo", "out"):
         if bad in kwargs:
             raise ServeError(f"sweep_rates sets {bad}= itself for each run")

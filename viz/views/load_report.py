@@ -30,7 +30,7 @@ from viz.serve.metrics import REQUEST_METRICS, request_metrics
 from viz.serve.sweep import LoadSweep
 from viz.version import __version__
 from viz.views.load_sweep import pareto_figure, rate_sweep_figure
-from viz.views.report import _CSS, _plotly_div
+from viz.views.report import REPORT_CSS, plotly_div
 from viz.views.serving import (itl_distribution_figure, request_names, request_timeline_figure,
                                run_name, schedule_figure, serving_tradeoff_figure)
 from viz.views.text import esc
@@ -144,13 +144,13 @@ def _per_request(runs: list[LoadRun]) -> str:
 
 def _timelines(runs: list[LoadRun]) -> str:
     return "".join(f"<h3>{i + 1}. {esc(run_name(r))} · {esc(r.load_label)}</h3>"
-                   + _plotly_div(request_timeline_figure(r), f"viz-load-timeline-{i}")
+                   + plotly_div(request_timeline_figure(r), f"viz-load-timeline-{i}")
                    for i, r in enumerate(runs))
 
 
 def _schedules(runs: list[LoadRun]) -> str:
     out = [f"<h3>{i + 1}. {esc(run_name(r))} · {esc(r.load_label)}</h3>"
-           + _plotly_div(schedule_figure(r.schedule, request_names(r)), f"viz-load-schedule-{i}")
+           + plotly_div(schedule_figure(r.schedule, request_names(r)), f"viz-load-schedule-{i}")
            for i, r in enumerate(runs) if r.schedule is not None and r.schedule.steps]
     return "".join(out)
 
@@ -173,9 +173,9 @@ SECTIONS: list[tuple[str, str, str, str, Callable[[list], str]]] = [
      "benchmarks use: the numbers show how far apart they are.", "run", _per_request),
     ("tradeoff", "Throughput against latency", "One point per run: everybody's tokens per "
      "second against each request's time per token.", "run",
-     lambda runs: _plotly_div(serving_tradeoff_figure(runs), "viz-load-tradeoff")),
+     lambda runs: plotly_div(serving_tradeoff_figure(runs), "viz-load-tradeoff")),
     ("itl", "Inter-token latency", "Every gap between two tokens of a request, each run.",
-     "run", lambda runs: _plotly_div(itl_distribution_figure(runs), "viz-load-itl")),
+     "run", lambda runs: plotly_div(itl_distribution_figure(runs), "viz-load-itl")),
     ("timelines", "Request timelines", "One row per request: waiting, prefill, decode, a tick "
      "per token received.", "run", _timelines),
     ("schedules", "The scheduler, pass by pass", "Runs whose server recorded its scheduler: "
@@ -184,10 +184,10 @@ SECTIONS: list[tuple[str, str, str, str, Callable[[list], str]]] = [
      "confidence interval of the median.", "sweep", _sweep_tables),
     ("sweep-latency", "Latency and goodput against the rate", "Where goodput leaves "
      "throughput, requests start to miss the objective; ✕ marks a saturated rate.", "sweep",
-     lambda sweeps: _plotly_div(rate_sweep_figure(sweeps), "viz-load-sweep")),
+     lambda sweeps: plotly_div(rate_sweep_figure(sweeps), "viz-load-sweep")),
     ("pareto", "Each user's speed against everyone's", "The throughput/latency trade-off in one "
      "picture: up and to the right is better.", "sweep",
-     lambda sweeps: _plotly_div(pareto_figure(sweeps), "viz-load-pareto")),
+     lambda sweeps: plotly_div(pareto_figure(sweeps), "viz-load-pareto")),
 ]
 
 
@@ -216,7 +216,7 @@ def load_report_html(docs: Any) -> str:
                    f"</p>{html}</section>" for key, head, lead, html in sections)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{esc(title)}</title><style>{_CSS}{_EXTRA_CSS}</style>"
+            f"<title>{esc(title)}</title><style>{REPORT_CSS}{_EXTRA_CSS}</style>"
             f"<script type=\"text/javascript\">{get_plotlyjs()}</script></head>\n<body>"
             f"<h1>{esc(title)}</h1><nav>{nav}</nav>{body}"
             f"<footer>Made by viz {esc(__version__)} from {len(docs)} saved "

@@ -59,7 +59,7 @@ SECTIONS = [
 ]
 COMPARE = ("compare", "Comparison", "This trace (A) beside another (B), on the same scales.")
 
-_CSS = """
+REPORT_CSS = """
 body{font-family:'DejaVu Sans',Arial,sans-serif;max-width:1150px;margin:0 auto;padding:0 18px;
   color:#222}
 h1{font-size:24px;margin:22px 0 4px} h2{font-size:19px;margin:0 0 4px}
@@ -73,7 +73,7 @@ footer{font-size:12px;color:#777;border-top:1px solid #ddd;padding:10px 0 30px}
 """
 
 
-def _plotly_div(fig, div_id: str) -> str:
+def plotly_div(fig, div_id: str) -> str:
     """The figure as a <div> and its <script>, with a fixed id (no random ids, no plotly.js)."""
     import plotly.io as pio
 
@@ -131,7 +131,7 @@ def _whatif_section(trace: Trace) -> str:
         control("p", "top-p", grid["top_ps"], 0),
     ])
     return (f'<div class="viz-controls">{controls}</div>'
-            f'{_plotly_div(fig, "viz-whatif-plot")}'
+            f'{plotly_div(fig, "viz-whatif-plot")}'
             f'<p class="viz-note" id="viz-wi-note">{esc(first.note())}</p>'
             f'<script>var VIZ_WHATIF={_script_json(grid)};</script>'
             f"<script>{_WHATIF_JS}</script>")
@@ -178,26 +178,26 @@ def _sections(trace: Trace, other: Optional[Trace]) -> list[tuple[str, str, str,
     def embeddings() -> str:
         if trace.embeddings is None:
             return f'<p class="viz-empty">{esc(NO_EMBEDDINGS)}</p>'
-        return _plotly_div(embeddings_figure(trace), "viz-embeddings-plot")
+        return plotly_div(embeddings_figure(trace), "viz-embeddings-plot")
 
     bodies = {
         "summary": lambda: str(summary_html(trace)) + _meta(trace),
         "prompt": lambda: str(prompt_html(trace)),
         "tokens": lambda: str(tokens_html(trace)),
-        "attention": lambda: _plotly_div(attention_figure(
+        "attention": lambda: plotly_div(attention_figure(
             trace, layer=trace.attention.n_layers // 2), "viz-attention-plot"),
         "embeddings": embeddings,
-        "distribution": lambda: _plotly_div(distribution_figure(trace), "viz-distribution-plot"),
-        "explorer": lambda: _plotly_div(explorer_figure(trace), "viz-explorer-plot"),
+        "distribution": lambda: plotly_div(distribution_figure(trace), "viz-distribution-plot"),
+        "explorer": lambda: plotly_div(explorer_figure(trace), "viz-explorer-plot"),
         "whatif": lambda: _whatif_section(trace),
-        "kv": lambda: _plotly_div(kv_figure(trace), "viz-kv-plot"),
-        "timeline": lambda: _plotly_div(timeline_figure(trace), "viz-timeline-plot"),
+        "kv": lambda: plotly_div(kv_figure(trace), "viz-kv-plot"),
+        "timeline": lambda: plotly_div(timeline_figure(trace), "viz-timeline-plot"),
     }
     out = [(key, head, lead, bodies[key]) for key, head, lead in SECTIONS
            if key != "attention" or trace.attention is not None]  # recorded only on request
     if other is not None:
         key, head, lead = COMPARE
-        out.append((key, head, lead, lambda: _plotly_div(compare_figure(trace, other),
+        out.append((key, head, lead, lambda: plotly_div(compare_figure(trace, other),
                                                          "viz-compare-plot")))
     return out
 
@@ -217,7 +217,7 @@ def report_html(trace: Trace, other: Optional[Trace] = None) -> str:
                    f"</p>{make()}</section>" for key, head, lead, make in sections)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{esc(title)}</title><style>{_CSS}</style>"
+            f"<title>{esc(title)}</title><style>{REPORT_CSS}</style>"
             f"<script type=\"text/javascript\">{get_plotlyjs()}</script></head>\n<body>"
             f"<h1>{esc(title)}</h1><nav>{nav}</nav>{body}"
             f"<footer>Made by viz {esc(__version__)} from one recorded trace (schema version "
