@@ -182,5 +182,7 @@ def test_a_one_at_a_time_server_saturates_at_its_own_pace():
     # ... and the later ones wait in the queue: TTFT's p90 is several requests' work
     assert top.figure("ttft_p90_s", sweep.slo).median > \
         2 * one.figure("ttft_p90_s", sweep.slo).median
-    # so the one rate between runs at the synchronous rate itself (not half-way to nowhere)
-    assert sweep.points[2].rate_per_s == pytest.approx(r_one)
+    # so the one rate between runs at the synchronous rate itself (not half-way to nowhere),
+    # unless the noise of a busy machine made the all-at-once load >10% faster: then half-way
+    expected = r_one if r_top <= 1.1 * r_one else (r_one + r_top) / 2
+    assert sweep.points[2].rate_per_s == pytest.approx(expected), (r_one, r_top)

@@ -271,9 +271,43 @@ async def stream_request(client, target: Target, rec: RequestRecord, t0: float, 
     (`on_failure(rec)` may add to the message, e.g. the server's log). Cancelling the task
     records kind "cancelled" (the text received so far is kept) and re-raises.
     """
-    import openai
-
     chat = target.endpoint == "chat"
+    stream = None
+    rec.sent_s = now() - t0
+    try:
+        async with asyncio.timeout(timeouts.request_s):
+            # 1. send the request; the reply's headers arrive (or an HTTP error is raised)
+            stream = await _open_stream(client, chat, prompt, system,
+                                        _request_arguments(target, rec, temperature, seed,
+                                                           logprobs))
+            rec.http_status = stream.response.status_code
+            _check_streaming(stream.response.headers.get("content-type", ""))
+            # 2. every chunk timed as it arrives
+            async for chunk in stream:
+                _take_chunk(rec, chunk, now() - t0, chat)
+        rec.end_s = now() - t0
+        # 3. a complete reply ends with a finish reason and carried some text
+        _check_complete(rec)
+    except asyncio.CancelledError:
+        _fail(rec, "cancelled", f"stopped by the run after {len(rec.token_times_s)} text "
+                                "chunks (its time limit, or an interrupt)", t0)
+        raise
+    except Exception as e:
+        failure = _explain_failure(e, rec, target, timeouts)
+        if failure is None:
+            raise
+        _fail(rec, *failure, t0)
+    finally:
+        await _close_quietly(stream)
+    if rec.error is not None and on_failure is not None:
+        extra = on_failure(rec)
+        if extra:
+            rec.error += extra
+
+
+def _request_arguments(target: Target, rec: RequestRecord, temperature: float,
+                       seed: Optional[int], logprobs: bool) -> dict[str, Any]:
+    """The OpenAI client's arguments for one streaming request (its id in X-Request-ID)."""
     kwargs: dict[str, Any] = {
         "model": target.model, "stream": True, "max_tokens": rec.max_tokens,
         "temperature": temperature, "stream_options": {"include_usage": True},
@@ -281,96 +315,96 @@ async def stream_request(client, target: Target, rec: RequestRecord, t0: float, 
     if seed is not None:
         kwargs["seed"] = seed
     if logprobs:
-        kwargs["logprobs"] = True if chat else 1
-    stream = None
-    rec.sent_s = now() - t0
-    try:
-        async with asyncio.timeout(timeouts.request_s):
-            if chat:
-                messages = ([{"role": "system", "content": system}] if system else []) + \
-                           [{"role": "user", "content": prompt}]
-                stream = await client.chat.completions.create(messages=messages, **kwargs)
-            else:
-                stream = await client.completions.create(prompt=prompt, **kwargs)
-            rec.http_status = stream.response.status_code
-            ctype = stream.response.headers.get("content-type", "")
-            if "text/event-stream" not in ctype:
-                raise ServeError(
-                    f"the server answered with {ctype or 'no content type'}, not a stream of "
-                    "events (text/event-stream): it ignored stream=true. Use a server that "
-                    "streams (transformers serve, vLLM, SGLang, llama.cpp, Ollama)", "protocol")
-            async for chunk in stream:
-                t = now() - t0
-                _take_chunk(rec, chunk, t, chat)
-        rec.end_s = now() - t0
-        if rec.finish_reason is None:
-            raise ServeError(
-                f"the stream ended after {len(rec.token_times_s)} text chunks without its "
-                "final chunk (no finish_reason): the reply was truncated — the server closed "
-                "the stream early; check the server's log", "protocol")
-        if not rec.token_times_s:
-            raise ServeError(f"the server finished (finish_reason {rec.finish_reason!r}) "
-                             "without sending any text: nothing to time; ask for a longer "
-                             "answer or another prompt", "empty")
-    except ServeError as e:
-        _fail(rec, e.kind, str(e), t0)
-    except TimeoutError:
-        _fail(rec, "timeout", f"the request took longer than {timeouts.request_s:g} s (its "
-                              "limit) and was stopped: raise request_s in Timeouts, or lower "
-                              "the load", t0)
-    except openai.APITimeoutError as e:
-        if rec.http_status is None:
-            _fail(rec, "timeout", f"the server did not answer within "
-                                  f"{timeouts.connect_s:g} s / {timeouts.stall_s:g} s "
-                                  f"({_cause(e)}): is it overloaded? lower the load, or raise "
-                                  "the timeouts", t0)
-        else:
-            _fail(rec, "timeout", f"the stream stalled: no data for {timeouts.stall_s:g} s "
-                                  f"after {len(rec.token_times_s)} text chunks; the server "
-                                  "hangs or is overloaded (raise stall_s if it is just slow)",
-                  t0)
-    except openai.APIConnectionError as e:
-        if rec.http_status is None:
-            _fail(rec, "connection", f"cannot connect to {target.base_url} ({_cause(e)}): is "
-                                     "the server running? start it, or check the host and "
-                                     "port", t0)
-        else:
-            _fail(rec, "connection", f"the connection broke mid-stream after "
-                                     f"{len(rec.token_times_s)} text chunks ({_cause(e)}): the "
-                                     "server closed it or died; check the server's log", t0)
-    except openai.APIStatusError as e:
+        kwargs["logprobs"] = True if target.endpoint == "chat" else 1
+    return kwargs
+
+
+async def _open_stream(client, chat: bool, prompt: str, system: Optional[str],
+                       kwargs: dict[str, Any]):
+    if chat:
+        messages = ([{"role": "system", "content": system}] if system else []) + \
+                   [{"role": "user", "content": prompt}]
+        return await client.chat.completions.create(messages=messages, **kwargs)
+    return await client.completions.create(prompt=prompt, **kwargs)
+
+
+def _check_streaming(content_type: str) -> None:
+    if "text/event-stream" not in content_type:
+        raise ServeError(
+            f"the server answered with {content_type or 'no content type'}, not a stream of "
+            "events (text/event-stream): it ignored stream=true. Use a server that "
+            "streams (transformers serve, vLLM, SGLang, llama.cpp, Ollama)", "protocol")
+
+
+def _check_complete(rec: RequestRecord) -> None:
+    if rec.finish_reason is None:
+        raise ServeError(
+            f"the stream ended after {len(rec.token_times_s)} text chunks without its "
+            "final chunk (no finish_reason): the reply was truncated — the server closed "
+            "the stream early; check the server's log", "protocol")
+    if not rec.token_times_s:
+        raise ServeError(f"the server finished (finish_reason {rec.finish_reason!r}) "
+                         "without sending any text: nothing to time; ask for a longer "
+                         "answer or another prompt", "empty")
+
+
+_HTTP_HINTS = {400: "the request was refused: read the server's message",
+               404: "wrong URL path or unknown model: check both",
+               422: "the server rejected a field of the request: read its message",
+               429: "the server is rate-limiting: lower the request rate",
+               503: "the server is unavailable or unhealthy: check its log"}
+
+
+def _explain_failure(e: Exception, rec: RequestRecord, target: Target,
+                     timeouts: Timeouts) -> Optional[tuple[str, str]]:
+    """(kind, message) for a failed request: what happened and what to do; None for an
+    exception that is not a request's failure (a bug: it propagates)."""
+    import openai
+
+    chunks = f"{len(rec.token_times_s)} text chunks"
+    answered = rec.http_status is not None
+    if isinstance(e, ServeError):
+        return e.kind, str(e)
+    if isinstance(e, TimeoutError):
+        return "timeout", (f"the request took longer than {timeouts.request_s:g} s (its "
+                           "limit) and was stopped: raise request_s in Timeouts, or lower "
+                           "the load")
+    if isinstance(e, openai.APITimeoutError):  # before APIConnectionError: a subclass of it
+        if not answered:
+            return "timeout", (f"the server did not answer within {timeouts.connect_s:g} s / "
+                               f"{timeouts.stall_s:g} s ({_cause(e)}): is it overloaded? "
+                               "lower the load, or raise the timeouts")
+        return "timeout", (f"the stream stalled: no data for {timeouts.stall_s:g} s after "
+                           f"{chunks}; the server hangs or is overloaded (raise stall_s if "
+                           "it is just slow)")
+    if isinstance(e, openai.APIConnectionError):
+        if not answered:
+            return "connection", (f"cannot connect to {target.base_url} ({_cause(e)}): is the "
+                                  "server running? start it, or check the host and port")
+        return "connection", (f"the connection broke mid-stream after {chunks} ({_cause(e)}): "
+                              "the server closed it or died; check the server's log")
+    if isinstance(e, openai.APIStatusError):  # before APIError: a subclass of it
         rec.http_status = e.status_code
-        hint = {400: "the request was refused: read the server's message",
-                404: "wrong URL path or unknown model: check both",
-                422: "the server rejected a field of the request: read its message",
-                429: "the server is rate-limiting: lower the request rate",
-                503: "the server is unavailable or unhealthy: check its log"}.get(
-            e.status_code, "the server failed: check its log" if e.status_code >= 500
-            else "read the server's message")
-        _fail(rec, "http", f"HTTP {e.status_code} from the server: {_server_message(e)} "
-                           f"({hint})", t0)
-    except openai.APIError as e:  # an {"error": ...} event inside the stream
-        _fail(rec, "server", f"the server reported an error mid-stream after "
-                             f"{len(rec.token_times_s)} text chunks: {e.message} (check the "
-                             "server's log)", t0)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        _fail(rec, "protocol", f"a malformed event in the stream (its data is not JSON: {e}): "
-                               "the server does not speak the OpenAI streaming format; check "
-                               "the URL and the server", t0)
-    except asyncio.CancelledError:
-        _fail(rec, "cancelled", f"stopped by the run after {len(rec.token_times_s)} text "
-                                "chunks (its time limit, or an interrupt)", t0)
-        raise
-    finally:
-        if stream is not None:
-            try:
-                await asyncio.shield(stream.close())
-            except BaseException:
-                pass
-    if rec.error is not None and on_failure is not None:
-        extra = on_failure(rec)
-        if extra:
-            rec.error += extra
+        hint = _HTTP_HINTS.get(e.status_code, "the server failed: check its log"
+                               if e.status_code >= 500 else "read the server's message")
+        return "http", f"HTTP {e.status_code} from the server: {_server_message(e)} ({hint})"
+    if isinstance(e, openai.APIError):  # an {"error": ...} event inside the stream
+        return "server", (f"the server reported an error mid-stream after {chunks}: "
+                          f"{e.message} (check the server's log)")
+    if isinstance(e, (json.JSONDecodeError, UnicodeDecodeError)):
+        return "protocol", (f"a malformed event in the stream (its data is not JSON: {e}): "
+                            "the server does not speak the OpenAI streaming format; check "
+                            "the URL and the server")
+    return None
+
+
+async def _close_quietly(stream) -> None:
+    """Close the reply's stream (its connection back to the pool), even when cancelled."""
+    if stream is not None:
+        try:
+            await asyncio.shield(stream.close())
+        except BaseException:
+            pass
 
 
 def _take_chunk(rec: RequestRecord, chunk: Any, t: float, chat: bool) -> None:
