@@ -10,7 +10,7 @@ one-at-a-time load (2 × its p90 TTFT and TPOT), so their goodputs compare. Prin
 (medians, and the confidence interval of each median), then the settings side by side at their
 lightest and heaviest loads. A benchmark, not a test: nothing fails on a slow machine.
 
-    .venv/bin/python benchmarks/serving.py                          # ~4 min here
+    .venv/bin/python benchmarks/serving.py                          # ~7 min here
     .venv/bin/python benchmarks/serving.py --repeats 5 --n-requests 16 --out artifacts/serving
     .venv/bin/python benchmarks/serving.py --settings continuous llama.cpp
 
@@ -40,11 +40,25 @@ def start(name: str):
     return EmbeddedServer(continuous_batching=name == "continuous").start()
 
 
+def _cell(v, scale: float = 1.0, digits: int = 2) -> str:
+    """A median and its interval, compact: "0.73 (0.71–0.75)"."""
+    if v is None:
+        return "n/a"
+    f = lambda x: f"{x * scale:,.{digits}f}"  # noqa: E731
+    same = v.runs <= 1 or f(v.low) == f(v.high)
+    return f(v.median) if same else f"{f(v.median)} ({f(v.low)}–{f(v.high)})"
+
+
 def side_by_side(sweeps: dict[str, LoadSweep]) -> str:
     """Each setting's lightest load (one at a time) and heaviest (all at once), medians with
     intervals: requests/s, output tokens/s, TTFT p50, TPOT p50, goodput."""
-    lines = [f"{'setting':>24} {'load':>16} {'requests/s':>26} {'tokens/s':>26} "
-             f"{'TTFT p50 ms':>22} {'TPOT p50 ms':>22} {'goodput/s':>10}"]
+    coverage = {p.figure("requests_per_s", s.slo).coverage for s in sweeps.values()
+                for p in s.points if p.figure("requests_per_s", s.slo).runs > 1}
+    ci = (f"the {min(coverage):.0%} confidence interval of the median" if coverage
+          else "one run each: no interval")
+    lines = [f"side by side: medians (in brackets {ci}); times in ms",
+             f"{'setting':>22} {'load':>14} {'requests/s':>17} {'tokens/s':>17} "
+             f"{'TTFT p50':>19} {'TPOT p50':>12} {'goodput/s':>17}"]
     for name, sweep in sweeps.items():
         for kind in ("synchronous", "throughput"):
             p = sweep.point(kind)
@@ -53,13 +67,11 @@ def side_by_side(sweeps: dict[str, LoadSweep]) -> str:
             f = {k: p.figure(k, sweep.slo) for k in ("requests_per_s", "output_tokens_per_s",
                                                      "ttft_p50_s", "tpot_p50_s",
                                                      "goodput_per_s")}
-            txt = lambda v, s=1.0, d=2: "n/a" if v is None else v.text(s, "", d)  # noqa: E731
-            good = f["goodput_per_s"]
-            good = "n/a" if good is None else f"{good.median:.2f}"
-            lines.append(f"{name:>24} {p.label:>16} {txt(f['requests_per_s']):>26} "
-                         f"{txt(f['output_tokens_per_s'], 1, 1):>26} "
-                         f"{txt(f['ttft_p50_s'], 1e3, 0):>22} {txt(f['tpot_p50_s'], 1e3, 0):>22} "
-                         f"{good:>10}")
+            lines.append(f"{name:>22} {p.label:>14} {_cell(f['requests_per_s']):>17} "
+                         f"{_cell(f['output_tokens_per_s'], 1, 1):>17} "
+                         f"{_cell(f['ttft_p50_s'], 1e3, 0):>19} "
+                         f"{_cell(f['tpot_p50_s'], 1e3, 0):>12} "
+                         f"{_cell(f['goodput_per_s']):>17}")
     return "\n".join(lines)
 
 
@@ -97,7 +109,7 @@ def main(argv=None) -> int:
         sweeps[sweep.name] = sweep
         memory = f"; server peak {peak / 2**20:,.0f} MiB" if peak else ""
         print(f"{sweep}\n(swept in {sweep.duration_s:.0f} s{memory})", flush=True)
-    print("\nside by side (median, in brackets the confidence interval of the median):")
+    print()
     print(side_by_side(sweeps))
     print(f"\ntotal {time.perf_counter() - began:.0f} s; load average at end "
           f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}")
