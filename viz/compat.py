@@ -14,7 +14,8 @@
 - **attention's own time**: `timed_attention` registers a wrapper of the model's attention
   function (transformers' `AttentionInterface`) that adds up the seconds spent inside it: the
   scores q·kᵀ, the softmax and the weighted sum of v — the part of a pass that grows with the
-  square of the prompt. Taught in lesson 10.
+  square of the prompt. Taught in lesson 10. `labelled_attention` wraps it in a profiler scope
+  instead (`viz.perf.profile`).
 - **a cache of any length, cheaply**: `synthetic_cache` fills a `DynamicCache` with random keys
   and values of the model's real shapes (what a decode step reads does not depend on the
   values); `trim_cache` cuts one back to a length. Taught in lesson 10.
@@ -174,13 +175,54 @@ def timed_attention(model: Any) -> Iterator[AttentionClock]:
     """
     import time
 
+    clock = AttentionClock()
+
+    def wrap(inner: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                clock.seconds += time.perf_counter() - start
+                clock.calls += 1
+        return timed
+
+    with _wrapped_attention(model, "viz_timed", wrap):
+        yield clock
+
+
+@contextlib.contextmanager
+def labelled_attention(model: Any, label: str = "viz::attention") -> Iterator[None]:
+    """Run the model's attention function inside `torch.profiler.record_function(label)`.
+
+    A profile then shows every op of the attention proper (q·kᵀ, softmax, weights · v, and
+    the key/value repeats of grouped-query attention) under one scope, apart from the
+    projections around it (`viz.perf.profile`). Same switch and restore as `timed_attention`.
+    """
+    from torch.profiler import record_function
+
+    def wrap(inner: Callable[..., Any]) -> Callable[..., Any]:
+        def labelled(*args, **kwargs):
+            with record_function(label):
+                return inner(*args, **kwargs)
+        return labelled
+
+    with _wrapped_attention(model, "viz_labelled", wrap):
+        yield
+
+
+@contextlib.contextmanager
+def _wrapped_attention(model: Any, prefix: str,
+                       wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Iterator[None]:
+    """Switch `model` to `wrap(its attention function)`, registered as `prefix_<impl>`, with
+    the masks of the implementation it wraps; on exit, error or not, switch it back."""
     from transformers import AttentionInterface
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
     before = getattr(model.config, "_attn_implementation", None)
     if before not in ALL_ATTENTION_FUNCTIONS and before != "eager":
-        raise ValueError(f"cannot time attention implementation {before!r}: load the model "
+        raise ValueError(f"cannot wrap attention implementation {before!r}: load the model "
                          "with attn_implementation='sdpa' or 'eager'")
     if before == "eager":
         module = type(attention_modules(model)[0])
@@ -188,24 +230,14 @@ def timed_attention(model: Any) -> Iterator[AttentionClock]:
                         "eager_attention_forward")
     else:
         inner = ALL_ATTENTION_FUNCTIONS[before]
-    clock = AttentionClock()
-
-    def timed(*args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return inner(*args, **kwargs)
-        finally:
-            clock.seconds += time.perf_counter() - start
-            clock.calls += 1
-
-    name = f"viz_timed_{before}"
-    AttentionInterface.register(name, timed)
+    name = f"{prefix}_{before}"
+    AttentionInterface.register(name, wrap(inner))
     # the same masks as the implementation it wraps (an unknown name would get none: no causal
     # mask for eager, and the wrong keys for sdpa over a cache)
     AttentionMaskInterface.register(name, ALL_MASK_ATTENTION_FUNCTIONS[before])
     try:
         model.set_attn_implementation(name)
-        yield clock
+        yield
     finally:
         if before is not None:
             model.set_attn_implementation(before)

@@ -24,6 +24,9 @@
 | `context.py` | long contexts: prefill split into attention and the rest, decode up to 8k |
 | `prefix.py` | prefix caching in this process: a cached prefix, a chat that re-sends history |
 | `words.py` | tokens per word, measured with the model's tokenizer (answer length → tokens) |
+| `formats.py` | one model in six weight formats, transformers and llama.cpp, timed token for token |
+| `profile.py` | one decode step taken apart with torch.profiler: products, attention, norms, small ops, gaps |
+| `datasheets.py` | peak FLOP/s and bandwidth by hardware generation (datasheets), this machine beside |
 """
 
 from viz.perf.batch import BatchRun, generate_batch
@@ -46,7 +49,8 @@ from viz.perf.wall import (H100_SXM, REMEDIES, OverheadFloor, QuantizedTry, Wall
                            WallRun, best_of, bytes_whatif, computed_wall, fit_wall,
                            measure_overhead, measure_point, measure_wall, narrow_config,
                            roofline_seconds, streaming_rate)
-from viz.perf.speculative import GenerateRun, LookupComparison, compare_prompt_lookup
+from viz.perf.speculative import (LOOKUP_PROMPTS, LOOKUP_WHY, GenerateRun, LookupComparison,
+                                  compare_prompt_lookup)
 from viz.perf.counts import activation_bytes
 from viz.perf.peaks import (cached_peaks, kernel_spread, linear_seconds, linear_spread,
                              peaks_from_machine, time_kernel)
@@ -79,3 +83,14 @@ __all__ += ["activation_bytes", "cached_peaks", "peaks_from_machine", "SAMPLE_PA
 __all__ += ["Crossover", "KVFit", "SyntheticCheck", "attention_crossover", "kv_fit",
             "long_decode_sweep", "long_prefill_sweep", "measured_crossover", "synthetic_check",
             "chat_turns", "common_prefix", "prefix_cache_sweep"]
+from viz.perf.formats import (FORMATS, LLAMA_FORMATS, TORCH_FORMATS, FormatPoint, FormatRun,
+                              available_formats, gguf_file, gguf_weight_bytes, llama_greedy,
+                              measure_formats)
+from viz.perf.profile import StepPart, StepProfile, profile_decode_step
+from viz.perf.datasheets import (DATASHEETS, Datasheet, datasheet, generations_table,
+                                 generations_text, growth)
+
+__all__ += ["FORMATS", "LLAMA_FORMATS", "TORCH_FORMATS", "FormatPoint", "FormatRun",
+            "available_formats", "gguf_file", "gguf_weight_bytes", "llama_greedy",
+            "measure_formats", "DATASHEETS", "Datasheet", "datasheet", "generations_table",
+            "generations_text", "growth", "LOOKUP_PROMPTS", "LOOKUP_WHY", "StepPart", "StepProfile", "profile_decode_step"]

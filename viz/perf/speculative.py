@@ -5,32 +5,67 @@ Speculative decoding makes one weight read serve several tokens of the *same* re
 few next tokens cheaply, then run ONE forward pass over all the guesses (like a short
 prefill) and keep the longest run of guesses the model itself would have chosen, plus the
 model's own next token. Greedy output is unchanged, token for token; only the number of
-forward passes drops, by as many guesses as were accepted.
+forward passes drops, by as many guesses as were accepted: a pass that accepts n guesses
+makes n + 1 tokens.
 
 **Prompt-lookup decoding** (transformers: `generate(..., prompt_lookup_num_tokens=k)`) needs
 no second model: its guesses are the k tokens that followed the last few generated tokens
 where they appeared earlier in the prompt or the reply. It pays off when the reply copies
-the prompt (a list to repeat, code to edit, a document to quote) and not when it does not.
+the prompt (a list to repeat, code to edit, a document to quote) and not when it does not:
+then the passes still check the guesses it finds (any word pair seen before), and on a CPU
+a pass over 11 positions costs more than a pass over one. In transformers 5 the prefill
+checks guesses too (found in the prompt itself), so the first pass can make several tokens.
 
 `compare_prompt_lookup` runs `model.generate` twice on the same prompt, plain and with prompt
-lookup (interleaved, after a warm-up of each), with:
+lookup (interleaved rounds, after a warm-up of each), with:
 - a streamer that timestamps every group of new tokens (TPOT = seconds between the first and
   the last new token ÷ tokens after the first, as in `viz.trace`), and
-- a forward pre-hook that counts the model's forward passes (the prefill is the first),
-so it reports tokens per decode pass, TPOT, tokens/s and whether the greedy text is identical.
+- a forward pre-hook that notes, at each forward pass, how many new tokens the streamer has
+  been handed so far: the difference between one pass and the next is what that pass made
+  (`GenerateRun.tokens_per_pass_counts`, `prefill_tokens`, `histogram()`). This holds
+  however `generate` groups tokens for the streamer (transformers 5.24 hands it one group per
+  pass: the accepted guesses and the model's own token),
+so it reports tokens per decode pass and their histogram, TPOT, tokens/s, the speed-up with
+its spread over the rounds and whether the greedy text is identical. `LOOKUP_PROMPTS` is the
+lesson's pair: a reply that copies its prompt and one with nothing to copy
+(`viz.views.speculative.accepted_histogram_figure` draws their histograms).
+
+A second, small *draft* model (transformers' `assistant_model`) is not shown: the only model
+at hand offline is SmolLM2-135M itself, and there is no smaller model with its tokenizer.
+
+Measured here (2026-12-03, `nproc` = 2, a shared CPU with a load average of 5 to 7 from other
+work during the run, so the times are slow and noisy; the token counts are exact):
+
+    python -c "import viz; from viz.perf.speculative import *
+    lm = viz.load_model()
+    for p in LOOKUP_PROMPTS.values():
+        print(compare_prompt_lookup(lm, p, chat=True, max_new_tokens=64, repeats=3))"
+
+    copy a list    43 tokens; plain 43 passes, TPOT 290 ms; lookup 8 passes (prefill 1,
+                   decode passes by tokens made {1: 3, 6: 1, 11: 3}: 6.00 tokens/pass),
+                   TPOT 146 ms; speed-up ×1.98 (1.57–2.62): prompt lookup is faster
+    write a story  64 tokens; plain 64 passes, TPOT 399 ms; lookup 63 passes ({1: 61, 2: 1}:
+                   1.02 tokens/pass), TPOT 643 ms (653 ms per pass, against 399 ms);
+                   speed-up ×0.62 (0.55–0.98): plain decode is faster
+
+(an earlier run the same day: ×1.91 (1.62–2.30) and ×0.65 (0.63–0.74), the same passes).
+Greedy text identical in both. "Tell me a joke." replies in 16 tokens with every pass making
+one: ×0.96 (0.66–1.07), too close to call — too short a reply to show either effect.
 """
 
 from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Optional
 
 import torch
 
 from viz.load import LoadedModel
 from viz.runtime import check_threads, using_threads
+from viz.spread import Band, Spread, band
 
 
 @dataclass
@@ -44,17 +79,28 @@ class GenerateRun:
     first_token_s: float  # from the call until the first new token
     decode_s: float  # from the first new token until the last
     total_s: float  # the whole call
+    # tokens made by each decode pass, in order (the prefill pass not included): 1 each for
+    # plain decode, 1 + the guesses accepted for prompt lookup
+    tokens_per_pass_counts: list[int] = field(default_factory=list)
+    prefill_tokens: int = 1  # tokens made by the first pass (> 1: lookup guesses it accepted)
 
     @property
     def new_tokens(self) -> int:
         return len(self.token_ids)
 
+    def histogram(self) -> dict[int, int]:
+        """{tokens made in one decode pass: number of passes}, smallest first. Plain decode
+        gives {1: decode passes}; its values sum to forward_passes - 1 and its tokens
+        (key × value) to new_tokens - prefill_tokens."""
+        return dict(sorted(Counter(self.tokens_per_pass_counts).items()))
+
     @property
     def tokens_per_pass(self) -> Optional[float]:
-        """New tokens after the first ÷ decode passes (1.0 for plain decode)."""
+        """Tokens made by the decode passes ÷ decode passes (1.0 for plain decode): the mean of
+        `tokens_per_pass_counts` (the prefill's tokens are not counted: its pass is a prefill)."""
         if self.forward_passes < 2:
             return None
-        return (self.new_tokens - 1) / (self.forward_passes - 1)
+        return (self.new_tokens - self.prefill_tokens) / (self.forward_passes - 1)
 
     @property
     def seconds_per_pass(self) -> Optional[float]:
@@ -74,6 +120,26 @@ class GenerateRun:
         return 1.0 / self.tpot_s if self.tpot_s else None
 
 
+# The lesson's pair of prompts: one whose reply copies the prompt, one with nothing to copy.
+LOOKUP_PROMPTS = {
+    "copy a list": ("Repeat this list exactly, once: apples, bananas, cherries, dates, "
+                    "elderberries, figs, grapes, honeydew melons, kiwis, lemons, mangoes, "
+                    "nectarines, oranges, papayas."),
+    "write a story": "Write a short story about a dragon who learns to bake bread.",
+}
+# Why each of them was chosen, in one line.
+LOOKUP_WHY = {
+    "copy a list": "the reply repeats the prompt's list, so the lookup's guesses are the "
+                   "reply's next tokens and most are accepted: prompt lookup wins",
+    "write a story": "the reply is new text: the few guesses found (a word pair seen earlier) "
+                     "are rejected, and each pass pays for checking them: prompt lookup loses",
+}
+
+
+# Where the speed-up's spread lies against 1.0: which mode its runs say is faster.
+SPEEDUP_WORDS = ("plain decode is faster", "prompt lookup is faster")
+
+
 @dataclass
 class LookupComparison:
     """Plain greedy decode and prompt-lookup decoding on the same prompt (medians of repeats)."""
@@ -83,6 +149,8 @@ class LookupComparison:
     plain: GenerateRun  # the run with the median TPOT
     lookup: GenerateRun
     repeats: int
+    plain_tpots_s: list[float] = field(default_factory=list)  # every plain run's TPOT, in order
+    lookup_tpots_s: list[float] = field(default_factory=list)  # every lookup run's TPOT
 
     @property
     def identical(self) -> bool:
@@ -91,8 +159,31 @@ class LookupComparison:
 
     @property
     def speedup(self) -> float:
-        """Plain TPOT ÷ prompt-lookup TPOT (> 1: prompt lookup is faster)."""
+        """Plain TPOT ÷ prompt-lookup TPOT (> 1: prompt lookup is faster), of the two kept
+        runs (each mode's median-TPOT run). `speedup_spread` carries every run's spread."""
         return self.plain.tpot_s / self.lookup.tpot_s
+
+    @property
+    def speedup_spread(self) -> Spread:
+        """The speed-up with its spread: the plain TPOTs' spread ÷ the lookup TPOTs' spread,
+        worst case at each end (`viz.Spread`: the middle half of each mode's runs). Its median
+        is median plain TPOT ÷ median lookup TPOT. One round has no spread: the figure alone."""
+        if not self.plain_tpots_s or not self.lookup_tpots_s:
+            return Spread.exact(self.speedup)
+        return Spread.of(self.plain_tpots_s) / Spread.of(self.lookup_tpots_s)
+
+    @property
+    def speedup_verdict(self) -> Band:
+        """Which mode is faster: "prompt lookup is faster" where the speed-up's whole spread
+        lies above 1, "plain decode is faster" where it lies below, "too close to call"
+        (`viz.spread.TOO_CLOSE`) where it crosses 1.0. A `viz.Band`: `.word` is the verdict."""
+        return band(self.speedup_spread, [1.0], list(SPEEDUP_WORDS))
+
+    def accepted_histogram(self) -> dict[int, int]:
+        """{lookup guesses accepted in one decode pass: number of passes} of the lookup run
+        (a pass that accepts n guesses makes n + 1 tokens; 0: every guess rejected, or none
+        found)."""
+        return {made - 1: n for made, n in self.lookup.histogram().items()}
 
     def __str__(self) -> str:
         lines = [f"{'':<24}{'tokens':>7}{'passes':>8}{'tokens/pass':>13}{'per pass':>12}"
@@ -101,7 +192,14 @@ class LookupComparison:
             lines.append(f"{r.mode:<24}{r.new_tokens:>7}{r.forward_passes:>8}"
                          f"{r.tokens_per_pass:>13.2f}{r.seconds_per_pass * 1e3:>9.1f} ms"
                          f"{r.tpot_s * 1e3:>8.1f} ms{r.tokens_per_s:>9.1f} tokens/s")
-        lines.append(f"same greedy tokens: {self.identical}; speed-up ×{self.speedup:.2f}")
+        made = ", ".join(f"{k}: {v}" for k, v in self.lookup.histogram().items())
+        lines.append(f"prompt lookup, decode passes by tokens made: {{{made}}}"
+                     + (f"; its prefill made {self.lookup.prefill_tokens}"
+                        if self.lookup.prefill_tokens != 1 else ""))
+        verdict = self.speedup_verdict
+        lines.append(f"same greedy tokens: {self.identical}; speed-up ×{self.speedup:.2f} "
+                     f"(all {self.repeats} rounds: ×{self.speedup_spread.text(digits=2)}): "
+                     f"{verdict.word}")
         return "\n".join(lines)
 
 
@@ -138,12 +236,12 @@ def _prompt_ids(lm: LoadedModel, prompt: str, chat: bool) -> torch.Tensor:
 
 def _generate(lm: LoadedModel, ids: torch.Tensor, max_new_tokens: int,
               lookup: int) -> GenerateRun:
-    passes = [0]
+    stamps = _Stamps()
+    streamed = []  # at each forward call: how many new tokens the streamer had been handed
 
     def count(module, args, kwargs=None):
-        passes[0] += 1
+        streamed.append(sum(stamps.sizes))
 
-    stamps = _Stamps()
     extra = {"prompt_lookup_num_tokens": lookup} if lookup else {}
     hook = lm.model.register_forward_pre_hook(count)
     try:
@@ -158,10 +256,19 @@ def _generate(lm: LoadedModel, ids: torch.Tensor, max_new_tokens: int,
     new = out[0, ids.shape[1]:].tolist()
     if not stamps.times:
         raise ValueError("generate produced no new token")
+    # Tokens made by each pass: the tokens streamed between its forward call and the next (the
+    # last pass: until the end). Counted between forward calls, not per streamer call, so it
+    # holds however generate groups its tokens for the streamer (one put() per pass in 5.x).
+    made = [b - a for a, b in zip(streamed, streamed[1:] + [len(new)])]
+    if sum(made) != len(new) or min(made) < 1:
+        raise RuntimeError(f"the streamer saw {sum(stamps.sizes)} tokens over {len(made)} "
+                           f"forward passes, generate returned {len(new)}: this transformers "
+                           "version streams its tokens differently; tokens per pass unknown")
     return GenerateRun(mode=f"prompt lookup (k={lookup})" if lookup else "plain",
-                       token_ids=new, text=lm.tokenizer.decode(new), forward_passes=passes[0],
+                       token_ids=new, text=lm.tokenizer.decode(new), forward_passes=len(made),
                        first_token_s=stamps.times[0] - t0,
-                       decode_s=stamps.times[-1] - stamps.times[0], total_s=t1 - t0)
+                       decode_s=stamps.times[-1] - stamps.times[0], total_s=t1 - t0,
+                       tokens_per_pass_counts=made[1:], prefill_tokens=made[0])
 
 
 def compare_prompt_lookup(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 48,
@@ -170,15 +277,23 @@ def compare_prompt_lookup(lm: LoadedModel, prompt: str, *, max_new_tokens: int =
     """Plain greedy `generate` vs prompt-lookup decoding on `prompt` (lesson 08).
 
     Runs a short warm-up of each, then `repeats` rounds of (plain, lookup), and keeps each
-    mode's run with the median TPOT. Generation stops at end-of-sequence, as `generate` does;
-    both modes stop at the same token because their tokens are the same.
+    mode's run with the median TPOT; every run's TPOT is kept too, for the speed-up's spread
+    (`speedup_spread`, `speedup_verdict`: use repeats >= 3 for a spread worth reading).
+    Generation stops at end-of-sequence, as `generate` does; both modes stop at the same token
+    because their tokens are the same.
     num_lookup_tokens: k, the guesses per lookup (transformers' default is 10).
     threads: CPU threads (None: torch's current count).
     """
+    fixes = {"max_new_tokens": "one new token has no decode pass to compare; ask for more",
+             "num_lookup_tokens": "k is how many tokens each lookup guesses; 10 is "
+                                  "transformers' default",
+             "repeats": "each round times one plain and one lookup run; 3 or more give a "
+                        "spread"}
     for name, value, low in (("max_new_tokens", max_new_tokens, 2),
                              ("num_lookup_tokens", num_lookup_tokens, 1), ("repeats", repeats, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"{name} must be a whole number >= {low}, not {value!r}")
+            raise ValueError(f"{name} must be a whole number >= {low}, not {value!r} "
+                             f"({fixes[name]})")
     check_threads(threads)
     ids = _prompt_ids(lm, prompt, chat)
     with using_threads(threads):
@@ -191,10 +306,15 @@ def compare_prompt_lookup(lm: LoadedModel, prompt: str, *, max_new_tokens: int =
     if plain[0].new_tokens < 2:
         raise ValueError("the reply ended after one token: nothing to compare; use a prompt "
                          "that asks for a longer answer")
+    if lookup[0].forward_passes < 2:
+        raise ValueError("prompt lookup made every token in its first pass: no decode pass to "
+                         "time; raise max_new_tokens")
 
     def median_run(runs: list[GenerateRun]) -> GenerateRun:
         mid = statistics.median_low([r.tpot_s for r in runs])
         return next(r for r in runs if r.tpot_s == mid)
 
     return LookupComparison(prompt=prompt, num_lookup_tokens=num_lookup_tokens,
-                            plain=median_run(plain), lookup=median_run(lookup), repeats=repeats)
+                            plain=median_run(plain), lookup=median_run(lookup), repeats=repeats,
+                            plain_tpots_s=[r.tpot_s for r in plain],
+                            lookup_tpots_s=[r.tpot_s for r in lookup])

@@ -52,6 +52,10 @@ from viz.views.whatif import whatif_data, whatif_figure, whatif_static, whatif_w
 from viz.views.widgets import LinkedText, LinkedView, figure_output
 from viz.views.wall import (bytes_whatif_data, bytes_whatif_figure, wall_data, wall_figure,
                              wall_table)
+from viz.views.formats import formats_data, formats_figure
+from viz.views.generations import generations_data, generations_figure
+from viz.views.step_profile import step_profile_data, step_profile_figure
+from viz.views.speculative import accepted_histogram_data, accepted_histogram_figure
 
 __all__ = [
     "long_decode_figure", "long_decode_data", "long_decode_parts", "long_decode_widget",
@@ -76,4 +80,7 @@ __all__ = [
     "serving_tradeoff_data", "itl_distribution_figure", "itl_distribution_data",
     "schedule_figure", "schedule_data", "page_table_figure", "page_table_data",
     "request_names", "rate_sweep_figure", "rate_sweep_data", "pareto_figure", "pareto_data",
+    "formats_figure", "formats_data", "generations_figure", "generations_data",
+    "step_profile_figure", "step_profile_data", "accepted_histogram_figure",
+    "accepted_histogram_data",
 ]

@@ -266,6 +266,7 @@ LABEL_POSITIONS = ["bottom center", "top center", "middle right", "middle left",
 def place_labels(points: list[tuple[float, float]], labels: list[str], size_px: tuple[float, float],
                  font_px: float = 11, marker_px: float = 6, *,
                  obstacles: Sequence[tuple[float, float]] = (),
+                 boxes: Sequence[tuple[float, float, float, float]] = (),
                  prefer: Optional[Sequence[Optional[str]]] = None) -> list[Optional[str]]:
     """A plotly `textposition` for each point's label such that no label overlaps another label,
     another point or the plot's edge — or None where none fits (leave that label out: the hover
@@ -273,6 +274,7 @@ def place_labels(points: list[tuple[float, float]], labels: list[str], size_px: 
 
     points: pixel positions in the plot area (x right, y down); size_px: the area's size.
     obstacles: more points (pixels) that no label may cover, e.g. unlabelled markers.
+    boxes: areas (x0, y0, x1, y1 in pixels) no label may cover, e.g. an annotation's text.
     prefer: a position to try first for each point (None: the usual order).
     An empty label is not placed (None). Label boxes are estimated from the text length
     (DejaVu Sans: ~0.62 em per character). Place them for the narrowest plot the figure is
@@ -282,6 +284,7 @@ def place_labels(points: list[tuple[float, float]], labels: list[str], size_px: 
     placed: list[tuple[float, float, float, float]] = []
     dots = [(x - marker_px, y - marker_px, x + marker_px, y + marker_px) for x, y in points]
     fixed = [(x - marker_px, y - marker_px, x + marker_px, y + marker_px) for x, y in obstacles]
+    fixed += [tuple(b) for b in boxes]
 
     def hits(box, others) -> bool:
         return any(box[0] < o[2] and o[0] < box[2] and box[1] < o[3] and o[1] < box[3]

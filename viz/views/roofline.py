@@ -102,9 +102,8 @@ def roofline_figure(roofline: Roofline, *others: Roofline):
             line={"color": roof_colour, "dash": dash, "width": 2},
             hovertemplate="%{x:.3g} FLOP/byte → at most %{y:.3g} FLOP/s<extra></extra>"))
         fig.add_annotation(x=math.log10(r["ridge"]), y=math.log10(r["roof_y"][1]),
-                           text=f"ridge {r['ridge']:.3g} FLOP/byte", showarrow=True,
-                           arrowhead=0, ax=0, ay=-25 - 20 * k,
-                           font={"size": 10, "color": roof_colour})
+                           text=_ridge_text(r), showarrow=True, arrowhead=0, ax=0,
+                           ay=-_ridge_lift(k), font={"size": RIDGE_FONT_PX, "color": roof_colour})
         for phase in ("prefill", "decode"):
             pts = [p for p in r["points"] if p["phase"] == phase]
             if not pts:
@@ -135,15 +134,45 @@ def roofline_figure(roofline: Roofline, *others: Roofline):
     return fig
 
 
+RIDGE_FONT_PX = 10
+
+
+def _ridge_text(r: dict) -> str:
+    return f"ridge {r['ridge']:.3g} FLOP/byte"
+
+
+def _ridge_lift(k: int) -> float:
+    """Pixels from the ridge's corner up to its annotation's text (k: which roofline)."""
+    return 25 + 20 * k
+
+
+def _ridge_boxes(data: dict) -> list[tuple[float, float, float, float]]:
+    """Each ridge annotation's area in plot pixels: its text and the line down to the corner
+    (where the measured points' labels must not go)."""
+    (x_lo, x_hi), (y_lo, y_hi) = data["x_range"], data["y_range"]
+    w, h = PLOT_PX
+    out = []
+    for k, r in enumerate(data["rooflines"]):
+        x = to_pixels([r["ridge"]], x_lo, x_hi, w, log=True)[0]
+        y = to_pixels([r["roof_y"][1]], y_lo, y_hi, h, log=True, flip=True)[0]
+        half = (0.62 * RIDGE_FONT_PX * len(_ridge_text(r)) + 4) / 2
+        top = y - _ridge_lift(k) - 1.4 * RIDGE_FONT_PX
+        out.append((x - half, top, x + half, y - _ridge_lift(k) + 0.4 * RIDGE_FONT_PX))
+        out.append((x - 3, top, x + 3, y))  # the line from the text down to the corner
+    return out
+
+
 def _label_positions(data: dict) -> dict[tuple[int, int], Optional[str]]:
     """Where each measured point's label goes (None: left out, named on hover), placed so
-    that no two labels collide: the roofs' corners and every point are obstacles."""
+    that no two labels collide: the roofs' corners, every point and the ridge annotations
+    are obstacles."""
     pts = [(k, i, p) for k, r in enumerate(data["rooflines"]) for i, p in enumerate(r["points"])]
     (x_lo, x_hi), (y_lo, y_hi) = data["x_range"], data["y_range"]
     w, h = PLOT_PX
     xs = to_pixels([p["x"] for _, _, p in pts], x_lo, x_hi, w, log=True)
     ys = to_pixels([p["y"] for _, _, p in pts], y_lo, y_hi, h, log=True, flip=True)
-    where = place_labels(list(zip(xs, ys)), [p["label"] for _, _, p in pts], (w, h))
+    where = place_labels(list(zip(xs, ys)), [p["label"] for _, _, p in pts], (w, h),
+                         boxes=_ridge_boxes(data))
     return {(k, i): pos for (k, i, _), pos in zip(pts, where)}
 
 

@@ -1,0 +1,334 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 11 · Remedies: fewer bytes, less overhead, more tokens per pass
+#
+# [08 · The memory wall](08_memory_wall.ipynb) took a batch-1 decode step apart:
+#
+# **step ≈ fixed cost + bytes read ÷ the bandwidth the kernels achieve**
+#
+# and named what would shorten it. This lesson applies each remedy and measures it, on your
+# machine, on the course model:
+#
+# 1. **fewer bytes**: the same weights in smaller number formats, read by a kernel made to read
+#    them (llama.cpp's);
+# 2. **less overhead**: what the fixed cost is made of, and what removes it;
+# 3. **more tokens per pass**: speculative decoding, where one read of the weights checks
+#    several guessed tokens at once.
+#
+# And last, the wall itself: why these remedies matter more with every hardware generation.
+
+# %% tags=["nbval-ignore-output"]
+import viz
+from viz import compare_prediction, perf, views
+
+# this machine's peaks, measured once (lesson 02) and reused
+machine = perf.machine_peaks()
+print(machine.status)
+
+# %% [markdown]
+# ## See it: one model in six formats
+#
+# The course model ships as one GGUF file in **Q4_1**: blocks of 32 weights, each stored in
+# 4 bits, plus a scale and a minimum per block (0.72 bytes a weight, counting the one 8-bit
+# table). viz's float32 model is that file expanded to 4 bytes a weight. From the same file,
+# llama.cpp's own converter writes **F32** (4 bytes), **F16** (2) and **Q8_0** (8-bit blocks,
+# 1.06 bytes): every format below holds *the same values*; only the bytes, and the program
+# reading them, differ.
+#
+# | engine | formats | how a step runs |
+# |---|---|---|
+# | transformers (viz) | float32, bfloat16 | torch, one kernel call per operation, from Python |
+# | llama.cpp | F32, F16, Q8_0, Q4_1 | one C++ graph per step; quantized kernels read the blocks directly |
+#
+# `perf.measure_formats()` decodes the same chat prompt greedily in all six, 24 tokens three
+# times each, and times every decode step (llama.cpp runs in this process, no server; the
+# first time, writing the three extra files takes a few seconds and ~1 GB of the viz cache).
+#
+# ✏️ **Predict.** llama.cpp's Q4_1 reads 5.5× fewer bytes per token than transformers'
+# float32. How many times faster will its decode step be?
+
+# %%
+prediction_q4 = None  # ← how many times faster than transformers float32
+
+# %% tags=["nbval-ignore-output"]
+if perf.available_formats() == perf.TORCH_FORMATS:  # llama.cpp is not installed (Binder)
+    print("llama.cpp is not installed here (`make setup` builds it): transformers rows only")
+formats = perf.measure_formats(formats=perf.available_formats())  # ~20 s
+print(formats)
+
+# %%
+views.formats_figure(formats, machine.bytes_per_s)
+
+# %% tags=["nbval-ignore-output"]
+f32 = formats.point("transformers float32")
+q4 = formats.point("llama.cpp Q4_1")
+speedup_q4 = (f32.step / q4.step) if q4 else None
+if q4:
+    print(f"llama.cpp Q4_1: {q4.step.text(1e3, 'ms', 2)} per step against "
+          f"{f32.step.text(1e3, 'ms', 1)}: ×{speedup_q4.median:.1f} faster "
+          f"(×{speedup_q4.low:.1f}–{speedup_q4.high:.1f}), for "
+          f"×{f32.weight_bytes / q4.weight_bytes:.1f} fewer bytes")
+
+# %%
+compare_prediction(prediction_q4, speedup_q4.median, rel_tol=0.3,
+                   hint="split the speed-up: the same bytes in llama.cpp's F32 row first, then "
+                        "F32 → Q4_1 inside llama.cpp") if speedup_q4 else \
+    print("no llama.cpp rows on this machine: nothing to compare")
+
+# %% [markdown]
+# ## Understand it: the bytes, and the kernel that reads them
+#
+# The six rows answer two separate questions.
+#
+# **The same bytes, another program.** transformers float32 and llama.cpp F32 read the very same
+# 538 MB per token. Any difference between them is *not* the bytes: it is the fixed cost per
+# operation (Python and torch's dispatch, hundreds of times a step) and how close each
+# kernel streams to the memory's bandwidth.
+#
+# **The same program, fewer bytes.** Inside llama.cpp, F32 → F16 → Q8_0 → Q4_1 halve and
+# halve the bytes again. The memory wall says the step follows the bytes — until something
+# that does not shrink with them is all that is left: the step's own fixed cost, and the
+# arithmetic of unpacking 4-bit blocks.
+
+# %% tags=["nbval-ignore-output"]
+def ratio_text(a, b):
+    r = a.step / b.step
+    return f"×{r.median:.2f} (×{r.low:.2f}–{r.high:.2f})"
+
+
+lc = [formats.point(f"llama.cpp {f}") for f in perf.LLAMA_FORMATS]
+if lc[0]:
+    print(f"same bytes: transformers float32 ÷ llama.cpp F32 = {ratio_text(f32, lc[0])}")
+    for a, b in zip(lc, lc[1:]):
+        r = b.step / a.step
+        verdict = viz.band(r, [0.6, 0.9], ["follows the bytes", "shrinks less than the bytes",
+                                           "no faster"])
+        print(f"{a.format:>5} → {b.format:<5} bytes ×{b.weight_bytes / a.weight_bytes:.2f}, "
+              f"step {ratio_text(b, a)} → {verdict}")
+for p in formats.points:
+    share = p.achieved_bytes_per_s.median / machine.bytes_per_s
+    print(f"{p.label:<22} {p.achieved_bytes_per_s.median / 1e9:5.1f} GB/s of weights, "
+          f"{share:4.0%} of the measured read bandwidth "
+          f"({machine.bytes_per_s / 1e9:.1f} GB/s)")
+
+# %% [markdown]
+# Read the last lines against the wall: a format "follows the bytes" while the step is
+# memory-bound; where it stops following, the step has reached its floor of fixed cost and
+# unpacking arithmetic (lesson 08's rule in another engine). The achieved GB/s say how close
+# each program comes to the memory's own speed: a kernel that reads its format at full speed
+# is what makes fewer bytes pay. torch has no such kernel for 4- or 8-bit weights on the CPU
+# (lesson 08 tried its int8 one: slower than float32), and bfloat16 pays only where the CPU
+# has bfloat16 instructions (lesson 08).
+#
+# **What it costs.** Greedy text from each format, token for token against float32's:
+
+# %% tags=["nbval-ignore-output"]
+lm = viz.load_model(device="cpu")  # the course model again, for the rest of the lesson
+for p in formats.points:
+    same = "reference" if p.label == formats.reference else \
+        f"equal for {p.same_tokens} of {len(p.token_ids)} tokens"
+    print(f"{p.label:<22} {same:<28} {lm.tokenizer.decode(p.token_ids)[:60]!r}")
+
+# %% [markdown]
+# F32 and F16 hold the same values as float32, and their text is float32's. Q8_0 and Q4_1
+# hold them too (Q8_0 rounds them once more), yet their text departs after some tokens:
+# llama.cpp's quantized kernels also round the *activations* to 8 bits before multiplying, so
+# each logit moves a little, and where two tokens were nearly tied the greedy choice flips.
+# (What 4-bit weights cost against the model's original 16-bit weights cannot be measured
+# here: the course ships only the 4-bit file.)
+
+# %% [markdown]
+# ## Less overhead: what a step is made of
+#
+# Lesson 08 found a **fixed cost** per step: a model as deep as this one but almost without
+# weights still takes milliseconds per token. `perf.profile_decode_step` runs ten decode steps
+# of the course model under `torch.profiler` and sorts every top-level operation of the median
+# step into the matrix products (the weights being read), attention, the norms, the small ops
+# (adds, the rotary embedding, the cache's bookkeeping...) and the **gaps** between operations,
+# when no operation runs at all: Python, the framework, the dispatcher choosing each kernel.
+#
+# ✏️ **Predict.** What share of one decode step (0 to 1) goes to the matrix products — the part
+# that reads the weights?
+
+# %%
+prediction_matrix = None  # ← a share from 0 to 1
+
+# %% tags=["nbval-ignore-output"]
+profile = perf.profile_decode_step(lm, context=64, steps=10)
+print(profile)
+
+# %%
+views.step_profile_figure(profile)
+
+# %% tags=["nbval-ignore-output"]
+matrix_share = profile.share("matrix products")
+rest_ms = (profile.profiled_step_s - profile.seconds("matrix products")) * 1e3
+ops = sum(p.ops for p in profile.parts)
+print(f"matrix products {matrix_share:.0%} of the step; everything else {rest_ms:.1f} ms in "
+      f"{ops:,} top-level operations ({rest_ms * 1e3 / ops:.1f} µs each, on average)")
+print(f"lesson 08's fixed cost for 30 layers in float32: "
+      f"{perf.fixed_cost(30).text(1e3, 'ms', 1)}")
+
+# %%
+compare_prediction(prediction_matrix, matrix_share, rel_tol=0.25,
+                   hint="lesson 08's fixed cost against its whole step")
+
+# %% [markdown]
+# ## Understand it: paying per operation
+#
+# A decode step of this model is about 1,700 top-level operations, and torch launches each one
+# from Python: it reads the arguments, picks a kernel for their shapes and types, allocates the
+# output, and only then computes. For a 576-wide vector most kernels finish in microseconds, so
+# the launching *is* the work — compare the rest of the step with lesson 08's fixed cost. None of
+# it shrinks with the bytes: halving the bytes halves the matrix products' share only.
+#
+# The remedies all do the same thing: decide the whole step once, then run it without asking
+# Python again.
+#
+# - **A compiler** (`torch.compile`) traces the step, fuses the chains of small operations into
+#   generated kernels and calls them without the Python in between. On two CPU cores compiling
+#   this model takes minutes, longer than this lesson, so it is not run here.
+# - **CUDA graphs** (on a GPU) record a step's kernel launches once and replay them with one
+#   call; serving engines (vLLM, SGLang) do this for every batch size they serve.
+# - **An engine written for inference**: llama.cpp builds each step as one C++ graph. The first
+#   section measured it already: transformers float32 against llama.cpp F32 read the same
+#   bytes, and the ratio between them is this remedy plus a better-streaming kernel.
+
+# %% [markdown]
+# ## More tokens per pass: speculative decoding
+#
+# The remedies so far make a step cheaper. Speculative decoding makes one step do more: guess
+# the next few tokens cheaply, check all the guesses in **one** forward pass (a short prefill
+# over them), keep the ones the model agrees with, plus the model's own next token. Greedy text
+# stays exactly the same; only the number of passes changes. *Prompt lookup* (transformers'
+# `prompt_lookup_num_tokens`) guesses without a second model: it finds the last tokens written
+# earlier in the prompt and proposes the 10 that followed them there.
+#
+# Two prompts: one whose reply copies the prompt, one whose reply is new text.
+
+# %% tags=["nbval-ignore-output"]
+for name, why in perf.LOOKUP_WHY.items():
+    print(f"{name}: {perf.LOOKUP_PROMPTS[name]!r}\n    {why}")
+
+# %% [markdown]
+# ✏️ **Predict.** When the reply copies the list, how many tokens will one decode pass make on
+# average (plain decoding: exactly 1; at most 11)?
+
+# %%
+prediction_per_pass = None  # ← tokens per decode pass, copying the list
+
+# %% tags=["nbval-ignore-output"]
+lookups = {name: perf.compare_prompt_lookup(lm, prompt, max_new_tokens=40, repeats=3)
+           for name, prompt in perf.LOOKUP_PROMPTS.items()}
+for name, c in lookups.items():
+    print(f"— {name}\n{c}")
+
+# %%
+views.accepted_histogram_figure(lookups)
+
+# %% tags=["nbval-ignore-output"]
+copying, story = lookups["copy a list"], lookups["write a story"]
+per_pass = copying.lookup.tokens_per_pass
+print(f"copying: {per_pass:.1f} tokens per decode pass; same greedy tokens: {copying.identical}")
+print(f"the story: {story.lookup.tokens_per_pass:.2f} tokens per pass; speed-up "
+      f"×{story.speedup_spread.text(digits=2)}: {story.speedup_verdict}")
+
+# %%
+compare_prediction(prediction_per_pass, per_pass, rel_tol=0.3,
+                   hint="how much of the reply is the list itself?")
+assert all(c.identical for c in lookups.values()), "greedy text must not change"
+
+# %% [markdown]
+# The histogram shows what a pass can make: 1 token when every guess is rejected (or none was
+# found), 11 when all ten guesses are right. Copying, most passes accept everything; the
+# story's passes accept next to nothing — and they are *slower* than plain ones, because each
+# pass with a guess runs 11 positions through the model instead of 1 and the weights, read
+# once either way, are no longer the only cost. Speculative decoding pays exactly when the
+# guesses are right often enough to cover that extra work. A small **draft model** guessing
+# for any text is the general form (transformers' `assistant_model`); the course has no
+# smaller model with this one's vocabulary, so it is not measured here.
+
+# %% [markdown]
+# ## The wall across generations
+#
+# Every remedy above exists because a decode step asks for few FLOPs per byte it reads: about
+# half a FLOP per byte for this model in float32, at batch 1. A chip can feed its arithmetic
+# only when a step does at least its **ridge** of FLOPs per byte (peak FLOP/s ÷ bandwidth,
+# lesson 06). Hardware makers publish both peaks; here are five GPU generations and three
+# CPUs from their datasheets (dense figures, the format each is fastest at for inference),
+# with your machine, measured, beside them.
+#
+# ✏️ **Predict.** From NVIDIA's V100 (2017) to its B200 (2024) peak arithmetic grew about
+# eighteen-fold. Memory bandwidth grew...
+
+# %%
+GROWTH = ["as much, or more", "about half as much", "a tenth as much, or less"]
+prediction_growth = None  # ← one of GROWTH, copied exactly
+
+# %%
+growth = perf.growth("V100", "B200")
+print(growth["text"])
+share = growth["bandwidth_ratio"] / growth["flops_ratio"]
+growth_word = viz.band(share, [0.2, 0.75], GROWTH[::-1])  # datasheet figures: exact
+compare_prediction(prediction_growth, growth_word, options=GROWTH)
+
+# %% tags=["nbval-ignore-output"]
+generations = perf.generations_table(machine)
+print(perf.generations_text(rows=generations))
+
+# %%
+views.generations_figure(generations)
+
+# %% [markdown]
+# Each generation's ridge sits further from what a batch-1 decode step asks for. That is the
+# memory wall across generations: arithmetic grows faster than the bandwidth that feeds it,
+# so a step that reads every weight for one token wastes a larger share of each new chip.
+# The three remedies of this lesson are the answers the field has: read fewer bytes, stop
+# paying per operation, and make every read of the weights produce more tokens — for one
+# request (speculative decoding) or for many (batching, lessons 06 and 09).
+
+# %% [markdown]
+# ## Check yourself
+#
+# Your predictions were checked where you made them: the Q4_1 speed-up, the matrix products'
+# share, the tokens per pass and the growth of bandwidth. One more, with pencil and paper.
+#
+# ✏️ Your machine's measured read bandwidth is in the last row of the table above. If nothing
+# but reading the weights took time, how many tokens per second would the course model make in
+# float32 (538 MB per token) on your machine? Compute it, then compare it with what
+# transformers float32 made in the first section.
+
+# %%
+prediction_ceiling = None  # ← tokens per second, the memory-bound ceiling in float32
+
+# %% tags=["nbval-ignore-output"]
+ceiling = generations[-1]["ceiling_tokens_per_s"]["float32"]
+print(f"ceiling {ceiling:.0f} tokens/s; transformers float32 made {f32.tokens_per_s:.1f} "
+      f"({f32.tokens_per_s / ceiling:.0%} of it)" + (
+          f", llama.cpp F32 {lc[0].tokens_per_s:.1f} ({lc[0].tokens_per_s / ceiling:.0%})"
+          if lc[0] else ""))
+
+# %%
+compare_prediction(prediction_ceiling, ceiling, unit="tokens/s", rel_tol=0.1,
+                   hint="bytes per second ÷ bytes per token")
+
+# %% [markdown]
+# ## Next
+#
+# Back to [08 · The memory wall](08_memory_wall.ipynb) (the rule these remedies answer),
+# [06 · Batching](06_batching.ipynb) (the remedy for many requests: one weight read shared)
+# and [09 · Serving](09_serving.ipynb), where a real server puts batching and llama.cpp side by
+# side under load.

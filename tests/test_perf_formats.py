@@ -1,0 +1,126 @@
+"""Weight formats side by side (viz.perf.formats): GGUF files written from the shipped Q4_1 file,
+llama.cpp's greedy loop proven against transformers float32, and the comparison's rows.
+
+Marked `real_model`: they need `make model` (the default model and its GGUF file) and
+`make setup` (llama-cpp-python)."""
+
+import numpy as np
+import pytest
+
+import viz
+from viz.perf import formats
+from viz.perf.formats import (FormatRun, gguf_file, gguf_weight_bytes, llama_greedy,
+                              measure_formats)
+
+pytestmark = pytest.mark.real_model
+
+
+def _expected_bytes(path, bytes_2d: float) -> int:
+    """Every tensor's elements × bytes: 2-D tensors in the format, 1-D ones (norms) float32."""
+    from gguf import GGUFReader
+
+    total = 0
+    for t in GGUFReader(str(path)).tensors:
+        n = int(np.prod([int(d) for d in t.shape]))
+        total += n * (bytes_2d if len(t.shape) > 1 and int(min(t.shape)) > 1 else 4)
+    return int(total)
+
+
+def test_a_gguf_file_is_written_once_and_its_bytes_counted(tmp_path):
+    f16 = gguf_file("F16", folder=str(tmp_path))
+    assert f16.name.endswith(".F16.gguf") and f16.is_file()
+    assert not list(tmp_path.glob("*.part"))  # written under another name, then renamed
+    assert gguf_weight_bytes(f16) == _expected_bytes(f16, 2)
+    stamp = f16.stat().st_mtime_ns
+    assert gguf_file("F16", folder=str(tmp_path)) == f16 and f16.stat().st_mtime_ns == stamp
+    # the shipped file itself for Q4_1: 4-bit blocks with a scale and a minimum, ~0.7 bytes
+    q4 = gguf_file("Q4_1")
+    assert q4 == viz.default_model.default_gguf_path()
+    assert 0.15 < gguf_weight_bytes(q4) / gguf_weight_bytes(f16) < 0.45
+
+
+def test_bad_formats_and_files_name_the_fix(tmp_path):
+    with pytest.raises(ValueError, match="fmt must be one of F32, F16, Q8_0, Q4_1"):
+        gguf_file("int8")
+    with pytest.raises(ValueError, match="no GGUF file at .*leave source out"):
+        gguf_file("F16", source=str(tmp_path / "none.gguf"))
+
+
+def test_llama_cpp_greedy_in_float32_is_transformers_float32(smollm, tmp_path):
+    # the same values in the same format: llama.cpp's loop (prefill, argmax, one eval per
+    # token) must choose the very tokens viz.record chose
+    trace = viz.record(smollm, "The capital of France is", max_new_tokens=8, stop_at_eos=False,
+                       embeddings=False, log_top=1)
+    tokens, steps = llama_greedy(gguf_file("F32", folder=str(tmp_path)), trace.prompt_ids, 8,
+                                 repeats=2)
+    assert tokens == [s.token_id for s in trace.steps]
+    assert len(steps) == 2 * 7 and all(t > 0 for t in steps)
+
+
+def test_the_comparison_has_a_row_per_format(smollm, tmp_path):
+    run = measure_formats(smollm, ("float32", "Q4_1"), new_tokens=4, repeats=1,
+                          gguf_folder=str(tmp_path))
+    f32, q4 = run.point("float32"), run.point("llama.cpp Q4_1")
+    assert [p.label for p in run.points] == ["transformers float32", "llama.cpp Q4_1"]
+    assert f32.weight_bytes == smollm.spec.weight_bytes and f32.bytes_per_weight == 4.0
+    assert q4.weight_bytes == gguf_weight_bytes(viz.default_model.default_gguf_path())
+    assert f32.same_tokens == len(f32.token_ids) == 4 and 0 <= q4.same_tokens <= 4
+    assert f32.step.runs == 3  # new_tokens - 1 decode steps, one run
+    assert q4.achieved_bytes_per_s.median == pytest.approx(q4.weight_bytes / q4.step.median)
+    text = str(run)
+    assert "reference" in text and f"{q4.same_tokens} of 4" in text
+    again = FormatRun.from_dict(run.to_dict())
+    assert again.point("Q4_1").token_ids == q4.token_ids
+
+
+def test_a_dtype_without_a_fast_kernel_is_timed_once(smollm):
+    trace, times, note = formats._torch_point(smollm, "Hi", False, 6, 2, limit_s=1e-9)
+    assert len(times) == 1 and len(trace.steps) == 2 and "not timed further" in note
+
+
+def test_bad_settings_name_the_fix(smollm):
+    with pytest.raises(ValueError, match="new_tokens must be a whole number >= 3"):
+        measure_formats(smollm, new_tokens=2)
+    with pytest.raises(ValueError, match="formats must be some of float32"):
+        measure_formats(smollm, ("int4",))
+    with pytest.raises(ValueError, match="repeats must be a whole number >= 1"):
+        measure_formats(smollm, repeats=0)
+
+
+def _run(points):
+    from viz.perf.formats import FormatPoint
+    from viz.spread import Spread
+
+    return FormatRun(model="m", n_params=100, prompt="p", chat=True, new_tokens=4, repeats=1,
+                     threads=2, reference="transformers float32",
+                     points=[FormatPoint(e, f, b, b / 100, Spread(s, s * 0.9, s * 1.2, 3),
+                                         [1, 2, 3, 4], n) for e, f, b, s, n in points])
+
+
+def test_the_figure_puts_each_engine_and_the_floor_on_one_chart():
+    from viz.views.formats import formats_data, formats_figure
+
+    run = _run([("transformers", "float32", 400, 0.04, 4), ("llama.cpp", "F32", 400, 0.01, 4),
+                ("llama.cpp", "Q4_1", 72, 0.006, 2)])
+    fig = formats_figure(run, read_bytes_per_s=40e3)  # 400 bytes in 10 ms
+    names = [t.name for t in fig.data]
+    assert names[0].startswith("memory floor: bytes ÷ 0.0 GB/s") and names[1:] == \
+        ["transformers", "llama.cpp"]
+    llama = fig.data[2]
+    assert list(llama.text) == ["F32", "Q4_1"] and list(llama.y) == pytest.approx([10.0, 6.0])
+    assert list(llama.error_y.array) == pytest.approx([2.0, 1.2])
+    # the floor at the largest point's bytes: 400 B ÷ 40 kB/s = 10 ms
+    floor = formats_data(run, 40e3)["floor"]
+    assert floor["ms"][1] == pytest.approx(440 / 40e3 * 1e3)
+    assert len(formats_figure(run).data) == 2  # no bandwidth, no floor
+    with pytest.raises(ValueError, match="read_bytes_per_s must be a positive bandwidth"):
+        formats_figure(run, read_bytes_per_s=0)
+    with pytest.raises(TypeError, match="takes a FormatRun"):
+        formats_figure({"points": []})
+
+
+def test_another_model_gets_only_its_own_rows(tiny_gqa):
+    with pytest.raises(ValueError, match="default model's GGUF files, not tiny-gqa's"):
+        measure_formats(tiny_gqa, ("float32", "Q4_1"))
+    run = measure_formats(tiny_gqa, ("float32",), prompt="ab", chat=False, new_tokens=3)
+    assert [p.label for p in run.points] == ["transformers float32"] and run.model == "tiny-gqa"

@@ -1,0 +1,363 @@
+"""Fewer bytes, read by a kernel that reads them: one model, one prompt, several weight formats.
+
+A batch-1 decode step reads every weight once (lesson 08), so halving the bytes per weight
+should nearly halve the step — *if* the kernel reads the smaller format directly. This module
+measures that on the learner's machine, token for token:
+
+- **transformers (viz)**: the default model in float32 (4 bytes a weight) and bfloat16 (2),
+  decoded by `viz.record` (torch's kernels, torch's per-operation overhead).
+- **llama.cpp** (the `llama-cpp-python` package, in this process, no server): the same
+  weights as GGUF files in F32, F16, Q8_0 (8.5 bits a weight) and Q4_1 (5 bits), decoded one
+  token per `eval` with greedy argmax here (no sampler, no repeat penalty).
+
+All of them hold *the same values*. The default model ships only as a Q4_1 GGUF file (viz's
+float32 model is that file dequantized); `gguf_file` writes the F32, F16 and Q8_0 files from it
+with llama.cpp's own quantizer (`llama_model_quantize`, ~1 s each, kept in the viz cache). So
+F32 and F16 carry Q4_1's values exactly (float16 holds them, with rare roundings); Q8_0 rounds
+them once more. What changes between rows is **the bytes and the kernel**, never the model.
+
+Each row times `new_tokens - 1` decode steps `repeats` times (after a warm-up) and keeps the
+greedy tokens; `same_tokens` counts how many agree with transformers float32's before the
+first difference. llama.cpp's quantized kernels (Q8_0, Q4_1) quantize the *activations* to 8
+bits too, so their logits differ by a little, and greedy text departs where two tokens were
+nearly tied. That is the price measured here; what 4-bit weights cost against the model's
+original bfloat16 weights cannot be measured offline (those weights are not shipped).
+
+    run = viz.perf.measure_formats(lm)        # ~15 s on 2 cores
+    print(run)                                # tokens/s, bytes per token, achieved GB/s
+    viz.views.formats_figure(run, peaks)      # on the learner's memory wall (lesson 08's)
+
+Measured here (2-core AMD EPYC with avx512_bf16, torch 2.13, 2 threads, 2026-12-03, the
+chat prompt "Explain why the sky is blue.", 24 tokens, noisy: another job was running): torch
+float32 93 ms a step; llama.cpp F32 12.5 ms, F16 8.2 ms, Q8_0 5.9 ms, Q4_1 6.0 ms — at equal
+bytes (F32) llama.cpp's kernels ran ~7× faster, and below ~150 MB the step stopped shrinking
+with the bytes. Lesson 11 (Remedies) measures it on the learner's machine.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar, Optional, Sequence
+
+from viz.documents import Document
+from viz.runtime import check_threads, using_threads
+from viz.spread import Spread
+
+LLAMA_FORMATS = ("F32", "F16", "Q8_0", "Q4_1")  # GGUF weight formats llama.cpp reads here
+TORCH_FORMATS = ("float32", "bfloat16")  # dtypes viz loads the model in
+FORMATS = TORCH_FORMATS + LLAMA_FORMATS
+PROMPT = "Explain why the sky is blue."
+# A torch dtype whose first decode step takes this many times float32's is not timed further:
+# bfloat16 on a CPU without bfloat16 instructions (AVX2 only) can be tens of times slower.
+TOO_SLOW = 4.0
+
+
+@dataclass
+class FormatPoint:
+    """One weight format decoded by one engine: what a step reads and how long it took."""
+
+    engine: str  # "transformers" or "llama.cpp"
+    format: str  # "float32", "bfloat16", "F32", "F16", "Q8_0" or "Q4_1"
+    weight_bytes: int  # bytes of weights one decode step reads (every tensor once)
+    bytes_per_weight: float  # weight_bytes ÷ the model's parameters
+    step: Spread  # one decode step (forward pass, or llama.cpp eval of one token)
+    token_ids: list[int] = field(default_factory=list)  # the greedy tokens, the first included
+    same_tokens: int = 0  # of them, how many equal the reference's before the first difference
+    note: str = ""  # e.g. why it was not timed further
+
+    @property
+    def label(self) -> str:
+        return f"{self.engine} {self.format}"
+
+    @property
+    def tokens_per_s(self) -> float:
+        return 1.0 / self.step.median
+
+    @property
+    def achieved_bytes_per_s(self) -> Spread:
+        """Weight bytes ÷ the step: the bandwidth the step achieved, fixed costs included."""
+        return self.step.rate(self.weight_bytes)
+
+
+@dataclass
+class FormatRun(Document):
+    """Formats side by side (`measure_formats`); lesson 11."""
+
+    KIND: ClassVar[str] = "llm-inference-formats"
+    SCHEMA_VERSION: ClassVar[int] = 1
+    WHAT: ClassVar[str] = "format comparison"
+    AGAIN: ClassVar[str] = "measure it again with viz.perf.measure_formats(lm)"
+
+    model: str  # the model's name
+    n_params: int
+    prompt: str
+    chat: bool
+    new_tokens: int  # greedy tokens made per run (steps timed per run: one fewer)
+    repeats: int
+    threads: int
+    reference: str  # the label the others' tokens are compared with
+    points: list[FormatPoint] = field(default_factory=list)
+    machine: str = ""  # CPU, features, when (for the record)
+
+    def point(self, label: str) -> Optional[FormatPoint]:
+        """The row whose label ("llama.cpp Q4_1") or format ("Q4_1") is `label`."""
+        return next((p for p in self.points if label in (p.label, p.format)), None)
+
+    def table(self) -> list[dict]:
+        rows = []
+        for p in self.points:
+            rows.append({"engine": p.engine, "format": p.format,
+                         "bytes_per_weight": round(p.bytes_per_weight, 2),
+                         "weight_mb": round(p.weight_bytes / 1e6, 1),
+                         "step_ms": round(p.step.median * 1e3, 2),
+                         "step_ms_low": round(p.step.low * 1e3, 2),
+                         "step_ms_high": round(p.step.high * 1e3, 2),
+                         "tokens_per_s": round(p.tokens_per_s, 1),
+                         "achieved_gb_per_s": round(p.achieved_bytes_per_s.median / 1e9, 1),
+                         "same_tokens": p.same_tokens, "note": p.note})
+        return rows
+
+    def __str__(self) -> str:
+        head = (f"{self.model}, {self.new_tokens} greedy tokens × {self.repeats} runs, "
+                f"{self.threads} threads; step: median (middle half of the steps)")
+        lines = [head, f"{'engine':>13} {'format':>9} {'bytes/weight':>12} {'MB/token':>9} "
+                       f"{'step ms':>20} {'tokens/s':>9} {'GB/s':>6} {'same tokens':>12}"]
+        for p in self.points:
+            same = "reference" if p.label == self.reference else \
+                f"{p.same_tokens} of {len(p.token_ids)}"
+            lines.append(f"{p.engine:>13} {p.format:>9} {p.bytes_per_weight:>12.2f} "
+                         f"{p.weight_bytes / 1e6:>9.0f} {p.step.text(1e3, '', 2, runs=False):>20} "
+                         f"{p.tokens_per_s:>9.1f} {p.achieved_bytes_per_s.median / 1e9:>6.1f} "
+                         f"{same:>12}" + (f"  ({p.note})" if p.note else ""))
+        return "\n".join(lines)
+
+
+def available_formats() -> tuple[str, ...]:
+    """FORMATS where llama.cpp (llama-cpp-python) is installed, else TORCH_FORMATS (Binder)."""
+    from viz.serve.client import ServeError
+    from viz.serve.llamacpp import check_installed
+
+    try:
+        check_installed()
+    except ServeError:
+        return TORCH_FORMATS
+    return FORMATS
+
+
+# ---- GGUF files in each format, made from the shipped Q4_1 file -------------------------------
+def _llama_cpp():
+    from viz.serve.llamacpp import check_installed
+
+    check_installed()  # a ServeError naming `make setup` when the package is missing
+    import llama_cpp
+
+    # its C library logs every tensor it loads or converts (to stderr, which a notebook
+    # shows): errors only
+    logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)
+    return llama_cpp
+
+
+def gguf_file(fmt: str, source: Optional[str] = None, folder: Optional[str] = None) -> Path:
+    """The default model's GGUF file in `fmt` (one of LLAMA_FORMATS): the shipped Q4_1 file
+    itself, or one written from it once by llama.cpp's quantizer (kept in the viz cache, or in
+    `folder`). The file is written under a temporary name and renamed, so a failed or
+    interrupted write leaves nothing half-made behind."""
+    from viz import default_model
+
+    if fmt not in LLAMA_FORMATS:
+        raise ValueError(f"fmt must be one of {', '.join(LLAMA_FORMATS)}, not {fmt!r}")
+    src = Path(source) if source else default_model.default_gguf_path()
+    if not src.is_file():
+        raise ValueError(f"no GGUF file at {src}: leave source out for the default model "
+                         "(`make model` fetches it)")
+    if fmt == "Q4_1" and source is None:
+        return src
+    out_dir = Path(folder) if folder else default_model.cache_dir() / "formats"
+    out = out_dir / f"{src.stem.split('.')[0]}.{fmt}.gguf"
+    if out.is_file() and out.stat().st_mtime >= src.stat().st_mtime:
+        return out
+    llama_cpp = _llama_cpp()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ftype = {"F32": llama_cpp.LLAMA_FTYPE_ALL_F32, "F16": llama_cpp.LLAMA_FTYPE_MOSTLY_F16,
+             "Q8_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0,
+             "Q4_1": llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_1}[fmt]
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype, params.allow_requantize, params.nthread = ftype, True, os.cpu_count() or 1
+    tmp = out.with_name(out.name + f".{os.getpid()}.part")
+    try:
+        rc = llama_cpp.llama_model_quantize(str(src).encode(), str(tmp).encode(),
+                                            ctypes.byref(params))
+        if rc != 0 or not tmp.is_file():
+            raise RuntimeError(f"llama.cpp's quantizer failed ({rc}) writing {fmt} from {src}")
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
+
+
+def gguf_weight_bytes(path: str | os.PathLike) -> int:
+    """Bytes of every tensor in a GGUF file (its weights, without the header and vocabulary)."""
+    from gguf import GGUFReader
+
+    return int(sum(int(t.n_bytes) for t in GGUFReader(str(path)).tensors))
+
+
+# ---- decoding ------------------------------------------------------------------------------------
+def _check(name: str, value, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be a whole number >= {low}, not {value!r}")
+
+
+def _same_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def llama_greedy(path: str | os.PathLike, prompt_ids: Sequence[int], new_tokens: int, *,
+                 repeats: int = 3, threads: Optional[int] = None) -> tuple[list[int], list[float]]:
+    """Greedy decode with llama.cpp in this process: the prompt in one `eval`, then one token per
+    `eval`, the next token the argmax of the last logits (no sampler). Returns the tokens (of the
+    last run) and every timed step of `repeats` runs, after one warm-up run."""
+    import numpy as np
+
+    llama_cpp = _llama_cpp()
+    llm = llama_cpp.Llama(model_path=str(path), n_ctx=max(256, len(prompt_ids) + new_tokens + 8),
+                          n_batch=512, n_threads=threads or os.cpu_count() or 1,
+                          logits_all=False, verbose=False)
+    try:
+        n_vocab = llm.n_vocab()
+
+        def run(n: int) -> tuple[list[int], list[float]]:
+            llm.reset()
+            llm.eval(list(prompt_ids))  # 1. prefill: the whole prompt, its KV cache kept
+            tokens, steps = [], []
+            while True:
+                # 2. the next token: the largest of the last position's logits
+                logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1),
+                                               shape=(n_vocab,))
+                tokens.append(int(logits.argmax()))
+                if len(tokens) == n:
+                    return tokens, steps
+                # 3. one decode step: that token in, its keys and values appended to the cache
+                t0 = time.perf_counter()
+                llm.eval([tokens[-1]])
+                steps.append(time.perf_counter() - t0)
+
+        run(min(4, new_tokens))  # warm-up
+        times: list[float] = []
+        tokens: list[int] = []
+        for _ in range(repeats):
+            tokens, steps = run(new_tokens)
+            times += steps
+        return tokens, times
+    finally:
+        llm.close()
+
+
+def _torch_point(lm, prompt: str, chat: bool, new_tokens: int, repeats: int,
+                 limit_s: Optional[float]):
+    """(trace of the last run, timed steps, note) for a LoadedModel via viz.record."""
+    from viz.record import record
+
+    def go(n):
+        return record(lm, prompt, chat=chat, max_new_tokens=n, stop_at_eos=False,
+                      embeddings=False, log_top=1)
+
+    first = go(2)  # warm-up, and one timed step to decide whether to go on
+    step = first.steps[1].forward_s
+    if limit_s is not None and step > limit_s:
+        return first, [step], (f"one step took {step * 1e3:,.0f} ms, over {TOO_SLOW:g}× "
+                               "float32's: not timed further (no fast kernel for this dtype "
+                               "on this CPU)")
+    times, trace = [], first
+    for _ in range(repeats):
+        trace = go(new_tokens)
+        times += [s.forward_s for s in trace.steps[1:]]
+    return trace, times, ""
+
+
+def measure_formats(lm=None, formats: Sequence[str] = FORMATS, *, prompt: str = PROMPT,
+                    chat: bool = True, new_tokens: int = 24, repeats: int = 3,
+                    threads: Optional[int] = None, gguf_folder: Optional[str] = None,
+                    progress: bool = False) -> FormatRun:
+    """Decode the same prompt in each format and engine (module docstring).
+
+    lm: the default model in float32 on the CPU, or None: then it is loaded here and let go
+        before the bfloat16 model is made and llama.cpp's files are read, so no two of them
+        sit in memory together (the F32 file is as big as the model; making the bfloat16
+        model reads the float32 one: together they would not fit Binder's 2 GB).
+    formats: any of FORMATS; "float32" is always measured first (the reference).
+    new_tokens: greedy tokens per run (new_tokens - 1 decode steps timed); repeats: runs each.
+    """
+    import datetime
+
+    from viz.load import load_model
+    from viz.runtime import cpu_capability, cpu_name, release_memory
+
+    _check("new_tokens", new_tokens, 3)
+    _check("repeats", repeats, 1)
+    check_threads(threads)
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown or not formats:
+        raise ValueError(f"formats must be some of {', '.join(FORMATS)}, not {list(formats)!r}")
+    own = lm is None
+    lm = load_model(device="cpu") if own else lm
+    if lm.spec.dtype != "float32" or str(lm.device) != "cpu":
+        raise ValueError("give the model in float32 on the CPU (viz.load_model(device='cpu')): "
+                         "its float32 row is the reference the others are compared with")
+    n_params, name = lm.spec.n_params, lm.spec.name
+    from viz.default_model import DEFAULT_MODEL
+
+    if name != DEFAULT_MODEL and any(f in LLAMA_FORMATS for f in formats):
+        raise ValueError(f"llama.cpp's rows are the default model's GGUF files, not {name}'s: "
+                         f"give formats=('float32', 'bfloat16') for this model, or lm=None")
+    points: list[FormatPoint] = []
+    with using_threads(threads) as n_threads:
+        ref, times, _ = _torch_point(lm, prompt, chat, new_tokens, repeats, None)
+        ref_ids = [s.token_id for s in ref.steps]
+        points.append(FormatPoint("transformers", "float32", lm.spec.weight_bytes, 4.0,
+                                  Spread.of(times), ref_ids, len(ref_ids)))
+        if progress:
+            print(f"  transformers float32: {Spread.of(times).text(1e3, 'ms', 1)}", flush=True)
+        if own:  # let the float32 model go before the next one is made (Binder's 2 GB)
+            del lm
+            release_memory()
+        if "bfloat16" in formats:
+            b16 = load_model(device="cpu", dtype="bfloat16")
+            try:
+                trace, times, note = _torch_point(b16, prompt, chat, new_tokens, repeats,
+                                                  TOO_SLOW * points[0].step.median)
+                ids = [s.token_id for s in trace.steps]
+                points.append(FormatPoint("transformers", "bfloat16", b16.spec.weight_bytes,
+                                          b16.spec.weight_bytes / n_params, Spread.of(times),
+                                          ids, _same_prefix(ids, ref_ids), note))
+            finally:
+                del b16
+                release_memory()
+            if progress:
+                print(f"  transformers bfloat16: {points[-1].step.text(1e3, 'ms', 1)}",
+                      flush=True)
+        for fmt in (f for f in LLAMA_FORMATS if f in formats):
+            path = gguf_file(fmt, folder=gguf_folder)
+            ids, times = llama_greedy(path, ref.prompt_ids, new_tokens, repeats=repeats,
+                                      threads=n_threads)
+            wb = gguf_weight_bytes(path)
+            points.append(FormatPoint("llama.cpp", fmt, wb, wb / n_params, Spread.of(times),
+                                      ids, _same_prefix(ids, ref_ids)))
+            if progress:
+                print(f"  llama.cpp {fmt}: {points[-1].step.text(1e3, 'ms', 1)}", flush=True)
+    return FormatRun(model=name, n_params=n_params, prompt=prompt, chat=chat,
+                     new_tokens=new_tokens, repeats=repeats, threads=n_threads,
+                     reference="transformers float32", points=points,
+                     machine=f"{cpu_name()} ({os.cpu_count()} CPUs, torch kernels "
+                             f"{cpu_capability()}), measured "
+                             f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
