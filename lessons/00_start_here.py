@@ -53,6 +53,7 @@
 # | [08 · The memory wall](08_memory_wall.ipynb) | why is decode speed set by bytes per token? |
 # | [09 · Serving many users](09_serving.ipynb) | how does a server answer many people at once? |
 # | [10 · Long contexts and prefix caching](10_long_context.ipynb) | what changes when the prompt is thousands of tokens long? |
+# | [11 · Remedies](11_remedies.ipynb) | what makes decode faster: fewer bytes, less overhead, more tokens per pass? |
 
 # %% [markdown]
 # ## The model on the table

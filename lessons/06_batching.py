@@ -429,7 +429,9 @@ for m, free, where in ((spec, 2e9 - held, f"2 GB minus this kernel's {held / 1e9
 # right of any stall: the faster a machine's arithmetic is next to its memory, the further
 # right its ridge, and the longer decode stays memory-bound however it is batched. That gap is
 # called **the memory wall**: the tricks that fight it (fewer bytes per weight, smaller
-# caches, smarter batching) all aim at moving fewer bytes per token. Lesson 08 measures it.
+# caches, smarter batching) all aim at moving fewer bytes per token. Lesson 08 measures it;
+# lesson 11 shows, from datasheets, how the ridge has moved right across GPU generations:
+# arithmetic has grown faster than bandwidth (from V100 to B200, ×18 against ×8.9).
 #
 # ## Next
 #

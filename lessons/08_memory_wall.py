@@ -24,8 +24,7 @@
 # million to 1.7 billion parameters, in two number formats, and splits each step into three
 # parts: a **fixed cost** every step pays whatever the model's size, **reading the bytes**,
 # and **the arithmetic**. A written rule then says which part limits each step, on your
-# machine. At the end you will watch a trick that makes one weight read produce several
-# tokens: speculative decoding.
+# machine. The remedies it points to are measured in [11 · Remedies](11_remedies.ipynb).
 
 # %%
 import viz
@@ -427,63 +426,23 @@ views.wall_figure(gpu_eager, gpu_ideal)
 # or compile it, and why a measured GPU reference (recorded by `benchmarks/gpu_check.py` when a
 # GPU is at hand) is the next thing this course needs.
 #
-# ## Climbing the wall: speculative decoding
+# ## The remedies, measured
 #
-# Every trick so far either moves fewer bytes or shares them among requests. Speculative
-# decoding makes one weight read produce several tokens of the **same** reply: guess a few
-# next tokens cheaply, check all the guesses in **one** forward pass (like a short prefill),
-# and keep the guesses the model agrees with, plus its own next token. The reply is exactly
-# the one greedy decoding would give; only the number of passes changes.
-#
-# Transformers' *prompt-lookup decoding* guesses without a second model: it looks for the
-# last few tokens earlier in the prompt and proposes what followed them there. That works when
-# the reply copies the prompt. The real model now (the measured models above are gone):
+# The rule names what would shorten a step: fewer bytes (read by a kernel made for them), less
+# fixed cost (fewer, fused operations), or more tokens from each read of the weights.
+# [11 · Remedies](11_remedies.ipynb) applies each one and measures it: the course model in six
+# number formats through transformers and llama.cpp, a decode step taken apart with torch's
+# profiler, and speculative decoding. The course model, for the check below (the measured
+# models above are gone):
 
 # %%
 lm = viz.load_model(device="cpu")  # the processor whose limits the lesson measures
-copy_prompt = ("Repeat this list exactly, once: apples, bananas, cherries, dates, elderberries, "
-               "figs, grapes, honeydew melons, kiwis, lemons, mangoes.")
-
-# %% [markdown]
-# ✏️ **Predict.** The reply will copy the list. How many tokens will one forward pass produce
-# on average with prompt lookup (plain decoding makes exactly 1)?
-
-# %%
-prediction_lookup = None  # ← tokens per forward pass
-
-# %% tags=["nbval-ignore-output"]
-copying = perf.compare_prompt_lookup(lm, copy_prompt, max_new_tokens=40)
-print(copying)
-
-# %%
-print("identical greedy text:", copying.identical)
-print(repr(copying.lookup.text))
-viz.compare_prediction(prediction_lookup, copying.lookup.tokens_per_pass, rel_tol=0.25,
-                       hint="count the tokens of the reply and the forward passes it took")
-
-# %% [markdown]
-# Each verification pass reads the weights once for up to eleven positions (ten guesses and
-# the model's own next token): compare the time *per pass* of the two rows above with the
-# number of passes. Now a reply that copies nothing from its prompt; compare its tokens per pass
-# and its speed-up with the list's:
-
-# %% tags=["nbval-ignore-output"]
-fresh = perf.compare_prompt_lookup(lm, "Tell me a joke.", max_new_tokens=40)
-print(fresh)
-
-# %%
-print("identical greedy text:", fresh.identical)
-print(repr(fresh.lookup.text))
-
-# %% [markdown]
-# With a second, small *draft* model instead of the lookup (transformers' `assistant_model`),
-# the guesses work for any reply, at the price of running the draft too.
 
 # %% [markdown]
 # ## Check yourself
 #
-# Your four predictions were checked where you made them: the bfloat16 step, the 360M step
-# from your line, the GPU verdict and the tokens per pass. One more. Everything above ran with
+# Your three predictions were checked where you made them: the bfloat16 step, the 360M step
+# from your line and the GPU verdict. One more. Everything above ran with
 # this many threads (torch's default on your machine):
 
 # %% tags=["nbval-ignore-output"]
@@ -522,6 +481,7 @@ print(f"one thread against {peaks.threads}: " + (
 # ## Next
 #
 # Back to [04 · Decode](04_decode.ipynb) (the memory floor this lesson explained) and
-# [06 · Batching](06_batching.ipynb) (sharing a weight read among requests). Next,
+# [06 · Batching](06_batching.ipynb) (sharing a weight read among requests); the remedies
+# measured are in [11 · Remedies](11_remedies.ipynb). Next,
 # [09 · Serving →](09_serving.ipynb): many users, one server, and what batching and the KV
 # cache look like when requests come and go.

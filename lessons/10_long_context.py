@@ -361,3 +361,5 @@ print(f"the first two prompts share their first {common} token ids; the engine r
 # Back to [09 · Serving many users](09_serving.ipynb) to see pages shared across requests in
 # the scheduler's own record, or to [08 · The memory wall](08_memory_wall.ipynb): at long
 # contexts the KV cache joins the weights among the bytes every step reads.
+# Next, [11 · Remedies →](11_remedies.ipynb): fewer bytes, less overhead and more tokens per
+# pass, each measured.

@@ -108,13 +108,14 @@ def generations_figure(table_rows: Sequence[dict[str, Any]], *,
                           "%{customdata[2]}<br>%{x:.3s}B/s · ridge %{customdata[3]:,.0f} "
                           "FLOP/byte<extra></extra>"))
     fig.update_layout(**plotly_layout("the memory wall across generations: peak arithmetic "
-                                      "against memory bandwidth", height=height))
+                                      "against memory bandwidth", height=height,
+                                      margin={"l": 120}))  # room for "100 TFLOP/s"
     x_ticks = decades(x_lo, x_hi)
     fig.update_xaxes(type="log", title="peak memory bandwidth",
-                     range=[math.log10(x_lo), math.log10(x_hi)], tickmode="array",
+                     range=[math.log10(x_lo) - 0.15, math.log10(x_hi)], tickmode="array",
                      tickvals=x_ticks, ticktext=[si_text(v, "B/s") for v in x_ticks])
     y_ticks = decades(y_lo, y_hi)
     fig.update_yaxes(type="log", title="peak FLOP/s (dense)",
-                     range=[math.log10(y_lo), math.log10(y_hi)], tickmode="array",
+                     range=[math.log10(y_lo) - 0.15, math.log10(y_hi)], tickmode="array",
                      tickvals=y_ticks, ticktext=[si_text(v, "FLOP/s") for v in y_ticks])
     return fig
