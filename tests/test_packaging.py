@@ -1,7 +1,8 @@
 """`pip install .` installs what viz needs: pyproject.toml's dependencies agree with
 requirements.txt and requirements-engines.txt (same ranges), together they list every line of
-them, and every third-party module viz imports is installed by a dependency (llama.cpp runs in
-a process of its own: viz never imports it)."""
+them, and every third-party module viz imports is installed by a dependency — or, for the
+`engines` extra (llama.cpp), imported only inside a function, so `import viz` works without it
+(its server runs in a process of its own; `viz.perf.formats` imports it when it decodes)."""
 
 import ast
 import re
@@ -13,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # Modules viz imports that come with a listed dependency, not listed themselves.
 COMES_WITH = {"packaging": "transformers", "tokenizers": "transformers"}
 # Import name → distribution name, where they differ.
-DISTRIBUTION = {}
+DISTRIBUTION = {"llama_cpp": "llama-cpp-python[server]"}
 
 
 def requirement(line: str) -> tuple[str, str]:
@@ -48,17 +49,41 @@ def test_pyproject_agrees_with_requirements():
     assert set(req) <= set(listed), f"in requirements.txt only: {sorted(set(req) - set(listed))}"
 
 
+def _imports(tree) -> tuple[set[str], set[str]]:
+    """(modules imported at a module's top level, modules imported inside a function)."""
+    top, lazy = set(), set()
+
+    def names(node):
+        if isinstance(node, ast.Import):
+            return {a.name.split(".")[0] for a in node.names}
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            return {node.module.split(".")[0]}
+        return set()
+
+    def walk(node, inside):
+        for child in ast.iter_child_nodes(node):
+            here = inside or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+            (lazy if here else top).update(names(child))
+            walk(child, here)
+
+    walk(tree, False)
+    return top, lazy
+
+
 def test_every_module_viz_imports_is_installed_by_a_dependency():
-    deps = {requirement(d)[0] for d in pyproject()["dependencies"]}
-    imported = set()
+    project = pyproject()
+    deps = {requirement(d)[0] for d in project["dependencies"]}
+    optional = {requirement(d)[0] for d in project["optional-dependencies"]["engines"]}
+    top, lazy = set(), set()
     for path in (ROOT / "viz").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Import):
-                imported |= {a.name.split(".")[0] for a in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                imported.add(node.module.split(".")[0])
-    third_party = imported - set(sys.stdlib_module_names) - {"viz"}
+        t, z = _imports(ast.parse(path.read_text()))
+        top |= t
+        lazy |= z
+    third_party = (top | lazy) - set(sys.stdlib_module_names) - {"viz"}
     assert third_party, "no import found: the scan is broken"
+    assert "llama_cpp" in lazy and "llama_cpp" not in top  # the scan sees where it is imported
     for module in sorted(third_party):
         dist = COMES_WITH.get(module, DISTRIBUTION.get(module, module)).replace("_", "-")
+        if dist in optional and module not in top:
+            continue  # an engine, imported only where it is used
         assert dist in deps, f"viz imports {module} but pyproject's dependencies lack {dist}"
