@@ -53,8 +53,8 @@ print(machine.status)
 # | transformers (viz) | float32, bfloat16 | torch, one kernel call per operation, from Python |
 # | llama.cpp | F32, F16, Q8_0, Q4_1 | one C++ graph per step; quantized kernels read the blocks directly |
 #
-# `perf.measure_formats()` decodes the same chat prompt greedily in all six, 24 tokens three
-# times each, and times every decode step (llama.cpp runs in this process, no server; the
+# `perf.measure_formats()` decodes the same chat prompt greedily in all six, 24 tokens twice
+# each, and times every decode step (llama.cpp runs in this process, no server; the
 # first time, writing the three extra files takes a few seconds and ~1 GB of the viz cache).
 #
 # ✏️ **Predict.** llama.cpp's Q4_1 reads 5.5× fewer bytes per token than transformers'
@@ -66,7 +66,8 @@ prediction_q4 = None  # ← how many times faster than transformers float32
 # %% tags=["nbval-ignore-output"]
 if perf.available_formats() == perf.TORCH_FORMATS:  # llama.cpp is not installed (Binder)
     print("llama.cpp is not installed here (`make setup` builds it): transformers rows only")
-formats = perf.measure_formats(formats=perf.available_formats())  # ~20 s
+formats = perf.measure_formats(formats=perf.available_formats(), new_tokens=24,
+                               repeats=2)  # ~15 s
 print(formats)
 
 # %% tags=["nbval-ignore-output"]
@@ -235,7 +236,8 @@ for name, why in perf.LOOKUP_WHY.items():
 prediction_per_pass = None  # ← tokens per decode pass, copying the list
 
 # %% tags=["nbval-ignore-output"]
-lookups = {name: perf.compare_prompt_lookup(lm, prompt, max_new_tokens=40, repeats=3)
+tokens = {"copy a list": 40, "write a story": 24}  # the list is ~40 tokens long
+lookups = {name: perf.compare_prompt_lookup(lm, prompt, max_new_tokens=tokens[name], repeats=3)
            for name, prompt in perf.LOOKUP_PROMPTS.items()}
 for name, c in lookups.items():
     print(f"— {name}\n{c}")

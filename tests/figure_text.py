@@ -140,3 +140,26 @@ def shoot(page, figs: list[dict], problems: list[str], folder: Path, stem: str) 
 
 def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")[:60] or "figure"
+
+
+def open_offline(browser, path: Path, n_plots: int):
+    """A page of `browser` showing the file at `path` with the network cut (anything but the
+    file itself is refused and listed in `page.fetched`), script errors collected in
+    `page.errors`, once `n_plots` plotly figures have rendered."""
+    pg = browser.new_page()
+    pg.set_viewport_size({"width": 1200, "height": 900})
+    pg.errors, pg.fetched = [], []
+    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+    pg.on("console", lambda m: pg.errors.append(m.text) if m.type == "error" else None)
+
+    def offline(route):
+        if not route.request.url.startswith("file:"):
+            pg.fetched.append(route.request.url)
+            return route.abort()
+        return route.continue_()
+
+    pg.route("**/*", offline)
+    pg.goto(path.as_uri())
+    pg.wait_for_function(f"document.querySelectorAll('.js-plotly-plot').length >= {n_plots}",
+                         timeout=20000)
+    return pg

@@ -5,7 +5,7 @@ error, nothing is fetched, and no text in any figure overlaps other text or is c
 
 import pytest
 
-from figure_text import page_text_problems, shoot
+from figure_text import open_offline, page_text_problems, shoot
 from test_load_report import make_sweep, req, run_of
 from tools.course import ROOT
 from viz.views.load_report import write_load_report
@@ -19,22 +19,7 @@ def page(browser, tmp_path_factory):
             run_of([req(i, float(i), 0.1) for i in range(4)], "concurrency", label="alone")]
     docs = [*runs, make_sweep("continuous batching"), make_sweep("one at a time")]
     path = write_load_report(docs, tmp_path_factory.mktemp("browser") / "load.html")
-    pg = browser.new_page()
-    pg.set_viewport_size({"width": 1200, "height": 900})
-    pg.errors, pg.fetched = [], []
-    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
-    pg.on("console", lambda m: pg.errors.append(m.text) if m.type == "error" else None)
-
-    def offline(route):  # the network is cut: anything but the file itself is refused
-        if not route.request.url.startswith("file:"):
-            pg.fetched.append(route.request.url)
-            return route.abort()
-        return route.continue_()
-
-    pg.route("**/*", offline)
-    pg.goto(path.as_uri())
-    pg.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 6",
-                         timeout=20000)
+    pg = open_offline(browser, path, 6)
     yield pg
     pg.close()
 

@@ -15,6 +15,12 @@ from viz.perf.formats import (FormatRun, gguf_file, gguf_weight_bytes, llama_gre
 pytestmark = pytest.mark.real_model
 
 
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    """One folder for the module's GGUF files: each is written once (F32 is 540 MB)."""
+    return tmp_path_factory.mktemp("gguf")
+
+
 def _expected_bytes(path, bytes_2d: float) -> int:
     """Every tensor's elements × bytes: 2-D tensors in the format, 1-D ones (norms) float32."""
     from gguf import GGUFReader
@@ -26,7 +32,8 @@ def _expected_bytes(path, bytes_2d: float) -> int:
     return int(total)
 
 
-def test_a_gguf_file_is_written_once_and_its_bytes_counted(tmp_path):
+def test_a_gguf_file_is_written_once_and_its_bytes_counted(folder):
+    tmp_path = folder
     f16 = gguf_file("F16", folder=str(tmp_path))
     assert f16.name.endswith(".F16.gguf") and f16.is_file()
     assert not list(tmp_path.glob("*.part"))  # written under another name, then renamed
@@ -46,20 +53,20 @@ def test_bad_formats_and_files_name_the_fix(tmp_path):
         gguf_file("F16", source=str(tmp_path / "none.gguf"))
 
 
-def test_llama_cpp_greedy_in_float32_is_transformers_float32(smollm, tmp_path):
+def test_llama_cpp_greedy_in_float32_is_transformers_float32(smollm, folder):
     # the same values in the same format: llama.cpp's loop (prefill, argmax, one eval per
     # token) must choose the very tokens viz.record chose
     trace = viz.record(smollm, "The capital of France is", max_new_tokens=8, stop_at_eos=False,
                        embeddings=False, log_top=1)
-    tokens, steps = llama_greedy(gguf_file("F32", folder=str(tmp_path)), trace.prompt_ids, 8,
+    tokens, steps = llama_greedy(gguf_file("F32", folder=str(folder)), trace.prompt_ids, 8,
                                  repeats=2)
     assert tokens == [s.token_id for s in trace.steps]
     assert len(steps) == 2 * 7 and all(t > 0 for t in steps)
 
 
-def test_the_comparison_has_a_row_per_format(smollm, tmp_path):
+def test_the_comparison_has_a_row_per_format(smollm, folder):
     run = measure_formats(smollm, ("float32", "Q4_1"), new_tokens=4, repeats=1,
-                          gguf_folder=str(tmp_path))
+                          gguf_folder=str(folder))
     f32, q4 = run.point("float32"), run.point("llama.cpp Q4_1")
     assert [p.label for p in run.points] == ["transformers float32", "llama.cpp Q4_1"]
     assert f32.weight_bytes == smollm.spec.weight_bytes and f32.bytes_per_weight == 4.0

@@ -9,7 +9,7 @@ without it the test skips on a learner's machine and fails in CI.
 import pytest
 
 import viz
-from figure_text import page_text_problems, shoot
+from figure_text import open_offline, page_text_problems, shoot
 from tools.course import ROOT
 from viz.views.report import write_report
 
@@ -22,22 +22,7 @@ def page(browser, tiny_gqa, tmp_path_factory):
                    attention=True)
     b = viz.record(tiny_gqa, "Hello", max_new_tokens=4, stop_at_eos=False, use_cache=False)
     path = write_report(a, tmp_path_factory.mktemp("browser") / "report.html", other=b)
-    pg = browser.new_page()
-    pg.set_viewport_size({"width": 1200, "height": 900})
-    pg.errors, pg.fetched = [], []
-    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
-    pg.on("console", lambda m: pg.errors.append(m.text) if m.type == "error" else None)
-
-    def offline(route):  # the network is cut: anything but the file itself is refused
-        if not route.request.url.startswith("file:"):
-            pg.fetched.append(route.request.url)
-            return route.abort()
-        return route.continue_()
-
-    pg.route("**/*", offline)
-    pg.goto(path.as_uri())
-    pg.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 8",
-                         timeout=20000)
+    pg = open_offline(browser, path, 8)
     yield pg
     pg.close()
 

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import ClassVar, Optional, Sequence
 
 from viz.documents import Document
+from viz.perf.prefix import common_prefix
 from viz.runtime import check_threads, using_threads
 from viz.spread import Spread
 
@@ -213,15 +214,6 @@ def _check(name: str, value, low: int) -> None:
         raise ValueError(f"{name} must be a whole number >= {low}, not {value!r}")
 
 
-def _same_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 def llama_greedy(path: str | os.PathLike, prompt_ids: Sequence[int], new_tokens: int, *,
                  repeats: int = 3, threads: Optional[int] = None) -> tuple[list[int], list[float]]:
     """Greedy decode with llama.cpp in this process: the prompt in one `eval`, then one token per
@@ -339,7 +331,7 @@ def measure_formats(lm=None, formats: Sequence[str] = FORMATS, *, prompt: str = 
                 ids = [s.token_id for s in trace.steps]
                 points.append(FormatPoint("transformers", "bfloat16", b16.spec.weight_bytes,
                                           b16.spec.weight_bytes / n_params, Spread.of(times),
-                                          ids, _same_prefix(ids, ref_ids), note))
+                                          ids, common_prefix(ids, ref_ids), note))
             finally:
                 del b16
                 release_memory()
@@ -352,7 +344,7 @@ def measure_formats(lm=None, formats: Sequence[str] = FORMATS, *, prompt: str = 
                                       threads=n_threads)
             wb = gguf_weight_bytes(path)
             points.append(FormatPoint("llama.cpp", fmt, wb, wb / n_params, Spread.of(times),
-                                      ids, _same_prefix(ids, ref_ids)))
+                                      ids, common_prefix(ids, ref_ids)))
             if progress:
                 print(f"  llama.cpp {fmt}: {points[-1].step.text(1e3, 'ms', 1)}", flush=True)
     return FormatRun(model=name, n_params=n_params, prompt=prompt, chat=chat,

@@ -50,7 +50,7 @@ from typing import Optional
 
 from viz.runtime import cpu_features, cpu_name
 from viz.serve.client import ServeError, is_loopback, record_request
-from viz.serve.server import ManagedProcess, ServerInfo, free_port
+from viz.serve.server import ManagedProcess, ServerInfo
 
 VERSION = "0.3.36"  # the llama-cpp-python release requirements-engines.txt pins
 INSTALL_HINT = ("llama.cpp's server is not installed in this environment: run `make setup` "
@@ -145,16 +145,7 @@ class LlamaCppServer(ManagedProcess):
         if self.alive:
             return self
         self.env = {**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1"}
-        for attempt in range(3):  # a free port can be taken between choosing and binding
-            if not self._fixed_port:
-                self.port = free_port(self.host)
-            self.worker_args = ["--module", "llama_cpp.server", "--", *self.command()]
-            try:
-                super().start()
-                break
-            except ServeError as e:
-                if "is taken" not in str(e) or self._fixed_port or attempt == 2:
-                    raise
+        self.start_on_a_free_port(lambda: ["--module", "llama_cpp.server", "--", *self.command()])
         try:
             if self.warmup:
                 record_request(self, "Hello!", max_tokens=4)

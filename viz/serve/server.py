@@ -48,7 +48,7 @@ import urllib.request
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from viz.runtime import cpu_features, cpu_name
 from viz.serve.client import ServeError, is_loopback, record_request
@@ -185,6 +185,22 @@ class ManagedProcess:
                 f"{self.log_path}, ends with:\n{self.log_tail(8)}]")
 
     # ---- life cycle ---------------------------------------------------------------------
+    def start_on_a_free_port(self, worker_args: Callable[[], list[str]]) -> None:
+        """`ManagedProcess.start` with `worker_args()` (made after the port is chosen). A free
+        port can be taken between choosing it and binding it: choose again, three tries in
+        all; a port the caller fixed (`self._fixed_port`) is tried once."""
+        fixed = getattr(self, "_fixed_port", None)
+        for attempt in range(3):
+            if not fixed:
+                self.port = free_port(self.host)
+            self.worker_args = worker_args()
+            try:
+                ManagedProcess.start(self)
+                return
+            except ServeError as e:
+                if "is taken" not in str(e) or fixed or attempt == 2:
+                    raise
+
     def start(self) -> "ManagedProcess":
         if self.alive:
             return self
@@ -433,17 +449,8 @@ class EmbeddedServer(ManagedProcess):
         # torch's CPU threads sleep instead of spinning while they wait (see the docstring)
         env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         self.env = env
-        for attempt in range(3):  # a free port can be taken between choosing and binding
-            if not self._fixed_port:
-                self.port = free_port(self.host)
-            head = ["--record", str(self.record_dir)] if self.record else []
-            self.worker_args = head + ["--serve", "--", *self.command()]
-            try:
-                super().start()
-                break
-            except ServeError as e:
-                if "is taken" not in str(e) or self._fixed_port or attempt == 2:
-                    raise
+        head = ["--record", str(self.record_dir)] if self.record else []
+        self.start_on_a_free_port(lambda: head + ["--serve", "--", *self.command()])
         try:
             self._check_model()
             if self.warmup:
