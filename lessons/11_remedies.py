@@ -146,7 +146,9 @@ for p in formats.points:
     print(f"{p.label:<22} {same:<28} {lm.tokenizer.decode(p.token_ids)[:60]!r}")
 
 # %% [markdown]
-# F32 and F16 hold the same values as float32, and their text is float32's. Q8_0 and Q4_1
+# F32 and F16 hold the same values as float32, and their text is float32's. bfloat16 keeps
+# only 8 significant bits of each value, so its text may depart too (with some CPUs' kernels it
+# does, with others not). Q8_0 and Q4_1
 # hold them too (Q8_0 rounds them once more), yet their text departs after some tokens:
 # llama.cpp's quantized kernels also round the *activations* to 8 bits before multiplying, so
 # each logit moves a little, and where two tokens were nearly tied the greedy choice flips.
