@@ -20,7 +20,7 @@ import os
 import platform
 import time
 from pathlib import Path
-from typing import Callable, Iterator, Optional, Union
+from typing import Any, Callable, Iterator, Optional, Union
 
 import torch
 
@@ -154,6 +154,16 @@ def environment(device: torch.device, dtype: str) -> Environment:
         cpu_features=cpu_features(),
         cpu_capability=cpu_capability(),
     )
+
+
+# ---- checking settings ------------------------------------------------------------------------
+def check_whole(name: str, value: Any, low: int, what: str = "") -> int:
+    """`value` if it is a whole number >= `low` (not a bool); a ValueError naming the setting,
+    what it means (`what`) and the bound otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        means = f" ({what})" if what else ""
+        raise ValueError(f"{name} must be a whole number >= {low}{means}, not {value!r}")
+    return value
 
 
 # ---- threads ------------------------------------------------------------------------------

@@ -27,11 +27,12 @@ original bfloat16 weights cannot be measured offline (those weights are not ship
     print(run)                                # tokens/s, bytes per token, achieved GB/s
     viz.views.formats_figure(run, peaks)      # on the learner's memory wall (lesson 08's)
 
-Measured here (2-core AMD EPYC with avx512_bf16, torch 2.13, 2 threads, 2026-12-03, the
-chat prompt "Explain why the sky is blue.", 24 tokens, noisy: another job was running): torch
-float32 93 ms a step; llama.cpp F32 12.5 ms, F16 8.2 ms, Q8_0 5.9 ms, Q4_1 6.0 ms — at equal
-bytes (F32) llama.cpp's kernels ran ~7× faster, and below ~150 MB the step stopped shrinking
-with the bytes. Lesson 11 (Remedies) measures it on the learner's machine.
+Measured here (2-core AMD EPYC with avx512_bf16, torch 2.13, 2 threads, 2026-12-03 07:23
+UTC, `make notebooks NB=11`: `measure_formats(new_tokens=24, repeats=2)`, step medians):
+transformers float32 54.0 ms, bfloat16 24.4 ms; llama.cpp F32 16.1 ms, F16 10.2 ms, Q8_0
+8.5 ms, Q4_1 8.7 ms. On the same bytes (F32) llama.cpp ran ×3.35 faster, and below ~150 MB the
+step stopped shrinking with the bytes (Q8_0 → Q4_1 ×1.02). Lesson 11 (Remedies) measures it on
+the learner's machine.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from typing import ClassVar, Optional, Sequence
 
 from viz.documents import Document
 from viz.perf.prefix import common_prefix
-from viz.runtime import check_threads, using_threads
+from viz.runtime import check_threads, check_whole, using_threads
 from viz.spread import Spread
 
 LLAMA_FORMATS = ("F32", "F16", "Q8_0", "Q4_1")  # GGUF weight formats llama.cpp reads here
@@ -209,11 +210,6 @@ def gguf_weight_bytes(path: str | os.PathLike) -> int:
 
 
 # ---- decoding ------------------------------------------------------------------------------------
-def _check(name: str, value, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be a whole number >= {low}, not {value!r}")
-
-
 def llama_greedy(path: str | os.PathLike, prompt_ids: Sequence[int], new_tokens: int, *,
                  repeats: int = 3, threads: Optional[int] = None) -> tuple[list[int], list[float]]:
     """Greedy decode with llama.cpp in this process: the prompt in one `eval`, then one token per
@@ -295,8 +291,8 @@ def measure_formats(lm=None, formats: Sequence[str] = FORMATS, *, prompt: str = 
     from viz.load import load_model
     from viz.runtime import cpu_capability, cpu_name, release_memory
 
-    _check("new_tokens", new_tokens, 3)
-    _check("repeats", repeats, 1)
+    check_whole("new_tokens", new_tokens, 3)
+    check_whole("repeats", repeats, 1)
     check_threads(threads)
     unknown = [f for f in formats if f not in FORMATS]
     if unknown or not formats:

@@ -37,41 +37,28 @@ top-level ops in every category. On a GPU the CPU side shows launches, not the k
 the step ends by waiting for the device ("waiting for the GPU"), and each category also
 carries the device time of the kernels its ops launched (`device_seconds`).
 
-Measured here (2026-12-03 06:07 UTC; `nproc` 2; /proc/cpuinfo: "AMD EPYC"; torch 2.13.0+cpu,
-transformers 5.24.0; while a CI run kept the load average near 7 on these 2 cores):
+Measured here (2026-12-03 07:23 UTC; 2-core AMD EPYC; torch 2.13.0+cpu, transformers
+5.24.0; the committed lesson 11, run by `make notebooks NB=11`, nothing else running):
 
-    from viz.load import load_model
-    from viz.perf.profile import profile_decode_step
-    lm = load_model()
-    print(profile_decode_step(lm, context=64, steps=10))             # torch's 2 threads
-    print(profile_decode_step(lm, context=64, steps=10, threads=1))
+    lm = viz.load_model(device="cpu")
+    print(viz.perf.profile_decode_step(lm, context=64, steps=10))      # torch's 2 threads
 
-    one decode step: SmolLM2-135M-Instruct · 64 cached tokens · AMD EPYC · float32 · 2 threads (median of 10 profiled steps)
     category                ms/step   share  calls/step  ops/step
-    matrix products           51.78     10%         211       211
-    attention                426.32     84%          30        90
-    norms                      2.29      0%          61       488
-    small ops                 15.78      3%         888       888
-    gaps                      13.70      3%
-    profiled step            509.86    100%                  1677
-    plain step (no profiler): 508.93 ms; profiling added 0.93 ms (0%)
+    matrix products           39.56     67%         211       211
+    attention                  4.62      8%          30        90
+    norms                      1.68      3%          61       488
+    small ops                  2.58      4%         888       888
+    gaps                      10.55     18%
+    profiled step             58.98    100%                  1677
+    plain step (no profiler): 55.83 ms; profiling added 3.15 ms (6%)
 
-    one decode step: SmolLM2-135M-Instruct · 64 cached tokens · AMD EPYC · float32 · 1 thread (median of 10 profiled steps)
-    category                ms/step   share  calls/step  ops/step
-    matrix products           68.13     78%         211       211
-    attention                  0.61      1%          30        90
-    norms                      1.01      1%          61       488
-    small ops                  1.59      2%         888       888
-    gaps                      15.95     18%
-    profiled step             87.29    100%                  1677
-    plain step (no profiler): 85.67 ms; profiling added 1.62 ms (2%)
-
-(each table ends with the line on what the gaps are). The counts are the architecture's: 30
-layers × 7 weight matrices + the LM head = 211 matrix products, 2 × 30 + 1 = 61 norms of 8 ops
-each, 30 attention calls. On the busy machine the 2-thread step spent 14 ms in each attention
-call (0.02 ms with 1 thread): a parallel kernel waits for its slowest thread, and with other
-processes on both cores that thread is often not running. Profile on a quiet machine, and
-compare `threads=1`, before reading the 2-thread table as the model's own.
+The counts are the architecture's: 30 layers × 7 weight matrices + the LM head = 211 matrix
+products, 2 × 30 + 1 = 61 norms of 8 ops each, 30 attention calls. On a busy machine (a CI run
+beside it, load average ~7, 06:07 UTC) the same 2-thread profile spent 14 ms in each attention
+call (426 ms of a 510 ms step; 0.02 ms per call with `threads=1`): a parallel kernel waits for
+its slowest thread, and with other processes on both cores that thread is often not running.
+Profile on a quiet machine, and compare `threads=1`, before reading a 2-thread table as the
+model's own.
 """
 
 from __future__ import annotations
@@ -89,7 +76,7 @@ import torch
 from viz import compat
 from viz.documents import Document
 from viz.load import LoadedModel
-from viz.runtime import Clock, check_threads, device_name, using_threads
+from viz.runtime import Clock, check_threads, check_whole, device_name, using_threads
 
 MATRIX, ATTENTION, NORMS, SMALL, GAPS = "matrix products", "attention", "norms", "small ops", "gaps"
 DEVICE_WAIT = "waiting for the GPU"
@@ -338,12 +325,6 @@ def quiet_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def _whole(name: str, value: Any, low: int, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be a whole number >= {low} ({what}), not {value!r}")
-    return value
-
-
 def context_ids(lm: LoadedModel, n: int, text: Optional[str] = None) -> torch.Tensor:
     """Exactly `n` token ids (batch 1): `text` (default: a filler sentence) repeated and cut."""
     if text is not None and (not isinstance(text, str) or not text.strip()):
@@ -370,9 +351,9 @@ def profile_decode_step(lm: LoadedModel, *, context: int = 32, steps: int = 5, w
     if not isinstance(lm, LoadedModel):
         raise ValueError(f"expected a viz.LoadedModel, not {type(lm).__name__}: load one with "
                          "viz.load_model()")
-    _whole("context", context, 1, "tokens in the KV cache before the profiled steps")
-    _whole("steps", steps, 1, "decode steps to profile")
-    _whole("warmup", warmup, 0, "untimed decode steps first")
+    check_whole("context", context, 1, "tokens in the KV cache before the profiled steps")
+    check_whole("steps", steps, 1, "decode steps to profile")
+    check_whole("warmup", warmup, 0, "untimed decode steps first")
     check_threads(threads)
     limit = lm.spec.context_length
     needed = context + warmup + steps
