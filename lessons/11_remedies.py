@@ -146,12 +146,13 @@ for p in formats.points:
     print(f"{p.label:<22} {same:<28} {lm.tokenizer.decode(p.token_ids)[:60]!r}")
 
 # %% [markdown]
-# F32 and F16 hold the same values as float32, and their text is float32's. bfloat16 keeps
-# only 8 significant bits of each value, so its text may depart too (with some CPUs' kernels it
-# does, with others not). Q8_0 and Q4_1
-# hold them too (Q8_0 rounds them once more), yet their text departs after some tokens:
-# llama.cpp's quantized kernels also round the *activations* to 8 bits before multiplying, so
-# each logit moves a little, and where two tokens were nearly tied the greedy choice flips.
+# F32 and F16 hold the same values as float32, so their text should be float32's, save where
+# a kernel's order of additions tips a near-tie (the lines above say whether it did on your
+# machine). bfloat16 keeps only 8 significant bits of each value, so its text may depart (with
+# some CPUs' kernels it does, with others not). Q8_0 and Q4_1 hold the values too (Q8_0 rounds
+# them once more), but llama.cpp's quantized kernels also round the *activations* to 8 bits
+# before multiplying, so each logit moves a little, and where two tokens were nearly tied the
+# greedy choice flips: compare their counts with F32's.
 # (What 4-bit weights cost against the model's original 16-bit weights cannot be measured
 # here: the course ships only the 4-bit file.)
 
