@@ -375,56 +375,7 @@ for name in perf.REGIMES:
 # of them); fewer bytes per weight pay only with a kernel that reads them directly; and the
 # fixed cost is what a model of the same depth pays with almost no weights: launching each
 # layer's many small operations, which compilers (`torch.compile`) and, on a GPU, CUDA graphs
-# (one recorded launch for the whole step) are built to shrink (not measured in this course).
-#
-# ## What a GPU changes (computed, not measured)
-#
-# No GPU was measured for this course yet, so this part is **computed** from the datasheet of an
-# NVIDIA H100 (SXM, 80 GB): 3.35 TB/s of memory bandwidth, 989 TFLOP/s of dense bfloat16
-# arithmetic. Each step's time is the roofline's (the slower of reading and computing), plus a
-# fixed cost you choose. First with no fixed cost at all, the ideal that CUDA graphs aim at:
-
-# %%
-shapes = ["smollm2-135m", "smollm2-360m", "llama-3.2-1b", "smollm2-1.7b", "llama-3.1-8b"]
-gpu_ideal = perf.computed_wall(shapes, **perf.H100_SXM, label="H100, no fixed cost")
-print(gpu_ideal)
-
-# %% tags=["nbval-ignore-output"]
-print(f"ridge point: H100 {989e12 / 3.35e12:.0f} FLOP/byte (bfloat16); your CPU "
-      f"{peaks.ridge_intensity('float32'):.1f} (float32), "
-      f"{peaks.ridge_intensity('bfloat16'):.1f} (bfloat16)")
-print(f"the H100 reads {3.35e12 / peaks.bytes_per_s:.0f}× faster than your CPU")
-
-# %% [markdown]
-# ✏️ **Predict.** Now assume the GPU's host runs the same Python and framework code per layer
-# as your CPU did, so each layer costs a fixed time before the GPU can run it. Which verdict
-# will the rule give the Llama-3.2-1B shape then? Choose one of `perf.REGIMES`.
-
-# %%
-prediction_gpu = None  # ← "overhead-bound", "memory-bound" or "compute-bound"
-
-# %% tags=["nbval-ignore-output"]
-per_layer = floors[0].per_layer_s  # your CPU's fixed cost per layer (float32, 1 to 32 layers)
-gpu_eager = perf.computed_wall(shapes, **perf.H100_SXM, fixed_cost_per_layer_s=per_layer,
-                               label="H100 + your per-layer cost",
-                               fixed_cost_note="assumed: this CPU's measured cost per layer")
-print(f"assumed fixed cost: {per_layer * 1e3:.3f} ms per layer (measured on your CPU)")
-print(gpu_eager)
-gpu_verdict = gpu_eager.regime(gpu_eager.point("Llama-3.2-1B bf16"))
-
-# %%
-viz.compare_prediction(prediction_gpu, gpu_verdict, options=perf.REGIMES,
-                       hint="the rule's three questions, in their order")
-
-# %% tags=["nbval-ignore-output"]
-views.wall_figure(gpu_eager, gpu_ideal)
-
-# %% [markdown]
-# On a GPU the bytes are read many times faster than on your CPU (the ratio is printed above),
-# so the same fixed cost becomes a far larger share of the step: compare the two charts'
-# verdicts. That is why GPU inference engines capture a whole decode step as one CUDA graph,
-# or compile it, and why a measured GPU reference (recorded by `benchmarks/gpu_check.py` when a
-# GPU is at hand) is the next thing this course needs.
+# (one recorded launch for the whole step) are built to shrink.
 #
 # ## The remedies, measured
 #
@@ -432,8 +383,9 @@ views.wall_figure(gpu_eager, gpu_ideal)
 # fixed cost (fewer, fused operations), or more tokens from each read of the weights.
 # [11 · Remedies](11_remedies.ipynb) applies each one and measures it: the course model in six
 # number formats through transformers and llama.cpp, a decode step taken apart with torch's
-# profiler, and speculative decoding. The course model, for the check below (the measured
-# models above are gone):
+# profiler and compiled with `torch.compile`, and speculative decoding. It also computes what
+# a GPU changes: the same rule on an H100's datasheet. The course model, for the check below
+# (the measured models above are gone):
 
 # %%
 lm = viz.load_model(device="cpu")  # the processor whose limits the lesson measures
@@ -441,8 +393,8 @@ lm = viz.load_model(device="cpu")  # the processor whose limits the lesson measu
 # %% [markdown]
 # ## Check yourself
 #
-# Your three predictions were checked where you made them: the bfloat16 step, the 360M step
-# from your line and the GPU verdict. One more. Everything above ran with
+# Your two predictions were checked where you made them: the bfloat16 step and the 360M step
+# from your line. One more. Everything above ran with
 # this many threads (torch's default on your machine):
 
 # %% tags=["nbval-ignore-output"]

@@ -64,14 +64,20 @@ print(machine.status)
 prediction_q4 = None  # ← how many times faster than transformers float32
 
 # %% tags=["nbval-ignore-output"]
-if perf.available_formats() == perf.TORCH_FORMATS:  # llama.cpp is not installed (Binder)
-    print("llama.cpp is not installed here (`make setup` builds it): transformers rows only")
 formats = perf.measure_formats(formats=perf.available_formats(), new_tokens=24,
                                repeats=2)  # ~15 s
 print(formats)
+bandwidth = machine.bytes_per_s  # the memory floor: your machine's measured read bandwidth
+if not formats.point("llama.cpp F32"):  # llama.cpp is not installed here (Binder)
+    formats = perf.load_reference("cpu-formats")
+    bandwidth = formats.read_bytes_per_s  # that machine's, not yours
+    print(f"\nllama.cpp is not installed here (it compiles from source for several minutes, "
+          f"so Binder's image leaves it out; `make setup` builds it once), so this section "
+          f"reads the project's reference run instead, all six rows from one machine:"
+          f"\n{formats}")
 
 # %% tags=["nbval-ignore-output"]
-views.formats_figure(formats, machine.bytes_per_s)
+views.formats_figure(formats, bandwidth)
 
 # %% tags=["nbval-ignore-output"]
 f32 = formats.point("transformers float32")
@@ -122,10 +128,9 @@ if lc[0]:
         print(f"{a.format:>5} → {b.format:<5} bytes ×{fewer:.2f}, step {ratio_text(b, a)} "
               f"→ {verdict}")
 for p in formats.points:
-    share = p.achieved_bytes_per_s.median / machine.bytes_per_s
+    share = p.achieved_bytes_per_s.median / bandwidth
     print(f"{p.label:<22} {p.achieved_bytes_per_s.median / 1e9:5.1f} GB/s of weights, "
-          f"{share:4.0%} of the measured read bandwidth "
-          f"({machine.bytes_per_s / 1e9:.1f} GB/s)")
+          f"{share:4.0%} of the measured read bandwidth ({bandwidth / 1e9:.1f} GB/s)")
 
 # %% [markdown]
 # Read the last lines against the wall: a format "follows the bytes" while the step is
@@ -139,7 +144,7 @@ for p in formats.points:
 # **What it costs.** Greedy text from each format, token for token against float32's:
 
 # %% tags=["nbval-ignore-output"]
-lm = viz.load_model(device="cpu")  # the course model again, for the rest of the lesson
+lm = viz.load_model(device="cpu")  # the course model again, for the next sections
 for p in formats.points:
     same = "reference" if p.label == formats.reference else \
         f"equal for {p.same_tokens} of {len(p.token_ids)} tokens"
@@ -206,14 +211,93 @@ compare_prediction(prediction_matrix, matrix_share, rel_tol=0.25,
 # The remedies all do the same thing: decide the whole step once, then run it without asking
 # Python again.
 #
-# - **A compiler** (`torch.compile`) traces the step, fuses the chains of small operations into
-#   generated kernels and calls them without the Python in between. On two CPU cores compiling
-#   this model takes minutes, longer than this lesson, so it is not run here.
+# - **A compiler** (`torch.compile`) traces the step once, fuses the chains of small operations
+#   into generated kernels and runs them without the Python in between. Measured below.
 # - **CUDA graphs** (on a GPU) record a step's kernel launches once and replay them with one
 #   call; serving engines (vLLM, SGLang) do this for every batch size they serve.
 # - **An engine written for inference**: llama.cpp builds each step as one C++ graph. The first
 #   section measured it already: transformers float32 against llama.cpp F32 read the same
 #   bytes, and the ratio between them is this remedy plus a better-streaming kernel.
+
+# %% [markdown]
+# ## Measure it: compile the step
+#
+# A compiled graph is made for the shapes it saw. The usual KV cache grows by one position a
+# step, so every step would have new shapes and torch.compile would trace again and again. A
+# **static cache** fixes that: room for every position is allocated once, each step writes
+# one, and a mask hides the rest, so every step has the same shapes and is traced once.
+#
+# `perf.measure_compiled_step` compiles one decode step that way and times it against the
+# same step run eager, in turns. It measures lesson 08's fixed-cost model: the course model's
+# 30 layers at a width of 64, whose weights take no time to read, so its step *is* the fixed
+# cost. Compiling (tracing, then writing and building C++) takes about half a minute on two
+# cores; the time is printed.
+#
+# ✏️ **Predict.** How many times faster will the compiled fixed-cost step be than the eager one
+# with the same static cache (1 means no faster)?
+
+# %%
+prediction_compiled = None  # ← eager step ÷ compiled step
+
+# %% tags=["nbval-ignore-output"]
+del lm  # the course model steps out while the compiler works (together: over Binder's 2 GB)
+perf.release_memory()
+narrow = perf.from_config(perf.narrow_config("smollm2-135m"))  # 30 layers × 64: lesson 08's
+missing = perf.compiler_missing()  # torch.compile builds C++ on a CPU: is there a compiler?
+if missing:
+    compiled = None
+    print(missing)
+else:
+    compiled = perf.measure_compiled_step(narrow)  # ~40 s, most of it compiling
+    print(compiled)
+
+# %%
+compare_prediction(prediction_compiled, compiled.speedup.median, rel_tol=0.3,
+                   hint="how much of the eager step is launching operations?") \
+    if compiled else print("nothing compiled on this machine: nothing to compare")
+
+# %% [markdown]
+# The compiler removed part of the fixed cost; part stays (the 30 compiled layers still run
+# one after another, and the cache is still written each step). Now the course model itself:
+# its step reads 538 MB, so the same saving in milliseconds is a smaller share of it.
+#
+# ✏️ **Predict.** Compiling the course model saves about the same milliseconds per step as
+# above. How many times faster will its step be? (Its eager step is in the first section:
+# transformers float32.)
+
+# %%
+prediction_course = None  # ← eager step ÷ compiled step, for the course model
+
+# %% [markdown]
+# Compiling the course model takes longer than this lesson should (about 45 s more on two
+# cores), so the figure below is the project's reference machine's, measured by
+# `benchmarks/remedies.py` and labelled. Set `COMPILE_COURSE_MODEL = True` to measure it on
+# yours.
+
+# %% tags=["nbval-ignore-output"]
+COMPILE_COURSE_MODEL = False
+lm = viz.load_model(device="cpu")  # the course model again, for the rest of the lesson
+if COMPILE_COURSE_MODEL and not missing:
+    course_compiled = perf.measure_compiled_step(lm)
+else:
+    course_compiled = perf.load_reference("cpu-compiled-step")
+print(course_compiled)
+
+# %% tags=["nbval-ignore-output"]
+views.compiled_figure([compiled, course_compiled] if compiled else [course_compiled])
+
+# %%
+compare_prediction(prediction_course, course_compiled.speedup.median, rel_tol=0.15,
+                   hint="the saving ÷ the whole step: lesson 08's rule in numbers")
+
+# %% [markdown]
+# The compiler takes off what it can of the fixed cost, a few milliseconds a step, and the
+# bytes are untouched: on a CPU the course model's step stays memory-bound, so the speed-up is
+# a tenth or so, sometimes too close to call on a busy machine. Where the fixed cost *is* the
+# step — a small model on a fast GPU, whose weights stream in a fraction of a millisecond —
+# the same remedy (there: CUDA graphs, or `torch.compile(mode="reduce-overhead")`) is what
+# sets the speed. And compiling has its price: the time printed above, paid again whenever the
+# shapes change (serving engines compile one graph per batch size they serve, once, at start).
 
 # %% [markdown]
 # ## More tokens per pass: speculative decoding
@@ -310,10 +394,58 @@ views.generations_figure(generations)
 # request (speculative decoding) or for many (batching, lessons 06 and 09).
 
 # %% [markdown]
+# ### The same step on a GPU (computed, not measured)
+#
+# No GPU was measured for this course, so this part is **computed** from the H100's datasheet
+# (SXM, 80 GB: 3.35 TB/s, 989 TFLOP/s dense bfloat16) with lesson 08's rule: a step takes the
+# slower of reading its bytes and doing its arithmetic, plus a fixed cost. First with no fixed
+# cost at all, the ideal that CUDA graphs aim at:
+
+# %%
+shapes = ["smollm2-135m", "smollm2-360m", "llama-3.2-1b", "smollm2-1.7b", "llama-3.1-8b"]
+gpu_ideal = perf.computed_wall(shapes, **perf.H100_SXM, label="H100, no fixed cost")
+print(gpu_ideal)
+
+# %% tags=["nbval-ignore-output"]
+print(f"the H100 reads {3.35e12 / machine.bytes_per_s:.0f}× faster than your CPU")
+
+# %% [markdown]
+# ✏️ **Predict.** Now assume the GPU's host runs the same Python and framework code per layer
+# as your CPU did (eager, nothing compiled), so each layer costs a fixed time before the GPU
+# can run it. Which verdict will the rule give the Llama-3.2-1B shape? One of `perf.REGIMES`.
+
+# %%
+prediction_gpu = None  # ← "overhead-bound", "memory-bound" or "compute-bound"
+
+# %% tags=["nbval-ignore-output"]
+per_layer = perf.machine_overhead("float32", [1, 30]).per_layer_s  # lesson 08's fixed cost
+gpu_eager = perf.computed_wall(shapes, **perf.H100_SXM, fixed_cost_per_layer_s=per_layer,
+                               label="H100 + your per-layer cost",
+                               fixed_cost_note="assumed: this CPU's measured cost per layer")
+print(f"assumed fixed cost: {per_layer * 1e3:.3f} ms per layer (measured on your CPU)")
+print(gpu_eager)
+gpu_verdict = gpu_eager.regime(gpu_eager.point("Llama-3.2-1B bf16"))
+
+# %%
+compare_prediction(prediction_gpu, gpu_verdict, options=perf.REGIMES,
+                   hint="the rule's three questions, in their order")
+
+# %% tags=["nbval-ignore-output"]
+views.wall_figure(gpu_eager, gpu_ideal)
+
+# %% [markdown]
+# The GPU reads the bytes so much faster that the same fixed cost becomes most of the step:
+# compare the two charts' verdicts. On your CPU compiling was worth a tenth of the course
+# model's step; on a GPU, removing the per-operation cost (CUDA graphs, compiling) is what
+# sets the speed, which is why serving engines capture their decode steps as graphs. A
+# measured GPU reference (`benchmarks/gpu_check.py`, when a GPU is lent) is still to come.
+
+# %% [markdown]
 # ## Check yourself
 #
 # Your predictions were checked where you made them: the Q4_1 speed-up, the matrix products'
-# share, the tokens per pass and the growth of bandwidth. One more, with pencil and paper.
+# share, the compiled steps, the tokens per pass, the growth of bandwidth and the GPU's
+# verdict. One more, with pencil and paper.
 #
 # ✏️ Your machine's measured read bandwidth is in the last row of the table above. If nothing
 # but reading the weights took time, how many tokens per second would the course model make in

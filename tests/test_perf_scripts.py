@@ -54,7 +54,8 @@ def test_shipped_references_load_and_stay_small():
     data = Path(viz.__file__).parent / "data"
     for name in names:
         ref = perf.load_reference(name)
-        assert isinstance(ref, (viz.Trace, perf.Sweep, perf.Roofline, perf.WallRun)), name
+        assert isinstance(ref, (viz.Trace, perf.Sweep, perf.Roofline, perf.WallRun,
+                                perf.FormatRun, perf.CompiledStep)), name
         size = (data / f"{name}.json").stat().st_size
         if isinstance(ref, viz.Trace):
             assert size <= 200_000, f"{name} is {size:,} bytes: keep a shipped trace <= 200 KB"
@@ -62,6 +63,28 @@ def test_shipped_references_load_and_stay_small():
             assert size <= 50_000, name
     with pytest.raises(ValueError, match="no reference named"):
         perf.load_reference("no-such-reference")
+
+
+def test_lesson_11_s_references_are_labelled_and_whole():
+    """What lesson 11 shows where it cannot measure (Binder without llama.cpp; compiling the
+    course model): one machine's run of benchmarks/remedies.py, saying so."""
+    from viz.views import compiled_figure, formats_figure
+
+    formats = perf.load_reference("cpu-formats")
+    assert isinstance(formats, perf.FormatRun)
+    assert [p.format for p in formats.points] == list(perf.FORMATS)  # all six, one machine
+    assert formats.source.startswith("`python benchmarks/remedies.py")
+    assert formats.read_bytes_per_s > 1e9  # that machine's read bandwidth, for its floor
+    assert formats.point("llama.cpp F32").same_tokens == formats.new_tokens
+    assert "reference, not measured here" in str(formats)
+    title = formats_figure(formats, formats.read_bytes_per_s).layout.title.text
+    assert title.startswith("reference machine (not this one)")
+    compiled = perf.load_reference("cpu-compiled-step")
+    assert isinstance(compiled, perf.CompiledStep)
+    assert compiled.model == "SmolLM2-135M-Instruct" and compiled.n_layers == 30
+    assert compiled.cold and compiled.graphs == 1 and compiled.same_tokens
+    assert compiled.source.startswith("`python benchmarks/remedies.py")
+    assert "reference" in compiled_figure(compiled).layout.annotations[0].text
 
 
 def test_cli_sweep_and_roofline(tmp_path, capsys):

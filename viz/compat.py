@@ -6,7 +6,8 @@
 - **the cache object**: `new_cache` makes an empty `DynamicCache`; `cache_layers` and
   `live_bytes_per_layer` read its keys and values (`DynamicCache.layers[i].keys/values`) —
   the only code in viz that reads the cache's internals. Sizes by formula are
-  `ModelSpec.kv_bytes`. Taught in lesson 05.
+  `ModelSpec.kv_bytes`. Taught in lesson 05. `static_cache` makes a `StaticCache` of a fixed
+  length instead (fixed shapes for `torch.compile`; lesson 11).
 - **attention weights**: `watch_attention` switches a model to the eager attention
   implementation (the only one that computes the weights as a tensor), hooks each layer's
   attention module to keep the newest query's row of weights, and restores both afterwards.
@@ -65,6 +66,15 @@ def new_cache(model: Any) -> Any:
     from transformers import DynamicCache
 
     return DynamicCache(config=model.config)
+
+
+def static_cache(model: Any, length: int) -> Any:
+    """A KV cache of fixed size: keys and values for `length` positions allocated at once; each
+    step writes its position and a mask hides the rest, so every decode step has the same
+    shapes (what `torch.compile` needs to trace a step once; `viz.perf.compiled`)."""
+    from transformers import StaticCache
+
+    return StaticCache(config=model.config, max_cache_len=int(length))
 
 
 def cache_layers(cache: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:

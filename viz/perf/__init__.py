@@ -26,6 +26,7 @@
 | `words.py` | tokens per word, measured with the model's tokenizer (answer length → tokens) |
 | `formats.py` | one model in six weight formats, transformers and llama.cpp, timed token for token |
 | `profile.py` | one decode step taken apart with torch.profiler: products, attention, norms, small ops, gaps |
+| `compiled.py` | a decode step compiled (torch.compile, static cache) against eager, with the compile's cost |
 | `datasheets.py` | peak FLOP/s and bandwidth by hardware generation (datasheets), this machine beside |
 """
 
@@ -87,10 +88,13 @@ from viz.perf.formats import (FORMATS, LLAMA_FORMATS, TORCH_FORMATS, FormatPoint
                               available_formats, gguf_file, gguf_weight_bytes, llama_greedy,
                               measure_formats)
 from viz.perf.profile import StepPart, StepProfile, profile_decode_step
+from viz.perf.compiled import CompiledStep, compiler_missing, measure_compiled_step
+from viz.runtime import release_memory
 from viz.perf.datasheets import (DATASHEETS, Datasheet, datasheet, generations_table,
                                  generations_text, growth)
 
 __all__ += ["FORMATS", "LLAMA_FORMATS", "TORCH_FORMATS", "FormatPoint", "FormatRun",
             "available_formats", "gguf_file", "gguf_weight_bytes", "llama_greedy",
             "measure_formats", "DATASHEETS", "Datasheet", "datasheet", "generations_table",
-            "generations_text", "growth", "LOOKUP_PROMPTS", "LOOKUP_WHY", "StepPart", "StepProfile", "profile_decode_step"]
+            "generations_text", "growth", "LOOKUP_PROMPTS", "LOOKUP_WHY", "StepPart", "StepProfile", "profile_decode_step",
+            "CompiledStep", "compiler_missing", "measure_compiled_step", "release_memory"]

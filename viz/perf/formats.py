@@ -32,7 +32,10 @@ UTC, `make notebooks NB=11`: `measure_formats(new_tokens=24, repeats=2)`, step m
 transformers float32 54.0 ms, bfloat16 24.4 ms; llama.cpp F32 16.1 ms, F16 10.2 ms, Q8_0
 8.5 ms, Q4_1 8.7 ms. On the same bytes (F32) llama.cpp ran ×3.35 faster, and below ~150 MB the
 step stopped shrinking with the bytes (Q8_0 → Q4_1 ×1.02). Lesson 11 (Remedies) measures it on
-the learner's machine.
+the learner's machine. Where llama.cpp is not installed (Binder: building it takes ~9 minutes)
+the lesson shows the shipped reference instead, all six rows from one machine and labelled as
+such (`viz.perf.load_reference("cpu-formats")`, written by `benchmarks/remedies.py`; its
+`source` says where and when, `read_bytes_per_s` that machine's read bandwidth).
 """
 
 from __future__ import annotations
@@ -105,6 +108,10 @@ class FormatRun(Document):
     reference: str  # the label the others' tokens are compared with
     points: list[FormatPoint] = field(default_factory=list)
     machine: str = ""  # CPU, features, when (for the record)
+    # a shipped reference (viz/data/cpu-formats.json, benchmarks/remedies.py) says where and how
+    # it was measured, and that machine's measured read bandwidth; "" and 0.0: measured here
+    source: str = ""
+    read_bytes_per_s: float = 0.0
 
     def point(self, label: str) -> Optional[FormatPoint]:
         """The row whose label ("llama.cpp Q4_1") or format ("Q4_1") is `label`."""
@@ -136,6 +143,8 @@ class FormatRun(Document):
                          f"{p.weight_bytes / 1e6:>9.0f} {p.step.text(1e3, '', 2, runs=False):>20} "
                          f"{p.tokens_per_s:>9.1f} {p.achieved_bytes_per_s.median / 1e9:>6.1f} "
                          f"{same:>12}" + (f"  ({p.note})" if p.note else ""))
+        if self.source:
+            lines.append(f"reference, not measured here: {self.source}")
         return "\n".join(lines)
 
 

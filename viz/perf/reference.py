@@ -1,7 +1,7 @@
 """Reference measurements shipped with viz (`viz/data/*.json`), loadable from any folder.
 
-Recorded by `benchmarks/perf_lab.py` (this project's 2-core CPU) and `benchmarks/gpu_check.py`
-(a GPU, when one was lent). Lessons compare the learner's own numbers with them (lesson 07).
+Recorded by `benchmarks/perf_lab.py`, `memory_wall.py` and `remedies.py` (this project's 2-core
+CPU) and `benchmarks/gpu_check.py` (a GPU, when one was lent). Lessons compare the learner's own numbers with them (lesson 07).
 
     viz.perf.list_references()                 # names, e.g. "cpu-chat-trace"
     trace = viz.perf.load_reference("cpu-chat-trace")
@@ -12,7 +12,7 @@ from __future__ import annotations
 from importlib import resources
 from typing import Union
 
-from viz.documents import load_document
+from viz.documents import Document, load_document
 from viz.perf.roofline import Roofline
 from viz.perf.table import Sweep
 from viz.trace import Trace
@@ -26,8 +26,9 @@ def list_references() -> list[str]:
     return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json"))
 
 
-def load_reference(name: str) -> Union[Trace, Sweep, Roofline]:
-    """A shipped reference: a `Trace`, a `Sweep` or a `Roofline`, by what the file holds."""
+def load_reference(name: str) -> Union[Trace, Sweep, Roofline, Document]:
+    """A shipped reference: a `Trace`, a `Sweep`, a `Roofline`, or another viz document (a
+    `WallRun`, a `FormatRun`, a `CompiledStep`), by what the file holds."""
     names = list_references()
     if name not in names:
         raise ValueError(f"no reference named {name!r}; shipped: {names}")

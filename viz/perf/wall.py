@@ -46,7 +46,8 @@ from viz.perf.regime import (OVERHEAD_SHARE, Verdict, check_seconds, explain_reg
                               verdict)
 from viz.perf.configs import config_spec, from_config, read_config
 from viz.perf.counts import decode_cost
-from viz.runtime import check_threads, device_name, resolve_device, using_threads
+from viz.runtime import (check_threads, device_name, release_memory, resolve_device,
+                         using_threads)
 from viz.spread import Spread
 from viz.trace import Environment, ModelSpec
 
@@ -358,24 +359,6 @@ def measure_overhead(depths: Sequence[int], dtype: str = "float32", *, base: Uni
                                f"with a {vocab_size}-token vocabulary at each depth",
                           spreads=[p.spread for p in points])
     return floor, points
-
-
-def release_memory() -> None:
-    """Collect garbage and hand freed heap memory back to the operating system.
-
-    A freed model's weights stay in the C allocator's heap (glibc keeps freed blocks for
-    reuse), so the process's resident memory would stay at its largest model. On glibc,
-    `malloc_trim(0)` returns them; elsewhere only the garbage collection runs. Called after
-    each model `measure_wall` builds, so a lesson can measure several models one after the
-    other inside a 2 GB Binder session.
-    """
-    gc.collect()
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc (macOS, Windows, musl): nothing to trim
-        pass
 
 
 def _check_depths(depths) -> list[int]:

@@ -54,6 +54,7 @@ from viz.views.wall import (bytes_whatif_data, bytes_whatif_figure, wall_data, w
                              wall_table)
 from viz.views.formats import formats_data, formats_figure
 from viz.views.generations import generations_data, generations_figure
+from viz.views.compiled import compiled_data, compiled_figure
 from viz.views.step_profile import step_profile_data, step_profile_figure
 from viz.views.speculative import accepted_histogram_data, accepted_histogram_figure
 
@@ -82,5 +83,5 @@ __all__ = [
     "request_names", "rate_sweep_figure", "rate_sweep_data", "pareto_figure", "pareto_data",
     "formats_figure", "formats_data", "generations_figure", "generations_data",
     "step_profile_figure", "step_profile_data", "accepted_histogram_figure",
-    "accepted_histogram_data",
+    "accepted_histogram_data", "compiled_figure", "compiled_data",
 ]

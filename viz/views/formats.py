@@ -36,7 +36,8 @@ def formats_data(run, read_bytes_per_s: Optional[float] = None) -> dict[str, Any
         top = max(p.weight_bytes for p in run.points) * 1.1
         floor = {"mb": [0.0, top / 1e6], "ms": [0.0, top / read_bytes_per_s * 1e3],
                  "gb_per_s": read_bytes_per_s / 1e9}
-    return {"engines": engines, "floor": floor, "model": run.model, "threads": run.threads}
+    return {"engines": engines, "floor": floor, "model": run.model, "threads": run.threads,
+            "reference": bool(run.source)}
 
 
 def formats_figure(run, read_bytes_per_s: Optional[float] = None, height: int = 440):
@@ -69,6 +70,7 @@ def formats_figure(run, read_bytes_per_s: Optional[float] = None, height: int = 
                           "greedy tokens equal to float32's: %{customdata[3]} of "
                           "%{customdata[4]}<extra></extra>"))
     fig.update_layout(**plotly_layout(
+        ("reference machine (not this one) · " if data["reference"] else "") +
         f"fewer bytes, read by the kernel: {data['model']}, {data['threads']} threads",
         height=height))
     fig.update_xaxes(title="weights read per token (MB)", rangemode="tozero")

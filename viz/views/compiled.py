@@ -1,0 +1,79 @@
+"""A decode step eager and compiled: three bars per measurement (`viz.perf.compiled`).
+
+One panel per `viz.perf.compiled.CompiledStep` (lesson 08's fixed-cost model measured here,
+the course model from a shipped reference...), each with its own millisecond axis (a 64-wide
+model's step is ~20× shorter than the course model's). Three horizontal bars: eager with a
+growing cache (the decode loop `viz.record` runs), eager with the static cache, and compiled
+with the static cache; each with its spread (the middle half of the steps) as an error bar.
+The panel's title gives the compile time. `compiled_data` returns the numbers drawn.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence, Union
+
+from viz.perf.compiled import CompiledStep
+from viz.views import palette
+from viz.views.base import plotly_layout
+
+WAYS = ("recorded", "eager", "compiled")
+WAY_LABELS = {"recorded": "eager, growing cache", "eager": "eager, static cache",
+              "compiled": "compiled, static cache"}
+COLOURS = {"recorded": palette.MUTED, "eager": palette.DECODE, "compiled": palette.PREFILL}
+
+
+def _check(runs: Any) -> list[CompiledStep]:
+    items = [runs] if isinstance(runs, CompiledStep) else runs
+    if not isinstance(items, (list, tuple)) or not items or \
+            not all(isinstance(r, CompiledStep) for r in items):
+        raise ValueError(f"expected a viz CompiledStep or a non-empty list of them, not "
+                         f"{type(runs).__name__}: measure one with "
+                         "viz.perf.measure_compiled_step(lm)")
+    return list(items)
+
+
+def panel_title(run: CompiledStep) -> str:
+    where = "reference" if run.source else "measured here"
+    return (f"{run.n_layers} layers × {run.hidden_size} ({where}): compiled in "
+            f"{run.compile_s:.0f} s, ×{run.speedup.median:.2f}")
+
+
+def compiled_data(runs: Union[CompiledStep, Sequence[CompiledStep]]) -> dict[str, Any]:
+    """What `compiled_figure` draws: per panel its title, and per way the step's median, low
+    and high (ms)."""
+    items = _check(runs)
+    return {"ways": [WAY_LABELS[w] for w in WAYS],
+            "panels": [{"title": panel_title(r),
+                        "ms": [getattr(r, w).median * 1e3 for w in WAYS],
+                        "low_ms": [getattr(r, w).low * 1e3 for w in WAYS],
+                        "high_ms": [getattr(r, w).high * 1e3 for w in WAYS]} for r in items]}
+
+
+def compiled_figure(runs: Union[CompiledStep, Sequence[CompiledStep]]):
+    """Plotly: one panel per run, three bars each (ms per decode step, with the spread).
+    Returned, never displayed."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    d = compiled_data(runs)
+    panels = d["panels"]
+    fig = make_subplots(rows=len(panels), cols=1, subplot_titles=[p["title"] for p in panels],
+                        vertical_spacing=0.5 / len(panels) if len(panels) > 1 else 0.1)
+    for i, p in enumerate(panels, start=1):
+        for k, way in enumerate(WAYS):
+            fig.add_trace(go.Bar(
+                y=[d["ways"][k]], x=[p["ms"][k]], orientation="h", name=d["ways"][k],
+                marker_color=COLOURS[way], showlegend=False,
+                error_x={"type": "data", "symmetric": False,
+                         "array": [p["high_ms"][k] - p["ms"][k]],
+                         "arrayminus": [p["ms"][k] - p["low_ms"][k]]},
+                hovertemplate=f"{d['ways'][k]}: %{{x:.2f}} ms<extra></extra>"), row=i, col=1)
+        fig.update_xaxes(title="ms per decode step" if i == len(panels) else None,
+                         rangemode="tozero", row=i, col=1)
+        fig.update_yaxes(automargin=True, autorange="reversed", row=i, col=1)
+    fig.update_layout(**plotly_layout("a decode step, eager and compiled (torch.compile)",
+                                      height=150 + 170 * len(panels), showlegend=False,
+                                      margin={"l": 20}))
+    for annotation in fig.layout.annotations:  # the panel titles: the figure's font, smaller
+        annotation.font = {"size": 12}
+    return fig
