@@ -27,23 +27,31 @@ PROMPT = "Hello, world"
 
 @pytest.fixture(scope="module")
 def inductor_run(tiny_gqa):
-    """The real remedy on the tiny model: Inductor, an empty cache folder. Also notes which
-    child processes of this one existed before and after, and the cache folder setting.
-    Direct children only: a compile pool is started by this process, while servers that other
-    tests' fixtures started spawn processes of their own at any time (a browser's renderers)."""
-    children = {p.pid for p in psutil.Process().children(recursive=False)}
+    """The real remedy on the tiny model: Inductor, an empty cache folder. Also notes the
+    compile's processes still running after it (a compile worker pool, a fork of this process,
+    a C++ compiler), and the cache folder setting. Other processes are left out of the check:
+    other tests' fixtures start and end their own at any time (a Binder build, a browser)."""
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
     setting = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
     run = measure_compiled_step(tiny_gqa, prompt=PROMPT, new_tokens=5, repeats=2)
-    after = {p.pid: p for p in psutil.Process().children(recursive=False)}
-    left = {pid: _described(p) for pid, p in after.items() if pid not in children}
-    return run, left, setting
+    left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+    return run, [what for what in map(_described, left) if _is_the_compiles(what)], setting
 
 
 def _described(process: psutil.Process) -> str:
     try:
         return " ".join(process.cmdline()) or process.name()
     except psutil.Error:  # ended meanwhile
-        return "(ended)"
+        return ""
+
+
+def _is_the_compiles(command: str) -> bool:
+    """A process a compile starts: Inductor's worker pool, a fork of this process (whose
+    command is this one's) or a C/C++ compiler."""
+    this = " ".join(psutil.Process().cmdline())
+    program = os.path.basename(command.split(" ")[0]) if command else ""
+    return bool(command) and ("_inductor" in command or command == this
+                              or program in {"cc", "c++", "gcc", "g++", "cc1plus", "ld"})
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +81,19 @@ def test_every_way_times_every_decode_step_of_every_run(inductor_run):
 
 def test_the_compile_leaves_no_process_and_no_cache_setting_behind(inductor_run):
     _, left, setting = inductor_run
-    assert not {pid: what for pid, what in left.items() if what != "(ended)"}  # no worker
+    assert left == []  # no compile worker, fork or compiler still running
     assert os.environ.get("TORCHINDUCTOR_CACHE_DIR") == setting
+
+
+def test_the_process_check_knows_a_compile_s_processes_from_others():
+    this = " ".join(psutil.Process().cmdline())
+    worker = ("/usr/bin/python3 /x/site-packages/torch/_inductor/compile_worker/__main__.py "
+              "--pickler=torch._inductor.compile_worker.subproc_pool.SubprocPickler --workers=2")
+    assert _is_the_compiles(worker) and _is_the_compiles(this)
+    assert _is_the_compiles("/usr/bin/g++ /tmp/x/c2k.cpp -shared -O3 -o c2k.so")
+    assert not _is_the_compiles("/bin/bash ./binder/postBuild")
+    assert not _is_the_compiles("/usr/lib/chromium/chromium --type=renderer")
+    assert not _is_the_compiles("")
 
 
 def test_an_empty_cache_folder_is_made_and_removed():

@@ -44,6 +44,22 @@ def test_a_gguf_file_is_written_once_and_its_bytes_counted(folder):
     q4 = gguf_file("Q4_1")
     assert q4 == viz.default_model.default_gguf_path()
     assert 0.15 < gguf_weight_bytes(q4) / gguf_weight_bytes(f16) < 0.45
+    # the header-only count equals gguf's own reader's (which parses every field)
+    from gguf import GGUFReader
+
+    assert gguf_weight_bytes(q4) == sum(int(t.n_bytes) for t in GGUFReader(str(q4)).tensors)
+
+
+def test_a_file_that_is_not_a_whole_gguf_is_named(tmp_path):
+    text = tmp_path / "model.gguf"
+    text.write_text("not a model")
+    with pytest.raises(ValueError, match="model.gguf is not a GGUF file"):
+        gguf_weight_bytes(text)
+    cut = tmp_path / "cut.gguf"
+    with open(viz.default_model.default_gguf_path(), "rb") as shipped:
+        cut.write_bytes(shipped.read(4096))
+    with pytest.raises(ValueError, match="ends inside its header: the file is cut short"):
+        gguf_weight_bytes(cut)
 
 
 def test_bad_formats_and_files_name_the_fix(tmp_path):
