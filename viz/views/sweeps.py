@@ -268,7 +268,9 @@ def sweep_figure(sweep: Sweep, other: Optional[Sweep] = None, *,
                                   "valign": "top"})
     for c, (_, unit, _) in enumerate(panels, start=1):
         fig.update_xaxes(title=X_TITLES[sweep.name], row=1, col=c)
-        fig.update_yaxes(title=unit, rangemode="tozero", row=1, col=c)
+        # the title placed past the tick labels, however wide (0.0006 s: six characters)
+        fig.update_yaxes(title={"text": unit, "standoff": 6}, automargin=True,
+                         rangemode="tozero", row=1, col=c)
     return fig
 
 
