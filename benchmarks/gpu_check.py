@@ -17,11 +17,17 @@ the time budget is nearly spent, the remaining steps are skipped and say so):
    (tiny-width models of each depth) and the decode step of SmolLM2-135M/360M/1.7B,
    Llama-3.2-1B and Llama-3.1-8B in bfloat16 and float32, plus Llama-3.2-1B at batch 512
    (`viz.perf.measure_wall`); `--wall-only` runs just this (and the peaks);
-4. for each config (smollm2-135m, llama-3.2-1b, llama-3.1-8b): build it; record a 64-token
-   chat reply (a trace); prompt-length, context-length, batch-size and cache sweeps; its
-   roofline (trace prefill/decode + one decode point per batch size); free it.
+4. for each config (smollm2-135m, llama-3.1-8b, llama-3.2-1b): build it; record a 64-token
+   chat reply (a trace); prompt-length, context-length, batch-size (to 1,024, past the knee)
+   and cache sweeps; its roofline (trace prefill/decode + one decode point per batch size);
+   free it;
+5. the overhead remedy (lesson 11): smollm2-135m's decode step (right after its config), then
+   llama-3.1-8b's, eager and compiled into a CUDA graph (`torch.compile(mode="reduce-overhead")`,
+   `viz.perf.measure_compiled_step`), with the compile's time;
+6. the GPU's own time in a decode step against the batch size (llama-3.1-8b, smollm2-135m):
+   the sum of the step's kernel durations (torch.profiler) beside its wall time.
 Outputs under --out: gpu-<config>-trace.json, gpu-<config>-<sweep>-sweep.json,
-gpu-<config>-roofline.json, gpu-peaks.json, gpu-memory-wall.json (a `viz.perf.WallRun`: copy
+gpu-<config>-roofline.json, gpu-<config>-compiled-step.json, gpu-peaks.json, gpu-memory-wall.json (a `viz.perf.WallRun`: copy
 it to viz/data/ to ship it), summary.json (what ran, how long, what failed).
 Copy the ones worth shipping into viz/data/ (each trace ≤ 200 KB) and note the figures.
 """
@@ -31,6 +37,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -50,18 +57,27 @@ from viz import perf  # noqa: E402
 CHAT_PROMPT = "Explain in a few sentences why the sky is blue."
 
 FULL = {
-    "configs": ["smollm2-135m", "llama-3.2-1b", "llama-3.1-8b"],
+    "configs": ["smollm2-135m", "llama-3.1-8b", "llama-3.2-1b"],
     "trace_tokens": 64,
     "prompt_lengths": [128, 512, 1024, 2048, 4096],
     "prompt_repeats": 3,
     "contexts": [128, 1024, 4096, 8000],  # + 17 steps stays within SmolLM2's 8192
     "context_steps": 16,
-    "batch_sizes": [1, 4, 16, 64],
+    # past the knee: an 8B step in bfloat16 reads ~16 GB, and its arithmetic passes that at a
+    # batch near the ridge (~180-300 FLOP/byte on a recent GPU), so the largest batches are there
+    "batch_sizes": [1, 4, 16, 64, 256, 1024],
     "batch_tokens": 32,
     "cache_tokens": 32,
     "peaks": {"max_n": 16384, "buffer_bytes": 2 << 30, "repeats": 10},
     "device": "cuda",
     "dtype": "bfloat16",
+    # the overhead remedy on a GPU (lesson 11): the decode step compiled and captured into a
+    # CUDA graph (torch.compile mode="reduce-overhead"), for these configs, in this order
+    "compiled": {"configs": ["smollm2-135m", "llama-3.1-8b"], "mode": "reduce-overhead",
+                 "backend": "inductor", "new_tokens": 32, "repeats": 5, "compile_threads": 16},
+    # the GPU's own time in a decode step against the batch size, past the knee
+    "busy": {"configs": ["llama-3.1-8b", "smollm2-135m"],
+             "batch_sizes": [1, 16, 64, 256, 512, 1024], "warmup": 2, "timed": 6, "profiled": 4},
     "wall": {"shapes": ["smollm2-135m", "smollm2-360m", "llama-3.2-1b", "smollm2-1.7b",
                         "llama-3.1-8b"],
              "dtypes": ["bfloat16", "float32"], "steps": 16, "repeats": 3,
@@ -86,6 +102,10 @@ QUICK = {
     "peaks": {"max_n": 128, "buffer_bytes": 1 << 22, "repeats": 2, "budget_s": 0.5},
     "device": "auto",
     "dtype": None,
+    "compiled": {"configs": ["tiny-llama"], "mode": "default", "backend": "aot_eager",
+                 "new_tokens": 3, "repeats": 1, "compile_threads": 1},
+    "busy": {"configs": ["tiny-llama"], "batch_sizes": [1, 4], "warmup": 1, "timed": 2,
+             "profiled": 1},
     "wall": {"shapes": ["tiny-llama"], "dtypes": ["float32"], "steps": 3, "repeats": 1,
              "buffer_bytes": 4 << 20, "max_n": 64, "compute_point": ("tiny-llama",
                                                                         "float32", 4)},
@@ -146,12 +166,208 @@ def environment() -> dict:
 
     env = {"python": platform.python_version(), "torch": torch.__version__,
            "transformers": transformers.__version__, "cuda": torch.version.cuda,
-           "viz": viz.__version__, "device": "cpu"}
+           "viz": viz.__version__, "device": "cpu",
+           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     if torch.cuda.is_available():
         p = torch.cuda.get_device_properties(0)
         env.update(device=torch.cuda.get_device_name(0), memory_bytes=p.total_memory,
-                   multiprocessors=p.multi_processor_count)
+                   multiprocessors=p.multi_processor_count, driver=gpu_driver())
     return env
+
+
+def gpu_driver() -> str:
+    """The NVIDIA driver's version, as nvidia-smi reports it ("" where it cannot be read)."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)
+        return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout else ""
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def cpu_times() -> dict:
+    """The host's CPU time so far (/proc/stat, in clock ticks): user, system, idle, steal."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except OSError:
+        return {}
+    names = ["user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"]
+    return {n: int(v) for n, v in zip(names, fields)}
+
+
+def host_check(runner: Runner, plan: dict) -> dict:
+    """What the host costs a GPU step: microseconds to launch one tiny kernel, and one eager
+    decode step of the course model's shape, each with torch's CPU threads at their default
+    and at 1 (interleaved, 5 rounds). On a GPU a small model's decode step is mostly launches."""
+    from viz.runtime import using_threads
+    from viz.spread import Spread
+
+    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    x = torch.zeros(1, device=dev)
+    n_launch = 2000 if dev.type == "cuda" else 200
+
+    def launches() -> float:  # seconds per launch: queue n tiny kernels, then wait for them
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(n_launch):
+            x.add_(1)
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+        return (time.perf_counter() - t0) / n_launch
+
+    config = plan["host_config"]
+    lm = perf.from_config(config, device=plan["device"], dtype=plan["dtype"])
+    forward = viz.compat.last_logits(lm.model)
+    clock = viz.runtime.Clock(lm.device)
+    ids = torch.tensor([lm.tokenizer(CHAT_PROMPT)["input_ids"]], device=lm.device)
+
+    def steps(k: int = 8) -> list[float]:  # eager decode steps after a prefill, forward only
+        cache = viz.new_cache(lm.model)
+        with torch.no_grad():
+            token = forward(ids, cache).argmax(-1, keepdim=True)
+            out = []
+            for _ in range(k):
+                t0 = clock.now()
+                token = forward(token, cache).argmax(-1, keepdim=True)
+                out.append(clock.now() - t0)
+        return out
+
+    default = torch.get_num_threads()
+    runs = {f"launch_s_threads_{default}": [], "launch_s_threads_1": [],
+            f"step_s_threads_{default}": [], "step_s_threads_1": []}
+    launches(), steps(2)  # warm-up
+    for _ in range(5):
+        for n in (default, 1):
+            with using_threads(n):
+                runs[f"launch_s_threads_{n}"].append(launches())
+                runs[f"step_s_threads_{n}"] += steps()
+    del lm
+    result = {"model": config if isinstance(config, str) else config["name"],
+              "dtype": plan["dtype"], "cpu_count": os.cpu_count(),
+              "load_average": list(os.getloadavg()), "cpu_times": cpu_times(),
+              **{k: asdict(Spread.of(v)) for k, v in runs.items()}}
+    for k, v in runs.items():
+        print(f"    {k}: {Spread.of(v).text(1e6, 'µs', 3)}", flush=True)
+    (runner.out / "gpu-host.json").write_text(json.dumps(result, indent=1))
+    return result
+
+
+def device_busy(runner: Runner, plan: dict, config) -> None:
+    """Batch size → one decode step's wall time and the GPU's own share of it: the sum of the
+    durations of the kernels it ran (torch.profiler, CUPTI), one profiled step at a time.
+
+    Where the host launches kernels slower than the GPU runs them (a small model, an eager
+    step), the wall time is the host's; the busy time is what the device spent reading and
+    computing, and it shows the knee that the wall time hides."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from viz.perf.sweeps import BATCH_PROMPT
+    from viz.perf.table import Sweep
+    from viz.spread import Spread
+
+    b = plan["busy"]
+    name = config if isinstance(config, str) else config["name"]
+    tag = name.lower()
+    lm = runner.run(f"{tag}: build for the device-busy sweep",
+                    lambda: perf.from_config(config, device=plan["device"], dtype=plan["dtype"]),
+                    reserve_s=20)
+    if lm is None:
+        return
+    forward = viz.compat.last_logits(lm.model)
+    clock = viz.runtime.Clock(lm.device)
+    prompt = lm.tokenizer(BATCH_PROMPT)["input_ids"]
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA]
+                                           if lm.device.type == "cuda" else [])
+
+    def kernel_us(prof) -> tuple[float, int]:  # the device's busy time, and its kernel count
+        kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        return sum(e.time_range.elapsed_us() for e in kernels), len(kernels)
+
+    def one(batch: int) -> dict:
+        ids = torch.tensor([prompt] * batch, device=lm.device)
+        cache = viz.new_cache(lm.model)
+        wall, busy, count = [], [], []
+        with torch.no_grad():
+            token = forward(ids, cache).argmax(-1, keepdim=True)  # prefill, not timed
+            for k in range(b["warmup"] + b["timed"] + b["profiled"]):
+                if k >= b["warmup"] + b["timed"]:  # profiled steps: the kernels' own time
+                    with profile(activities=activities) as prof:
+                        token = forward(token, cache).argmax(-1, keepdim=True)
+                        if lm.device.type == "cuda":
+                            torch.cuda.synchronize()
+                    us, n = kernel_us(prof)
+                    busy.append(us / 1e6)
+                    count.append(n)
+                else:
+                    t0 = clock.now()
+                    token = forward(token, cache).argmax(-1, keepdim=True)
+                    if k >= b["warmup"]:
+                        wall.append(clock.now() - t0)
+        del cache
+        return {"batch_size": batch, "context_tokens": len(prompt) + b["warmup"] + b["timed"],
+                "wall": Spread.of(wall), "busy": Spread.of(busy) if any(busy) else None,
+                "kernels": sorted(count)[len(count) // 2]}
+
+    def sweep():
+        rows = [one(batch) for batch in b["batch_sizes"]]
+        spreads = {"decode_step_s": [r["wall"] for r in rows]}
+        if all(r["busy"] for r in rows):
+            spreads["gpu_busy_s"] = [r["busy"] for r in rows]
+        columns = {"batch_size": [r["batch_size"] for r in rows],
+                   "context_tokens": [r["context_tokens"] for r in rows],
+                   "decode_step_s": [r["wall"].median for r in rows],
+                   "gpu_busy_s": [r["busy"].median if r["busy"] else None for r in rows],
+                   "kernels_per_step": [r["kernels"] for r in rows]}
+        s = Sweep(name="device_busy", x="batch_size", columns=columns, model=lm.spec,
+                  environment=lm.environment(), spreads=spreads,
+                  settings={"prompt": BATCH_PROMPT, **b,
+                            "how": "eager decode steps (DynamicCache); wall: Clock (synchronized "
+                                   "perf_counter); busy: the sum of the step's CUDA kernel "
+                                   "durations (torch.profiler), one profiled step at a time"},
+                  label=f"{viz.runtime.device_name(lm.device)} (random weights)")
+        runner.save(s, f"gpu-{tag}-busy-sweep.json")
+        print("    " + str(s).replace("\n", "\n    "), flush=True)
+        return s
+
+    runner.run(f"{tag}: device-busy sweep", sweep, reserve_s=20)
+    del lm
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def compiled_step(runner: Runner, plan: dict, config) -> None:
+    """The overhead remedy on this device: one decode step eager and compiled (lesson 11)."""
+    from viz.perf.compiled import measure_compiled_step
+
+    c = plan["compiled"]
+    name = config if isinstance(config, str) else config["name"]
+    tag = name.lower()
+    lm = runner.run(f"{tag}: build for the compiled step",
+                    lambda: perf.from_config(config, device=plan["device"], dtype=plan["dtype"]),
+                    reserve_s=30)
+    if lm is None:
+        return
+
+    def measure():
+        run = measure_compiled_step(lm, new_tokens=c["new_tokens"], repeats=c["repeats"],
+                                    backend=c["backend"], mode=c["mode"],
+                                    compile_threads=c["compile_threads"])
+        run = replace(run, note=f"random weights; {run.device_name}, driver "
+                                f"{gpu_driver() or 'unknown'}; python benchmarks/gpu_check.py",
+                      source=f"{run.device_name}, driver {gpu_driver() or 'unknown'}, torch "
+                             f"{run.torch_version}, {run.measured_at}: python "
+                             f"benchmarks/gpu_check.py (random weights)")
+        runner.save(run, f"gpu-{tag}-compiled-step.json")
+        print("    " + str(run).replace("\n", "\n    "), flush=True)
+        return run
+
+    runner.run(f"{tag}: compiled step ({c['mode']})", measure, reserve_s=60)
+    del lm
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def one_config(runner: Runner, plan: dict, config, peaks) -> None:
@@ -243,7 +459,7 @@ def memory_wall(runner: Runner, plan: dict):
     run = replace(run, notes=[fit], recorded={
         **run.recorded, "command": "python benchmarks/gpu_check.py " + " ".join(sys.argv[1:]),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "machine": peaks.device_name})
+        "machine": peaks.device_name, "driver": gpu_driver()})
     runner.save(run, "gpu-memory-wall.json")
     print("    " + str(run).replace("\n", "\n    ") + "\n    " + fit, flush=True)
     return run
@@ -255,13 +471,25 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="a tiny dry run (any device, seconds)")
     ap.add_argument("--budget-s", type=float, default=540.0,
                     help="stop starting new steps after this many seconds (default 540)")
-    ap.add_argument("--configs", nargs="+", default=None, help="only these shipped configs")
+    ap.add_argument("--configs", nargs="*", default=None,
+                    help="only these shipped configs (none when the flag is given alone)")
     ap.add_argument("--wall-only", action="store_true",
                     help="only the peaks and the memory wall (lesson 08's GPU reference)")
+    ap.add_argument("--no-wall", action="store_true", help="leave the memory wall out")
+    ap.add_argument("--no-tests", action="store_true", help="leave the CUDA tests out")
+    ap.add_argument("--no-host", action="store_true", help="leave the host's launch cost out")
+    ap.add_argument("--busy", nargs="*", default=None,
+                    help="the configs whose device-busy sweep is measured (default: the plan's; "
+                         "none when the flag is given alone)")
+    ap.add_argument("--compiled", nargs="*", default=None,
+                    help="the configs whose compiled step is measured (default: the plan's; "
+                         "none when the flag is given alone)")
     args = ap.parse_args(argv)
     plan = dict(QUICK if args.quick else FULL)
-    if args.configs:
-        plan["configs"] = args.configs
+    plan["host_config"] = plan["configs"][0]  # the course model's shape (the dry run: tiny)
+    if args.configs is not None:
+        named = {c if isinstance(c, str) else c["name"]: c for c in plan["configs"]}
+        plan["configs"] = [named.get(n, n) for n in args.configs]
     if not args.quick and not torch.cuda.is_available():
         print("no CUDA device here: run with --quick for a dry run on this machine")
         return 2
@@ -271,8 +499,13 @@ def main(argv=None) -> int:
     env = environment()
     print(json.dumps(env), flush=True)
 
-    if torch.cuda.is_available() and not args.wall_only:
+    if args.compiled is not None:
+        plan["compiled"] = {**plan["compiled"], "configs": args.compiled}
+    at_start = cpu_times()
+    if torch.cuda.is_available() and not (args.wall_only or args.no_tests):
         runner.run("CUDA tests", lambda: cuda_tests(runner), reserve_s=60)
+    if not args.no_host:
+        runner.run("host launch cost", lambda: host_check(runner, plan), reserve_s=30)
 
     def measure(dtype):
         dev = "cuda" if plan["device"] == "cuda" else plan["device"]
@@ -288,14 +521,31 @@ def main(argv=None) -> int:
         {"environment": env, "model_dtype": asdict(peaks) if peaks else None,
          "float32": asdict(fp32) if fp32 else None}, indent=1))
 
-    runner.run("memory wall", lambda: memory_wall(runner, plan), reserve_s=90)
+    if not args.no_wall:
+        runner.run("memory wall", lambda: memory_wall(runner, plan), reserve_s=90)
 
+    named = {c if isinstance(c, str) else c["name"]: c for c in [plan["host_config"],
+                                                                 *plan["configs"]]}
+    compiled = [] if args.wall_only else [named.get(n, n) for n in plan["compiled"]["configs"]]
+    alone = [c for c in compiled if c not in plan["configs"]]  # no config run to follow
+    for config in alone:
+        compiled.remove(config)
+        compiled_step(runner, plan, config)
     for config in ([] if args.wall_only else plan["configs"]):
         one_config(runner, plan, config, peaks)
+        if compiled and config == compiled[0]:  # the course model's remedy before the rest
+            compiled_step(runner, plan, compiled.pop(0))
+    for config in compiled:
+        compiled_step(runner, plan, config)
+    busy = plan["busy"]["configs"] if args.busy is None else args.busy
+    for config in ([] if args.wall_only else [named.get(n, n) for n in busy]):
+        device_busy(runner, plan, config)
 
-    summary = {"environment": env, "plan": {k: v for k, v in plan.items() if k != "configs"},
+    summary = {"environment": env, "plan": {k: v for k, v in plan.items()
+                                            if k not in ("configs", "host_config")},
                "configs": [c if isinstance(c, str) else c["name"] for c in plan["configs"]],
                "steps": runner.steps, "total_s": round(runner.elapsed(), 1),
+               "cpu_times": {"start": at_start, "end": cpu_times()},
                "files": sorted(p.name for p in out.glob("*.json"))}
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     failed = [s for s in runner.steps if s["status"].startswith("error")]

@@ -28,9 +28,11 @@ def tiny_config(gqa: bool = True, n_layers: int = 2, context_length: int = 512) 
 
 
 def tiny_model(gqa: bool = True, *, seed: int = 0, device: str = "cpu", n_layers: int = 2,
-               context_length: int = 512) -> viz.LoadedModel:
-    """A random-weight 2-layer Llama (GQA or MHA) with the byte tokenizer, seeded."""
-    return perf.from_config(tiny_config(gqa, n_layers, context_length), device=device, seed=seed)
+               context_length: int = 512, dtype: Optional[str] = None) -> viz.LoadedModel:
+    """A random-weight 2-layer Llama (GQA or MHA) with the byte tokenizer, seeded (dtype None:
+    the device's default, float32 on a CPU and bfloat16 on CUDA)."""
+    return perf.from_config(tiny_config(gqa, n_layers, context_length), device=device, seed=seed,
+                            dtype=dtype)
 
 
 def fake_machine_peaks(read: float = 30e9, flops: Optional[dict] = None, *,

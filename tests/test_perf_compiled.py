@@ -206,6 +206,8 @@ def test_a_cpp_compiler_is_found_here():
     ({"backend": "fastest"}, "unknown torch.compile backend 'fastest'"),
     ({"prompt": "  "}, "the prompt is empty"),
     ({"threads": 0}, "threads"),
+    ({"mode": "max-autotune"}, "unknown torch.compile mode 'max-autotune'"),
+    ({"mode": "reduce-overhead"}, "needs a CUDA device, not cpu: use mode='default' here"),
 ])
 def test_bad_arguments_are_refused(tiny_gqa, kwargs, match):
     with pytest.raises(ValueError, match=match):

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import viz
+from viz import load_document
 from viz import perf
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,6 +39,9 @@ def test_gpu_check_quick_dry_run(tmp_path, capsys):
     assert [p.label for p in wall.points] == ["1 layer × 64 fp32", "2 layers × 64 fp32",
                                               "tiny-llama fp32", "tiny-llama fp32 B=4"]
     assert wall.recorded["command"].startswith("python benchmarks/gpu_check.py")
+    step = load_document(tmp_path / "gpu-tiny-llama-compiled-step.json")  # lesson 11's remedy
+    assert isinstance(step, perf.CompiledStep) and step.same_tokens and step.graphs == 1
+    assert "gpu_check.py" in step.note and summary["environment"]["date"]
 
 
 def test_gpu_check_budget_skips_instead_of_overrunning(tmp_path):

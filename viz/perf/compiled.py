@@ -45,7 +45,10 @@ the narrow model: 6.77 → 3.34 ms, ×2.03 (1.68–2.58), compile 38.0 s.
 
 On a GPU the same idea has a second form: CUDA graphs record one step's kernel launches and
 replay them with one call (`torch.compile(mode="reduce-overhead")`; vLLM and SGLang capture
-one graph per batch size they serve). Not measured here: this project's machines have no GPU.
+one graph per batch size they serve). `mode="reduce-overhead"` measures that on a CUDA device:
+on an H200 lent once (2026-12-04, `benchmarks/gpu_check.py`, random weights, bfloat16) the
+course model's shape went from 41.6 ms eager to 2.25 ms a step (×21.7, compile 36.1 s) and
+Llama-3.1-8B's from 25.3 to 6.55 ms (×4.6): `viz.perf.gpu_reference("compiled-step", ...)`.
 """
 
 from __future__ import annotations
@@ -70,6 +73,9 @@ from viz.spread import Band, Spread, band
 PROMPT = "The memory wall, measured one decode step at a time: "
 SPEEDUP_WORDS = ("eager is faster", "compiled is faster")
 WAYS = ("recorded", "eager", "compiled")
+# torch.compile's modes measured here: "default" (fused kernels, launched one by one) and, on a
+# GPU, "reduce-overhead" (the same kernels recorded once into a CUDA graph and replayed).
+MODES = ("default", "reduce-overhead")
 
 
 @dataclass
@@ -108,6 +114,7 @@ class CompiledStep(Document):
     compile_threads: int = 1  # Inductor's compile workers (1: in this process)
     note: str = ""  # anything else worth knowing about this run
     source: str = ""  # where a shipped reference was measured, and how ("": in this process)
+    mode: str = "default"  # torch.compile's mode: "default", or "reduce-overhead" (CUDA graphs)
 
     @property
     def saved(self) -> Spread:
@@ -143,7 +150,9 @@ class CompiledStep(Document):
                  f"  saved per step {self.saved.text(1e3, 'ms', 2)}, speed-up "
                  f"×{self.speedup.text(1, '', 2)}: {self.speedup_verdict.word}",
                  f"  compile: {self.compile_s:.1f} s ({'an empty' if self.cold else 'a warm'} "
-                 f"cache folder, {self.backend}, {self.compile_threads} compile worker"
+                 f"cache folder, {self.backend}"
+                 f"{'' if self.mode == 'default' else ', mode ' + self.mode}"
+                 f", {self.compile_threads} compile worker"
                  f"{'s' if self.compile_threads != 1 else ''}, {self.graphs} graph"
                  f"{'s' if self.graphs != 1 else ''})"]
         even = self.break_even_tokens
@@ -213,7 +222,7 @@ def _graphs() -> int:
 def measure_compiled_step(lm: LoadedModel, *, prompt: str = PROMPT, new_tokens: int = 16,
                           repeats: int = 3, threads: Optional[int] = None,
                           backend: str = "inductor", cold: bool = True,
-                          compile_threads: int = 1) -> CompiledStep:
+                          compile_threads: int = 1, mode: str = "default") -> CompiledStep:
     """The decode step of `lm` eager and compiled, timed side by side (module docstring).
 
     new_tokens: greedy tokens per run (>= 3; decode steps timed per run: one fewer).
@@ -227,6 +236,8 @@ def measure_compiled_step(lm: LoadedModel, *, prompt: str = PROMPT, new_tokens: 
       C++ file at a time: no worker processes, so the memory stays within Binder's 2 GB. In
       lesson 11's kernel (2 cores, 2026-12-03) the kernel and its children peaked at 1,519 MiB
       while compiling with 2 workers and at 1,190 MiB with 1, in 52 s and 48 s.
+    mode: "default", or "reduce-overhead" on a CUDA device: the compiled step is also
+      captured into a CUDA graph and replayed with one launch (torch.compile's own mode).
     """
     if not isinstance(lm, LoadedModel):
         raise ValueError(f"expected a viz.LoadedModel, not {type(lm).__name__}: load one with "
@@ -241,6 +252,11 @@ def measure_compiled_step(lm: LoadedModel, *, prompt: str = PROMPT, new_tokens: 
     if not isinstance(backend, str) or backend not in known:
         raise ValueError(f"unknown torch.compile backend {backend!r}: use 'inductor' (fused "
                          f"kernels) or 'aot_eager' (trace only)")
+    if mode not in MODES:
+        raise ValueError(f"unknown torch.compile mode {mode!r}: use one of {list(MODES)}")
+    if mode == "reduce-overhead" and lm.device.type != "cuda":
+        raise ValueError(f"mode='reduce-overhead' records CUDA graphs and needs a CUDA device, "
+                         f"not {lm.device.type}: use mode='default' here")
     if lm.device.type != "cpu" and backend == "inductor" and lm.device.type != "cuda":
         raise ValueError(f"torch.compile's inductor backend runs on a CPU or CUDA, not "
                          f"{lm.device.type}: load the model with device='cpu'")
@@ -271,7 +287,9 @@ def measure_compiled_step(lm: LoadedModel, *, prompt: str = PROMPT, new_tokens: 
     def run(way: str, fn: Callable, tokens: int) -> tuple[list[float], list[int]]:
         """Prefill (eager), then `tokens - 1` timed decode steps of `fn`."""
         static = way != "recorded"
-        cache = compat.static_cache(model, length) if static else compat.new_cache(model)
+        if static:  # the one static cache, emptied: its tensors keep their addresses, which
+            shared.reset()  # a CUDA graph replays into (a new cache would be recorded again)
+        cache = shared if static else compat.new_cache(model)
         positions = torch.arange(n, device=dev)[None]
         token = forward(ids, cache, position_ids=positions if static else None) \
             .argmax(-1, keepdim=True)
@@ -293,15 +311,22 @@ def measure_compiled_step(lm: LoadedModel, *, prompt: str = PROMPT, new_tokens: 
         with folder, inductor_config.patch(compile_threads=compile_threads):
             _clear_compiled()
             graphs_before = _graphs()
-            compiled = torch.compile(step, backend=backend, fullgraph=True, dynamic=False)
+            compiled = torch.compile(step, backend=backend, fullgraph=True, dynamic=False,
+                                     mode=None if mode == "default" else mode)
+            if mode == "reduce-overhead":
+                graph = compiled
+
+                def compiled(token, cache, position):
+                    # A CUDA graph writes its output into the graph's own memory, which its
+                    # next replay overwrites: keep a copy (one token id) to feed back in.
+                    return graph(token, cache, position).clone()
             # The first compiled call compiles: prefill eager, then one step, timed whole.
-            cache = compat.static_cache(model, length)
-            token = forward(ids, cache, position_ids=torch.arange(n, device=dev)[None]) \
+            shared = compat.static_cache(model, length)
+            token = forward(ids, shared, position_ids=torch.arange(n, device=dev)[None]) \
                 .argmax(-1, keepdim=True)
             t0 = clock.now()
-            compiled(token, cache, torch.tensor([[n]], device=dev))
+            compiled(token, shared, torch.tensor([[n]], device=dev))
             compile_s = clock.now() - t0
-            del cache
             fns = {"recorded": recorded_step, "eager": step, "compiled": compiled}
             for way in WAYS:  # warm-up: one short run each (allocations, kernel choice)
                 run(way, fns[way], 3)
@@ -311,7 +336,8 @@ def measure_compiled_step(lm: LoadedModel, *, prompt: str = PROMPT, new_tokens: 
                     times[way] += seconds
                     made.setdefault(way, tokens)
             graphs = _graphs() - graphs_before
-            del compiled, fns
+            del compiled, fns, shared
+            graph = None
             _clear_compiled()
     release_memory()  # hand the compiler's memory back (Binder's 2 GB)
 
@@ -322,7 +348,7 @@ def measure_compiled_step(lm: LoadedModel, *, prompt: str = PROMPT, new_tokens: 
         random_weights=spec.random_weights, device=str(dev), device_name=device_name(dev),
         threads=n_threads, prompt_tokens=n, new_tokens=new_tokens, repeats=repeats,
         backend=backend, compile_s=float(compile_s), cold=bool(cold), graphs=graphs,
-        compile_threads=compile_threads,
+        compile_threads=compile_threads, mode=mode,
         recorded=Spread.of(times["recorded"]), eager=Spread.of(times["eager"]),
         compiled=Spread.of(times["compiled"]), token_ids=made["recorded"],
         same_tokens=made["recorded"] == made["eager"] == made["compiled"],
