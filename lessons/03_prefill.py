@@ -557,6 +557,50 @@ print(f"the two machines disagree at {', '.join(map(str, differ))} tokens" if di
 # machine, which is why this course prints the rule's verdict on your numbers instead of
 # asserting it. Lesson 06 draws both phases on one chart, the roofline.
 #
+# ### The same prefill on a GPU, measured once
+#
+# The course also ships prompt sweeps measured on an NVIDIA H200 (`perf.gpu_reference`;
+# models built from their configs with random weights, so the times are real and the text is
+# not), judged by the same rule with the H200's measured peaks and its measured fixed cost.
+#
+# **Predict.** For an 8-billion-weight model (Llama-3.1-8B's shape) on the H200, from which
+# prompt length does the rule call prefill compute-bound outright (not "too close to call")?
+
+# %%
+GPU_FROM = ["128 tokens", "512 or 1,024 tokens", "2,048 or 4,096 tokens", "none up to 4,096"]
+prediction_gpu_from = None  # ← your guess: one of GPU_FROM, copied exactly
+
+# %%
+print(perf.gpu_provenance())
+gpu_rows = perf.prefill_rows(perf.gpu_reference("prompt-sweep", "llama-3.1-8b"))
+sheet = perf.datasheet("H200")  # the same GPU computed from its datasheet, no fixed cost
+for r in gpu_rows:
+    computed = perf.floors_verdict(r.cost, sheet.flops_per_s, sheet.bytes_per_s).regime
+    print(f"{r.tokens:5} tokens: {r.seconds.median * 1e3:6.1f} ms, MFU {r.mfu:4.0%}, measured "
+          f"{r.verdict.regime:17} datasheet {computed}")
+first = next((r.tokens for r in gpu_rows if r.verdict.regime == "compute-bound"), None)
+gpu_from = (GPU_FROM[3] if first is None else GPU_FROM[0] if first <= 128 else
+            GPU_FROM[1] if first <= 1024 else GPU_FROM[2])
+
+# %%
+compare_prediction(prediction_gpu_from, gpu_from, options=GPU_FROM,
+                   hint="a prefill is overhead-bound while the fixed cost is at least half of "
+                        "it: compare the GPU's fixed cost with each prefill's time")
+
+# %%
+print(f"the 8B's fixed cost on the H200: {gpu_rows[0].verdict.fixed.text(1e3, 'ms')}")
+small = perf.prefill_rows(perf.gpu_reference("prompt-sweep"))  # the course model's shape
+print(f"{perf.GPU_MODELS[0]}: {min(r.seconds.median for r in small) * 1e3:.0f} to "
+      f"{max(r.seconds.median for r in small) * 1e3:.0f} ms from {small[0].tokens} to "
+      f"{small[-1].tokens:,} tokens, MFU at most {max(r.mfu for r in small):.0%}")
+
+# %% [markdown]
+# Where the measured GPU differs from its datasheet: the datasheet has no fixed cost. On the
+# H200 the host launches every layer's kernels one by one, and for the 8B those launches
+# outlast the arithmetic of short prompts; only from a few thousand tokens is the arithmetic
+# the longer part, at the MFU printed. For the course model's shape the arithmetic never
+# catches up within 4,096 tokens: every prefill took about the same time, the launches'.
+#
 # ## Next
 #
 # [04 · Decode →](04_decode.ipynb): after the first token, the model writes one token per

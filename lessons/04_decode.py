@@ -275,6 +275,45 @@ print(f"bfloat16: {bf16_cost.bytes / 1e6:5.0f} MB per step, {bf16_cost.intensity
 # Whether half the bytes make a step faster depends on a kernel that reads bfloat16 as fast as
 # float32: lesson 08 measures it on your machine.
 #
+# ### The same step on a GPU, measured once
+#
+# The course ships what one NVIDIA H200 measured (`perf.gpu_reference`; the models were built
+# from their configs with random weights, so the timings are real and the text is not). On a
+# GPU the wall clock alone misleads: the host's Python launches each of the step's small GPU
+# programs (**kernels**) one after another, and the GPU runs each in microseconds. So the
+# reference holds two times per step: the **wall time**, and the GPU's **busy time**, the sum
+# of the step's kernels' own durations (`torch.profiler`).
+#
+# **Predict.** For an 8-billion-weight model (Llama-3.1-8B's shape, 16 GB in bfloat16), one
+# request, the GPU was busy for what share of the step's wall time?
+
+# %%
+BUSY = ["under 20 %", "between 20 % and 80 %", "over 80 %"]
+prediction_busy = None  # ← your guess: one of BUSY, copied exactly
+
+# %%
+print(perf.gpu_provenance())
+for name in perf.GPU_MODELS:  # the course model's shape, then the 8B
+    one = perf.busy_rows(perf.gpu_reference("busy-sweep", name))[0]  # batch 1
+    print(f"{name}: {one.kernels:,} kernels; wall {one.wall.text(1e3, 'ms')}; GPU busy "
+          f"{one.busy.text(1e3, 'ms')} = {1 - one.host_share:.0%} of it; memory floor "
+          f"{one.verdict.memory_floor.median * 1e3:.2f} ms (MBU {one.mbu:.0%} of the busy time)")
+share = 1 - one.host_share  # the 8B's
+busy = BUSY[0] if share < 0.2 else BUSY[1] if share <= 0.8 else BUSY[2]
+
+# %%
+compare_prediction(prediction_busy, busy, options=BUSY,
+                   hint="divide the busy time by the wall time")
+
+# %% [markdown]
+# Two steps, two lessons. The 8B's busy time is within a factor of two of its memory floor (the MBU
+# printed above): on the GPU too, a decode step of a large model is its weights streaming in, at a
+# few terabytes a second instead of your machine's tens of gigabytes. Most of its wall time,
+# though, went to the host launching the kernels, and for the course model's shape even the
+# busy time is far above its memory floor: a thousand kernels of a few microseconds each
+# outlast reading 270 MB. That is the GPU's form of the **fixed cost**; lesson 11 measures
+# the remedy on the same GPU (a CUDA graph launches the whole step at once).
+#
 # ### Does a longer context slow each step?
 #
 # Each step also reads the KV cache, which grows with the text: 46,080 bytes per token here

@@ -368,6 +368,68 @@ print(f"{reference.label}: {env.device_name} ({env.device}), {env.threads} threa
 roofline_figure(roof, reference)
 
 # %% [markdown]
+# ### The knee on a GPU, measured once
+#
+# On your machine the batch crossed the ridge early, because a CPU's ridge is low. A GPU's is
+# in the hundreds, so the knee needs a large model and large batches. The course ships one
+# H200's batch sweep of Llama-3.1-8B's shape (random weights, bfloat16; lesson 04 explains the
+# two times it holds: the step's wall time, and the GPU's busy time, the sum of its kernels).
+# The knee by counting: the batch whose compute floor reaches its memory floor, with the
+# H200's peaks as measured and as its datasheet prints them:
+
+# %%
+gpu_sweep = perf.gpu_reference("busy-sweep", "llama-3.1-8b")
+big, h200, sheet = gpu_sweep.model, perf.gpu_peaks(), perf.datasheet("H200")
+context = gpu_sweep.column("context_tokens")[0]
+counted = perf.ridge_batch(big, h200.flops_per_s, h200.bytes_per_s, context)
+print(f"{big.name}, {big.weight_bytes / 1e9:.1f} GB of weights, {context} tokens per request")
+for what, flops, read in (("measured", h200.flops_per_s, h200.bytes_per_s),
+                          ("datasheet", sheet.flops_per_s, sheet.bytes_per_s)):
+    print(f"H200 {what:9}: {flops / 1e12:4.0f} TFLOP/s, {read / 1e12:.2f} TB/s, ridge "
+          f"{flops / read:3.0f} FLOP/byte: knee at B={perf.ridge_batch(big, flops, read, context)}")
+
+# %% [markdown]
+# **Predict.** The rule, applied to the GPU's busy time at each batch (no fixed cost: the
+# launches are not in it), names the first compute-bound batch of the sweep (1, 16, 64, 256,
+# 512, 1,024). Where is it?
+
+# %%
+KNEE = ["at 16 or below", "above 16, at 256 or below", "above 256, at 1,024 or below",
+        "none: memory-bound up to 1,024"]
+prediction_knee = None  # ← your guess: one of KNEE, copied exactly
+
+# %%
+rows = perf.busy_rows(gpu_sweep)
+for r in rows:
+    print(f"B={r.batch:>5}: wall {r.wall.median * 1e3:5.0f} ms, GPU busy {r.busy.median * 1e3:5.1f} "
+          f"ms, MBU {r.mbu:4.0%}, MFU {r.mfu:4.0%}, {r.verdict.regime}")
+last_memory, first_compute = perf.busy_knee(rows)
+knee = (KNEE[3] if first_compute is None else KNEE[0] if first_compute <= 16
+        else KNEE[1] if first_compute <= 256 else KNEE[2])
+print(f"measured: memory-bound up to B={last_memory}, compute-bound from B={first_compute}")
+
+# %%
+compare_prediction(prediction_knee, knee, options=KNEE,
+                   hint="the counted knee above is where the floors cross; the busy time sits "
+                        "above both floors, so look for the batch where the compute floor "
+                        "becomes the larger one")
+
+# %% [markdown]
+# The GPU's own time shows the knee where the counting puts it: nearly flat while the weights
+# dominate (each extra request rides on the same 16 GB read), then growing with the batch once
+# the arithmetic is the longer floor. The wall clock shows no knee at all: every batch took
+# around a tenth of a second, with no trend, the host launching the same kernels for 1 request
+# or 1,024. The roofline of the busy time, under the H200's measured roofs:
+
+# %%
+roofline_figure(perf.busy_roofline(gpu_sweep))
+
+# %% [markdown]
+# Where the measured GPU differs from its datasheet: the datasheet has no host, so it cannot
+# say that the step's wall time was mostly launches (lesson 11 measures the remedy, a CUDA
+# graph, on the same GPU); and its two peaks are each higher than what was measured, by
+# different amounts (printed above), so its ridge, and the knee counted from it, move too.
+#
 # ## Where this leads: the memory wall
 #
 # Batching raised decode's intensity because the weights were shared. The KV cache is not

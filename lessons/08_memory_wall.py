@@ -377,15 +377,58 @@ for name in perf.REGIMES:
 # layer's many small operations, which compilers (`torch.compile`) and, on a GPU, CUDA graphs
 # (one recorded launch for the whole step) are built to shrink.
 #
+# ### The same wall on a GPU, measured once
+#
+# The course ships the same measurement made on an NVIDIA H200 (bfloat16 and float32, models
+# built from their configs with random weights, timed by the wall clock as above):
+
+# %%
+gpu_wall = perf.gpu_wall()
+print(perf.gpu_provenance())
+print(gpu_wall.peaks_how.splitlines()[0])
+
+# %% [markdown]
+# **Predict.** The 8-billion-weight model (Llama-3.1-8B's shape) reads 16 GB per step in
+# bfloat16, and the GPU reads about 4 TB a second. Which word will the rule give its step,
+# measured by the wall clock?
+
+# %%
+prediction_gpu_8b = None  # ← your guess: one of perf.REGIMES, copied exactly
+
+# %%
+views.wall_figure(gpu_wall)
+
+# %%
+print(gpu_wall)
+gpu_small, gpu_8b = (next(q for q in gpu_wall.points if q.label == name)
+                     for name in ("SmolLM2-135M bf16", "Llama-3.1-8B bf16"))
+gpu_8b_verdict = gpu_wall.verdict(gpu_8b)
+print(f"from {gpu_small.label} to {gpu_8b.label}: ×{gpu_8b.step_bytes / gpu_small.step_bytes:.0f} "
+      f"the bytes, ×{gpu_8b.seconds / gpu_small.seconds:.1f} the step; fixed cost "
+      f"{gpu_8b.fixed_cost_s / gpu_8b.seconds:.0%} of the 8B's step")
+
+# %%
+viz.compare_prediction(prediction_gpu_8b, gpu_8b_verdict, options=list(perf.REGIMES),
+                       hint="compare the fixed cost in the table with half the step")
+
+# %% [markdown]
+# The same three floors, a different balance. The GPU reads a 16 GB model in a few
+# milliseconds, so the memory floor is short for every model here, and the fixed cost (the
+# host launching each layer's kernels one by one: the "fixed cost" column) is about half of
+# every step or more, large model or small: the dots lie almost flat, many times the bytes for
+# a small multiple of the time (the last line above). Lesson 04 took such a step apart with the
+# GPU's own busy time (the 8B's weights streamed within a factor of two of the memory floor);
+# lesson 11 removes the launches with a CUDA graph and measures what is left.
+#
 # ## The remedies, measured
 #
 # The rule names what would shorten a step: fewer bytes (read by a kernel made for them), less
 # fixed cost (fewer, fused operations), or more tokens from each read of the weights.
 # [11 · Remedies](11_remedies.ipynb) applies each one and measures it: the course model in six
 # number formats through transformers and llama.cpp, a decode step taken apart with torch's
-# profiler and compiled with `torch.compile`, and speculative decoding. It also computes what
-# a GPU changes: the same rule on an H100's datasheet. The course model, for the check below
-# (the measured models above are gone):
+# profiler and compiled with `torch.compile`, and speculative decoding; and it sets the GPU's
+# measured step beside the same step computed from a datasheet. The course model, for the
+# check below (the measured models above are gone):
 
 # %%
 lm = viz.load_model(device="cpu")  # the processor whose limits the lesson measures

@@ -603,9 +603,10 @@ viz.compare_prediction(prediction_path, larger, options=["the code path", "the p
 #
 # or from a terminal: `python -m viz load http://gpu-box:8000/v1 --allow-remote --sweep
 # --n-requests 200 --repeats 3 -o vllm-sweep.json`, then `python -m viz report
-# vllm-sweep.json` for one HTML file that opens offline. No GPU was available where this course
-# was written, so it ships no measurements from one: the commands are shown, not run. Your
-# own numbers, saved with `-o`, are the reference.
+# vllm-sweep.json` for one HTML file that opens offline. The GPU this course was lent once
+# (lessons 04, 06, 08, 11) ran its measurements in one process, with no server, so the course
+# ships no server measured on a GPU: the commands are shown, not run. Your own numbers, saved
+# with `-o`, are the reference.
 
 # %% [markdown]
 # ## Where next

@@ -296,7 +296,7 @@ compare_prediction(prediction_course, course_compiled.speedup.median, rel_tol=0.
 # a tenth or so, sometimes too close to call on a busy machine. Where the fixed cost *is* the
 # step — a small model on a fast GPU, whose weights stream in a fraction of a millisecond —
 # the same remedy (there: CUDA graphs, or `torch.compile(mode="reduce-overhead")`) is what
-# sets the speed. And compiling has its price: the time printed above, paid again whenever the
+# sets the speed (the last section measures it on a GPU). And compiling has its price: the time printed above, paid again whenever the
 # shapes change (serving engines compile one graph per batch size they serve, once, at start).
 
 # %% [markdown]
@@ -394,12 +394,12 @@ views.generations_figure(generations)
 # request (speculative decoding) or for many (batching, lessons 06 and 09).
 
 # %% [markdown]
-# ### The same step on a GPU (computed, not measured)
+# ### The same step on a GPU: computed, then measured
 #
-# No GPU was measured for this course, so this part is **computed** from the H100's datasheet
-# (SXM, 80 GB: 3.35 TB/s, 989 TFLOP/s dense bfloat16) with lesson 08's rule: a step takes the
-# slower of reading its bytes and doing its arithmetic, plus a fixed cost. First with no fixed
-# cost at all, the ideal that CUDA graphs aim at:
+# First **computed** from the H100's datasheet (SXM, 80 GB: 3.35 TB/s, 989 TFLOP/s dense
+# bfloat16) with lesson 08's rule: a step takes the slower of reading its bytes and doing its
+# arithmetic, plus a fixed cost. First with no fixed cost at all, the ideal that CUDA graphs
+# aim at:
 
 # %%
 shapes = ["smollm2-135m", "smollm2-360m", "llama-3.2-1b", "smollm2-1.7b", "llama-3.1-8b"]
@@ -435,17 +435,55 @@ views.wall_figure(gpu_eager, gpu_ideal)
 
 # %% [markdown]
 # The GPU reads the bytes so much faster that the same fixed cost becomes most of the step:
-# compare the two charts' verdicts. On your CPU compiling was worth a tenth of the course
-# model's step; on a GPU, removing the per-operation cost (CUDA graphs, compiling) is what
-# sets the speed, which is why serving engines capture their decode steps as graphs. A
-# measured GPU reference (`benchmarks/gpu_check.py`, when a GPU is lent) is still to come.
+# compare the two charts' verdicts. Now **measured**: the course ships the remedy run on an
+# NVIDIA H200 (`perf.gpu_reference("compiled-step", ...)`; random weights, bfloat16): the
+# decode step eager, and compiled by `torch.compile(mode="reduce-overhead")`, which also
+# records the compiled step's kernels into a CUDA graph once and replays the graph with one
+# launch per step.
+#
+# ✏️ **Predict.** How many times faster was the course model's step (its shape, in bfloat16)
+# replayed as a CUDA graph than eager with the same static cache, on the H200?
+
+# %%
+prediction_graph = None  # ← eager step ÷ CUDA-graph step, the course model's shape on the H200
+
+# %%
+print(perf.gpu_provenance())
+graphs = [perf.gpu_reference("compiled-step", name) for name in perf.GPU_MODELS]
+h200 = perf.gpu_peaks()
+for g in graphs:
+    floor = g.weight_bytes / h200.bytes_per_s  # reading every weight once at the measured peak
+    print(f"{g}\n  memory floor {floor * 1e3:.2f} ms: the graph's step is "
+          f"{g.compiled.median / floor:.1f}× it (MBU {floor / g.compiled.median:.0%})\n")
+graph_speedup = graphs[0].speedup.median
+
+# %%
+compare_prediction(prediction_graph, graph_speedup, rel_tol=0.5,
+                   hint="the eager step is mostly launches (lesson 04's busy time); what is "
+                        "left when they are gone?")
+
+# %%
+views.compiled_figure(graphs)
+
+# %% [markdown]
+# Where the measurement differs from the computation: the computed ideal has no fixed cost at
+# all, and the graph does not get there. For the 8B the replayed step reads its weights within
+# a factor of two of the memory floor (the MBU above); for the course model's shape the step
+# stays many times its floor: a graph removes the launching, not the GPU's own time in each
+# of the step's many short kernels (lesson 04 measured that busy time for the eager step, and
+# the graph's step takes about as long). That is why serving engines both capture graphs and
+# fuse kernels, and why a small model gains the most from both. And the
+# compile's price was paid once, in the seconds printed above: a server pays it at start, for
+# every batch size it will serve. (The 8B's greedy tokens differ between the three ways, the
+# course model's do not: with random weights the text means nothing either way, and this run
+# did not take the difference apart.)
 
 # %% [markdown]
 # ## Check yourself
 #
 # Your predictions were checked where you made them: the Q4_1 speed-up, the matrix products'
-# share, the compiled steps, the tokens per pass, the growth of bandwidth and the GPU's
-# verdict. One more, with pencil and paper.
+# share, the compiled steps, the tokens per pass, the growth of bandwidth, the GPU's verdict
+# and its CUDA graph. One more, with pencil and paper.
 #
 # ✏️ Your machine's measured read bandwidth is in the last row of the table above. If nothing
 # but reading the weights took time, how many tokens per second would the course model make in

@@ -84,6 +84,14 @@ def figures(tiny_gqa) -> dict:
         perf.computed_wall(shapes, **perf.H100_SXM, fixed_cost_per_layer_s=3e-4),
         perf.computed_wall(shapes, **perf.H100_SXM))
     out["bytes-whatif"] = views.bytes_whatif_figure(wall, 0.5)
+    # The GPU reference (lessons 06, 07, 08, 11): an H200's wall, its busy-time roofline, its
+    # trace beside the CPU's, its CUDA-graph steps
+    out["memory-wall-h200"] = views.wall_figure(perf.gpu_wall())
+    out["roofline-h200-busy"] = views.roofline_figure(
+        perf.busy_roofline(perf.gpu_reference("busy-sweep", "llama-3.1-8b")))
+    out["compare-h200"] = views.compare_figure(real, perf.gpu_reference("trace"))
+    out["compiled-h200"] = views.compiled_figure([perf.gpu_reference("compiled-step", name)
+                                                  for name in perf.GPU_MODELS])
     # Lesson 10: the long-context sweeps on the tiny model, and the decode chart with numbers
     # like a native run's (a first point just under a tick: its label once met the tick's)
     out["long-prefill"] = views.sweep_figure(perf.long_prefill_sweep(tiny_gqa, [32, 64, 128],

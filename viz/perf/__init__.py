@@ -28,6 +28,7 @@
 | `profile.py` | one decode step taken apart with torch.profiler: products, attention, norms, small ops, gaps |
 | `compiled.py` | a decode step compiled (torch.compile, static cache) against eager, with the compile's cost |
 | `datasheets.py` | peak FLOP/s and bandwidth by hardware generation (datasheets), this machine beside |
+| `gpu.py` | the GPU reference shipped in `viz/data/` (an H200, measured once), judged by the same rule |
 """
 
 from viz.perf.batch import BatchRun, generate_batch
@@ -98,3 +99,10 @@ __all__ += ["FORMATS", "LLAMA_FORMATS", "TORCH_FORMATS", "FormatPoint", "FormatR
             "measure_formats", "DATASHEETS", "Datasheet", "datasheet", "generations_table",
             "generations_text", "growth", "LOOKUP_PROMPTS", "LOOKUP_WHY", "StepPart", "StepProfile", "profile_decode_step",
             "CompiledStep", "compiler_missing", "measure_compiled_step", "release_memory"]
+from viz.perf.gpu import (GPU_MODELS, BusyRow, PrefillRow, busy_knee, busy_roofline, busy_rows,
+                          gpu_fixed_cost, gpu_peaks, gpu_provenance, gpu_reference, gpu_wall,
+                          prefill_rows, ridge_batch)
+
+__all__ += ["GPU_MODELS", "BusyRow", "PrefillRow", "busy_knee", "busy_roofline", "busy_rows",
+            "gpu_fixed_cost", "gpu_peaks", "gpu_provenance", "gpu_reference", "gpu_wall",
+            "prefill_rows", "ridge_batch"]
