@@ -40,8 +40,9 @@ Measured here (2-core AMD EPYC with avx512_bf16, torch 2.13.0+cpu, 2 threads, on
 worker, 2026-12-03; `python benchmarks/remedies.py --repeats 5` saves the course model's run as
 `viz/data/cpu-compiled-step.json`): the narrow 30-layer model's step 5.95 ms eager → 2.76 ms
 compiled (×2.15, 1.89–2.73), compile 40.5 s cold; the course model's 46.8 → 41.8 ms, ×1.12
-(0.97–1.28): too close to call, compile 36.0 s (its step is the bytes). In committed lesson 11
-the narrow model: 6.77 → 3.34 ms, ×2.03 (1.68–2.58), compile 38.0 s.
+(0.97–1.28): too close to call, compile 36.0 s (its step is the bytes). Lesson 11 as committed
+on 2026-12-04, the narrow model: 9.15 ms eager (static cache) → 3.25 ms, ×2.82 (2.27–3.42),
+compile 41.7 s.
 
 On a GPU the same idea has a second form: CUDA graphs record one step's kernel launches and
 replay them with one call (`torch.compile(mode="reduce-overhead")`; vLLM and SGLang capture
