@@ -185,6 +185,24 @@ def gpu_driver() -> str:
         return ""
 
 
+def build(runner: Runner, plan: dict, config, what: str, reserve_s: float = 30):
+    """Build `config` (a shipped name or a config dict) on the plan's device, as a timed step
+    named "<tag>: build for <what>"; returns (model or None, tag)."""
+    name = config if isinstance(config, str) else config["name"]
+    tag = name.lower()
+    lm = runner.run(f"{tag}: build {what}",
+                    lambda: perf.from_config(config, device=plan["device"], dtype=plan["dtype"]),
+                    reserve_s=reserve_s)
+    return lm, tag
+
+
+def free() -> None:
+    """After `del lm`: collect the model and hand its device memory back before the next one."""
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
 def cpu_times() -> dict:
     """The host's CPU time so far (/proc/stat, in clock ticks): user, system, idle, steal."""
     try:
@@ -267,11 +285,7 @@ def device_busy(runner: Runner, plan: dict, config) -> None:
     from viz.spread import Spread
 
     b = plan["busy"]
-    name = config if isinstance(config, str) else config["name"]
-    tag = name.lower()
-    lm = runner.run(f"{tag}: build for the device-busy sweep",
-                    lambda: perf.from_config(config, device=plan["device"], dtype=plan["dtype"]),
-                    reserve_s=20)
+    lm, tag = build(runner, plan, config, "for the device-busy sweep", reserve_s=20)
     if lm is None:
         return
     forward = viz.compat.last_logits(lm.model)
@@ -332,9 +346,7 @@ def device_busy(runner: Runner, plan: dict, config) -> None:
 
     runner.run(f"{tag}: device-busy sweep", sweep, reserve_s=20)
     del lm
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
+    free()
 
 
 def compiled_step(runner: Runner, plan: dict, config) -> None:
@@ -342,11 +354,7 @@ def compiled_step(runner: Runner, plan: dict, config) -> None:
     from viz.perf.compiled import measure_compiled_step
 
     c = plan["compiled"]
-    name = config if isinstance(config, str) else config["name"]
-    tag = name.lower()
-    lm = runner.run(f"{tag}: build for the compiled step",
-                    lambda: perf.from_config(config, device=plan["device"], dtype=plan["dtype"]),
-                    reserve_s=30)
+    lm, tag = build(runner, plan, config, "for the compiled step")
     if lm is None:
         return
 
@@ -365,17 +373,11 @@ def compiled_step(runner: Runner, plan: dict, config) -> None:
 
     runner.run(f"{tag}: compiled step ({c['mode']})", measure, reserve_s=60)
     del lm
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
+    free()
 
 
 def one_config(runner: Runner, plan: dict, config, peaks) -> None:
-    name = config if isinstance(config, str) else config["name"]
-    tag = name.lower()
-    lm = runner.run(f"{tag}: build from config",
-                    lambda: perf.from_config(config, device=plan["device"], dtype=plan["dtype"]),
-                    reserve_s=30)
+    lm, tag = build(runner, plan, config, "from config")
     if lm is None:
         return
     label = f"{viz.runtime.device_name(lm.device)} (random weights)"
@@ -424,9 +426,7 @@ def one_config(runner: Runner, plan: dict, config, peaks) -> None:
     if peaks is not None:
         runner.run(f"{tag}: roofline", roofline)
     del lm
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
+    free()
 
 
 def memory_wall(runner: Runner, plan: dict):
