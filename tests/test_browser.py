@@ -54,6 +54,10 @@ LAB_OVERRIDES = {
     "@jupyterlab/apputils-extension:notification": {"fetchNews": "false",
                                                     "checkForUpdates": False},
     "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"},
+    # No autosave: the test saves each run once, itself. An autosave (every 120 s) landing
+    # beside that save made JupyterLab ask "File Changed ... overwrite or revert?" over lesson
+    # 09 (a 138 s run), and the dialog took the slider's click (seen in a fresh-clone CI run)
+    "@jupyterlab/docmanager-extension:plugin": {"autosave": False},
 }
 
 KERNEL_READY_JS = """() => {
