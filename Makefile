@@ -21,32 +21,30 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 # nbval over the committed notebooks: each cell re-run and compared to its saved outputs, after
 # the sanitizers in tests/nbval-sanitize.cfg; tools/nbval_memory.py adds a peak-memory check.
 NBVAL := --nbval --nbval-current-env --nbval-cell-timeout=600 \
-	--nbval-sanitize-with tests/nbval-sanitize.cfg -p tools.nbval_memory
+	--nbval-sanitize-with tests/nbval-sanitize.cfg -p tools.nbval_memory -p tools.nbval_tolerance
 
-.PHONY: setup model lab test test-fast notebooks readme bench browser clean
+.PHONY: setup model lab test test-fast notebooks readme bench browser clean engines
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# llama.cpp's server (requirements-engines.txt) compiles from source: its wheel is built once
-# into WHEELS, outside the repository, and every later set-up installs it from there
-# (-c requirements.txt: its server's dependencies stay inside requirements.txt's ranges).
-WHEELS ?= $(HOME)/.cache/llm-inference-viz-wheels
-LLAMA_CPP := llama-cpp-python==0.3.36
+# llama.cpp's server (requirements-engines.txt) compiles from source: tools/engines.py builds
+# its wheel once per CPU recipe, portably (no -march=native, no AMX: the native build died with
+# SIGILL on an AMX cloud VM), into ~/.cache/llm-inference-viz-wheels/<recipe>/, and every later
+# set-up installs it from there (-c requirements.txt: its server's dependencies stay inside
+# requirements.txt's ranges). `make engines` builds it again.
 
-# Reinstall only when a requirements file or pyproject.toml changed since the last install.
-$(STAMP): requirements.txt requirements-engines.txt pyproject.toml | $(BIN)/python
+# Reinstall only when a requirements file, pyproject.toml or the engine recipe changed since
+# the last install.
+$(STAMP): requirements.txt requirements-engines.txt pyproject.toml tools/engines.py | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
-	@if ! ls $(WHEELS)/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1; then \
-		echo "compiling llama.cpp's Python package (llama-cpp-python) once: about 3-6 minutes;" \
-		     "the wheel is kept in $(WHEELS) for every later set-up"; \
-		$(BIN)/python -m pip wheel --quiet --disable-pip-version-check --no-deps \
-			$(LLAMA_CPP) -w $(WHEELS); \
-	fi
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --find-links $(WHEELS) \
-		-r requirements-engines.txt -c requirements.txt
+	$(BIN)/python -m tools.engines install -c requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $@
+
+engines: | $(BIN)/python
+	$(BIN)/python -m tools.engines install --rebuild -c requirements.txt
+	$(BIN)/python -m tools.engines check
 
 setup: $(STAMP) model
 

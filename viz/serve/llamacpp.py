@@ -5,8 +5,9 @@
         run = viz.serve.run_load(server, concurrency=4, n_requests=8)
 
 It runs `python -m llama_cpp.server` (the `llama-cpp-python[server]` package, which compiles
-llama.cpp when it is installed: `make setup` builds its wheel once, 3–6 minutes on 2 cores,
-and keeps it in ~/.cache/llm-inference-viz-wheels) on 127.0.0.1, offline, through
+llama.cpp when it is installed: `make setup` builds its wheel once per CPU recipe, portably
+(tools/engines.py: no -march=native, no AMX), about 4 minutes on 2 cores, and keeps it in
+~/.cache/llm-inference-viz-wheels) on 127.0.0.1, offline, through
 `viz.serve.worker` like the embedded transformers server: its own process group, killed with
 the process that started it, its log in a file. It serves the GGUF file the default model
 comes in (`viz.default_model.default_gguf_path`: SmolLM2-135M-Instruct, Q4_1: 4-bit weights
@@ -54,9 +55,9 @@ from viz.serve.server import ManagedProcess, ServerInfo
 
 VERSION = "0.3.36"  # the llama-cpp-python release requirements-engines.txt pins
 INSTALL_HINT = ("llama.cpp's server is not installed in this environment: run `make setup` "
-                "(it compiles llama-cpp-python once, 3-6 minutes on 2 cores, and keeps the "
-                "wheel for next time), or `pip install 'llama-cpp-python[server]==" + VERSION +
-                "'` (on Binder it is not installed: the build would take longer than a "
+                "(it compiles llama-cpp-python once for this CPU, about 4 minutes on 2 cores, "
+                "and keeps the wheel for next time; a plain `pip install` builds with "
+                "-march=native, which can crash with SIGILL on CPUs with AMX) (on Binder it is not installed: the build would take longer than a "
                 "session's start)")
 # What `python -m llama_cpp.server` imports beyond viz's own dependencies.
 NEEDS = ("llama_cpp", "sse_starlette", "starlette_context", "pydantic_settings")
