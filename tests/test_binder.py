@@ -280,7 +280,8 @@ def test_binder_build_emulated(tmp_path):
              *[str(p.relative_to(ROOT)) for p in lessons], "--nbval",
              "--nbval-current-env", "--nbval-cell-timeout=600",
              "--nbval-sanitize-with", "tests/nbval-sanitize.cfg",
-             "-p", "tools.nbval_memory", f"--peak-memory-json={memory_json}"]
+             "-p", "tools.nbval_memory", "-p", "tools.nbval_tolerance",
+             f"--peak-memory-json={memory_json}"]
     times["nbval_s"] = run(nbval, log, cwd=repo, env=dict(env, PYTHONPATH=str(offline)))
 
     # The server lesson 09 starts, from the image, offline: one streaming request.
