@@ -1,5 +1,6 @@
 """Weight formats side by side (viz.perf.formats): GGUF files written from the shipped Q4_1 file,
-llama.cpp's greedy loop proven against transformers float32, and the comparison's rows.
+llama.cpp's greedy loop proven against transformers float32, and the comparison's rows — also
+when one format's llama.cpp child process crashes (tests/test_engine_child.py: the crashes).
 
 Marked `real_model`: they need `make model` (the default model and its GGUF file) and
 `make setup` (llama-cpp-python)."""
@@ -9,6 +10,7 @@ import pytest
 
 import viz
 from viz.perf import formats
+from viz.perf.engine_child import FAULT_ENV
 from viz.perf.formats import (FormatRun, gguf_file, gguf_weight_bytes, llama_greedy,
                               measure_formats)
 
@@ -94,6 +96,37 @@ def test_the_comparison_has_a_row_per_format(smollm, folder):
     assert "reference" in text and f"{q4.same_tokens} of 4" in text
     again = FormatRun.from_dict(run.to_dict())
     assert again.point("Q4_1").token_ids == q4.token_ids
+
+
+def test_a_format_whose_engine_crashes_is_reported_and_the_others_measured(smollm, folder,
+                                                                         monkeypatch):
+    from viz.views.formats import formats_figure
+
+    # F16's child (writing the file, or decoding it) kills itself with SIGILL, as a llama.cpp
+    # built for another CPU did; Q4_1's child runs as usual, and so does this process
+    monkeypatch.setenv(FAULT_ENV, "SIGILL@F16")
+    run = measure_formats(smollm, ("float32", "F16", "Q4_1"), new_tokens=3, repeats=1,
+                          gguf_folder=str(folder))
+    assert [p.label for p in run.points] == ["transformers float32", "llama.cpp Q4_1"]
+    q4 = run.point("Q4_1")
+    assert len(q4.token_ids) == 3 and q4.step.runs == 2 and q4.step.median > 0
+    assert run.point("F16") is None and [f.label for f in run.failures] == ["llama.cpp F16"]
+    failed = run.failures[0]
+    assert "died of SIGILL (illegal instruction) while " in failed.error
+    assert "make engines" in failed.advice and "make engines" not in failed.error
+    # said in every place the run is shown, and kept when it is saved and read back
+    assert "F16 failed: llama.cpp (llama-cpp-python" in str(run) and "`make engines`" in str(run)
+    row = run.table()[-1]
+    assert row["format"] == "F16" and row["step_ms"] is None and row["note"].startswith(
+        "failed: llama.cpp")
+    fig = formats_figure(run, read_bytes_per_s=1e10)
+    assert "crashed, not shown: llama.cpp F16" in fig.layout.title.text.replace("<br>", " ")
+    assert [list(t.text) for t in fig.data[1:]] == [["float32"], ["Q4_1"]]
+    again = FormatRun.from_dict(run.to_dict())
+    assert again.failures == run.failures and again.point("Q4_1").token_ids == q4.token_ids
+    # a file saved before failures were recorded still loads, with none
+    old = {k: v for k, v in run.to_dict().items() if k != "failures"}
+    assert FormatRun.from_dict(old).failures == []
 
 
 def test_a_dtype_without_a_fast_kernel_is_timed_once(smollm):

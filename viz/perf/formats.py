@@ -6,9 +6,12 @@ measures that on the learner's machine, token for token:
 
 - **transformers (viz)**: the default model in float32 (4 bytes a weight) and bfloat16 (2),
   decoded by `viz.record` (torch's kernels, torch's per-operation overhead).
-- **llama.cpp** (the `llama-cpp-python` package, in this process, no server): the same
-  weights as GGUF files in F32, F16, Q8_0 (8.5 bits a weight) and Q4_1 (5 bits), decoded one
-  token per `eval` with greedy argmax here (no sampler, no repeat penalty).
+- **llama.cpp** (the `llama-cpp-python` package, no server): the same weights as GGUF files in
+  F32, F16, Q8_0 (8.5 bits a weight) and Q4_1 (5 bits), decoded one token per `eval` with
+  greedy argmax (no sampler, no repeat penalty). It runs in a child process, one per file
+  written and per format decoded (`viz.perf.engine_child`, ~0.2 s to start, outside the timed
+  steps): a native crash there (SIGILL from a build for another CPU) is an `EngineCrash` here,
+  and `measure_formats` records it in `FormatRun.failures` and goes on with the other rows.
 
 All of them hold *the same values*. The default model ships only as a Q4_1 GGUF file (viz's
 float32 model is that file dequantized); `gguf_file` writes the F32, F16 and Q8_0 files from it
@@ -40,17 +43,16 @@ such (`viz.perf.load_reference("cpu-formats")`, written by `benchmarks/remedies.
 
 from __future__ import annotations
 
-import ctypes
-import logging
 import math
 import os
 import struct
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Optional, Sequence
 
 from viz.documents import Document
+from viz.perf import engine_child
+from viz.perf.engine_child import TIMEOUT_S, EngineCrash
 from viz.perf.prefix import common_prefix
 from viz.runtime import check_threads, check_whole, using_threads
 from viz.spread import Spread
@@ -92,6 +94,21 @@ class FormatPoint:
 
 
 @dataclass
+class FormatFailure:
+    """A format whose engine crashed (`EngineCrash`): no timing, the other rows measured."""
+
+    engine: str  # "llama.cpp"
+    format: str  # "F32", "F16", "Q8_0" or "Q4_1"
+    error: str  # the crash in one sentence: engine, signal (or exit code, timeout), doing what
+    advice: str = ""  # the likely cause and the fix (`make engines`)
+    stderr: str = ""  # the child's last lines on stderr, if any
+
+    @property
+    def label(self) -> str:
+        return f"{self.engine} {self.format}"
+
+
+@dataclass
 class FormatRun(Document):
     """Formats side by side (`measure_formats`); lesson 11."""
 
@@ -114,6 +131,8 @@ class FormatRun(Document):
     # it was measured, and that machine's measured read bandwidth; "" and 0.0: measured here
     source: str = ""
     read_bytes_per_s: float = 0.0
+    # formats whose engine crashed: not in `points` (nothing was timed), said in str() and table()
+    failures: list[FormatFailure] = field(default_factory=list)
 
     def point(self, label: str) -> Optional[FormatPoint]:
         """The row whose label ("llama.cpp Q4_1") or format ("Q4_1") is `label`."""
@@ -131,6 +150,11 @@ class FormatRun(Document):
                          "tokens_per_s": round(p.tokens_per_s, 1),
                          "achieved_gb_per_s": round(p.achieved_bytes_per_s.median / 1e9, 1),
                          "same_tokens": p.same_tokens, "note": p.note})
+        for f in self.failures:  # a row without numbers: the crash is its note
+            rows.append({"engine": f.engine, "format": f.format, "bytes_per_weight": None,
+                         "weight_mb": None, "step_ms": None, "step_ms_low": None,
+                         "step_ms_high": None, "tokens_per_s": None, "achieved_gb_per_s": None,
+                         "same_tokens": None, "note": f"failed: {f.error}"})
         return rows
 
     def __str__(self) -> str:
@@ -145,6 +169,10 @@ class FormatRun(Document):
                          f"{p.weight_bytes / 1e6:>9.0f} {p.step.text(1e3, '', 2, runs=False):>20} "
                          f"{p.tokens_per_s:>9.1f} {p.achieved_bytes_per_s.median / 1e9:>6.1f} "
                          f"{same:>12}" + (f"  ({p.note})" if p.note else ""))
+        for f in self.failures:
+            lines.append(f"{f.engine:>13} {f.format:>9} failed: {f.error}")
+        for advice in dict.fromkeys(f.advice for f in self.failures if f.advice):
+            lines.append(f"  {advice}")
         if self.source:
             lines.append(f"reference, not measured here: {self.source}")
         return "\n".join(lines)
@@ -163,23 +191,21 @@ def available_formats() -> tuple[str, ...]:
 
 
 # ---- GGUF files in each format, made from the shipped Q4_1 file -------------------------------
-def _llama_cpp():
+def _check_llama_cpp() -> None:
+    """A ServeError naming `make setup` when llama-cpp-python is missing (checked here, before
+    a child is started; it is never imported in this process)."""
     from viz.serve.llamacpp import check_installed
 
-    check_installed()  # a ServeError naming `make setup` when the package is missing
-    import llama_cpp
-
-    # its C library logs every tensor it loads or converts (to stderr, which a notebook
-    # shows): errors only
-    logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)
-    return llama_cpp
+    check_installed()
 
 
-def gguf_file(fmt: str, source: Optional[str] = None, folder: Optional[str] = None) -> Path:
+def gguf_file(fmt: str, source: Optional[str] = None, folder: Optional[str] = None, *,
+              timeout_s: float = TIMEOUT_S) -> Path:
     """The default model's GGUF file in `fmt` (one of LLAMA_FORMATS): the shipped Q4_1 file
     itself, or one written from it once by llama.cpp's quantizer (kept in the viz cache, or in
-    `folder`). The file is written under a temporary name and renamed, so a failed or
-    interrupted write leaves nothing half-made behind."""
+    `folder`), in a child process (`EngineCrash` if it dies). The file is written under a
+    temporary name and renamed, so a failed or interrupted write leaves nothing half-made
+    behind."""
     from viz import default_model
 
     if fmt not in LLAMA_FORMATS:
@@ -194,19 +220,13 @@ def gguf_file(fmt: str, source: Optional[str] = None, folder: Optional[str] = No
     out = out_dir / f"{src.stem.split('.')[0]}.{fmt}.gguf"
     if out.is_file() and out.stat().st_mtime >= src.stat().st_mtime:
         return out
-    llama_cpp = _llama_cpp()
+    _check_llama_cpp()
     out_dir.mkdir(parents=True, exist_ok=True)
-    ftype = {"F32": llama_cpp.LLAMA_FTYPE_ALL_F32, "F16": llama_cpp.LLAMA_FTYPE_MOSTLY_F16,
-             "Q8_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0,
-             "Q4_1": llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_1}[fmt]
-    params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype, params.allow_requantize, params.nthread = ftype, True, os.cpu_count() or 1
     tmp = out.with_name(out.name + f".{os.getpid()}.part")
     try:
-        rc = llama_cpp.llama_model_quantize(str(src).encode(), str(tmp).encode(),
-                                            ctypes.byref(params))
-        if rc != 0 or not tmp.is_file():
-            raise RuntimeError(f"llama.cpp's quantizer failed ({rc}) writing {fmt} from {src}")
+        engine_child.call("quantize", {"src": str(src), "dst": str(tmp), "ftype": fmt},
+                          doing=f"writing {out.name} ({fmt}) from {src.name}",
+                          timeout_s=timeout_s)
         os.replace(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)
@@ -272,44 +292,20 @@ def gguf_weight_bytes(path: str | os.PathLike) -> int:
 
 # ---- decoding ------------------------------------------------------------------------------------
 def llama_greedy(path: str | os.PathLike, prompt_ids: Sequence[int], new_tokens: int, *,
-                 repeats: int = 3, threads: Optional[int] = None) -> tuple[list[int], list[float]]:
-    """Greedy decode with llama.cpp in this process: the prompt in one `eval`, then one token per
-    `eval`, the next token the argmax of the last logits (no sampler). Returns the tokens (of the
-    last run) and every timed step of `repeats` runs, after one warm-up run."""
-    import numpy as np
-
-    llama_cpp = _llama_cpp()
-    llm = llama_cpp.Llama(model_path=str(path), n_ctx=max(256, len(prompt_ids) + new_tokens + 8),
-                          n_batch=512, n_threads=threads or os.cpu_count() or 1,
-                          logits_all=False, verbose=False)
-    try:
-        n_vocab = llm.n_vocab()
-
-        def run(n: int) -> tuple[list[int], list[float]]:
-            llm.reset()
-            llm.eval(list(prompt_ids))  # 1. prefill: the whole prompt, its KV cache kept
-            tokens, steps = [], []
-            while True:
-                # 2. the next token: the largest of the last position's logits
-                logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1),
-                                               shape=(n_vocab,))
-                tokens.append(int(logits.argmax()))
-                if len(tokens) == n:
-                    return tokens, steps
-                # 3. one decode step: that token in, its keys and values appended to the cache
-                t0 = time.perf_counter()
-                llm.eval([tokens[-1]])
-                steps.append(time.perf_counter() - t0)
-
-        run(min(4, new_tokens))  # warm-up
-        times: list[float] = []
-        tokens: list[int] = []
-        for _ in range(repeats):
-            tokens, steps = run(new_tokens)
-            times += steps
-        return tokens, times
-    finally:
-        llm.close()
+                 repeats: int = 3, threads: Optional[int] = None,
+                 timeout_s: float = TIMEOUT_S) -> tuple[list[int], list[float]]:
+    """Greedy decode with llama.cpp in a child process (`engine_child.greedy`, which times each
+    step there): the prompt in one `eval`, then one token per `eval`, the next token the argmax
+    of the last logits (no sampler). Returns the tokens (of the last run) and every timed step
+    of `repeats` runs, after one warm-up run. Raises `EngineCrash` when llama.cpp dies (SIGILL,
+    SIGSEGV, out of memory), exits non-zero or runs past `timeout_s`."""
+    _check_llama_cpp()
+    path = Path(path)
+    args = {"path": str(path), "prompt_ids": [int(t) for t in prompt_ids],
+            "new_tokens": int(new_tokens), "repeats": int(repeats),
+            "threads": int(threads or os.cpu_count() or 1)}
+    out = engine_child.call("greedy", args, doing=f"decoding {path.name}", timeout_s=timeout_s)
+    return out["tokens"], out["steps_s"]
 
 
 def _torch_point(lm, prompt: str, chat: bool, new_tokens: int, repeats: int,
@@ -337,7 +333,7 @@ def _torch_point(lm, prompt: str, chat: bool, new_tokens: int, repeats: int,
 def measure_formats(lm=None, formats: Sequence[str] = FORMATS, *, prompt: str = PROMPT,
                     chat: bool = True, new_tokens: int = 24, repeats: int = 3,
                     threads: Optional[int] = None, gguf_folder: Optional[str] = None,
-                    progress: bool = False) -> FormatRun:
+                    progress: bool = False, timeout_s: float = TIMEOUT_S) -> FormatRun:
     """Decode the same prompt in each format and engine (module docstring).
 
     lm: the default model in float32 on the CPU, or None: then it is loaded here and let go
@@ -346,6 +342,11 @@ def measure_formats(lm=None, formats: Sequence[str] = FORMATS, *, prompt: str = 
         model reads the float32 one: together they would not fit Binder's 2 GB).
     formats: any of FORMATS; "float32" is always measured first (the reference).
     new_tokens: greedy tokens per run (new_tokens - 1 decode steps timed); repeats: runs each.
+    timeout_s: the longest each llama.cpp child process may run (writing a file, or decoding).
+
+    A llama.cpp format whose child process crashes (`EngineCrash`: SIGILL from a build for
+    another CPU, out of memory) is not a row of `points` but a `FormatFailure` in `failures`,
+    and the other formats are measured all the same.
     """
     import datetime
 
@@ -370,6 +371,7 @@ def measure_formats(lm=None, formats: Sequence[str] = FORMATS, *, prompt: str = 
         raise ValueError(f"llama.cpp's rows are the default model's GGUF files, not {name}'s: "
                          f"give formats=('float32', 'bfloat16') for this model, or lm=None")
     points: list[FormatPoint] = []
+    failures: list[FormatFailure] = []
     with using_threads(threads) as n_threads:
         ref, times, _ = _torch_point(lm, prompt, chat, new_tokens, repeats, None)
         ref_ids = [s.token_id for s in ref.steps]
@@ -396,9 +398,16 @@ def measure_formats(lm=None, formats: Sequence[str] = FORMATS, *, prompt: str = 
                 print(f"  transformers bfloat16: {points[-1].step.text(1e3, 'ms', 1)}",
                       flush=True)
         for fmt in (f for f in LLAMA_FORMATS if f in formats):
-            path = gguf_file(fmt, folder=gguf_folder)
-            ids, times = llama_greedy(path, ref.prompt_ids, new_tokens, repeats=repeats,
-                                      threads=n_threads)
+            try:
+                path = gguf_file(fmt, folder=gguf_folder, timeout_s=timeout_s)
+                ids, times = llama_greedy(path, ref.prompt_ids, new_tokens, repeats=repeats,
+                                          threads=n_threads, timeout_s=timeout_s)
+            except EngineCrash as e:  # this format's child died: say so, go on with the next
+                failures.append(FormatFailure("llama.cpp", fmt, e.summary, e.advice,
+                                              e.stderr_tail))
+                if progress:
+                    print(f"  llama.cpp {fmt}: failed: {e.summary}", flush=True)
+                continue
             wb = gguf_weight_bytes(path)
             points.append(FormatPoint("llama.cpp", fmt, wb, wb / n_params, Spread.of(times),
                                       ids, common_prefix(ids, ref_ids)))
@@ -406,7 +415,7 @@ def measure_formats(lm=None, formats: Sequence[str] = FORMATS, *, prompt: str = 
                 print(f"  llama.cpp {fmt}: {points[-1].step.text(1e3, 'ms', 1)}", flush=True)
     return FormatRun(model=name, n_params=n_params, prompt=prompt, chat=chat,
                      new_tokens=new_tokens, repeats=repeats, threads=n_threads,
-                     reference="transformers float32", points=points,
+                     reference="transformers float32", points=points, failures=failures,
                      machine=f"{cpu_name()} ({os.cpu_count()} CPUs, torch kernels "
                              f"{cpu_capability()}), measured "
                              f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")

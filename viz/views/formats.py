@@ -1,6 +1,7 @@
 """Weight formats on the memory wall: time per decode step against the bytes it reads, one
 marker per format and engine (`viz.perf.measure_formats`), beside the memory floor (bytes ÷ the
-machine's measured read bandwidth). Lesson 11."""
+machine's measured read bandwidth). A format whose engine crashed (`FormatRun.failures`) has no
+marker: the title names it. Lesson 11."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ ENGINE_STYLE = {"transformers": (palette.PREFILL, "circle"),
 
 
 def formats_data(run, read_bytes_per_s: Optional[float] = None) -> dict[str, Any]:
-    """The points (MB per token, ms per step with the middle half of the steps) by engine, and
-    the memory floor's line when a read bandwidth (bytes/s) is given."""
+    """The points (MB per token, ms per step with the middle half of the steps) by engine, the
+    memory floor's line when a read bandwidth (bytes/s) is given, and the failed formats."""
     from viz.perf.formats import FormatRun
 
     if not isinstance(run, FormatRun):
@@ -37,7 +38,7 @@ def formats_data(run, read_bytes_per_s: Optional[float] = None) -> dict[str, Any
         floor = {"mb": [0.0, top / 1e6], "ms": [0.0, top / read_bytes_per_s * 1e3],
                  "gb_per_s": read_bytes_per_s / 1e9}
     return {"engines": engines, "floor": floor, "model": run.model, "threads": run.threads,
-            "reference": bool(run.source)}
+            "reference": bool(run.source), "failed": [f.label for f in run.failures]}
 
 
 def formats_figure(run, read_bytes_per_s: Optional[float] = None, height: int = 440):
@@ -71,7 +72,8 @@ def formats_figure(run, read_bytes_per_s: Optional[float] = None, height: int = 
                           "%{customdata[4]}<extra></extra>"))
     fig.update_layout(**plotly_layout(
         ("reference machine (not this one) · " if data["reference"] else "") +
-        f"fewer bytes, read by the kernel: {data['model']}, {data['threads']} threads",
+        f"fewer bytes, read by the kernel: {data['model']}, {data['threads']} threads" +
+        (f" · crashed, not shown: {', '.join(data['failed'])}" if data["failed"] else ""),
         height=height))
     fig.update_xaxes(title="weights read per token (MB)", rangemode="tozero")
     fig.update_yaxes(title="time per decode step (ms)", rangemode="tozero")
