@@ -3,6 +3,7 @@
     python -m viz record "The capital of France is" -o trace.json
     python -m viz report trace.json -o report.html
     python -m viz fetch-model
+    python -m viz doctor                                  # check this machine: OK/WARN/FAIL + fix
     python -m viz sweep prompt --values 8 16 32 64 -o prompt_sweep.json
     python -m viz sweep batch --values 1 2 4 8 --config llama-3.2-1b --device cuda
     python -m viz roofline --batch-sizes 1 4 16 -o roofline.json
@@ -98,6 +99,21 @@ def _fetch(args: argparse.Namespace) -> int:
 def add_fetch(sub) -> None:
     p = sub.add_parser("fetch-model", help="download, check and cache the default model")
     p.set_defaults(func=_fetch)
+
+
+# ---- doctor -------------------------------------------------------------------------------
+def _doctor(args: argparse.Namespace) -> int:
+    from viz.doctor import doctor
+
+    return doctor(as_json=args.json)
+
+
+def add_doctor(sub) -> None:
+    p = sub.add_parser("doctor", help="check this machine: CPU, memory, the model, engines, "
+                                      "caches, versions; each line OK, WARN or FAIL with the fix")
+    p.add_argument("--json", action="store_true",
+                   help="print the checks as JSON: a list of {check, status, finding, fix}")
+    p.set_defaults(func=_doctor)
 
 
 # ---- report -------------------------------------------------------------------------------
@@ -480,8 +496,8 @@ def add_load(sub) -> None:
 
 
 # Each entry adds one sub-command to the parser.
-COMMANDS: list[Callable] = [add_record, add_fetch, add_report, add_sweep, add_roofline,
-                            add_peaks, add_serve, add_request, add_load]
+COMMANDS: list[Callable] = [add_record, add_fetch, add_doctor, add_report, add_sweep,
+                            add_roofline, add_peaks, add_serve, add_request, add_load]
 
 
 def build_parser() -> argparse.ArgumentParser:
