@@ -98,6 +98,52 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine() or "cpu"
 
 
+SHORT_NAME_CHARS = 24  # a short name's longest (an ellipsis included): it fits a legend entry
+# What short_device_name removes, in order. Marks and words that say nothing about which chip
+# it is; the vendor where the product name says it already (a Xeon is Intel's, an RTX
+# NVIDIA's); the clock and core count (fixed by the model number); an APU's graphics.
+_NOISE = (
+    r"\((?:R|TM|C)\)|[®™©]",  # "Intel(R) Core(TM)"
+    r"@.*$",  # "@ 2.80GHz": the clock, and anything after it
+    r"\b(?:w/|with)\s+Radeon\b.*$",  # "w/ Radeon 780M Graphics", "with Radeon Graphics"
+    r"\b\d+-Cores?(?:\s+Processor)?\b",  # "64-Core Processor"
+    r"\b\d+(?:st|nd|rd|th)\s+Gen\b",  # "13th Gen"
+    r"\brev\s+\w+(?:\s+\(\w+\))?",  # Arm Linux: "ARMv8 Processor rev 1 (v8l)"
+    r"\b(?:Intel|AMD|NVIDIA|GeForce|Processor|CPU)\b",
+)
+
+
+def short_device_name(name: str) -> str:
+    """A CPU's or GPU's model name in a few words, for a figure's legend or title:
+    "Intel(R) Xeon(R) Processor" → "Xeon", "AMD EPYC 7B13 64-Core Processor" → "EPYC 7B13",
+    "NVIDIA GeForce RTX 4090 Laptop GPU" → "RTX 4090 Laptop GPU", "Apple M3 Max" unchanged.
+
+    Rules, not a table of models: drops "(R)", "(TM)", the clock ("@ 2.80GHz"), the core count
+    ("64-Core Processor"), an APU's graphics ("w/ Radeon 780M Graphics"), a generation ("13th
+    Gen"), Arm Linux's "rev 1 (v8l)", the words "Processor" and "CPU" and the vendors Intel,
+    AMD, NVIDIA and GeForce; collapses spaces; cuts what is left at a word to at most
+    `SHORT_NAME_CHARS` characters, ending in "…". Never empty: the input's first word, or
+    "CPU". Stored results keep the full name (`device_name`); this is only what is drawn.
+    Lessons 06 and 07 draw it (the roofline, a trace beside a reference).
+    """
+    import re
+
+    text = re.sub(r"\s+", " ", str(name or "")).strip()
+    short = text
+    for pattern in _NOISE:
+        short = re.sub(pattern, " ", short, flags=re.IGNORECASE)
+    short = re.sub(r"\s+", " ", short).strip(" -,/")
+    if not short:  # nothing but noise ("Intel(R) Processor"): its first word, cleaned
+        words = re.sub(_NOISE[0], "", text).split()
+        short = words[0] if words else "CPU"
+    if len(short) <= SHORT_NAME_CHARS:
+        return short
+    cut = short[:SHORT_NAME_CHARS - 1]
+    if short[SHORT_NAME_CHARS - 1] != " " and " " in cut:  # end at a whole word
+        cut = cut[:cut.rindex(" ")]
+    return cut.rstrip(" -,/") + "…"
+
+
 # The instruction-set features that decide how fast torch's CPU kernels run, as Linux's
 # /proc/cpuinfo spells them: x86 (AVX2 and FMA; AVX-512 and its bfloat16 and VNNI extensions;
 # AMX tiles) and Arm (NEON is "asimd"; SVE; the bfloat16 and int8 matrix extensions).

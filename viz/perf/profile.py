@@ -76,7 +76,8 @@ import torch
 from viz import compat
 from viz.documents import Document
 from viz.load import LoadedModel
-from viz.runtime import Clock, check_threads, check_whole, device_name, using_threads
+from viz.runtime import (Clock, check_threads, check_whole, device_name, short_device_name,
+                         using_threads)
 
 MATRIX, ATTENTION, NORMS, SMALL, GAPS = "matrix products", "attention", "norms", "small ops", "gaps"
 DEVICE_WAIT = "waiting for the GPU"
@@ -159,8 +160,12 @@ class StepProfile(Document):
         """What profiling added to the median step (profiled − plain; noise can make it < 0)."""
         return self.profiled_step_s - self.step_s
 
-    def title(self) -> str:
-        return (f"{self.model} · {self.context} cached tokens · {self.device_name or self.device}"
+    def title(self, short: bool = True) -> str:
+        """What was profiled, in one line. short: the device by its short name, as a figure's
+        title draws it (`viz.runtime.short_device_name`); False: its full name (the table)."""
+        device = self.device_name or self.device
+        device = short_device_name(device) if short else device
+        return (f"{self.model} · {self.context} cached tokens · {device}"
                 f" · {self.dtype} · {self.threads} thread{'s' * (self.threads != 1)}")
 
     def table(self) -> list[dict[str, Any]]:
@@ -179,7 +184,8 @@ class StepProfile(Document):
     def __str__(self) -> str:
         device = any(p.device_seconds is not None for p in self.parts)
         head = f"{'category':<22}{'ms/step':>9}{'share':>8}{'calls/step':>12}{'ops/step':>10}"
-        lines = [f"one decode step: {self.title()} (median of {self.steps} profiled steps)",
+        lines = [f"one decode step: {self.title(short=False)} (median of {self.steps} profiled "
+                 "steps)",
                  head + (f"{'GPU ms':>9}" if device else "")]
         for p in self.parts:
             calls = f"{p.calls:>12}{p.ops:>10}" if p.category != GAPS else f"{'':>12}{'':>10}"

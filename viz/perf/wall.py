@@ -47,7 +47,7 @@ from viz.perf.regime import (OVERHEAD_SHARE, Verdict, check_seconds, explain_reg
 from viz.perf.configs import config_spec, from_config, read_config
 from viz.perf.counts import decode_cost
 from viz.runtime import (check_threads, device_name, release_memory, resolve_device,
-                         using_threads)
+                         short_device_name, using_threads)
 from viz.spread import Spread
 from viz.trace import Environment, ModelSpec
 
@@ -558,15 +558,19 @@ class WallRun(Document):
                        points=self.points + [p for p in other.points
                                              if p.label not in {q.label for q in self.points}])
 
-    def title(self) -> str:
-        core = f"{self.label} · {self.device_name}" if self.label else self.device_name
+    def title(self, short: bool = True) -> str:
+        """"label · device · N threads". short: the device by its short name, as a figure's
+        title draws it (`viz.runtime.short_device_name`); False: its full name (the table)."""
+        device = self.device_name or self.device
+        device = short_device_name(device) if short else device
+        core = f"{self.label} · {device}" if self.label else device
         if self.computed:
             return f"{core} · COMPUTED from published numbers, not measured"
         return f"{core} · {self.threads} thread{'s' if self.threads != 1 else ''}"
 
     def __str__(self) -> str:
         peak = ", ".join(f"{dt} {f / 1e9:,.0f} GFLOP/s" for dt, f in self.flops_per_s.items())
-        lines = [self.title(),
+        lines = [self.title(short=False),
                  f"memory floor at {self.read_bytes_per_s / 1e9:,.1f} GB/s (read); compute floor "
                  f"at {peak}",
                  f"{'point':<36}{'MB/step':>9}{'TPOT ms':>9}{'memory':>8}{'fixed':>8}"

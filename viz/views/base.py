@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
+from viz.runtime import short_device_name
 from viz.trace import Step, Trace
 
 
@@ -77,10 +78,18 @@ def nbytes(value: float) -> str:
 
 
 def trace_title(trace: Trace) -> str:
-    """"label · model · device" for titles and legends."""
+    """"label · model · device" for titles and legends (the device's short name:
+    `viz.runtime.short_device_name`)."""
     parts = [trace.label] if trace.label else []
-    parts += [trace.model.name, trace.environment.device_name or trace.environment.device]
+    parts += [trace.model.name, device_text(trace.environment)]
     return " · ".join(parts)
+
+
+def device_text(environment) -> str:
+    """The device a measurement ran on, as a figure names it: its model's short name
+    ("Xeon", "H200"; `viz.runtime.short_device_name`), else its type ("cpu"). Stored results
+    keep the full name; details tables print that."""
+    return short_device_name(environment.device_name or environment.device)
 
 
 def step_latencies_s(trace: Trace) -> list[float]:
@@ -179,6 +188,12 @@ def empty_axes(ax, message: str) -> None:
 # ---- plotly -------------------------------------------------------------------------------------
 TITLE_CHARS = 95  # longer title lines are wrapped: a 900-px notebook output holds ~100 at 15 px
 LEGEND_BELOW_PX = 105  # bottom margin that holds tick labels, the axis title and a legend row
+LEGEND_ROW_PX = 19  # one more row of a legend (an entry, or a line of a column's title)
+# The narrowest notebook output a figure is laid out for (JupyterLab's is ~840 px in a 1280-px
+# window with the file browser open; narrower windows happen): legends in columns fit it.
+NARROWEST_FIGURE_PX = 700
+LEGEND_CHAR_PX = 7.2  # one character of a 12-px legend entry (DejaVu Sans: ~0.6 em)
+LEGEND_SYMBOL_PX = 45  # an entry's line or marker and the gap before its text
 
 
 def title_text(title: str) -> tuple[str, int]:

@@ -10,13 +10,19 @@ Lesson 06 (and 07 for a reference device beside yours).
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Any, Optional
 
 from viz.perf.roofline import Roofline
+from viz.runtime import short_device_name
 from viz.views import palette
-from viz.views.base import new_figure, place_labels, plotly_layout, si_text, to_pixels
+from viz.views.base import (LEGEND_BELOW_PX, LEGEND_CHAR_PX, LEGEND_ROW_PX, LEGEND_SYMBOL_PX,
+                            NARROWEST_FIGURE_PX, new_figure, place_labels, plotly_layout, si_text,
+                            to_pixels)
+from viz.views.text import esc
 
 HEIGHT_PX = 460
+MARGIN_LEFT_PX = 115  # room for "100 GFLOP/s" and the axis title
 # The plot area for placing point labels: a notebook output's plot area is 650-820 px wide;
 # assume the narrow end (points are then closest), so labels placed here never collide.
 PLOT_PX = (640, 320)
@@ -42,7 +48,7 @@ def _check(roofline: Any) -> Roofline:
 
 def _title(r: Roofline) -> str:
     parts = [r.label] if r.label else []
-    parts += [r.peaks.device_name, r.peaks.dtype]
+    parts += [short_device_name(r.peaks.device_name or r.peaks.device), r.peaks.dtype]
     return " · ".join(parts)
 
 
@@ -76,17 +82,37 @@ def _point_colour(phase: str) -> str:
     return palette.PHASE.get(phase, palette.MUTED)
 
 
+def legend_title_lines(title: str, k: int, n: int) -> list[str]:
+    """Roofline k's name (of n) above its legend column, and how its roof is drawn; wrapped so
+    that n columns sit side by side under the plot of the narrowest figure."""
+    room = (NARROWEST_FIGURE_PX - MARGIN_LEFT_PX - 20) / n - LEGEND_SYMBOL_PX
+    return textwrap.wrap(f"{title} ({'solid' if k == 0 else 'dashed'})",
+                         max(16, int(room / LEGEND_CHAR_PX)), break_long_words=True)
+
+
 def roofline_figure(roofline: Roofline, *others: Roofline):
     """Plotly: the roof(s) and the measured points; hover shows time, MFU and MBU.
 
     others: more rooflines (e.g. a shipped GPU one) drawn on the same axes, dashed.
+    The legend sits under the plot: one row ("roof", "prefill", "decode") for one roofline,
+    one column per roofline under its name for several; the figure grows by the rows it
+    needs, so that a long label or machine name never runs it into the axis.
     """
     import plotly.graph_objects as go
 
     data = roofline_data(roofline, others)
     positions = _label_positions(data)
     fig = go.Figure()
+    n = len(data["rooflines"])
+    rows = 1
     for k, r in enumerate(data["rooflines"]):
+        group: dict[str, Any] = {}
+        if n > 1:  # one legend column per roofline, under its name
+            lines = legend_title_lines(r["title"], k, n)
+            group = {"legendgroup": f"roofline {k}",
+                     "legendgrouptitle": {"text": "<br>".join(esc(s) for s in lines)}}
+            entries = 1 + len({p["phase"] for p in r["points"]})
+            rows = max(rows, len(lines) + entries)
         index = {id(p): i for i, p in enumerate(r["points"])}
 
         def where(p, k=k, index=index):
@@ -98,7 +124,7 @@ def roofline_figure(roofline: Roofline, *others: Roofline):
         dash = "solid" if k == 0 else "dash"
         roof_colour = palette.FORMULA if k == 0 else palette.ACCENT
         fig.add_trace(go.Scatter(
-            x=r["roof_x"], y=r["roof_y"], mode="lines", name=f"roof: {r['title']}",
+            x=r["roof_x"], y=r["roof_y"], mode="lines", name="roof", **group,
             line={"color": roof_colour, "dash": dash, "width": 2},
             hovertemplate="%{x:.3g} FLOP/byte → at most %{y:.3g} FLOP/s<extra></extra>"))
         fig.add_annotation(x=math.log10(r["ridge"]), y=math.log10(r["roof_y"][1]),
@@ -111,7 +137,7 @@ def roofline_figure(roofline: Roofline, *others: Roofline):
             colour = _point_colour(phase)
             fig.add_trace(go.Scatter(
                 x=[p["x"] for p in pts], y=[p["y"] for p in pts], mode="markers+text",
-                name=f"{phase}: {r['title']}", text=[label(p) for p in pts],
+                name=phase, **group, text=[label(p) for p in pts],
                 textposition=[where(p) for p in pts], textfont={"size": 11},
                 marker={"color": colour, "size": 11, "symbol": "circle" if k == 0 else "diamond",
                         "line": {"color": "white", "width": 1}},
@@ -121,8 +147,13 @@ def roofline_figure(roofline: Roofline, *others: Roofline):
                               "%{y:.3g} FLOP/s<br>MFU %{customdata[1]:.1f}% · MBU "
                               "%{customdata[2]:.1f}% · %{customdata[3]}-bound<extra></extra>"))
     y_lo, y_hi = data["y_range"]
+    extra = LEGEND_ROW_PX * (rows - 1)
     fig.update_layout(**plotly_layout(f"roofline: {data['rooflines'][0]['title']}",
-                                      height=HEIGHT_PX, margin={"l": 115}))
+                                      height=HEIGHT_PX + extra,
+                                      margin={"l": MARGIN_LEFT_PX, "b": LEGEND_BELOW_PX + extra}))
+    if n > 1:
+        fig.update_layout(legend={"groupclick": "toggleitem", "tracegroupgap": 0,
+                                  "valign": "top"})
     x_ticks = decades(*data["x_range"])
     y_ticks = [v for v in decades(y_lo, y_hi) if y_lo <= v <= y_hi]
     fig.update_xaxes(type="log", title="arithmetic intensity (FLOPs per byte moved)",

@@ -17,7 +17,8 @@ from viz.perf.peaks import Peaks
 from viz.perf.table import Sweep
 from viz.spread import Spread
 from viz.views import palette
-from viz.views.base import LEGEND_BELOW_PX, finite, plotly_layout, title_text
+from viz.views.base import (LEGEND_BELOW_PX, LEGEND_ROW_PX, device_text, finite, plotly_layout,
+                             title_text)
 from viz.views.text import esc
 
 # For each kind: the panels drawn, each (title, y axis title, [(column, scale, name)]).
@@ -116,21 +117,19 @@ def _check(sweep: Any, kind: Optional[str] = None) -> Sweep:
 def sweep_title(sweep: Sweep) -> str:
     parts = [sweep.label] if sweep.label else []
     parts += [sweep.model.name + (" (random weights)" if sweep.model.random_weights else ""),
-              sweep.environment.device_name or sweep.environment.device]
+              device_text(sweep.environment)]
     if str(sweep.settings.get("cache", "")).startswith("synthetic"):
         parts.append("KV cache of random keys and values")
     return " · ".join(parts)
 
 
 RUN_TITLE_CHARS = 44  # a run's name above its legend column, wrapped: two columns fit 900 px
-LEGEND_ROW_PX = 19  # one row of a legend (an entry, or a line of a column's title)
 
 
 def run_title_lines(sweep: Sweep, dash: str) -> list[str]:
     """The name of one run of a two-run figure, for its legend column: label and device, and
     how its lines are drawn; wrapped so that two columns sit side by side."""
-    name = " · ".join(p for p in (sweep.label, sweep.environment.device_name
-                                  or sweep.environment.device) if p)
+    name = " · ".join(p for p in (sweep.label, device_text(sweep.environment)) if p)
     return textwrap.wrap(f"{name} ({'solid' if dash == 'solid' else 'dashed'})",
                          RUN_TITLE_CHARS)
 
@@ -290,7 +289,7 @@ def throughput_latency_figure(sweep: Sweep, other: Optional[Sweep] = None):
             x=[v * 1e3 for v in s.column("decode_step_s")],
             y=s.column("aggregate_decode_tokens_per_s"), mode="lines+markers+text",
             text=[f"B={v}" for v in b], textposition="top left",
-            name=s.label or s.environment.device_name, line={"color": colour},
+            name=s.label or device_text(s.environment), line={"color": colour},
             marker={"color": colour, "size": 8},
             hovertemplate="batch %{text}: %{x:.1f} ms per token each, %{y:.1f} tokens/s in all"
                           "<extra></extra>"))
