@@ -331,7 +331,7 @@ peaks = perf.machine_peaks()  # measured the first time on this machine, then re
 roof = perf.cached_peaks()  # the same peaks in float32, the model's dtype
 fixed = perf.fixed_cost(lm.spec.n_layers)  # seconds per pass, with its spread
 print(peaks.status)
-print(f"read peak {roof.bytes_spread.text(1e-9, 'GB/s')}; fixed cost {fixed.text(1e3, 'ms')}")
+print(perf.yardsticks())  # the three figures every verdict in the course divides by
 
 # %% [markdown]
 # Then the pieces of a sampled choice, each timed on its own over the same 49,152 scores

@@ -368,8 +368,7 @@ machine = perf.machine_peaks()  # measured the first time on this machine, then 
 peaks = perf.cached_peaks()  # the same peaks in float32: the two roofs, with their spreads
 fixed = perf.fixed_cost(spec.n_layers)  # one pass of a 30-layer model with almost no weights
 print(machine.status)
-print(f"peak {peaks.flops_spread.text(1e-9, 'GFLOP/s')}, read {peaks.bytes_spread.text(1e-9, 'GB/s')}"
-      f", fixed cost per pass {fixed.text(1e3, 'ms')}")
+print(perf.yardsticks())  # the peaks and the fixed cost, as every lesson prints them
 verdicts = {n: perf.pass_verdict(perf.prefill_cost(spec, n).flops, perf.prefill_cost(spec, n).bytes,
                                  s, peaks, fixed) for n, s in zip(tokens, forward)}
 print("compute- or memory-bound names the longer floor; MFU and MBU, how near each roof it came:")

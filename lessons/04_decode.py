@@ -194,6 +194,7 @@ roof = perf.cached_peaks()  # the same peaks, in float32: the two roofs
 fixed = perf.fixed_cost(spec.n_layers)  # one step of a 30-layer model with almost no weights
 step = trace.decode_step_spread  # the reply's decode forward passes: median and middle half
 print(peaks.status)
+print(perf.yardsticks())
 print(f"decode step (forward pass)   {step.text(1e3, 'ms')}")
 print(f"fixed cost per step          {fixed.text(1e3, 'ms')}")
 print(f"memory floor  {cost.bytes / 1e6:.0f} MB at {roof.bytes_spread.text(1e-9, 'GB/s')}: "

@@ -317,6 +317,7 @@ compare_prediction(prediction_slowdown, slowdown.median, rel_tol=0.5,
 machine, peaks = perf.machine_peaks(), perf.cached_peaks()  # measured once, then reused
 fixed = perf.fixed_cost(spec.n_layers)  # a step of a 30-layer model with almost no weights
 print(machine.status)
+print(perf.yardsticks())
 step_bytes = float(np.median([perf.decode_cost(spec, r["seq_len"]).bytes for r in rows[-6:]]))
 stream = perf.streaming_rate(step_bytes, cached, fixed)  # bytes ÷ (step − fixed cost)
 print(f"cached step {cached.text(1e3, 'ms')} = fixed cost {fixed.text(1e3, 'ms')} + "

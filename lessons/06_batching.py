@@ -214,8 +214,7 @@ peaks = perf.cached_peaks()  # the same peaks in float32: the two roofs, with th
 fixed = perf.fixed_cost(spec.n_layers)  # a step of a 30-layer model with almost no weights
 ridge = peaks.flops_spread / peaks.bytes_spread  # FLOP per byte, with the spread of both
 print(machine.status)
-print(f"{peaks.device_name}: {peaks.flops_spread.text(1e-9, 'GFLOP/s')}, read "
-      f"{peaks.bytes_spread.text(1e-9, 'GB/s')}, fixed cost per step {fixed.text(1e3, 'ms')}")
+print(perf.yardsticks())  # the peaks and the fixed cost, as every lesson prints them
 print(f"ridge point: {ridge.median:.1f} FLOP/byte ({ridge.low:.1f}–{ridge.high:.1f})")
 
 # %% [markdown]

@@ -126,8 +126,7 @@ verdicts = {"prefill": perf.pass_verdict(prefill.flops, prefill.bytes, prefill_s
 print(peaks.status)
 
 # %% tags=["nbval-ignore-output"]
-print(f"fixed cost per pass {fixed.text(1e3, 'ms')}; peaks "
-      f"{roof.flops_spread.text(1e-9, 'GFLOP/s')}, read {roof.bytes_spread.text(1e-9, 'GB/s')}")
+print(perf.yardsticks())  # the peaks and the fixed cost, as every lesson prints them
 print(f"TTFT ← prefill of {len(trace.prompt_tokens)} tokens, {prefill.flops / 1e9:.1f} GFLOP, "
       f"{prefill.bytes / 1e6:.0f} MB: {prefill_s.text(1e3, 'ms')}\n  {verdicts['prefill']}")
 print(f"TPOT ← one decode step, {step.flops / 1e9:.2f} GFLOP, {step.bytes / 1e6:.0f} MB: "

@@ -208,7 +208,8 @@ print(*ref.notes, sep="\n")
 
 # %% tags=["nbval-ignore-output"]
 peaks = perf.machine_peaks()
-print(peaks.how())
+print(perf.yardsticks())  # the three figures every lesson judges with, in one line
+print(peaks.how())  # and how each was measured
 if peaks.status.startswith("measured again"):
     print("\nThe peaks changed since an earlier lesson used them: its floors, MBU and ridge "
           "rested on the old figures. Run it again to see them with these.")

@@ -43,6 +43,7 @@ from viz import compare_prediction, perf, serve, views
 machine = perf.machine_peaks()  # measured the first time on this machine, then reused
 peaks = perf.cached_peaks()  # the same peaks in float32: the two roofs
 print(machine.status)
+print(perf.yardsticks())
 
 # %%
 lm = viz.load_model(device="cpu")

@@ -37,6 +37,7 @@ from viz import compare_prediction, perf, views
 # this machine's peaks, measured once (lesson 02) and reused
 machine = perf.machine_peaks()
 print(machine.status)
+print(perf.yardsticks())
 
 # %% [markdown]
 # ## See it: one model in six formats
@@ -54,8 +55,9 @@ print(machine.status)
 # | llama.cpp | F32, F16, Q8_0, Q4_1 | one C++ graph per step; quantized kernels read the blocks directly |
 #
 # `perf.measure_formats()` decodes the same chat prompt greedily in all six, 24 tokens twice
-# each, and times every decode step (llama.cpp runs in this process, no server; the
-# first time, writing the three extra files takes a few seconds and ~1 GB of the viz cache).
+# each, and times every decode step (llama.cpp runs in a child process of this kernel, no
+# server, so a crash inside it cannot take the kernel down; the first time, writing the three
+# extra files takes a few seconds and ~1 GB of the viz cache).
 #
 # ✏️ **Predict.** llama.cpp's Q4_1 reads 5.5× fewer bytes per token than transformers'
 # float32. How many times faster will its decode step be?

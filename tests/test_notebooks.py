@@ -97,6 +97,40 @@ def test_readme_lists_every_lesson_with_its_figures():
     assert text == course.readme_with_block(text), "README's lesson table is stale: `make readme`"
 
 
+def yardstick_lines(notebook: Path) -> list[str]:
+    """Every printed line of a saved notebook that begins `yardsticks:`."""
+    lines = []
+    for cell in course.read_notebook(notebook).cells:
+        for out in cell.get("outputs", []):
+            text = out.get("text", "") if out.get("output_type") == "stream" else \
+                out.get("data", {}).get("text/plain", "")
+            lines += [ln for ln in "".join(text).splitlines() if ln.startswith("yardsticks:")]
+    return lines
+
+
+def test_every_lesson_that_judges_prints_the_same_yardsticks():
+    """The saved course comes from one run (`make notebooks`): the peaks and the fixed cost are
+    measured once, by the first lesson that asks, so every lesson shows the same figures."""
+    calls = [n for n in NOTEBOOKS if "perf.yardsticks()" in course.lesson_for(n).read_text()]
+    assert len(calls) >= 8, "the lessons that judge a measurement print perf.yardsticks()"
+    seen = {}
+    for notebook in calls:
+        lines = yardstick_lines(notebook)
+        assert lines, f"{notebook.name} calls perf.yardsticks() but shows no yardsticks line"
+        for line in lines:
+            seen.setdefault(line, []).append(notebook.name)
+    assert len(seen) == 1, ("the saved notebooks show different yardsticks (run every lesson "
+                            "in one `make notebooks`):\n" +
+                            "\n".join(f"{v}: {k}" for k, v in seen.items()))
+
+
+def test_the_saved_course_is_one_run_on_one_machine():
+    runs = {(m.get("cpu"), m.get("course_run"))
+            for m in (course.read_notebook(n).metadata.get("viz", {}) for n in NOTEBOOKS)}
+    assert len(runs) == 1 and None not in next(iter(runs)), \
+        f"notebooks from several runs or machines: {sorted(map(str, runs))}: `make notebooks`"
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_recorded_peak_memory_fits_binder(notebook):
     meta = course.read_notebook(notebook).metadata.get("viz", {})

@@ -218,6 +218,7 @@ class Run:
     notebook: object  # nbformat.NotebookNode, executed
     seconds: float  # wall time of the whole run, kernel start included
     peak_rss_bytes: int  # the kernel's peak resident memory
+    course_run: str = ""  # the whole-course run whose measurements it used (`course_measurements`)
 
 
 def execute(lesson: Path, timeout_s: int = CELL_TIMEOUT_S) -> Run:
@@ -285,6 +286,7 @@ def write_notebook(run: Run, path: Path, painter=None) -> int:
         "peak_rss_mib": round(run.peak_rss_bytes / 2**20),  # the kernel's peak memory
         "cpus": os.cpu_count(),
         "cpu": cpu_label(),  # what the time was measured on
+        "course_run": run.course_run,  # one value in every notebook: one set of yardsticks
     }
     text = nbformat.writes(nb) + "\n"
     tmp = path.with_suffix(".ipynb.tmp")
@@ -294,9 +296,10 @@ def write_notebook(run: Run, path: Path, painter=None) -> int:
 
 
 def cpu_label() -> str:
-    """The processor a run was timed on, in a few words: "AMD EPYC, 2 CPUs, AVX-512 with
-    bfloat16" (the features that decide the course's timings; viz.runtime.cpu_features)."""
-    from viz.runtime import cpu_capability, cpu_features, device_name
+    """The processor a run was timed on, in a few words: "EPYC, 2 CPUs, AVX-512 with
+    bfloat16" (its short name, as the figures draw it: viz.runtime.short_device_name; the
+    features that decide the course's timings: viz.runtime.cpu_features)."""
+    from viz.runtime import cpu_capability, cpu_features, device_name, short_device_name
 
     import torch
 
@@ -314,7 +317,7 @@ def cpu_label() -> str:
     used = cpu_capability()
     if "(" in used:  # told to use fewer instructions than it has (an AVX2 stand-in)
         isa += f", run as {used}"
-    return f"{device_name(torch.device('cpu'))}, {os.cpu_count()} CPUs, {isa}"
+    return f"{short_device_name(device_name(torch.device('cpu')))}, {os.cpu_count()} CPUs, {isa}"
 
 
 # ---- the README's table of lessons ---------------------------------------------------
@@ -334,23 +337,32 @@ def notebook_title(nb) -> str:
 
 
 def readme_block() -> str:
-    """The README's lesson section: badge, one Binder link per lesson, measured figures."""
-    first = notebook_paths()[0].relative_to(ROOT).as_posix() if notebook_paths() else None
+    """The README's lesson section: badge, one Binder link per lesson, measured figures, and
+    the one machine and run they were measured in (each lesson's own where they differ)."""
+    paths = notebook_paths()
+    first = paths[0].relative_to(ROOT).as_posix() if paths else None
+    metas = {p: read_notebook(p).metadata.get("viz", {}) for p in paths}
+    runs = {(m.get("cpu", "not recorded"), m.get("course_run", "")) for m in metas.values()}
+    one = len(runs) == 1
     lines = [
         README_START,
         f"[![Launch on Binder](https://mybinder.org/badge_logo.svg)]({binder_url(first)})",
         "",
-        "| lesson | open on Binder | peak memory | run time | timed on |",
-        "|---|---|---|---|---|",
     ]
-    for path in notebook_paths():
+    if one:
+        cpu, run = next(iter(runs))
+        lines += [f"All timed in one run of `make notebooks` ({run or 'date not recorded'}) on "
+                  f"{cpu}.", ""]
+    lines += ["| lesson | open on Binder | peak memory | run time |" + ("" if one else " timed on |"),
+              "|---|---|---|---|" + ("" if one else "---|")]
+    for path, meta in metas.items():
         nb = read_notebook(path)
         rel = path.relative_to(ROOT).as_posix()
-        meta = nb.metadata.get("viz", {})
         mem = f"{meta['peak_rss_mib']:,} MiB" if "peak_rss_mib" in meta else "not measured"
         secs = f"{meta['execution_s']:.0f} s" if "execution_s" in meta else "not measured"
+        where = "" if one else f" {meta.get('cpu', 'not recorded')}, {meta.get('course_run', '?')} |"
         lines.append(f"| [{notebook_title(nb)}]({rel}) | [launch]({binder_url(rel)}) "
-                     f"| {mem} | {secs} | {meta.get('cpu', 'not recorded')} |")
+                     f"| {mem} | {secs} |{where}")
     lines.append(README_END)
     return "\n".join(lines)
 
@@ -372,21 +384,53 @@ def update_readme() -> bool:
 
 
 # ---- command line --------------------------------------------------------------------
+# The measurements (peaks, fixed cost) of the last full `make notebooks` run: a re-execution of
+# some lessons (`make notebooks NB=03`) reuses them, so its yardsticks are the other lessons'.
+COURSE_MEASUREMENTS = ROOT / "artifacts" / "course-measurements"
+
+
 @contextlib.contextmanager
-def fresh_measurements():
-    """Run lessons as on a new learner's machine: an empty cache of measurements, so the first
-    lesson that asks measures the peaks and the fixed cost and later ones (in this run) reuse
-    them; the run times say so. VIZ_KEEP_MEASUREMENTS=1 keeps the usual cache instead."""
+def course_measurements(whole_course: bool, save: bool = True):
+    """Where the lessons' kernels keep this machine's measurements during a run (they inherit
+    VIZ_MEASURE_DIR). The whole course: an empty folder, as on a new learner's machine, so the
+    first lesson that asks measures the peaks and the fixed cost once and every later lesson
+    reuses them; afterwards it is kept as COURSE_MEASUREMENTS (unless not `save`). Some lessons: a copy of
+    COURSE_MEASUREMENTS, so they print the same yardsticks as the rest of the saved course
+    (without it they measure afresh, and tests/test_notebooks.py will say their yardsticks
+    differ). VIZ_KEEP_MEASUREMENTS=1 keeps the usual cache instead."""
+    import shutil
     import tempfile
 
+    import datetime
+    import json
+
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     if os.environ.get("VIZ_KEEP_MEASUREMENTS"):
-        yield
+        yield f"{now}, measurements from VIZ_MEASURE_DIR"
         return
     before = os.environ.get("VIZ_MEASURE_DIR")
     with tempfile.TemporaryDirectory(prefix="viz-measurements-") as fresh:
-        os.environ["VIZ_MEASURE_DIR"] = fresh  # the kernels inherit it
+        run = now  # names the run whose measurements the notebooks show
+        if not whole_course:
+            run = f"{now}, measured by none"
+            if (COURSE_MEASUREMENTS / "run.json").is_file():
+                shutil.copytree(COURSE_MEASUREMENTS, fresh, dirs_exist_ok=True)
+                run = json.loads((COURSE_MEASUREMENTS / "run.json").read_text())["run"]
+                print(f"reusing the measurements of the whole-course run of {run} "
+                      f"({COURSE_MEASUREMENTS.relative_to(ROOT)})", flush=True)
+            else:
+                print("warning: no whole-course run to take the yardsticks from "
+                      f"({COURSE_MEASUREMENTS.relative_to(ROOT)} is missing): these lessons "
+                      "measure their own; run `make notebooks` for every lesson",
+                      file=sys.stderr, flush=True)
+        os.environ["VIZ_MEASURE_DIR"] = fresh
         try:
-            yield
+            if whole_course:
+                Path(fresh, "run.json").write_text(json.dumps({"run": run, "cpu": cpu_label()}))
+            yield run
+            if whole_course and save:
+                shutil.rmtree(COURSE_MEASUREMENTS, ignore_errors=True)
+                shutil.copytree(fresh, COURSE_MEASUREMENTS)
         finally:
             if before is None:
                 os.environ.pop("VIZ_MEASURE_DIR", None)
@@ -398,9 +442,9 @@ def _execute(args) -> int:
     from tools.fallbacks import painter
 
     lessons = select(args.names)
-    with fresh_measurements(), painter() as paint:  # one Chromium draws every static picture
+    with course_measurements(not args.names) as run, painter() as paint:  # one Chromium
         for lesson in lessons:
-            code = _execute_one(lesson, paint)
+            code = _execute_one(lesson, paint, run)
             if code:
                 return code
     if update_readme():
@@ -408,9 +452,10 @@ def _execute(args) -> int:
     return 0
 
 
-def _execute_one(lesson: Path, paint) -> int:
+def _execute_one(lesson: Path, paint, course_run: str) -> int:
     print(f"executing {lesson.relative_to(ROOT)} ...", flush=True)
     run = execute(lesson)
+    run.course_run = course_run
     size = write_notebook(run, notebook_for(lesson), paint)
     print(f"  wrote {notebook_for(lesson).relative_to(ROOT)}: {size / 1000:.0f} KB, "
           f"{run.seconds:.1f} s, kernel peak {run.peak_rss_bytes / 2**20:.0f} MiB", flush=True)
@@ -444,9 +489,9 @@ def _readme(args) -> int:
 
 
 def _memory(args) -> int:
-    print(f"on {cpu_label()}, from an empty cache of measurements")
+    print(f"on {cpu_label()}")
     print(f"{'lesson':40} {'peak RSS':>10} {'time':>8}")
-    with fresh_measurements():
+    with course_measurements(not args.names, save=False):
         for lesson in select(args.names):
             run = execute(lesson)
             print(f"{lesson.stem:40} {run.peak_rss_bytes / 2**20:7.0f} MiB "

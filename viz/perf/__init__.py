@@ -18,6 +18,7 @@
 | `bandwidth.py` | memory bandwidth measured the way decode reads |
 | `machine.py` | this machine's peaks: sized to any CPU, keyed on its features, cached, checked |
 | `overhead.py` | this machine's fixed cost per step, measured once and cached |
+| `yardsticks.py` | the peaks and the fixed cost every verdict divides by, in one printed line |
 | `regime.py` | the rule that names a step's regime, and its verdict with the margin |
 | `wall.py` | the memory wall: step time vs bytes, the fit, the fixed cost's method |
 | `speculative.py` | prompt-lookup decoding measured against plain decode |
@@ -25,6 +26,7 @@
 | `prefix.py` | prefix caching in this process: a cached prefix, a chat that re-sends history |
 | `words.py` | tokens per word, measured with the model's tokenizer (answer length → tokens) |
 | `formats.py` | one model in six weight formats, transformers and llama.cpp, timed token for token |
+| `engine_child.py` | llama.cpp in a child process: a native crash there is an `EngineCrash` here |
 | `profile.py` | one decode step taken apart with torch.profiler: products, attention, norms, small ops, gaps |
 | `compiled.py` | a decode step compiled (torch.compile, static cache) against eager, with the compile's cost |
 | `datasheets.py` | peak FLOP/s and bandwidth by hardware generation (datasheets), this machine beside |
@@ -45,6 +47,7 @@ from viz.perf.bandwidth import Bandwidth, bandwidth_by_size, measure_bandwidth
 from viz.perf.machine import (MachinePeaks, Matmul, machine_key, machine_peaks,
                               measure_machine_peaks, measure_matmul, peaks_path)
 from viz.perf.overhead import FixedCosts, fixed_cost, machine_overhead
+from viz.perf.yardsticks import Yardsticks, yardsticks
 from viz.perf.regime import (OVERHEAD_SHARE, REGIMES, TOO_CLOSE, Verdict, explain_regime, regime,
                              verdict)
 from viz.perf.wall import (H100_SXM, REMEDIES, OverheadFloor, QuantizedTry, WallFit, WallPoint,
@@ -81,20 +84,21 @@ __all__ += ["activation_bytes", "cached_peaks", "peaks_from_machine", "SAMPLE_PA
             "linear_seconds", "Matmul", "machine_key", "measure_matmul", "FixedCosts",
             "fixed_cost", "machine_overhead", "TOO_CLOSE", "Verdict", "verdict",
             "pass_verdict", "streaming_rate", "floors_verdict", "kernel_spread",
-            "linear_spread"]
+            "linear_spread", "Yardsticks", "yardsticks"]
 __all__ += ["Crossover", "KVFit", "SyntheticCheck", "attention_crossover", "kv_fit",
             "long_decode_sweep", "long_prefill_sweep", "measured_crossover", "synthetic_check",
             "chat_turns", "common_prefix", "prefix_cache_sweep"]
-from viz.perf.formats import (FORMATS, LLAMA_FORMATS, TORCH_FORMATS, FormatPoint, FormatRun,
-                              available_formats, gguf_file, gguf_weight_bytes, llama_greedy,
-                              measure_formats)
+from viz.perf.formats import (FORMATS, LLAMA_FORMATS, TORCH_FORMATS, EngineCrash, FormatFailure,
+                              FormatPoint, FormatRun, available_formats, gguf_file,
+                              gguf_weight_bytes, llama_greedy, measure_formats)
 from viz.perf.profile import StepPart, StepProfile, profile_decode_step
 from viz.perf.compiled import CompiledStep, compiler_missing, measure_compiled_step
 from viz.runtime import release_memory
 from viz.perf.datasheets import (DATASHEETS, Datasheet, datasheet, generations_table,
                                  generations_text, growth)
 
-__all__ += ["FORMATS", "LLAMA_FORMATS", "TORCH_FORMATS", "FormatPoint", "FormatRun",
+__all__ += ["FORMATS", "LLAMA_FORMATS", "TORCH_FORMATS", "EngineCrash", "FormatFailure",
+            "FormatPoint", "FormatRun",
             "available_formats", "gguf_file", "gguf_weight_bytes", "llama_greedy",
             "measure_formats", "DATASHEETS", "Datasheet", "datasheet", "generations_table",
             "generations_text", "growth", "LOOKUP_PROMPTS", "LOOKUP_WHY", "StepPart", "StepProfile", "profile_decode_step",
