@@ -16,6 +16,7 @@ from test_cli import run_cli
 from tools import course
 from viz import doctor
 from viz.doctor import FAIL, OK, WARN, Check
+from viz.perf import engine_child
 
 ORDER = ["cpu", "threads", "memory", "model", "load", "record", "llama.cpp", "chromium", "cache",
          "peaks", "fixed cost", "python", "torch", "transformers"]
@@ -73,35 +74,37 @@ def test_missing_llamacpp_is_a_warn_naming_make_setup(monkeypatch):
     assert check.fix == "make setup"
 
 
-def fake_child(banner: str) -> str:
-    return f"import json; print(json.dumps({{'version': '0.3.36', 'system_info': {banner!r}}}))"
+def banner(text: str) -> dict:
+    return {"version": "0.3.36", "system_info": text}
 
 
 def test_amx_banner_fails_naming_make_engines():
-    check = doctor.probe_llamacpp(fake_child("CPU : AVX2 = 1 | AMX_INT8 = 1 | OPENMP = 1 | "))
+    check = doctor.judge_llamacpp(banner("CPU : AVX2 = 1 | AMX_INT8 = 1 | OPENMP = 1 | "))
     assert check.status == FAIL and "AMX_INT8 = 1" in check.finding
     assert "make engines" in check.fix
 
 
 def test_banner_without_amx_is_ok():
-    check = doctor.probe_llamacpp(fake_child("CPU : AVX2 = 1 | AMX_INT8 = 0 | OPENMP = 1 | "))
+    check = doctor.judge_llamacpp(banner("CPU : AVX2 = 1 | AMX_INT8 = 0 | OPENMP = 1 | "))
     assert check.status == OK, check
     assert check.finding == "llama-cpp-python 0.3.36, no AMX; uses AVX2 OPENMP"
-    assert not doctor.uses_amx("AMX_INT8 = 0 | AVX512 = 1")
-    assert doctor.uses_amx("AVX2 = 1 | AMX_TILE = 1")
+    assert not engine_child.uses_amx("AMX_INT8 = 0 | AVX512 = 1")
+    assert engine_child.uses_amx("AVX2 = 1 | AMX_TILE = 1")
 
 
-def test_child_killed_by_sigill_is_named():
-    check = doctor.probe_llamacpp("import os, signal; os.kill(os.getpid(), signal.SIGILL)")
+def test_child_killed_by_sigill_is_named(monkeypatch):
+    monkeypatch.setenv(engine_child.FAULT_ENV, "SIGILL")  # the child kills itself with it
+    check = doctor.probe_llamacpp()
     assert check.status == FAIL and "killed by SIGILL" in check.finding
     assert "make engines" in check.fix
 
 
-def test_child_error_and_timeout_fail():
-    broken = doctor.probe_llamacpp("raise ImportError('undefined symbol: ggml_foo')")
-    assert broken.status == FAIL and "exit 1" in broken.finding
-    assert "undefined symbol: ggml_foo" in broken.finding
-    slow = doctor.probe_llamacpp("import time; time.sleep(30)", timeout_s=0.5)
+def test_child_error_and_timeout_fail(monkeypatch):
+    monkeypatch.setenv(engine_child.FAULT_ENV, "3")
+    broken = doctor.probe_llamacpp()
+    assert broken.status == FAIL and "exit 3" in broken.finding
+    monkeypatch.setenv(engine_child.FAULT_ENV, "hang")
+    slow = doctor.probe_llamacpp(timeout_s=0.5)
     assert slow.status == FAIL and "did not finish in 0.5 s" in slow.finding
 
 

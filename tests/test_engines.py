@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tools import engines
+from viz.perf.engine_child import FAULT_ENV, EngineCrash, uses_amx
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -109,9 +110,9 @@ def test_the_pinned_version_is_requirements_engines():
 
 def test_the_amx_banner_is_recognised():
     amx = "CPU : SSE3 = 1 | AVX2 = 1 | AVX512 = 1 | AMX_INT8 = 1 | LLAMAFILE = 1 | "
-    assert engines.uses_amx(amx)
-    assert not engines.uses_amx(amx.replace("AMX_INT8 = 1", "AMX_INT8 = 0"))
-    assert not engines.uses_amx("CPU : SSE3 = 1 | AVX2 = 1 | OPENMP = 1 | ")
+    assert uses_amx(amx)
+    assert not uses_amx(amx.replace("AMX_INT8 = 1", "AMX_INT8 = 0"))
+    assert not uses_amx("CPU : SSE3 = 1 | AVX2 = 1 | OPENMP = 1 | ")
 
 
 def test_the_installed_engine_has_no_amx_and_decodes_the_q4_1_file(smollm):
@@ -121,16 +122,26 @@ def test_the_installed_engine_has_no_amx_and_decodes_the_q4_1_file(smollm):
     info = engines.system_info(gguf=str(gguf), n_tokens=3)  # in a child process
     assert info["version"] == engines.VERSION
     assert "AVX" in info["system_info"] or "NEON" in info["system_info"]
-    assert not engines.uses_amx(info["system_info"]), info["system_info"]
+    assert not uses_amx(info["system_info"]), info["system_info"]
     # it computes: its greedy first token is the one transformers picks from the same
     # weights (viz's float32 model is this file dequantized); later ones may part at a near tie
     trace = record(smollm, "The capital of France is", max_new_tokens=1, embeddings=False)
     assert info["tokens"][0] == trace.steps[0].token_id
 
 
-def test_a_failed_check_names_the_fix(tmp_path):
-    with pytest.raises(RuntimeError, match=r"rebuild it with `make engines`"):
+def test_a_failed_check_names_the_fix(tmp_path, monkeypatch):
+    with pytest.raises(EngineCrash, match=r"exited with code 1 .*`make engines`"):
         engines.system_info(gguf=str(tmp_path / "missing.gguf"))
+    monkeypatch.setenv(FAULT_ENV, "SIGILL")  # a wheel built for another CPU
+    with pytest.raises(EngineCrash, match=r"died of SIGILL .*`make engines`"):
+        engines.system_info()
+
+
+def test_the_check_command_fails_on_an_amx_build(monkeypatch, capsys):
+    monkeypatch.setattr(engines, "system_info", lambda: {
+        "version": engines.VERSION, "system_info": "CPU : AVX2 = 1 | AMX_INT8 = 1 | "})
+    assert engines._main(["check"]) == 1
+    assert "`make engines`" in capsys.readouterr().err
 
 
 def test_the_recipe_command_prints_this_machines_recipe(capsys):

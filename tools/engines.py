@@ -23,7 +23,7 @@ it keys on the source alone and would hand back a wheel built with other flags.
     python -m tools.engines recipe            the CMake arguments and the cache folder here
     python -m tools.engines install           build if missing, then install (make setup)
     python -m tools.engines install --rebuild build again (`make engines`)
-    python -m tools.engines check             the installed engine: no AMX, runs the Q4_1 file
+    python -m tools.engines check             the installed engine's banner: no AMX
 """
 
 from __future__ import annotations
@@ -190,48 +190,17 @@ def install(recipe: Recipe, python: str = sys.executable, rebuild: bool = False,
 
 
 # ---- checking what is installed ------------------------------------------------------
-CHECK_CODE = """
-import json, sys
-import llama_cpp
-out = {"version": llama_cpp.__version__,
-       "system_info": llama_cpp.llama_print_system_info().decode()}
-if len(sys.argv) > 1:  # a GGUF file: greedy tokens of a prompt, to show the kernels run
-    import numpy as np
-    llm = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=128, verbose=False)
-    ids = llm.tokenize(sys.argv[2].encode(), add_bos=False)
-    llm.eval(ids)
-    tokens = []
-    for _ in range(int(sys.argv[3])):
-        logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1),
-                                       shape=(llm.n_vocab(),))
-        tokens.append(int(logits.argmax()))
-        llm.eval([tokens[-1]])
-    out["tokens"] = tokens
-    llm.close()
-print(json.dumps(out))
-"""
-
-
-def system_info(python: str = sys.executable, gguf: Optional[str] = None,
-                prompt: str = "The capital of France is", n_tokens: int = 4,
-                timeout_s: float = 120.0) -> dict:
+def system_info(gguf: Optional[str] = None, prompt: str = "The capital of France is",
+                n_tokens: int = 4, timeout_s: float = 120.0) -> dict:
     """The installed engine's version and system-info banner, and with `gguf` the greedy
-    `n_tokens` after `prompt` (token ids), all read in a child process: a wheel built for
-    another CPU dies there (SIGILL), not here."""
-    extra = [str(gguf), prompt, str(n_tokens)] if gguf else []
-    proc = subprocess.run([python, "-c", CHECK_CODE, *extra], capture_output=True, text=True,
-                          timeout=timeout_s)
-    if proc.returncode != 0:
-        raise RuntimeError(f"llama.cpp's check failed (exit {proc.returncode}"
-                           + (f", signal {-proc.returncode}" if proc.returncode < 0 else "")
-                           + f"): {proc.stderr.strip()[-400:]}; rebuild it with `make engines`")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    `n_tokens` after `prompt` (token ids), read in a child process (viz.perf.engine_child's
+    "check"): a wheel built for another CPU dies there with SIGILL, not here (an EngineCrash
+    naming the signal and `make engines`)."""
+    from viz.perf.engine_child import call
 
-
-def uses_amx(banner: str) -> bool:
-    """Whether a llama.cpp system-info banner says it runs AMX code ("AMX_INT8 = 1")."""
-    return any(part.strip().startswith("AMX") and part.strip().endswith("= 1")
-               for part in banner.split("|"))
+    return call("check", {"gguf": str(gguf or ""), "prompt": prompt,
+                          "n_tokens": n_tokens if gguf else 0, "threads": os.cpu_count() or 1},
+                doing="checking the installed build", timeout_s=timeout_s)
 
 
 def _main(argv: Optional[list[str]] = None) -> int:
@@ -253,6 +222,8 @@ def _main(argv: Optional[list[str]] = None) -> int:
         wheel = install(recipe, rebuild=args.rebuild, constraints=args.constraint)
         print(f"{PACKAGE} {VERSION} installed from {wheel}")
         return 0
+    from viz.perf.engine_child import uses_amx
+
     info = system_info()
     print(f"llama.cpp {info['version']}: {info['system_info']}")
     if uses_amx(info["system_info"]):

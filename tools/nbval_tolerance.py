@@ -171,7 +171,7 @@ def tolerate_text(fresh: str, saved: str, digits: int) -> str:
 
 
 def _tolerate_line(fresh: str, saved: str, digits: int) -> str:
-    a, b = NUMBER.split(fresh), NUMBER.split(saved)
+    a = NUMBER.split(fresh)  # the words between the numbers (nbval compares them after)
     a_nums, b_nums = NUMBER.findall(fresh), NUMBER.findall(saved)
     if len(a_nums) != len(b_nums):
         return fresh

@@ -31,10 +31,7 @@ import datetime
 import json
 import os
 import platform
-import re
 import shutil
-import signal
-import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -202,80 +199,51 @@ def check_record(lm) -> Check:
 
 
 # ---- 5. llama.cpp, in a child process ---------------------------------------------------------
-# Run by `python -c PROBE_CODE [GGUF THREADS]`: prints the version and the system-info banner
-# first (so a crash in the model's load still leaves them), then, given a GGUF file, the same
-# with a few greedy tokens of it.
-PROBE_CODE = f"""
-import json, sys, time
-import llama_cpp
-banner = llama_cpp.llama_print_system_info()
-info = {{"version": llama_cpp.__version__,
-        "system_info": banner.decode(errors="replace") if isinstance(banner, bytes) else banner}}
-print(json.dumps(info), flush=True)
-if len(sys.argv) > 1:
-    start = time.perf_counter()
-    llm = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=128, n_threads=int(sys.argv[2]),
-                          verbose=False)
-    out = llm.create_completion({LLAMACPP_PROMPT!r}, max_tokens={LLAMACPP_TOKENS},
-                                temperature=0.0, repeat_penalty=1.0)
-    info.update(text=out["choices"][0]["text"], tokens=out["usage"]["completion_tokens"],
-                seconds=time.perf_counter() - start)
-    print(json.dumps(info), flush=True)
-"""
-
-
-def uses_amx(banner: str) -> bool:
-    """Whether a llama.cpp system-info banner says it runs AMX code ("AMX_INT8 = 1")."""
-    return re.search(r"\bAMX\w*\s*=\s*1\b", banner) is not None
-
-
-def probe_llamacpp(code: str = PROBE_CODE, args: Sequence[str] = (),
+def probe_llamacpp(gguf: str = "", threads: int = 1,
                    timeout_s: float = LLAMACPP_TIMEOUT_S) -> Check:
-    """Run `code` (default `PROBE_CODE`) with `args` in a child Python and judge what it
-    printed: a child killed by a signal (SIGILL: instructions this CPU lacks), an error, a
-    timeout or a banner with AMX on FAIL with the fix `make engines`."""
+    """llama.cpp's banner, and with `gguf` a few greedy tokens of it, read in a child process
+    (`viz.perf.engine_child`, task "check"): a child killed by a signal (SIGILL: instructions
+    this CPU lacks), an error, a timeout or a banner with AMX on FAIL with `make engines`."""
+    from viz.perf.engine_child import EngineCrash, call
+
     try:
-        proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
-                              text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return Check("llama.cpp", FAIL, f"the llama.cpp check did not finish in {timeout_s:g} s",
-                     ENGINES_FIX)
-    info: dict = {}
-    for line in proc.stdout.splitlines():  # the last JSON line printed: the furthest it got
-        try:
-            parsed = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(parsed, dict):
-            info = parsed
+        info = call("check", {"gguf": gguf, "prompt": LLAMACPP_PROMPT,
+                              "n_tokens": LLAMACPP_TOKENS if gguf else 0, "threads": threads},
+                    doing="checking its build", timeout_s=timeout_s)
+    except EngineCrash as e:
+        if e.timed_out:
+            finding = f"the llama.cpp check did not finish in {timeout_s:g} s"
+        elif e.signal_name:
+            why = " (instructions this CPU lacks)" if e.signal_name == "SIGILL" else ""
+            finding = f"llama-cpp-python was killed by {e.signal_name}{why}"
+        else:
+            last = (e.stderr_tail.splitlines() or ["no message"])[-1]
+            finding = f"llama-cpp-python failed (exit {e.returncode}): {last}"
+        return Check("llama.cpp", FAIL, finding, ENGINES_FIX)
+    return judge_llamacpp(info, ran=bool(gguf))
+
+
+def judge_llamacpp(info: dict, ran: bool = False) -> Check:
+    """The verdict on what the child reported: its banner (AMX on: FAIL) and the tokens."""
+    from viz.perf.engine_child import switched_on, uses_amx
+
     banner = str(info.get("system_info", ""))
     version = f"llama-cpp-python {info['version']}" if "version" in info else "llama-cpp-python"
-    if proc.returncode < 0:
-        name = signal.Signals(-proc.returncode).name
-        why = " (instructions this CPU lacks)" if name == "SIGILL" else ""
-        amx = "; its banner has AMX on" if uses_amx(banner) else ""
-        return Check("llama.cpp", FAIL, f"{version} was killed by {name}{why}{amx}", ENGINES_FIX)
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
-        return Check("llama.cpp", FAIL, f"{version} failed (exit {proc.returncode}): {last}",
-                     ENGINES_FIX)
-    # "CPU : SSE3 = 1 | AVX2 = 1 | ..." → ["SSE3", "AVX2", ...]
-    on = [p.split("=")[0].split(":")[-1].strip() for p in banner.split("|")
-          if p.strip().endswith("= 1")]
+    on = switched_on(banner)
     if uses_amx(banner):
         return Check("llama.cpp", FAIL, f"{version} was built with AMX kernels "
                      f"({', '.join(o for o in on if 'AMX' in o)} = 1), which died with SIGILL "
                      "on a cloud VM", ENGINES_FIX)
     found = f"{version}, no AMX; uses {' '.join(on) or 'no listed instructions'}"
     if "text" in info:
-        found += (f"; the Q4_1 file: {info['tokens']} tokens in {info['seconds']:.1f} s "
+        found += (f"; the Q4_1 file: {len(info['tokens'])} tokens in {info['seconds']:.1f} s "
                   f"({LLAMACPP_PROMPT!r} → {info['text']!r})")
-    elif args:
+    elif ran:
         found += "; the model was not run (the child printed no result)"
     return Check("llama.cpp", OK, found)
 
 
-def check_llamacpp(code: str = PROBE_CODE, timeout_s: float = LLAMACPP_TIMEOUT_S) -> Check:
+def check_llamacpp(timeout_s: float = LLAMACPP_TIMEOUT_S) -> Check:
     """llama-cpp-python, an optional engine: missing is a WARN (`make setup` builds it; Binder
     goes without it); installed, `probe_llamacpp` runs it in a child on the default model's
     GGUF file (if it is here)."""
@@ -291,14 +259,14 @@ def check_llamacpp(code: str = PROBE_CODE, timeout_s: float = LLAMACPP_TIMEOUT_S
                      "lesson 09's second engine and the formats comparison use it", "make setup")
     try:  # checked by its digest; copied out of the cached wheel the first time, as the
         # llama.cpp server does (no download)
-        args: list[str] = [str(default_model.default_gguf_path()), str(os.cpu_count() or 1)]
+        gguf = str(default_model.default_gguf_path())
     except ValueError:  # no GGUF file here: the model check says how to fetch it
-        args = []
-    check = probe_llamacpp(code, args, timeout_s)
+        gguf = ""
+    check = probe_llamacpp(gguf, os.cpu_count() or 1, timeout_s)
     if check.status == OK and installed != VERSION:
         return Check("llama.cpp", WARN, f"{check.finding}; viz is tested with {VERSION}",
                      "make setup (installs the tested release)")
-    if check.status == OK and not args:
+    if check.status == OK and not gguf:
         check.finding += "; no GGUF file here, so no model was run"
     return check
 

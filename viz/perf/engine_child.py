@@ -20,7 +20,10 @@ last lines the child wrote to stderr. Only JSON crosses: paths, token ids, step 
 
 Tasks (each the work one in-process call did before, timings taken inside the child):
 - `quantize`: `llama_model_quantize` writes one GGUF file in another format (`formats.gguf_file`);
-- `greedy`: load a GGUF file and time greedy decode steps, one `eval` each (`formats.llama_greedy`).
+- `greedy`: load a GGUF file and time greedy decode steps, one `eval` each (`formats.llama_greedy`);
+- `check`: the engine's version and system-info banner, and a few greedy tokens of a GGUF file
+  (`python -m viz doctor`, `python -m tools.engines check`); `uses_amx` and `switched_on` read
+  the banner here.
 
 Test hook: the environment variable `VIZ_ENGINE_CHILD_FAULT` (FAULT_ENV) makes the child fail
 on purpose before it loads llama.cpp, so tests can check what a crash looks like here:
@@ -131,6 +134,19 @@ def call(task: str, args: dict[str, Any], *, doing: str,
     return json.loads(done.stdout)
 
 
+def switched_on(banner: str) -> list[str]:
+    """The features a llama.cpp system-info banner has on: "CPU : SSE3 = 1 | AMX_INT8 = 0 |
+    AVX2 = 1 | " → ["SSE3", "AVX2"]."""
+    return [part.split("=")[0].split(":")[-1].strip() for part in banner.split("|")
+            if part.strip().endswith("= 1")]
+
+
+def uses_amx(banner: str) -> bool:
+    """Whether the banner says llama.cpp runs AMX code ("AMX_INT8 = 1"): the build that died
+    with SIGILL on a cloud VM."""
+    return any(name.startswith("AMX") for name in switched_on(banner))
+
+
 # ---- the child's side: runs in `python -P engine_child.py`, never in the caller's process ----
 def _llama_cpp():
     import logging
@@ -199,7 +215,37 @@ def greedy(path: str, prompt_ids: list[int], new_tokens: int, repeats: int,
         llm.close()
 
 
-TASKS = {"quantize": quantize, "greedy": greedy}
+def check(gguf: str = "", prompt: str = "", n_tokens: int = 0, threads: int = 1) -> dict[str, Any]:
+    """The engine's version and system-info banner, and with `gguf` the greedy `n_tokens` after
+    `prompt` (ids and text) and the seconds that took. The banner goes to stderr first, so a
+    crash while loading the model still shows it in the EngineCrash."""
+    import numpy as np
+
+    llama_cpp = _llama_cpp()
+    banner = llama_cpp.llama_print_system_info()
+    out: dict[str, Any] = {"version": llama_cpp.__version__,
+                           "system_info": banner.decode(errors="replace")
+                           if isinstance(banner, bytes) else str(banner)}
+    print(f"llama.cpp {out['version']}: {out['system_info']}", file=sys.stderr, flush=True)
+    if gguf:
+        start = time.perf_counter()
+        llm = llama_cpp.Llama(model_path=gguf, n_ctx=128, n_threads=threads, verbose=False)
+        try:
+            llm.eval(llm.tokenize(prompt.encode(), add_bos=False))
+            tokens: list[int] = []
+            for _ in range(n_tokens):  # greedy: the largest of the last logits, fed back
+                logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1),
+                                               shape=(llm.n_vocab(),))
+                tokens.append(int(logits.argmax()))
+                llm.eval([tokens[-1]])
+            out.update(tokens=tokens, text=llm.detokenize(tokens).decode(errors="replace"),
+                       seconds=time.perf_counter() - start)
+        finally:
+            llm.close()
+    return out
+
+
+TASKS = {"quantize": quantize, "greedy": greedy, "check": check}
 
 
 def _fault(request: str) -> None:
