@@ -70,7 +70,7 @@ formats = perf.measure_formats(formats=perf.available_formats(), new_tokens=24,
                                repeats=2)  # ~15 s
 print(formats)
 bandwidth = machine.bytes_per_s  # the memory floor: your machine's measured read bandwidth
-if not formats.point("llama.cpp F32"):  # llama.cpp is not installed here (Binder)
+if "F32" not in perf.available_formats():  # llama.cpp is not installed here (Binder)
     formats = perf.load_reference("cpu-formats")
     bandwidth = formats.read_bytes_per_s  # that machine's, not yours
     print(f"\nllama.cpp is not installed here (it compiles from source for several minutes, "
@@ -122,6 +122,8 @@ lc = [formats.point(f"llama.cpp {f}") for f in perf.LLAMA_FORMATS]
 if lc[0]:
     print(f"same bytes: transformers float32 ÷ llama.cpp F32 = {ratio_text(f32, lc[0])}")
     for a, b in zip(lc, lc[1:]):
+        if not (a and b):  # a format whose run failed (printed above, with the fix)
+            continue
         fewer = b.weight_bytes / a.weight_bytes  # the bytes' ratio
         # "follows the bytes": the step shrinks by the bytes' ratio (a fifth of slack);
         # "no faster": by less than a tenth
