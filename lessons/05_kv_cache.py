@@ -319,10 +319,14 @@ fixed = perf.fixed_cost(spec.n_layers)  # a step of a 30-layer model with almost
 print(machine.status)
 print(perf.yardsticks())
 step_bytes = float(np.median([perf.decode_cost(spec, r["seq_len"]).bytes for r in rows[-6:]]))
-stream = perf.streaming_rate(step_bytes, cached, fixed)  # bytes ÷ (step − fixed cost)
-print(f"cached step {cached.text(1e3, 'ms')} = fixed cost {fixed.text(1e3, 'ms')} + "
-      f"{step_bytes / 1e6:.0f} MB of weights and KV streamed at {stream.text(1e-9, 'GB/s')} "
-      f"(one large matrix-vector product: {machine.matvec['float32'].spread.text(1e-9, 'GB/s')})")
+if (cached - fixed).low > 0:  # time left to read the bytes in, beyond both spreads
+    stream = perf.streaming_rate(step_bytes, cached, fixed)  # bytes ÷ (step − fixed cost)
+    print(f"cached step {cached.text(1e3, 'ms')} = fixed cost {fixed.text(1e3, 'ms')} + "
+          f"{step_bytes / 1e6:.0f} MB of weights and KV streamed at {stream.text(1e-9, 'GB/s')} "
+          f"(one large matrix-vector product: {machine.matvec['float32'].spread.text(1e-9, 'GB/s')})")
+else:  # a busy machine can stretch the fixed cost's measurement over the step's
+    print(f"cached step {cached.text(1e3, 'ms')}, fixed cost {fixed.text(1e3, 'ms')}: too close "
+          "to call, no rate to read off (measure again when the machine is quiet)")
 cached_flops = float(np.median([r["cached_flops"] for r in rows[-6:]]))
 print(f"its arithmetic at the peak would take {cached_flops / peaks.flops_per_s * 1e3:.1f} ms")
 
