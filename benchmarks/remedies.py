@@ -77,6 +77,9 @@ def main(argv=None) -> int:
         run = dataclasses.replace(run, source=source(command, before),
                                   read_bytes_per_s=perf.machine_peaks().bytes_per_s)
         print(run, flush=True)
+        if run.failures:  # a reference is all six rows from one machine, or nothing
+            raise SystemExit(f"not saved: {', '.join(f.format for f in run.failures)} failed "
+                             "(above); fix that, then measure again")
         print(f"formats: {time.perf_counter() - t0:.0f} s → {run.save(out / 'cpu-formats.json')}",
               flush=True)
 

@@ -2,7 +2,8 @@
 requirements.txt and requirements-engines.txt (same ranges), together they list every line of
 them, and every third-party module viz imports is installed by a dependency — or, for the
 `engines` extra (llama.cpp), imported only inside a function, so `import viz` works without it
-(its server runs in a process of its own; `viz.perf.formats` imports it when it decodes)."""
+(its server runs in a process of its own; `viz.perf.formats` calls it in a child process,
+`viz/perf/engine_child.py`)."""
 
 import ast
 import re
