@@ -63,7 +63,7 @@ FULL = {
     "prompt_repeats": 3,
     "contexts": [128, 1024, 4096, 8000],  # + 17 steps stays within SmolLM2's 8192
     "context_steps": 16,
-    # past the knee: an 8B step in bfloat16 reads ~16 GB, and its arithmetic passes that at a
+    # past the knee: an 8B step in bfloat16 reads ~15 GB, and its arithmetic passes that at a
     # batch near the ridge (~180-300 FLOP/byte on a recent GPU), so the largest batches are there
     "batch_sizes": [1, 4, 16, 64, 256, 1024],
     "batch_tokens": 32,

@@ -381,13 +381,21 @@ gpu_sweep = perf.gpu_reference("busy-sweep", "llama-3.1-8b")
 big, h200, sheet = gpu_sweep.model, perf.gpu_peaks(), perf.datasheet("H200")
 context = gpu_sweep.column("context_tokens")[0]
 counted = perf.ridge_batch(big, h200.flops_per_s, h200.bytes_per_s, context)
-print(f"{big.name}, {big.weight_bytes / 1e9:.1f} GB of weights, {context} tokens per request")
+print(f"{big.name}: {big.weight_bytes / 1e9:.1f} GB of weights, of which a step reads "
+      f"{perf.decode_cost(big, context).weight_bytes / 1e9:.1f} GB (all but the embedding "
+      f"table, whose new rows only it reads); {context} tokens per request")
 for what, flops, read in (("measured", h200.flops_per_s, h200.bytes_per_s),
                           ("datasheet", sheet.flops_per_s, sheet.bytes_per_s)):
     print(f"H200 {what:9}: {flops / 1e12:4.0f} TFLOP/s, {read / 1e12:.2f} TB/s, ridge "
-          f"{flops / read:3.0f} FLOP/byte: knee at B={perf.ridge_batch(big, flops, read, context)}")
+          f"{flops / read:3.0f} FLOP/byte: knee at B={perf.ridge_batch(big, flops, read, context)}"
+          f"; no knee past {perf.knee_context(big, flops / read):,.0f} tokens per request")
 
 # %% [markdown]
+# The knee holds only for short requests. Each request brings its own cache, and reading one
+# cached token buys only a few FLOPs, so past a context the last line computes
+# (`perf.knee_context`) no batch, however large, reaches the ridge: there, decode stays
+# memory-bound at any batch size.
+#
 # **Predict.** The rule, applied to the GPU's busy time at each batch (no fixed cost: the
 # launches are not in it), names the first compute-bound batch of the sweep (1, 16, 64, 256,
 # 512, 1,024). Where is it?
@@ -415,7 +423,7 @@ compare_prediction(prediction_knee, knee, options=KNEE,
 
 # %% [markdown]
 # The GPU's own time shows the knee where the counting puts it: nearly flat while the weights
-# dominate (each extra request rides on the same 16 GB read), then growing with the batch once
+# dominate (each extra request rides on the same 15 GB read), then growing with the batch once
 # the arithmetic is the longer floor. The wall clock shows no knee at all: every batch took
 # around a tenth of a second, with no trend, the host launching the same kernels for 1 request
 # or 1,024. The roofline of the busy time, under the H200's measured roofs:

@@ -389,7 +389,7 @@ print(perf.gpu_provenance())
 print(gpu_wall.peaks_how.splitlines()[0])
 
 # %% [markdown]
-# **Predict.** The 8-billion-weight model (Llama-3.1-8B's shape) reads 16 GB per step in
+# **Predict.** The 8-billion-weight model (Llama-3.1-8B's shape) reads 15 GB per step in
 # bfloat16, and the GPU reads about 4 TB a second. Which word will the rule give its step,
 # measured by the wall clock?
 
@@ -413,7 +413,7 @@ viz.compare_prediction(prediction_gpu_8b, gpu_8b_verdict, options=list(perf.REGI
                        hint="compare the fixed cost in the table with half the step")
 
 # %% [markdown]
-# The same three floors, a different balance. The GPU reads a 16 GB model in a few
+# The same three floors, a different balance. The GPU reads an 8B step's 15 GB in a few
 # milliseconds, so the memory floor is short for every model here, and the fixed cost (the
 # host launching each layer's kernels one by one: the "fixed cost" column) is about half of
 # every step or more, large model or small: the dots lie almost flat, many times the bytes for

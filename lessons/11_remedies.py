@@ -455,8 +455,9 @@ prediction_graph = None  # ← eager step ÷ CUDA-graph step, the course model's
 print(perf.gpu_provenance())
 graphs = [perf.gpu_reference("compiled-step", name) for name in perf.GPU_MODELS]
 h200 = perf.gpu_peaks()
-for g in graphs:
-    floor = g.weight_bytes / h200.bytes_per_s  # reading every weight once at the measured peak
+for name, g in zip(perf.GPU_MODELS, graphs):
+    middle = g.prompt_tokens + g.new_tokens // 2  # the context at the middle decode step
+    floor = perf.decode_cost(perf.config_spec(name, g.dtype), middle).bytes / h200.bytes_per_s
     print(f"{g}\n  memory floor {floor * 1e3:.2f} ms: the graph's step is "
           f"{g.compiled.median / floor:.1f}× it (MBU {floor / g.compiled.median:.0%})\n")
 graph_speedup = graphs[0].speedup.median

@@ -91,12 +91,88 @@ def test_published_configs_param_counts():
     spec8 = configs.config_spec("llama-3.1-8b")
     assert spec8.n_params == 32 * (2 * 4096 ** 2 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 8192) \
         + 4096 + 2 * 128_256 * 4096 == 8_030_261_248
-    assert spec8.weight_bytes == 2 * 8_030_261_248
-    # An untied head is a second V·h table that every pass reads: a decode step reads every
-    # weight (both tables) plus one embedding row of 4096 bf16 values.
-    assert counts.decode_cost(spec8, 16).weight_bytes == 2 * 8_030_261_248 + 2 * 4096
+    assert spec8.weight_bytes == 2 * 8_030_261_248  # what the weights occupy
+    # An untied head is a second V·h table, but a pass reads only the head whole: of the
+    # embedding table it reads the new tokens' rows (one row of 4096 bf16 values here).
+    assert counts.decode_cost(spec8, 16).weight_bytes \
+        == 2 * (8_030_261_248 - 128_256 * 4096) + 2 * 4096
     for name in configs.config_names():
         assert configs.config_spec(name).n_params == configs.read_config(name)["params"]
+
+
+def test_decode_bytes_by_hand_tied_and_untied():
+    """A decode step reads every layer's weights, the final norm and the output head whole, and
+    of the embedding table only the new tokens' rows (issue 34): tied or untied, the same count."""
+    # Tied: the default model's shape, SmolLM2-135M, float32 (b = 4): h = 576, L = 30, 9 heads,
+    # 3 KV heads of d = 64, MLP 1536, V = 49,152.
+    #   P_layer = 576·576 + 2·576·(3·64) + (9·64)·576 + 3·576·1536
+    #           = 331,776 + 221,184 + 331,776 + 2,654,208 = 3,538,944
+    #   read whole: 30·(3,538,944 + 2·576) + 576 + 49,152·576 (the head, which is the table)
+    #           = 106,202,880 + 576 + 28,311,552 = 134,515,008 weights = every parameter
+    #   KV: 2 · 30 layers · 3 heads · 64 · 4 bytes = 46,080 bytes per token; 64 tokens: 2,949,120
+    small = configs.config_spec("smollm2-135m", dtype="float32")
+    assert 30 * (3_538_944 + 2 * 576) + 576 + 49_152 * 576 == 134_515_008 == small.n_params
+    one = counts.decode_cost(small, context_tokens=64)
+    assert one.weight_bytes == 4 * 134_515_008 + 4 * 1 * 576 == 538_062_336
+    assert one.kv_bytes == 46_080 * 64 == 2_949_120
+    assert one.bytes == 538_062_336 + 2_949_120 == 541_011_456
+    four = counts.decode_cost(small, context_tokens=64, batch=4)
+    assert four.weight_bytes == 4 * 134_515_008 + 4 * 4 * 576 == 538_069_248  # 4 rows looked up
+    assert four.kv_bytes == 4 * 2_949_120 == 11_796_480  # each request its own cache
+    assert four.bytes == 538_069_248 + 11_796_480 == 549_865_728
+
+    # Untied: Llama-3.1-8B, bfloat16 (b = 2): h = 4096, L = 32, 32 heads, 8 KV heads of
+    # d = 128, MLP 14,336, V = 128,256, a separate output head.
+    #   P_layer = 4096·4096 + 2·4096·(8·128) + (32·128)·4096 + 3·4096·14,336
+    #           = 16,777,216 + 8,388,608 + 16,777,216 + 176,160,768 = 218,103,808
+    #   read whole: 32·(218,103,808 + 2·4096) + 4096 + 128,256·4096 (the head)
+    #           = 6,979,584,000 + 4096 + 525,336,576 = 7,504,924,672 weights
+    #   not read whole: the embedding table, 128,256·4096 = 525,336,576 weights (1.05 GB)
+    #   KV: 2 · 32 · 8 · 128 · 2 bytes = 131,072 bytes per token; 62 tokens: 8,126,464
+    big = configs.config_spec("llama-3.1-8b", dtype="bfloat16")
+    assert 32 * (218_103_808 + 2 * 4096) + 4096 + 128_256 * 4096 == 7_504_924_672 \
+        == big.n_params - 128_256 * 4096
+    one = counts.decode_cost(big, context_tokens=62)
+    assert one.weight_bytes == 2 * 7_504_924_672 + 2 * 1 * 4096 == 15_009_857_536
+    assert one.weight_bytes <= 15.1e9  # issue 34's "done when": ≤ 15.1 GB at batch 1
+    assert big.weight_bytes - one.weight_bytes == 2 * 128_256 * 4096 - 2 * 4096  # 1.05 GB less
+    assert one.kv_bytes == 131_072 * 62 == 8_126_464
+    assert one.bytes == 15_009_857_536 + 8_126_464 == 15_017_984_000
+    four = counts.decode_cost(big, context_tokens=62, batch=4)
+    assert four.weight_bytes == 2 * 7_504_924_672 + 2 * 4 * 4096 == 15_009_882_112
+    assert four.kv_bytes == 4 * 8_126_464 == 32_505_856
+    assert four.bytes == 15_009_882_112 + 32_505_856 == 15_042_387_968
+
+
+def test_knee_context_by_hand():
+    # The tiny tied model at a ridge of R = 2 FLOP/byte. Per request, a decode step at c tokens:
+    #   F(c) = 2·L·P_layer + 2·h·V + 4·L·n_h·d·c = 2·2·36,864 + 2·64·259 + 4·2·4·16·c
+    #        = 147,456 + 33,152 + 512·c
+    #   M(c) = b·h + K·c = 4·64 + (2·2·2·16·4 = 512)·c = 256 + 512·c
+    # F = R·M:  180,608 + 512·c = 512 + 1024·c  →  c* = 180,096 / 512 = 351.75
+    assert counts.knee_context(tiny_spec(), 2.0) == 351.75
+    # At R = 1 each cached token's attention (512 FLOPs) already pays for its K = 512 bytes:
+    # F/M stays above the ridge at any context, and the knee never stops existing.
+    assert counts.knee_context(tiny_spec(), 1.0) is None
+    # Llama-3.1-8B in bfloat16 at R = 181:
+    #   2·32·218,103,808 + 2·4096·128,256 − 181·2·4096 = 13,958,643,712 + 1,050,673,152
+    #       − 1,482,752 = 15,007,834,112
+    #   181·131,072 − 4·32·32·128 = 23,724,032 − 524,288 = 23,199,744
+    big = configs.config_spec("llama-3.1-8b", dtype="bfloat16")
+    assert counts.knee_context(big, 181) == pytest.approx(15_007_834_112 / 23_199_744)  # 646.9
+    with pytest.raises(ValueError, match="ridge_flop_per_byte must be a finite number > 0"):
+        counts.knee_context(big, 0)
+
+
+@pytest.mark.parametrize("name, ridge", [("tiny", 2.0), ("llama-3.1-8b", 181.0)])
+def test_no_batch_crosses_the_ridge_past_the_knee_context(name, ridge):
+    from viz.perf.gpu import ridge_batch
+
+    spec = tiny_spec() if name == "tiny" else configs.config_spec(name, dtype="bfloat16")
+    c = counts.knee_context(spec, ridge)
+    # a ridge of R FLOP/byte: R FLOP/s over 1 byte/s; batches searched up to 2^40
+    assert ridge_batch(spec, ridge, 1.0, int(c), largest=1 << 40) is not None
+    assert ridge_batch(spec, ridge, 1.0, int(c) + 1, largest=1 << 40) is None
 
 
 def test_smollm2_shape_matches_the_real_model(smollm):

@@ -56,7 +56,7 @@ from viz.perf.wall import (H100_SXM, REMEDIES, OverheadFloor, QuantizedTry, Wall
                            roofline_seconds, streaming_rate)
 from viz.perf.speculative import (LOOKUP_PROMPTS, LOOKUP_WHY, GenerateRun, LookupComparison,
                                   compare_prompt_lookup)
-from viz.perf.counts import activation_bytes
+from viz.perf.counts import activation_bytes, knee_context
 from viz.perf.peaks import (cached_peaks, kernel_spread, linear_seconds, linear_spread,
                              peaks_from_machine, time_kernel)
 from viz.perf.roofline import floors_verdict, pass_regime, pass_verdict
@@ -79,7 +79,7 @@ __all__ = ["BatchRun", "generate_batch", "config_names", "config_spec", "from_co
            "measure_overhead", "measure_point", "measure_wall", "narrow_config", "regime",
            "roofline_seconds", "bytes_whatif", "best_of", "GenerateRun", "LookupComparison",
            "compare_prompt_lookup"]
-__all__ += ["activation_bytes", "cached_peaks", "peaks_from_machine", "SAMPLE_PARAGRAPH",
+__all__ += ["activation_bytes", "knee_context", "cached_peaks", "peaks_from_machine", "SAMPLE_PARAGRAPH",
             "count_words_tokens", "tokens_per_word", "pass_regime", "time_kernel",
             "linear_seconds", "Matmul", "machine_key", "measure_matmul", "FixedCosts",
             "fixed_cost", "machine_overhead", "TOO_CLOSE", "Verdict", "verdict",

@@ -328,7 +328,7 @@ class KVFit:
     model: str
     context_tokens: int  # tokens per conversation
     memory_bytes: int  # the memory considered
-    weight_bytes: int  # the model's weights (counted, in its dtype)
+    weight_bytes: int  # the memory the model's weights occupy (`ModelSpec.weight_bytes`)
     kv_bytes_per_token: int  # with the model's grouped-query attention
     kv_bytes_per_token_no_gqa: int  # if every query head had its own keys and values
     conversations: int  # (memory − weights) // (kv per token · context)
@@ -350,7 +350,7 @@ def kv_fit(spec: ModelSpec, context_tokens: int, memory_bytes: int) -> KVFit:
         raise ValueError(f"context_tokens must be a whole number >= 1, not {context_tokens!r}")
     if memory_bytes <= 0:
         raise ValueError(f"memory_bytes must be > 0, not {memory_bytes!r}")
-    weights = decode_cost(spec, 1).weight_bytes
+    weights = spec.weight_bytes  # what the weights occupy, every table (not what a step reads)
     free = max(0, int(memory_bytes) - weights)
     per, per_no = spec.kv_bytes_per_token(), spec.kv_bytes_per_token(spec.n_heads)
     return KVFit(model=spec.name, context_tokens=context_tokens, memory_bytes=int(memory_bytes),

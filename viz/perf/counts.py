@@ -29,15 +29,25 @@ behind MFU.
 
 **Bytes** moved to and from memory, a lower bound:
 
-    weights = b · (L·(P_layer + 2h) + h + V·h)   every weight read once per pass (the output
-              (+ b·V·h when the head is untied)  head is read whole; it is the embedding
-                                                 table when tied)
-            + b · B · n · h                      the embedding rows of the new tokens
+    weights = b · (L·(P_layer + 2h) + h + V·h)   every layer's weights, the final norm and the
+                                                 output head (V·h), each read whole once per
+                                                 pass
+            + b · B · n · h                      the embedding table: only the rows of the
+                                                 B·n new tokens are read
     kv      = B · 2 · L · n_kv · d · b · c       the cached keys and values read, and the
                                                  new ones written: each of the c tokens once
 
+Tied or untied, the count is the same. The output head multiplies the last hidden state by
+all V rows, so it is read whole; the embedding table is only looked up, one row per new token.
+A tied head *is* the embedding table (read whole as the head, its looked-up rows counted once
+more); an untied model has a second V·h table that a pass never reads whole. So for an untied
+model (Llama-3.1-8B) the weights a step reads are fewer than its parameters' bytes
+(`ModelSpec.weight_bytes`, what the weights *occupy*): b·V·h fewer, 1.05 GB in bfloat16.
+
 Activations, logits and attention re-reading its inputs are not counted in `PassCost.bytes`:
 the real traffic is at least this. Arithmetic intensity = FLOPs / bytes.
+`knee_context` solves these counts for the context past which no batch of decode steps
+reaches a machine's ridge (lesson 06).
 
 **Activation bytes** (`activation_bytes`, lesson 05), an estimate kept apart from
 `PassCost.bytes`: the loads and stores *between* operations, counted as if every operation
@@ -73,6 +83,7 @@ KV-cache traffic (tests/test_perf_claims.py reconciles the two exactly).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 from viz.trace import ModelSpec
 
@@ -107,7 +118,7 @@ class PassCost:
     context_tokens: int  # tokens per request in the sequence after it (c)
     matmul_flops: int  # 2·B·n·L·P_layer + 2·B·h·V
     attention_flops: int  # 4·B·L·n_h·d·Σ t
-    weight_bytes: int  # every weight once, plus the new tokens' embedding rows
+    weight_bytes: int  # layers, final norm and output head once, + new tokens' embedding rows
     kv_bytes: int  # every cached key and value once (c tokens per request)
 
     @property
@@ -136,8 +147,9 @@ def forward_cost(spec: ModelSpec, input_tokens: int, context_tokens: int, batch:
     keys_seen = (c * (c + 1) - past * (past + 1)) // 2  # Σ t for t = past+1 .. c
     matmul = 2 * B * n * L * layer_matmul_params(spec) + 2 * B * h * spec.vocab_size
     attention = 4 * B * L * spec.n_heads * spec.head_dim * keys_seen
-    tables = 1 if tied_embeddings(spec) else 2  # embedding table, and a separate output head
-    weights = b * (L * (layer_matmul_params(spec) + 2 * h) + h + tables * spec.vocab_size * h) \
+    # the layers, the final norm and the output head whole; of the embedding table (the head
+    # itself when tied, a second table when not) only the rows of the B·n new tokens
+    weights = b * (L * (layer_matmul_params(spec) + 2 * h) + h + spec.vocab_size * h) \
         + b * B * n * h
     return PassCost(phase=phase or ("decode" if n == 1 and c > 1 else "prefill"), batch=B,
                     input_tokens=n, context_tokens=c, matmul_flops=matmul,
@@ -153,6 +165,45 @@ def prefill_cost(spec: ModelSpec, prompt_tokens: int, batch: int = 1) -> PassCos
 def decode_cost(spec: ModelSpec, context_tokens: int, batch: int = 1) -> PassCost:
     """One decode step: one new token per request, `context_tokens` in the sequence after it."""
     return forward_cost(spec, 1, context_tokens, batch, "decode")
+
+
+def knee_context(spec: ModelSpec, ridge_flop_per_byte: float) -> Optional[float]:
+    """The context past which no batch's decode step reaches the ridge (lesson 06).
+
+    A decode step at batch B with c tokens per request in the sequence (`decode_cost`: n = 1)
+    counts, from this module's formulas, with W = L·(P_layer + 2h) + h + V·h and
+    K = 2·L·n_kv·d·b (KV bytes per token):
+
+        FLOPs = B · F(c),          F(c) = 2·L·P_layer + 2·h·V + 4·L·n_h·d·c
+        bytes = b·W + B · M(c),    M(c) = b·h + K·c
+
+    Its intensity B·F / (b·W + B·M) grows with B (the weights are shared, b·W is paid once)
+    toward F(c) / M(c), the intensity of one request's own work over its own bytes. A batch
+    reaches the ridge R only if F(c) / M(c) > R. Each cached token adds 4·L·n_h·d FLOPs for K
+    bytes, 2·n_h / (n_kv·b) FLOP per byte (4 for Llama-3.1-8B in bfloat16), so where that is
+    below R, F/M falls toward it as c grows, and F(c) = R·M(c) solves to
+
+        c* = (2·L·P_layer + 2·h·V − R·b·h) / (R·K − 4·L·n_h·d)
+
+    Below c* some batch crosses (`viz.perf.ridge_batch` finds it; it grows without bound as c
+    nears c*); past c* none does: the knee stops existing. Returns c* in tokens in the sequence
+    at the step, the new one included (c* − 1 cached), as `decode_cost` counts; or None when
+    R·K ≤ 4·L·n_h·d (the attention alone is above the ridge: a batch crosses at any context).
+    Counted, so like the counts it leaves out the cache's copies (`DynamicCache`'s
+    concatenation), which make a long-context step read more still.
+    """
+    ridge = float(ridge_flop_per_byte)
+    if not ridge > 0 or ridge == float("inf"):
+        raise ValueError(f"ridge_flop_per_byte must be a finite number > 0, "
+                         f"not {ridge_flop_per_byte!r}")
+    h, L, b = spec.hidden_size, spec.n_layers, spec.bytes_per_element
+    per_token_flops = 4 * L * spec.n_heads * spec.head_dim  # attention FLOPs per cached token
+    per_token_bytes = 2 * L * spec.n_kv_heads * spec.head_dim * b  # K
+    below = ridge * per_token_bytes - per_token_flops
+    if below <= 0:
+        return None
+    fixed_flops = 2 * L * layer_matmul_params(spec) + 2 * h * spec.vocab_size
+    return max(0.0, (fixed_flops - ridge * b * h) / below)
 
 
 def activation_bytes(spec: ModelSpec, input_tokens: int, context_tokens: int, batch: int = 1,

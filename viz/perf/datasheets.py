@@ -204,8 +204,9 @@ def growth(first: str = "V100", last: str = "B200") -> dict[str, Any]:
 
 def step_bytes(model: str = DEFAULT_MODEL, dtype: str = "float32",
                context_tokens: int = CONTEXT_TOKENS) -> int:
-    """Bytes one batch-1 decode step of `model` reads in `dtype`: every weight once plus the
-    KV cache at `context_tokens` (`viz.perf.counts.decode_cost` of `config_spec(model)`)."""
+    """Bytes one batch-1 decode step of `model` reads in `dtype`: its weights once (of an
+    untied embedding table only the new token's row) plus the KV cache at `context_tokens`
+    (`viz.perf.counts.decode_cost` of `config_spec(model)`)."""
     return int(decode_cost(config_spec(model, dtype=dtype), context_tokens).bytes)
 
 

@@ -154,7 +154,8 @@ def ridge_batch(spec, flops_per_s: float, bytes_per_s: float, context_tokens: in
                 largest: int = 1 << 16) -> Optional[int]:
     """The knee as counted: the smallest batch whose decode step's compute floor reaches its
     memory floor (FLOPs ÷ flops_per_s ≥ bytes ÷ bytes_per_s) at `context_tokens` tokens per
-    request; None if no batch up to `largest` does (the KV cache grows with the batch too)."""
+    request; None if no batch up to `largest` does (the KV cache grows with the batch too;
+    past `viz.perf.counts.knee_context` tokens per request no batch does)."""
     for rate, what in ((flops_per_s, "flops_per_s"), (bytes_per_s, "bytes_per_s")):
         if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0:
             raise ValueError(f"{what} must be a positive number, not {rate!r}")
