@@ -93,7 +93,7 @@ def test_bad_settings_and_a_missing_engine_name_the_fix(tmp_path, monkeypatch, c
     with pytest.raises(ServeError, match=r"not installed.*make setup.*\(missing: llama_cpp\)"):
         LlamaCppServer()
     assert main(["request", "hi", "--embedded", "--engine", "llama.cpp"]) == 2
-    assert "pip install 'llama-cpp-python[server]==0.3.36'" in capsys.readouterr().err
+    assert "`python -m tools.engines install`" in capsys.readouterr().err
 
 
 def test_stop_leaves_no_process(llama):  # last: it stops the module's server

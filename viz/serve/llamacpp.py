@@ -55,9 +55,11 @@ from viz.serve.server import ManagedProcess, ServerInfo
 
 VERSION = "0.3.36"  # the llama-cpp-python release requirements-engines.txt pins
 INSTALL_HINT = ("llama.cpp's server is not installed in this environment: run `make setup` "
-                "(it compiles llama-cpp-python once for this CPU, about 4 minutes on 2 cores, "
-                "and keeps the wheel for next time; a plain `pip install` builds with "
-                "-march=native, which can crash with SIGILL on CPUs with AMX) (on Binder it is not installed: the build would take longer than a "
+                "(it compiles llama-cpp-python once for this CPU, portably, about 4 minutes on "
+                "2 cores, and keeps the wheel for next time), or `python -m tools.engines "
+                "install` from the repository for the engine alone (a plain `pip install "
+                "llama-cpp-python` builds with -march=native, which can die with SIGILL on "
+                "CPUs with AMX) (on Binder it is not installed: the build would take longer than a "
                 "session's start)")
 # What `python -m llama_cpp.server` imports beyond viz's own dependencies.
 NEEDS = ("llama_cpp", "sse_starlette", "starlette_context", "pydantic_settings")
