@@ -14,7 +14,8 @@ boundaries (F = t/2, C = M) and, where a boundary lies inside the spread, says *
 call** and names the two words the measurement cannot choose between. Where a word is given but
 neither roof is near (reading the bytes at the peak would take less than half the step, and so
 would the arithmetic), the verdict says what the word means there: which floor is the larger,
-and what the rest of the step is made of. Lessons 03–08 print it.
+and what the rest of the step is made of. Lessons 03–08 print it: `str(verdict)` is one line a
+beginner can read (`Verdict.line`), `verdict.details()` the whole comparison with its margins.
 """
 
 from __future__ import annotations
@@ -140,6 +141,43 @@ class Verdict:
         """The share of the step its arithmetic at the peak takes: C ÷ t (= MFU)."""
         return self.compute_floor.median / self.step.median
 
+    def line(self) -> str:
+        """The verdict in one line: its word, then the one comparison that decided it, e.g.
+        "memory-bound — reading the bytes at the peak (38.0 ms) is 88% of the 43.1 ms step"."""
+        def ms(x: Spread) -> str:
+            return f"{x.median * 1e3:.{2 if x.median < 0.01 else 1}f} ms"
+
+        step, share = f"the {ms(self.step)} step", self.fixed_share
+        if self.close and "overhead-bound" in self.between:
+            return (f"{TOO_CLOSE} ({self.between[0]} or {self.between[1]}) — the fixed cost is "
+                    f"{share.low:.0%}–{share.high:.0%} of {step}, on both sides of half")
+        if self.close:
+            return (f"{TOO_CLOSE} ({self.between[0]} or {self.between[1]}) — reading the bytes "
+                    f"({ms(self.memory_floor)}) and the arithmetic ({ms(self.compute_floor)}) at "
+                    "the peaks take as long within their spreads")
+        if self.regime == "overhead-bound":
+            return (f"overhead-bound — the fixed cost ({ms(self.fixed)}) is {share.median:.0%} "
+                    f"of {step}")
+        reading = self.regime == "memory-bound"
+        what, floor, other = (("reading the bytes", self.memory_floor, "the arithmetic")
+                              if reading else
+                              ("the arithmetic", self.compute_floor, "reading the bytes"))
+        use = self.mbu if reading else self.mfu
+        if self.broken:  # the other floor is longer than the whole step: no floor here
+            return (f"{self.regime} — {what} at the peak takes {ms(floor)} of {step}; "
+                    f"{other}'s floor is longer than the step, so no floor here")
+        if use >= NEAR_ROOF:
+            text = f"{self.regime} — {what} at the peak ({ms(floor)}) is {use:.0%} of {step}"
+        else:
+            text = (f"{self.regime} — {what} ({ms(floor)} at the peak) outweighs {other} "
+                    f"({ms(self.compute_floor if reading else self.memory_floor)}); the rest of "
+                    f"{step} is the fixed cost and kernels below the peaks")
+        return text
+
+    def details(self) -> str:
+        """The verdict, the comparisons that decided it and their margins (`explain`)."""
+        return self.explain()
+
     def fits(self, word: str) -> bool:
         """True if `word` is this verdict, or one of the two it cannot separate."""
         return word == self.regime or word in self.between
@@ -187,7 +225,7 @@ class Verdict:
         return text
 
     def __str__(self) -> str:
-        return self.explain()
+        return self.line()
 
 
 def verdict(step: Figure, memory_floor: Figure, compute_floor: Figure, fixed_cost: Figure, *,

@@ -94,7 +94,8 @@ def pass_verdict(flops: float, nbytes: float, step: Figure, peaks: Peaks,
     step, fixed_cost: a `viz.Spread` (the pass's timed runs; `viz.perf.fixed_cost(...)`), or a
     plain number of seconds (no spread). The floors carry the peaks' spreads: the memory floor
     runs from nbytes ÷ the fast reads to nbytes ÷ the slow ones, the compute floor likewise.
-    `str(v)` prints the verdict, its numbers and its margin. Lessons 03, 04, 06, 07.
+    `str(v)` prints the verdict in one line, `v.details()` its numbers and margins. Lessons 03,
+    04, 06, 07.
     """
     bw = peaks.bytes_spread or Spread.exact(peaks.bytes_per_s)
     fl = peaks.flops_spread or Spread.exact(peaks.flops_per_s)
