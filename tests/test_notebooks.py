@@ -92,6 +92,26 @@ def test_each_lesson_links_to_the_next(notebook):
     assert f"]({NOTEBOOKS[i + 1].name})" in text, f"no link to {NOTEBOOKS[i + 1].name}"
 
 
+def test_the_course_map_lists_every_lesson_once_in_order():
+    problems = course.map_problems()
+    assert not problems, "lessons/course.toml and lessons/ disagree:\n" + "\n".join(problems)
+
+
+def test_lesson_00_shows_the_current_course_map():
+    text = course.lesson_paths()[0].read_text(encoding="utf-8")
+    assert course.MAP_START in text and text == course.lesson00_with_map(text), \
+        "lesson 00's course map is stale: run `make readme`"
+
+
+def test_reading_time_is_words_and_run_time():
+    lesson = course.lesson_paths()[0]
+    words = sum(len(re.sub(r"<!-- course-map:start.*?course-map:end -->", "", c.source,
+                           flags=re.S).split())
+                for c in course.read_lesson(lesson).cells if c.cell_type == "markdown")
+    run_s = course.read_notebook(course.notebook_for(lesson)).metadata["viz"]["execution_s"]
+    assert course.reading_minutes(lesson) == max(1, round(words / 200 + run_s / 60))
+
+
 def test_readme_lists_every_lesson_with_its_figures():
     text = course.README.read_text(encoding="utf-8")
     assert text == course.readme_with_block(text), "README's lesson table is stale: `make readme`"
