@@ -41,6 +41,7 @@ $(STAMP): requirements.txt requirements-engines.txt pyproject.toml tools/engines
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(BIN)/python -m tools.engines install -c requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	$(BIN)/python -c "from viz import compat; print(f'optimum-quanto kernel ready ({compat.build_quanto_kernel():.0f} s)')"
 	touch $@
 
 engines: | $(BIN)/python

@@ -7,6 +7,10 @@ half of the runs:
    measured and counted share (`viz.perf.long_prefill_sweep`), the crossover fitted and counted;
 2. one decode step at 0 / 2,048 / 4,096 / 8,191 cached tokens (random keys and values of the
    model's shapes, `viz.perf.long_decode_sweep`): the step against the bytes-predicted ratio;
+2b. the same step over transformers' quantized KV caches (`viz.perf.kv_quant_sweep`: fp8,
+   quanto's int4 and int2, each beside the float32 cache): step time and the bytes a step must
+   read at each precision, dequantization timed alone, the regime rule's verdict; and 24 greedy
+   tokens after a real prompt against the float32 cache's (`viz.perf.kv_quant_agreement`);
 3. time to first token of a 512-token prompt with 0 / 50 / 75 / 95 % of it cached
    (`viz.perf.prefix_cache_sweep`);
 4. the continuous-batching engine in this process, sharing on and off
@@ -22,6 +26,7 @@ A benchmark, not a test: nothing fails on a slow machine.
     .venv/bin/python benchmarks/long_context.py                 # ~2 min here
     .venv/bin/python benchmarks/long_context.py --server        # + the HTTP server (~1 min)
     .venv/bin/python benchmarks/long_context.py --quick         # a tiny random model, seconds
+    .venv/bin/python benchmarks/long_context.py --quant-only    # only 2b (~1 min here)
 """
 
 from __future__ import annotations
@@ -78,12 +83,47 @@ def server_arm(repeats: int) -> dict[str, list[float]]:
     return ttft
 
 
+def quantized_cache(lm: viz.LoadedModel, contexts: list[int], repeats: int,
+                    quick: bool) -> None:
+    """2b: the decode step over each quantized cache beside the float32 one, and agreement."""
+    group = 32 if quick else 64  # the tiny model's kv_heads · head_dim is 32
+    quants = [perf.KVQuant(8), perf.KVQuant(4, group_size=group),
+              perf.KVQuant(2, group_size=group)]
+    sweep = perf.kv_quant_sweep(lm, [c for c in contexts if c], quants, repeats=repeats,
+                                progress=False)
+    print(f"\n2b. decode step over transformers' quantized KV caches ({repeats} steps each, "
+          "each beside an empty-cache step; random keys and values, quantized by the backend)")
+    names = ["float32"] + [q.name for q in quants]
+    for c in sorted(set(sweep.column("context_tokens"))):
+        base = perf.kv_quant_row(sweep, "float32", c)
+        for name in names:
+            r = perf.kv_quant_row(sweep, name, c)
+            vs = r["growth_spread"] / base["growth_spread"]
+            extra = "" if name == "float32" else (
+                f"; dequantizing alone {r['dequantize_s'] * 1e3:.1f} ms; ×{vs.median:.2f} "
+                f"(×{vs.low:.2f}–{vs.high:.2f}) float32's step, each ÷ its empty step"
+                + (f"; flush (whole cache quantized) {r['flush_s'] * 1e3:.0f} ms"
+                   if r["flush_s"] else ""))
+            print(f"   {c:>5} cached, {name:>7}: {r['step'].text(1e3, 'ms')}; reads "
+                  f"{r['step_bytes'] / 1e6:,.0f} MB (KV {r['kv_bytes'] / 1e6:,.1f} MB){extra}")
+    peaks = perf.cached_peaks()
+    fixed = perf.fixed_cost(lm.spec.n_layers, progress=False)
+    for name, v in perf.kv_quant_verdicts(sweep, peaks, fixed).items():
+        print(f"   the rule at {max(sweep.column('context_tokens')):,} cached, {name}: {v}")
+    kwargs = {"prompt": [10 + (i * 7) % 200 for i in range(290)]} if quick else {}
+    for a in perf.kv_quant_agreement(lm, quants, steps=24, **kwargs):
+        print(f"   {a.line()}")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--longest", type=int, default=4096, help="longest prefill (tokens)")
     p.add_argument("--server", action="store_true", help="also time the HTTP server")
     p.add_argument("--server-repeats", type=int, default=6)
     p.add_argument("--quick", action="store_true", help="a tiny random model (a dry run)")
+    p.add_argument("--quant-only", action="store_true",
+                   help="only the quantized KV cache (2b)")
+    p.add_argument("--repeats", type=int, default=7, help="decode steps timed per setting")
     args = p.parse_args(argv)
     print(f"machine: {os.cpu_count()} CPUs; load average at start "
           f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
@@ -92,6 +132,12 @@ def main(argv=None) -> int:
     lengths = [n for n in (256, 512, 1024, 2048, 4096, 8192) if n <= longest]
     contexts = [0, 256, 512, 1000] if args.quick else [0, 2048, 4096, 8191]
     start = time.perf_counter()
+
+    if args.quant_only:
+        quantized_cache(lm, contexts, args.repeats, args.quick)
+        print(f"\ntook {time.perf_counter() - start:.0f} s; load average at the end "
+              f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+        return 0
 
     pre = perf.long_prefill_sweep(lm, lengths, repeats=2, progress=False)
     print(f"\n1. prefill ({lm.spec.name}, {pre.environment.device_name})")
@@ -103,7 +149,7 @@ def main(argv=None) -> int:
     print(f"   crossover: measured {perf.measured_crossover(pre).text()}; counted "
           f"{perf.attention_crossover(lm.spec):,} tokens")
 
-    dec = perf.long_decode_sweep(lm, contexts, repeats=7, progress=False)
+    dec = perf.long_decode_sweep(lm, contexts, repeats=args.repeats, progress=False)
     print("\n2. decode step against context (random cache of the model's shapes)")
     steps, moved = dec.spread("decode_step_s"), dec.column("step_bytes")
     for c, s, g, b, a in zip(dec.column("context_tokens"), steps, dec.spread("growth"), moved,
@@ -111,6 +157,8 @@ def main(argv=None) -> int:
         print(f"   {c:>5} cached: {s.text(1e3, 'ms')}, ×{g.median:.2f} (×{g.low:.2f}–{g.high:.2f})"
               f" the empty-cache step beside it, for ×{b / moved[0]:.2f} the bytes; attention "
               f"{a * 1e3:.1f} ms")
+
+    quantized_cache(lm, contexts, args.repeats, args.quick)
 
     n = 256 if args.quick else 512
     pc = perf.prefix_cache_sweep(lm, n, [0.0, 0.5, 0.75, 0.95], repeats=3, progress=False)

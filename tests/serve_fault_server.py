@@ -23,6 +23,11 @@ HTTP and chunked encoding); only the bytes inside the stream are chosen here.
 - http422-long: HTTP 422 with FastAPI's validation list, its reason ~1,000 characters long.
 - uuid-id: as llama-cpp-python's server (starlette-context's RequestIdPlugin): HTTP 400 with an
   empty body unless the X-Request-ID header is a UUID; "ok" when it is.
+- early: a model that reaches its end of text early: half of `max_tokens` (at least 1) with
+  finish_reason "stop", unless the request holds it with `min_tokens` or `ignore_eos`.
+- strict: "early", but, as transformers serve, HTTP 422 for any field it does not know
+  ("Unexpected fields in the request: {'ignore_eos'}").
+- echo: "ok" whose first chunk says how many chat messages came ("m3 ").
 """
 
 import argparse
@@ -40,7 +45,10 @@ from starlette.routing import Route
 
 MODES = ["ok", "http500", "http400", "http422", "nonstream", "malformed", "truncated", "cut",
          "error-event", "stall", "die", "flaky", "http400-empty", "uuid-id",
-         "http422-long"]
+         "http422-long", "early", "strict", "echo"]
+# What transformers serve's chat endpoint knows (the strict mode refuses anything else).
+KNOWN = {"model", "messages", "stream", "stream_options", "max_tokens", "temperature", "seed",
+         "logprobs", "top_logprobs", "stop", "top_p"}
 
 
 def chunk(rid: str, model: str, content=None, role=None, finish=None, usage=None,
@@ -84,6 +92,13 @@ async def chat(request: Request):
             return Response(status_code=400)
     if mode == "http400-empty":
         return Response(status_code=400)
+    if mode == "strict" and set(body) - KNOWN:
+        return JSONResponse({"detail": f"Unexpected fields in the request: "
+                                       f"{set(body) - KNOWN}"}, status_code=422)
+    finish = "length"
+    if mode in ("early", "strict") and not (body.get("ignore_eos")
+                                             or int(body.get("min_tokens") or 0) >= n):
+        n, finish = max(1, n // 2), "stop"
     if mode == "http422-long":
         reason = "Input should be less than or equal to 20 " + "x" * 1000
         return JSONResponse({"detail": [{"type": "less_than_equal", "msg": reason, "input": 99,
@@ -108,7 +123,9 @@ async def chat(request: Request):
                       "die": 2}.get(mode, n)
         for i in range(min(n, stop_after)):
             await asyncio.sleep(0.01)
-            yield chunk(rid, mode, content=f"tok{i} ",
+            text = f"m{len(body.get('messages') or [])} " if mode == "echo" and i == 0 \
+                else f"tok{i} "
+            yield chunk(rid, mode, content=text,
                         logprob=-0.25 * (i + 1) if body.get("logprobs") else None)
         if mode == "malformed":
             yield "data: {this is not json\n\n"
@@ -124,7 +141,7 @@ async def chat(request: Request):
             await asyncio.sleep(0.05)
             os._exit(1)
         else:
-            yield chunk(rid, mode, finish="length",
+            yield chunk(rid, mode, finish=finish,
                         usage={"prompt_tokens": 5, "completion_tokens": n, "total_tokens": 5 + n})
 
     return StreamingResponse(events(), media_type="text/event-stream")

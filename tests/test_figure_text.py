@@ -126,6 +126,20 @@ def figures(tiny_gqa) -> dict:
                                                            reply_tokens=3, repeats=1,
                                                            progress=False))
     out["long-decode"] = views.long_decode_figure(*long_decode_example(tiny_gqa))
+    out["kv-quant"] = views.kv_quant_figure(*kv_quant_example(tiny_gqa))  # lesson 10
+    quant, peaks = kv_quant_example(tiny_gqa, with_float=False)  # beside the float32 sweep
+    out["kv-quant-beside"] = views.kv_quant_figure(
+        quant, peaks, float_sweep=long_decode_example(tiny_gqa)[0])
+    out.update(lens_figures())  # lesson 12
+    # Lesson 09: what a token costs, the CPU reference beside the H200's (long labels too)
+    cpu_cost = perf.cost(perf.load_reference("cpu-batch-sweep"), 0.10,
+                         prefill=perf.load_reference("cpu-prompt-sweep"))
+    out["cost"] = views.cost_figure(cpu_cost, perf.cost(
+        perf.gpu_reference("busy-sweep", "llama-3.1-8b"), perf.EXAMPLE_PRICES["h200"],
+        prefill=perf.gpu_reference("prompt-sweep", "llama-3.1-8b")))
+    mine = perf.load_reference("cpu-batch-sweep")
+    mine.label, mine.environment.device_name = LONG_LABEL, LONG_DEVICE
+    out["cost-long-labels"] = views.cost_figure(perf.cost(mine, 0.10), cpu_cost)
     return out
 
 
@@ -151,6 +165,7 @@ def device_figures(tiny_gqa) -> dict:
     out = {}
     profile = perf.profile_decode_step(tiny_gqa, context=4, steps=2, warmup=0)
     decode, peaks = long_decode_example(tiny_gqa)
+    quant, _ = kv_quant_example(tiny_gqa)
     for i, name in enumerate(DEVICE_NAMES):
         other = DEVICE_NAMES[(i + 1) % len(DEVICE_NAMES)]
         # lesson 06: the learner's roofline, then beside the shipped one, then the GPU's
@@ -203,6 +218,8 @@ def device_figures(tiny_gqa) -> dict:
         # lesson 10: the decode step against its bytes, with this machine's read peak
         decode.environment.device_name = peaks.device_name = name
         out[f"names-{i}-long-decode"] = views.long_decode_figure(decode, peaks)
+        quant.environment.device_name = name
+        out[f"names-{i}-kv-quant"] = views.kv_quant_figure(quant, peaks)
         # lesson 11: one decode step taken apart
         profile.device_name = name
         out[f"names-{i}-step-profile"] = views.step_profile_figure(profile)
@@ -302,3 +319,45 @@ def test_the_check_finds_an_overlap(browser, tmp_path):
         page.close()
     assert any("'first label' overlaps annotation 'second label'" in p for p in problems)
     assert any("cut off at the right edge" in p for p in problems)
+
+
+def lens_figures() -> dict:
+    """Lesson 12's views: the logit lens of a 30-layer model (as deep as the course model; its
+    weights drawn wide so the layers disagree) with emoji and CJK, its step slider and settle
+    line, early exit read from it, and early exit beside prompt lookup in one histogram."""
+    from conftest import tiny_config
+
+    config = tiny_config(n_layers=30)
+    config["config"]["initializer_range"] = 0.5
+    lm = perf.from_config(config, seed=0)
+    prompt = "Hi 🍕 東京, the cache"
+    trace = viz.record(lm, prompt, max_new_tokens=24, stop_at_eos=False, lens=True)
+    early = perf.compare_early_exit(lm, prompt, exit_layer=24, draft_tokens=4,
+                                    max_new_tokens=16, chat=False, repeats=1)
+    lookup = perf.compare_prompt_lookup(lm, prompt, max_new_tokens=16, chat=False, repeats=1)
+    return {"logit-lens": views.logit_lens_figure(trace),
+            "logit-lens-step": views.logit_lens_step_figure(trace),
+            "logit-lens-settle": views.logit_lens_settle_figure(trace),
+            "early-exit": views.early_exit_figure(trace, measured=[early]),
+            "early-exit-beside-lookup": views.accepted_histogram_figure(
+                {"early exit, L=24": early, "prompt lookup": lookup})}
+
+
+def kv_quant_example(tiny_gqa, with_float: bool = True):
+    """(a kv_quant_decode sweep, peaks) with numbers like a native run's (lesson 10): the
+    float32 (with_float), fp8 and int4 caches at 2,048 and 8,191 cached tokens."""
+    from viz.perf.kv_quant import KVQuant
+
+    quant = perf.kv_quant_sweep(tiny_gqa, [64, 200], [8, KVQuant(4, group_size=32)],
+                                repeats=1, float_cache=with_float, progress=False)
+    quant.model = perf.config_spec("smollm2-135m", "float32")
+    columns = {
+        "context_tokens": [2048] * 3 + [8191] * 3,
+        "decode_step_s": [0.0537, 0.0751, 0.0702, 0.0921, 0.2742, 0.1418],
+        "empty_step_s": [0.0402, 0.0398, 0.0405, 0.0401, 0.0399, 0.0400],
+        "weight_bytes": [538062336] * 6,
+        "step_bytes": [632480256, 561667056, 552854016, 915549696, 632434416, 597085536]}
+    keep = range(6) if with_float else [1, 2, 4, 5]
+    quant.columns.update({k: [v[i] for i in keep] for k, v in columns.items()})
+    quant.spreads = {}
+    return quant, long_decode_example(tiny_gqa)[1]

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # Modules viz imports that come with a listed dependency, not listed themselves.
 COMES_WITH = {"packaging": "transformers", "tokenizers": "transformers"}
 # Import name → distribution name, where they differ.
-DISTRIBUTION = {"llama_cpp": "llama-cpp-python[server]"}
+DISTRIBUTION = {"llama_cpp": "llama-cpp-python[server]", "pynvml": "nvidia-ml-py"}
 
 
 def requirement(line: str) -> tuple[str, str]:
@@ -42,8 +42,11 @@ def test_pyproject_agrees_with_requirements():
     req = {**requirements_txt(), **requirements_txt("requirements-engines.txt")}
     project = pyproject()
     listed = {}
-    for line in project["dependencies"] + [d for extra in project["optional-dependencies"].values()
-                                           for d in extra]:
+    extras = project["optional-dependencies"]
+    for line in extras.pop("gpu"):  # GPU machines only: not in requirements.txt, still bounded
+        k, v = requirement(line)
+        assert k not in req and ">=" in v and "<" in v, f"{k}: give it a bounded range ({v!r})"
+    for line in project["dependencies"] + [d for extra in extras.values() for d in extra]:
         k, v = requirement(line)
         assert req.get(k) == v, f"{k}: pyproject says {v!r}, requirements.txt {req.get(k)!r}"
         listed[k] = v
@@ -74,7 +77,8 @@ def _imports(tree) -> tuple[set[str], set[str]]:
 def test_every_module_viz_imports_is_installed_by_a_dependency():
     project = pyproject()
     deps = {requirement(d)[0] for d in project["dependencies"]}
-    optional = {requirement(d)[0] for d in project["optional-dependencies"]["engines"]}
+    optional = {requirement(d)[0] for group in ("engines", "gpu")
+                for d in project["optional-dependencies"][group]}
     top, lazy = set(), set()
     for path in (ROOT / "viz").rglob("*.py"):
         t, z = _imports(ast.parse(path.read_text()))
@@ -86,5 +90,5 @@ def test_every_module_viz_imports_is_installed_by_a_dependency():
     for module in sorted(third_party):
         dist = COMES_WITH.get(module, DISTRIBUTION.get(module, module)).replace("_", "-")
         if dist in optional and module not in top:
-            continue  # an engine, imported only where it is used
+            continue  # an engine or the GPU's counter, imported only where it is used
         assert dist in deps, f"viz imports {module} but pyproject's dependencies lack {dist}"

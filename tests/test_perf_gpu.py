@@ -6,7 +6,6 @@ import pytest
 
 import viz
 from viz import perf
-from viz.perf import gpu
 
 
 def test_every_gpu_reference_loads_here_and_says_where_it_was_measured():
@@ -55,9 +54,108 @@ def test_busy_rows_judge_the_gpu_s_own_time_by_the_rule(name):
         assert 0 < r.busy.median < r.wall.median  # the device's share of a step it is in
         cost = perf.decode_cost(sweep.model, r.context_tokens, r.batch)
         memory, compute = cost.bytes / peaks.bytes_per_s, cost.flops / peaks.flops_per_s
-        assert r.verdict.rule == perf.regime(busy, memory, compute, 0.0)
+        assert r.verdict.rule == perf.regime(busy, memory, compute, 0.0)  # the floors alone
         assert r.mbu == pytest.approx(memory / busy) and r.mfu == pytest.approx(compute / busy)
         assert r.host_share == pytest.approx(1 - busy / wall)
+        # no fixed cost was measured: the floors' word stands only where the bound on it (its
+        # kernels × the shortest average kernel) is under half the busy time
+        assert r.fixed is None
+        assert r.fixed_bound_s == pytest.approx(r.kernels * perf.kernel_time_bound())
+        ruled_out = r.fixed_bound_s < 0.5 * r.busy.low
+        assert r.regime == (r.verdict.regime if ruled_out else perf.NOT_JUDGED)
+        assert r.line().startswith(r.regime)
+
+
+def test_the_busy_time_s_fixed_cost_is_bounded_by_the_shortest_average_kernel():
+    """Worked by hand from the shipped files: the 135M's batch-1 step ran 1,222 kernels in at
+    most 2.2207 ms (the high end of its spread): 1.817 µs a kernel; its 2.20 ms could be all
+    fixed cost (not judged, instead of memory-bound at 3 % of the bandwidth); the 8B's 1,463
+    kernels hold at most 2.66 ms of its 6.21 ms: under half, so the floors decide."""
+    small = perf.busy_rows(perf.gpu_reference("busy-sweep", "smollm2-135m"))
+    assert perf.kernel_time_bound() == pytest.approx(2.2207285e-3 / 1222, rel=1e-6)
+    assert small[0].kernels == 1222 and small[0].mbu < 0.05
+    assert small[0].regime == perf.NOT_JUDGED and small[0].verdict.regime == "memory-bound"
+    assert "no measured fixed cost" in small[0].line()
+    assert [r.regime for r in small].count(perf.NOT_JUDGED) == 5  # judged only at 1,024
+    big = perf.busy_rows(perf.gpu_reference("busy-sweep", "llama-3.1-8b"))
+    assert big[0].fixed_bound_s == pytest.approx(1463 * 2.2207285e-3 / 1222, rel=1e-6)
+    assert big[0].fixed_bound_s == pytest.approx(2.66e-3, abs=0.005e-3)
+    assert [r.regime for r in big] == ["memory-bound"] * 3 + ["compute-bound"] * 3
+    # another device's sweep is bounded by its own kernels only (here: 6.23 ms ÷ 1,463 a
+    # kernel, so the 8B's batch-1 step could be all fixed cost: not judged)
+    elsewhere = perf.gpu_reference("busy-sweep", "llama-3.1-8b")
+    elsewhere.environment.device_name = "another GPU"
+    rows = perf.busy_rows(elsewhere)
+    assert rows[0].fixed_bound_s == pytest.approx(rows[0].busy.high, rel=1e-6)
+    assert rows[0].regime == perf.NOT_JUDGED
+
+
+def test_a_measured_busy_fixed_cost_is_used_whole_and_must_match_the_depth():
+    """gpu_check.py now writes the busy time of a model as deep, 64 wide, into the sweep: the
+    rule then runs whole, overhead-bound included."""
+    sweep = perf.gpu_reference("busy-sweep", "smollm2-135m")
+    fixed = viz.Spread(2.0e-3, 1.98e-3, 2.02e-3, 4)
+    sweep.settings["fixed_cost"] = {"n_layers": 30, "hidden_size": 64, "batch_size": 1,
+                                    "busy_s": {"median": 2.0e-3, "low": 1.98e-3,
+                                               "high": 2.02e-3, "runs": 4, "derived": False}}
+    assert perf.busy_fixed_cost(sweep) == fixed
+    rows = perf.busy_rows(sweep)
+    assert all(r.fixed == fixed and r.fixed_bound_s is None for r in rows)
+    assert rows[0].regime == rows[0].verdict.regime == "overhead-bound"  # 2.0 of 2.2 ms
+    assert "measured" in rows[0].line()
+    sweep.settings["fixed_cost"]["n_layers"] = 32
+    with pytest.raises(ValueError, match="measured 32 layers deep, not 30"):
+        perf.busy_rows(sweep)
+    sweep.settings["fixed_cost"]["busy_s"] = None  # measured without CUDA kernels
+    assert perf.busy_fixed_cost(sweep) is None
+
+
+def test_graph_steps_pair_milliseconds_from_one_run():
+    """Lesson 11: the CUDA-graph step beside the eager kernel sum (2.25 vs 2.20 ms; 6.55 vs
+    6.21 ms), and the eager walls' ratios from the same run: ×21.7 and ×4.6 with the static
+    cache, ×18.5 and ×3.9 with the growing one (41.6 → 2.25 ms, 25.3 → 6.55 ms)."""
+    small, big = perf.graph_steps()
+    assert (small.model, big.model) == perf.GPU_MODELS
+    for g in (small, big):
+        run = perf.gpu_reference("compiled-step", g.model)
+        assert g.graph == run.compiled and g.eager == run.eager and g.recorded == run.recorded
+        assert g.speedup == run.speedup  # eager ÷ graph, both from the compiled-step file
+        assert g.busy == perf.busy_rows(perf.gpu_reference("busy-sweep", g.model))[0].busy
+    assert small.graph.median * 1e3 == pytest.approx(2.25, abs=0.005)
+    assert small.busy.median * 1e3 == pytest.approx(2.20, abs=0.005)
+    assert small.graph_over_busy.median == pytest.approx(1.02, abs=0.005)
+    assert big.graph_over_busy.median == pytest.approx(1.055, abs=0.005)
+    assert small.speedup.median == pytest.approx(21.7, abs=0.05)
+    assert big.speedup.median == pytest.approx(4.58, abs=0.01)
+    assert (small.recorded / small.graph).median == pytest.approx(18.5, abs=0.05)
+    assert (big.recorded / big.graph).median == pytest.approx(3.86, abs=0.01)
+    assert big.mbu == pytest.approx(0.54, abs=0.005) and small.same_tokens \
+        and not big.same_tokens
+
+
+def test_the_same_eager_step_drifted_across_the_session_s_files():
+    """Why no lesson uses an eager wall as a GPU figure: the 135M's 23.6 to 106.6 ms, the 8B's
+    25.3 to 113.8 ms; only the memory-wall run measured the host's launch cost beside it."""
+    for model, lowest, highest in (("smollm2-135m", 23.6, 106.6), ("llama-3.1-8b", 25.3, 113.8)):
+        walls = perf.eager_walls(model)
+        medians = [w.median * 1e3 for _, w, _ in walls]
+        assert min(medians) == pytest.approx(lowest, abs=0.05)
+        assert max(medians) == pytest.approx(highest, abs=0.05)
+        assert max(medians) / min(medians) > 4
+        assert [what for what, _, host in walls if host] == ["memory-wall run"]
+    assert [what for what, _, _ in perf.eager_walls()][1] == "the shipped trace"
+
+
+def test_the_graph_step_figure_draws_no_eager_wall():
+    from viz import views
+
+    d = views.graph_step_data(perf.graph_steps())
+    assert len(d["panels"]) == 2 and not any("wall" in b for b in d["bars"])
+    assert d["panels"][0]["ms"][2] == pytest.approx(2.2503, abs=1e-3)
+    fig = views.graph_step_figure(perf.graph_steps())
+    assert len(fig.data) == 6 and "×1.02" in fig.layout.annotations[0].text
+    with pytest.raises(ValueError, match="viz.perf.graph_steps"):
+        views.graph_step_data([])
 
 
 def test_the_8b_knee_measured_lies_where_counting_puts_it():

@@ -42,6 +42,98 @@ def test_gpu_check_quick_dry_run(tmp_path, capsys):
     step = load_document(tmp_path / "gpu-tiny-llama-compiled-step.json")  # lesson 11's remedy
     assert isinstance(step, perf.CompiledStep) and step.same_tokens and step.graphs == 1
     assert "gpu_check.py" in step.note and summary["environment"]["date"]
+    # the host, recorded once and before and after every part, in every file a part wrote
+    env = summary["environment"]
+    assert env["cpu"] and env["cpu_count"] >= 1 and env["command"].startswith("python ")
+    assert {p["part"] for p in summary["parts"]} >= {"host", "peaks", "memory wall",
+                                                     "tiny-llama: busy time"}
+    for path in tmp_path.glob("gpu-*.json"):
+        host = json.loads(path.read_text())["host"]
+        for when in ("before", "after"):
+            assert host[when]["launch_s"]["median"] > 0 and len(host[when]["load_average"]) == 3
+            assert "gpu" in host[when]  # {"source": None} on a CPU
+        assert set(host["launch_drift"]) >= {"before_s", "after_s", "moved_s", "allowed_s"}
+    assert summary["drifted"] == [] and summary["set_aside"] == []  # the dry run only records
+    host = json.loads((tmp_path / "gpu-host.json").read_text())
+    assert host["attention"] and host["launch_s_threads_1"]["median"] > 0
+    # the busy sweep carries its fixed cost: a model as deep, 64 wide (None busy time on a CPU)
+    busy = perf.Sweep.load(tmp_path / "gpu-tiny-llama-busy-sweep.json")
+    fixed = busy.settings["fixed_cost"]
+    assert (fixed["n_layers"], fixed["hidden_size"], fixed["batch_size"]) == (2, 64, 1)
+    assert fixed["wall_s"]["median"] > 0 and busy.settings["attention"] == "sdpa"
+    assert perf.busy_fixed_cost(busy) is None  # no CUDA kernels here: nothing measured
+    # the compiled step's profile: kernels (here the CPU's ops) by kind, eager and compiled
+    profile = json.loads((tmp_path / "gpu-tiny-llama-compiled-profile.json").read_text())
+    for way in ("eager", "compiled"):
+        kinds = profile[way]["by_kind"]
+        assert profile[way]["kernels_per_step"] == sum(k["kernels"] for k in kinds.values())
+    assert "matrix products" in profile["eager"]["by_kind"]
+    assert profile["compiled_call_wall_s"]["median"] > 0
+    # decode against the context at two batch sizes, with the KV counted; eager vs SDPA
+    grid = perf.Sweep.load(tmp_path / "gpu-tiny-llama-context-batch-sweep.json")
+    assert grid.column("context_tokens") == [0, 32, 0, 32]
+    assert grid.column("batch_size") == [1, 1, 2, 2]
+    spec = grid.model
+    assert grid.column("kv_bytes_counted") == [b * c * spec.kv_bytes_per_token()
+                                               for b, c in zip([1, 1, 2, 2], [0, 32, 0, 32])]
+    assert grid.settings["attention_implementation"] == "sdpa"
+    attention = perf.Sweep.load(tmp_path / "gpu-tiny-llama-attention-sweep.json")
+    assert attention.column("batch_size") == [1, 2]
+    assert all(v > 0 for impl in ("eager", "sdpa") for v in attention.column(f"{impl}_step_s"))
+    printed = capsys.readouterr().out
+    assert "host launch cost" in printed and "HOST DRIFTED" not in printed
+
+
+def test_gpu_check_sets_aside_a_part_whose_host_drifted(tmp_path, monkeypatch, capsys):
+    """A part's files go to drifted/, not beside the others, when the host's launch cost moved
+    by more than its spread (or the floor) between before and after, with a loud message."""
+    gpu_check = load_script("gpu_check")
+    costs = iter([10e-6, 10e-6, 10e-6, 10.1e-6, 10e-6, 14e-6])  # steady, steady, drifted
+    monkeypatch.setattr(gpu_check, "launch_probe",
+                        lambda rounds, launches: viz.Spread.exact(next(costs)))
+    monkeypatch.setattr(gpu_check, "gpu_state", lambda: {"source": None})
+    runner = gpu_check.Runner(tmp_path, 600, {"rounds": 1, "launches": 1, "drift_floor": 0.05})
+    for name in ("steady", "nudged", "drifting"):
+        runner.part(name, lambda name=name: runner.write_json({"x": 1}, f"{name}.json"))
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == ["nudged.json", "steady.json"]
+    assert [p.name for p in (tmp_path / "drifted").glob("*.json")] == ["drifting.json"]
+    stamped = json.loads((tmp_path / "drifted" / "drifting.json").read_text())
+    assert stamped["x"] == 1 and stamped["host"]["launch_drift"]["drifted"]
+    assert stamped["host"]["launch_drift"]["moved_s"] == pytest.approx(4e-6)
+    assert [p["drifted"] for p in runner.parts] == [False, False, True]
+    assert "HOST DRIFTED during drifting" in capsys.readouterr().out
+
+
+def test_launch_drift_is_judged_by_the_spread_or_the_floor():
+    gpu_check = load_script("gpu_check")
+    Spread = viz.Spread
+    # spreads 1 µs wide: a 0.8 µs move stays within them, a 1.2 µs move does not
+    before = Spread(10e-6, 9.5e-6, 10.5e-6, 5)
+    assert not gpu_check.launch_drift(before, Spread(10.8e-6, 10.3e-6, 11.3e-6, 5),
+                                      0.05)["drifted"]
+    assert gpu_check.launch_drift(before, Spread(11.2e-6, 10.7e-6, 11.7e-6, 5), 0.05)["drifted"]
+    # exact figures: the floor (5 % of 10 µs = 0.5 µs) decides; None never sets aside
+    assert not gpu_check.launch_drift(Spread.exact(10e-6), Spread.exact(10.4e-6), 0.05)["drifted"]
+    assert gpu_check.launch_drift(Spread.exact(10e-6), Spread.exact(10.6e-6), 0.05)["drifted"]
+    assert not gpu_check.launch_drift(Spread.exact(10e-6), Spread.exact(99e-6), None)["drifted"]
+
+
+def test_kernels_are_sorted_by_kind_from_their_names():
+    gpu_check = load_script("gpu_check")
+    kind = gpu_check.kernel_kind
+    assert kind("nvjet_tst_128x64_64x8_2x1_v_bz_coopA_NTN") == "matrix products"
+    assert kind("void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm>") == \
+        "matrix products"
+    assert kind("void gemv2T_kernel_val<int, int, __nv_bfloat16, float>") == "matrix products"
+    assert kind("void pytorch_flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits>") == \
+        "attention"
+    assert kind("triton_per_fused__to_copy_add_mean_mul_pow_rsqrt_0") == "fused (Inductor)"
+    assert kind("void at::native::(anonymous namespace)::CatArrayBatchedCopy<...>") == "copies"
+    assert kind("void at::native::reduce_kernel<512, 1, ReduceOp<float, MeanOps>>") == \
+        "norms and reductions"
+    assert kind("void at::native::vectorized_elementwise_kernel<4, silu_kernel>") == \
+        "elementwise"
+    assert kind("something_else") == "other"
 
 
 def test_gpu_check_budget_skips_instead_of_overrunning(tmp_path):
@@ -134,7 +226,7 @@ def test_serving_benchmark_sweeps_and_compares(tmp_path, capsys):
     assert serving.main(["--settings", "one-at-a-time", "--n-requests", "2", "--rates", "1",
                          "--repeats", "1", "--max-tokens", "3", "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
-    assert "rate sweep, 2 requests per run" in printed and "side by side" in printed
+    assert "rate sweep, " in printed and "2 requests per run" in printed and "side by side" in printed
     from viz.serve import LoadSweep
     sweep = LoadSweep.load(tmp_path / "sweep-one-at-a-time.json")
     assert sweep.point("synchronous") is not None and sweep.point("throughput") is not None

@@ -203,8 +203,8 @@ def test_a_server_dying_mid_run_is_recorded_and_the_file_written(tmp_path):
     server = fault_server(tmp_path, "dies").start()
     out = tmp_path / "died.json"
     try:
-        run = run_load(server, model="die", concurrency=2, n_requests=4, progress=False,
-                       out=str(out))
+        run_load(server, model="die", concurrency=2, n_requests=4, progress=False,
+                 out=str(out))
     finally:
         server.stop()
     assert gone(server.pid)
@@ -280,3 +280,68 @@ def test_request_ids_are_uuids_that_a_strict_server_accepts(faults):
     assert request_index("req_3") is None
     with pytest.raises(ValueError, match="a run id is 8 hex digits"):
         request_id("not-hex", 0)
+
+
+# ---- workloads against the fault server (the tokenizer is the default model's) ------------------
+@pytest.mark.real_model
+def test_answer_lengths_are_held_where_the_engine_accepts_it(faults):
+    from viz.serve import Workload
+
+    w = Workload.synthetic(16, 6)
+    held = run_load(url(faults), model="early", concurrency=2, n_requests=4, workload=w,
+                    progress=False)  # takes min_tokens and ignore_eos: asked before the run
+    assert held.settings.length_fields == ["min_tokens", "ignore_eos"]
+    assert [r.n_output_tokens for r in held.requests] == [6] * 4
+    assert held.summary().n_stopped_early == 0 and "\nanswers " not in str(held.summary())
+    # as transformers serve: HTTP 422 for an unknown field, so only max_tokens goes, and the
+    # answers that end early are recorded and shown
+    strict = run_load(url(faults), model="strict", concurrency=2, n_requests=4, workload=w,
+                      progress=False)
+    assert strict.settings.length_fields == [] and all(r.ok for r in strict.requests)
+    assert "refused min_tokens (HTTP 422)" in strict.settings.length_note
+    assert [(r.n_output_tokens, r.finish_reason) for r in strict.requests] == [(3, "stop")] * 4
+    assert "answers    asked p50 6 tokens, got p50 3: 4 of 4 stopped early" in str(strict)
+    assert all(r.prompt_text_tokens == 16 for r in strict.requests)
+    loose = run_load(url(faults), model="early", concurrency=2, n_requests=2, progress=False,
+                     workload=Workload.synthetic(16, 6, exact_output=False))
+    assert loose.settings.length_fields == [] and loose.summary().n_stopped_early == 2
+
+
+@pytest.mark.real_model
+def test_a_chat_re_sends_its_history_turn_after_turn(faults, tmp_path):
+    from viz.serve import Workload
+
+    run = run_load(url(faults), model="echo", concurrency=2, n_requests=6, progress=False,
+                   workload=Workload.chat(3, 12, 4), out=str(tmp_path / "chat.json"))
+    for r in run.requests:  # turn t carries t earlier questions, t answers, and its own
+        assert r.ok and r.text.startswith(f"m{2 * r.turn + 1} "), (r.turn, r.text)
+    by_chat = {}
+    for r in run.requests:
+        by_chat.setdefault(r.conversation, []).append(r)
+    for turns in by_chat.values():  # one after another: each turn sent after the last ended
+        assert all(b.sent_s >= a.end_s for a, b in zip(turns, turns[1:]))
+    assert LoadRun.load(tmp_path / "chat.json").requests[4].turn == 1
+    cut = run_load(url(faults), model="cut", concurrency=1, n_requests=2, progress=False,
+                   workload=Workload.chat(2, 12, 4))
+    assert cut.requests[1].sent_s is None and "turn 0 of this conversation failed" in \
+        cut.requests[1].error
+
+
+@pytest.mark.real_model
+def test_a_jsonl_file_and_the_load_command_with_a_workload(faults, tmp_path, capsys):
+    from viz.cli import main
+
+    data = tmp_path / "prompts.jsonl"
+    data.write_text('{"prompt": "Name three colours.", "output_tokens": 3}\n'
+                    '{"messages": [{"role": "user", "content": "Hi"}], "name": "hi"}\n')
+    out = tmp_path / "file.json"
+    assert main(["load", url(faults), "--model-id", "ok", "--concurrency", "2", "--n-requests",
+                 "4", "--data", str(data), "--output-tokens", "5", "--quiet", "-o",
+                 str(out)]) == 0
+    run = LoadRun.load(out)
+    assert sorted(r.max_tokens for r in run.requests) == [3, 3, 5, 5]
+    assert run.settings.workload.sha256 and "prompts.jsonl (2 prompts), 5 out" in \
+        capsys.readouterr().out
+    assert main(["load", url(faults), "--model-id", "ok", "--concurrency", "2", "--n-requests",
+                 "4", "--prompt-tokens", "10..20", "--output-tokens", "4", "--quiet"]) == 0
+    assert "workload   10–20 tokens in, 4 out, 2 streams" in capsys.readouterr().out

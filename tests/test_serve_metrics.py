@@ -107,7 +107,7 @@ def test_the_prompt_set_and_its_order():
 def make_run(requests, label="test", schedule=None) -> LoadRun:
     settings = LoadSettings(mode="concurrency", concurrency=2, rate_per_s=None,
                             n_requests=len(requests), max_duration_s=60.0, seed=0,
-                            max_tokens=None, temperature=0.0, timeouts=Timeouts(), slo=SLO())
+                            temperature=0.0, timeouts=Timeouts(), slo=SLO())
     return LoadRun(target=Target("http://127.0.0.1:1/v1", "chat", "m"), settings=settings,
                    requests=requests, client=ClientInfo.here(), recorded_at="2026-01-01T00:00:00",
                    label=label, schedule=schedule)
@@ -327,3 +327,27 @@ def test_throughput_ratio_spreads_over_the_requests_paces():
     pace = 0.1 / statistics.median([0.15, 0.25])
     assert r.low == pytest.approx(r.median * (0.1 / 0.225) / pace)  # 75th pct of 0.15, 0.25
     assert r.high == pytest.approx(r.median * (0.1 / 0.175) / pace)
+
+
+@pytest.mark.parametrize("num_blocks, budget, word", [
+    (32, 48, "the step budget"),  # 3 prompts of 40 tokens, 48 per pass: they queue for passes
+    (6, 128, "the KV pool"),  # room in every pass, but 6 pages of 16 hold two requests at once
+    (32, 256, "neither"),  # all three fit in one pass and in the pool
+])
+def test_limits_say_which_budget_held_requests_back(make_tiny, num_blocks, budget, word):
+    from viz.serve import limits, record_schedule
+
+    schedule, _ = record_schedule(make_tiny(seed=5).model, [[3] * 40, [4] * 40, [5] * 40],
+                                  max_new_tokens=3, page_size=16, num_blocks=num_blocks,
+                                  max_batch_tokens=budget)
+    run = make_run([rec(i, 0.0, [0.1, 0.2, 0.3], 0.4, out=3) for i in range(3)],
+                   schedule=schedule)
+    for r in run.requests:
+        r.prompt_tokens, r.max_tokens = 40, 3
+    got = limits(run)
+    assert got.word == word, str(got)
+    assert (got.step_budget, got.pool_tokens) == (budget, 16 * num_blocks)
+    assert got.peak_pages <= num_blocks and f"what held requests back: {word}" in str(got)
+    assert "2 × 40 prompt tokens = 80 to prefill" in str(got)  # make_run: 2 streams
+    with pytest.raises(ValueError, match=r"no scheduler record: run it on EmbeddedServer"):
+        limits(make_run(run.requests))

@@ -147,7 +147,8 @@ def test_a_rate_sweep_from_the_command_line(cb_server, tmp_path, capsys):
     assert main(["load", cb_server.url, "--sweep", "--n-requests", "4", "--rates", "1",
                  "--max-tokens", "4", "--quiet", "-o", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "rate sweep, 4 requests per run" in printed and f"saved      {out}" in printed
+    assert "rate sweep, the shipped prompt set (8 prompts), answers capped at 4, 4 requests " \
+           "per run" in printed and f"saved      {out}" in printed
     sweep = LoadSweep.load(out)
     assert [p.kind for p in sweep.points][:2] == ["synchronous", "throughput"]
     assert len(sweep.points) == 3 or sweep.points[-1].saturated is False
@@ -186,3 +187,24 @@ def test_a_one_at_a_time_server_saturates_at_its_own_pace():
     # unless the noise of a busy machine made the all-at-once load >10% faster: then half-way
     expected = r_one if r_top <= 1.1 * r_one else (r_one + r_top) / 2
     assert sweep.points[2].rate_per_s == pytest.approx(expected), (r_one, r_top)
+
+
+def test_a_synthetic_workload_is_what_the_server_counts(cb_server, tmp_path, capsys):
+    from viz.cli import main
+    from viz.serve import LoadRun, Workload, limits
+
+    run = run_load(cb_server, concurrency=4, n_requests=4, progress=False,
+                   workload=Workload.synthetic(64, 8))
+    assert all(r.ok for r in run.requests)
+    # 64 tokens of text, and the chat template's 30 around them, as the server counted them
+    assert {r.prompt_text_tokens for r in run.requests} == {64}
+    assert {r.prompt_tokens for r in run.requests} == {94}
+    assert run.settings.length_fields == [] and "HTTP 422" in run.settings.length_note
+    assert all(r.n_output_tokens == 8 or r.stopped_early for r in run.requests)
+    assert limits(run).pool_tokens == 1024  # the server's own sizing (64 pages of 16)
+    out = tmp_path / "cli.json"
+    assert main(["load", cb_server.url, "--concurrency", "2", "--n-requests", "2",
+                 "--prompt-tokens", "32", "--output-tokens", "4", "--quiet", "-o",
+                 str(out)]) == 0
+    assert "workload   32 tokens in, 4 out, 2 streams" in capsys.readouterr().out
+    assert {r.prompt_tokens for r in LoadRun.load(out).requests} == {62}

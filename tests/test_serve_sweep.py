@@ -30,7 +30,7 @@ def run_of(requests, mode="rate", rate=2.0, label="s") -> LoadRun:
     settings = LoadSettings(mode=mode, concurrency=1 if mode == "concurrency" else None,
                             rate_per_s=rate if mode == "rate" else None,
                             n_requests=len(requests), max_duration_s=60.0, seed=0,
-                            max_tokens=None, temperature=0.0, timeouts=Timeouts(), slo=SLO())
+                            temperature=0.0, timeouts=Timeouts(), slo=SLO())
     return LoadRun(target=Target("http://127.0.0.1:1/v1", "chat", "m"), settings=settings,
                    requests=requests, client=ClientInfo.here(),
                    recorded_at="2026-01-01T00:00:00", label=label)
@@ -131,7 +131,7 @@ def make_sweep(label="cb") -> LoadSweep:
     top = [run_of([req(i, 0.0, 0.2 + 0.1 * i, gap=0.15) for i in range(4)], "concurrency",
                   label=label)]
     rate = [run_of([req(i, 0.3 * i, 0.2 + 0.4 * i) for i in range(4)], "rate", 3.0, label)]
-    settings = SweepSettings(n_requests=4, n_rates=1, repeats=3, seed=0, max_tokens=None,
+    settings = SweepSettings(n_requests=4, n_rates=1, repeats=3, seed=0,
                              max_duration_s=60.0, budget_s=600.0, saturation=0.25,
                              slo_factor=2.0)
     return LoadSweep(target=sync[0].target, settings=settings, slo=SLO(0.5, 0.2),

@@ -20,6 +20,7 @@ from viz.exercises import check, multiple_choice
 from viz.exercises import compare_prediction
 from viz.load import LoadedModel, load_model
 from viz.record import record
+from viz import lens  # the logit lens of a recorded trace (lesson 12)
 from viz.runtime import using_threads
 from viz.sampling import sampling_distribution
 from viz.spread import TOO_CLOSE, Band, Interval, Spread, band
@@ -29,4 +30,4 @@ __all__ = ["load_model", "LoadedModel", "record", "Trace", "Step", "Token", "Mod
            "SCHEMA_VERSION", "__version__", "load_document", "using_threads",
            "new_cache", "last_logits", "cache_layers", "sampling_distribution",
            "check", "multiple_choice", "compare_prediction", "Spread", "Band", "band",
-           "Interval", "TOO_CLOSE"]
+           "Interval", "TOO_CLOSE", "lens"]

@@ -1,6 +1,8 @@
 """Command line: every `python -m viz` command, in this one module.
 
     python -m viz record "The capital of France is" -o trace.json
+    python -m viz lens --record "What is the capital of France?" --chat -o trace.json
+    python -m viz lens trace.json --exit-layer 24 --draft-tokens 2
     python -m viz report trace.json -o report.html
     python -m viz fetch-model
     python -m viz doctor                                  # check this machine: OK/WARN/FAIL + fix
@@ -12,8 +14,10 @@
     python -m viz serve --one-at-a-time --port 8000
     python -m viz request "What is the capital of France?" --url http://127.0.0.1:8000/v1
     python -m viz load --embedded --concurrency 4 --n-requests 16 -o run.json
+    python -m viz load --embedded --concurrency 8 --prompt-tokens 64 --output-tokens 32
     python -m viz load http://127.0.0.1:8000/v1 --rate 2 --n-requests 32 --seed 1 -o run.json
     python -m viz load http://gpu-box:8000/v1 --allow-remote --concurrency 64 -o vllm.json
+    python -m viz cost run.json --price-per-hour 0.10     # $ per million tokens of a run
 
 Each command is a function taking parsed arguments; `COMMANDS` registers the functions that
 add them to the parser. A ValueError (bad input) prints one line naming the fix and exits
@@ -409,15 +413,79 @@ def _load(args: argparse.Namespace) -> int:
         return _load_sweep(args)
     slo = SLO(ttft_s=1.0 if args.slo_ttft is None else args.slo_ttft,
               tpot_s=0.150 if args.slo_tpot is None else args.slo_tpot)
+    workload = _workload(args)
+    _check_workload(args, workload)
     run = _with_server(args, lambda target: run_load(
         target, concurrency=args.concurrency, rate=args.rate,
         max_concurrency=args.max_concurrency, n_requests=args.n_requests,
-        max_duration_s=args.max_duration, max_tokens=args.max_tokens, seed=args.seed, slo=slo,
+        max_duration_s=args.max_duration, workload=workload,
+        max_tokens=args.max_tokens if workload is None else None, seed=args.seed, slo=slo,
         **_client_options(args)))
     print(run)
     if args.output:
         print(f"saved      {args.output}")
     return 0
+
+
+def _lengths(args: argparse.Namespace, name: str):
+    """--NAME-tokens (N, or LOW..HIGH) with --NAME-tokens-stdev: a `viz.serve.Lengths`."""
+    from viz.serve.workload import Lengths
+
+    flag = f"--{name}-tokens"
+    value, stdev = getattr(args, f"{name}_tokens"), getattr(args, f"{name}_tokens_stdev")
+    if value is None:
+        if stdev is not None:
+            raise ValueError(f"{flag}-stdev goes with {flag} (its mean)")
+        return None
+    lengths = Lengths.of(value, flag)
+    if stdev is None:
+        return lengths
+    if lengths.kind != "fixed":
+        raise ValueError(f"{flag}-stdev makes a normal distribution around one length: give "
+                         f"{flag} N, not a range")
+    return Lengths.normal(lengths.mean, stdev)
+
+
+def _workload(args: argparse.Namespace):
+    """The workload the `load` flags describe, or None for the shipped prompts (with
+    --max-tokens as their cap)."""
+    from viz.serve.workload import Workload
+
+    prompt, output = _lengths(args, "prompt"), _lengths(args, "output")
+    exact = not args.early_stop
+    tokenizer = args.tokenizer or (args.model if args.embedded else None)
+    if args.max_tokens is not None and (prompt or output or args.data):
+        raise ValueError("--max-tokens caps the shipped prompts' answers; with --prompt-tokens "
+                         "or --data give the answer length as --output-tokens")
+    if args.data:
+        if prompt is not None or args.turns != 1:
+            raise ValueError("--data sends the file's prompts: leave out --prompt-tokens and "
+                             "--turns")
+        return Workload.from_file(args.data, output, exact_output=exact and output is not None,
+                                  tokenizer=tokenizer)
+    if prompt is None:
+        if output is not None or args.turns != 1 or args.tokenizer:
+            raise ValueError("--output-tokens, --turns and --tokenizer go with --prompt-tokens "
+                             "(a synthetic workload) or --data (a JSONL file)")
+        return None
+    if output is None:
+        raise ValueError("a synthetic workload needs its answer length too: add "
+                         "--output-tokens N (e.g. --prompt-tokens 64 --output-tokens 32)")
+    if args.turns != 1:
+        return Workload.chat(args.turns, prompt, output, exact_output=exact, tokenizer=tokenizer)
+    return Workload.synthetic(prompt, output, exact_output=exact, tokenizer=tokenizer)
+
+
+def _check_workload(args: argparse.Namespace, workload) -> None:
+    """Build the workload's requests once before an embedded server starts: a length beyond
+    the context or the KV pool is refused without waiting for the server."""
+    if workload is None or not args.embedded:
+        return
+    pool = None if args.one_at_a_time or args.engine != "transformers" else \
+        args.page_size * args.num_pages
+    n = args.n_requests * (workload.turns if args.sweep else 1)
+    workload.build(n, args.seed, "completions" if args.completions else "chat",
+                   kv_tokens=pool)
 
 
 def _client_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -448,9 +516,12 @@ def _load_sweep(args: argparse.Namespace) -> int:
         raise ValueError("give both --slo-ttft and --slo-tpot, or neither (a sweep then derives "
                          "its objective from the one-at-a-time load)")
     slo = SLO(ttft_s=args.slo_ttft, tpot_s=args.slo_tpot) if args.slo_ttft is not None else None
+    workload = _workload(args)
+    _check_workload(args, workload)
     sweep = _with_server(args, lambda target: sweep_rates(
         target, n_requests=args.n_requests, n_rates=args.rates, repeats=args.repeats,
-        max_tokens=args.max_tokens, seed=args.seed, slo=slo, slo_factor=args.slo_factor,
+        workload=workload, max_tokens=args.max_tokens if workload is None else None,
+        seed=args.seed, slo=slo, slo_factor=args.slo_factor,
         max_duration_s=args.max_duration, budget_s=args.budget, **_client_options(args)))
     print(sweep)
     if args.output:
@@ -459,7 +530,19 @@ def _load_sweep(args: argparse.Namespace) -> int:
 
 
 def add_load(sub) -> None:
-    p = sub.add_parser("load", help="load a server with many requests and record each one")
+    p = sub.add_parser(
+        "load", help="load a server with many requests and record each one",
+        description="Load a server with many requests and record each one. State the workload "
+                    "as engineers do: --prompt-tokens 64 --output-tokens 32 --concurrency 4 "
+                    "(synthetic prompts of exactly 64 tokens, cut from real text with the "
+                    "model's tokenizer; answers of 32 tokens), or --data prompts.jsonl (one "
+                    "request a line: {\"prompt\": ...} or {\"messages\": [...]}, optional "
+                    "\"output_tokens\"), or --turns 3 for chats that re-send their history. "
+                    "Without them: the shipped set of eight prompts.",
+        epilog="examples: python -m viz load --embedded --concurrency 8 --prompt-tokens 64 "
+               "--output-tokens 32 --n-requests 16 -o run.json | python -m viz load URL --rate "
+               "2 --prompt-tokens 32..256 --output-tokens 64 --output-tokens-stdev 16 | python "
+               "-m viz load URL --concurrency 4 --data prompts.jsonl --output-tokens 64")
     p.add_argument("url", nargs="?", default=None,
                    help="the server's API root, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--embedded", action="store_true", help="start the embedded server for it")
@@ -483,8 +566,32 @@ def add_load(sub) -> None:
     p.add_argument("--max-duration", type=float, default=300.0,
                    help="stop sending and cancel what streams after this many seconds")
     p.add_argument("--max-tokens", type=int, default=None,
-                   help="one answer limit for all prompts (default: each prompt's own)")
-    p.add_argument("--seed", type=int, default=0, help="prompt order and arrival times")
+                   help="the shipped prompts: one answer limit for all (default: each its own)")
+    w = p.add_argument_group("workload (viz.serve.Workload)")
+    w.add_argument("--prompt-tokens", default=None, metavar="N|LOW..HIGH",
+                   help="synthetic prompts of exactly N tokens (the prompt's own text; the chat "
+                        "template adds its own), or each drawn from LOW to HIGH (uniform)")
+    w.add_argument("--prompt-tokens-stdev", type=float, default=None, metavar="S",
+                   help="draw each prompt's length from a normal distribution around "
+                        "--prompt-tokens (clipped to mean ± 3 S, at least 1; seeded)")
+    w.add_argument("--output-tokens", default=None, metavar="N|LOW..HIGH",
+                   help="each answer's length in tokens, sent as max_tokens (plus min_tokens "
+                        "/ ignore_eos where the engine accepts them)")
+    w.add_argument("--output-tokens-stdev", type=float, default=None, metavar="S",
+                   help="draw each answer's length from a normal distribution")
+    w.add_argument("--data", default=None, metavar="FILE.jsonl",
+                   help="send the prompts of a JSONL file instead (one request a line)")
+    w.add_argument("--turns", type=int, default=1,
+                   help="chats of this many turns, each re-sending the history (with "
+                        "--prompt-tokens per turn); concurrency and rate count chats")
+    w.add_argument("--tokenizer", default=None, metavar="FOLDER",
+                   help="a local tokenizer folder to count and cut prompts (default: the "
+                        "server's model's own; never downloaded)")
+    w.add_argument("--early-stop", action="store_true",
+                   help="let answers end at the model's end of text: send max_tokens only, "
+                        "never min_tokens / ignore_eos")
+    p.add_argument("--seed", type=int, default=0,
+                   help="prompt order, prompt and answer lengths, arrival times")
     p.add_argument("--slo-ttft", type=float, default=None,
                    help="goodput's TTFT limit (s; default 1, or derived by --sweep)")
     p.add_argument("--slo-tpot", type=float, default=None,
@@ -495,9 +602,124 @@ def add_load(sub) -> None:
     p.set_defaults(func=_load)
 
 
+# ---- cost ----------------------------------------------------------------------------------------
+PRICED = "load run, rate sweep, batch-size sweep or GPU busy sweep"
+
+
+MAKE_PRICED = ("`python -m viz load URL --concurrency 4 -o FILE`, `python -m viz sweep batch -o "
+               "FILE`")
+
+
+def _cost_file(path: str, what: str, make: str):
+    """The viz document in `path`; a ValueError naming the file and the fix."""
+    from pathlib import Path
+
+    from viz.documents import load_document
+
+    if not Path(path).is_file():
+        raise ValueError(f"no file at {path}: check the path, or save a {what} first ({make})")
+    return load_document(path)
+
+
+def _cost(args: argparse.Namespace) -> int:
+    from viz import perf, serve
+    from viz.perf.cost import check_price
+
+    check_price(args.price_per_hour)  # a bad price is refused before any file is read
+    measured = _cost_file(args.file, PRICED, MAKE_PRICED)
+    kind = measured.name if isinstance(measured, perf.Sweep) else None
+    if kind == "prompt_length":
+        raise ValueError(f"{args.file} is a prompt-length sweep: it times prefill only, so it has"
+                         " no output tokens to price; give it as --prefill beside a load run or "
+                         "a batch-size sweep")
+    if not isinstance(measured, (serve.LoadRun, serve.LoadSweep)) and \
+            kind not in ("batch_size", "device_busy"):
+        raise ValueError(f"{args.file} holds a {f'{kind} sweep' if kind else measured.WHAT}, "
+                         f"which has no throughput to price: give a {PRICED} ({MAKE_PRICED})")
+    prefill = (_cost_file(args.prefill, "prompt-length sweep", "`python -m viz sweep prompt -o "
+                          "FILE`") if args.prefill else None)
+    prefix = (_cost_file(args.prefix, "prefix-cache sweep", "viz.perf.prefix_cache_sweep(lm)"
+                         ".save(FILE)") if args.prefix else None)
+    print(perf.cost(measured, args.price_per_hour, prefill=prefill, prefix=prefix,
+                    clock=args.clock))
+    return 0
+
+
+def add_cost(sub) -> None:
+    p = sub.add_parser("cost", help="$ per million output and input tokens of a saved load run, "
+                                    "rate sweep or batch sweep, at your price per hour")
+    p.add_argument("file", metavar="FILE", help=f"a {PRICED} saved as JSON")
+    p.add_argument("--price-per-hour", type=float, required=True,
+                   help="US dollars per hour of the machine, e.g. 0.10 for a 2-vCPU cloud VM or "
+                        "3.50 for one H200 (examples, not quotes: type your provider's price)")
+    p.add_argument("--prefill", default=None, metavar="FILE",
+                   help="a prompt-length sweep of the same machine: price input tokens from its "
+                        "longest prompt (where FILE does not time its prefill apart)")
+    p.add_argument("--prefix", default=None, metavar="FILE",
+                   help="a prefix-cache sweep: also price input tokens already cached")
+    p.add_argument("--clock", choices=("busy", "wall"), default="busy",
+                   help="a GPU busy sweep: its GPU's own time (busy, default) or wall time")
+    p.set_defaults(func=_cost)
+
+
 # Each entry adds one sub-command to the parser.
+# ---- lens ---------------------------------------------------------------------------------
+def _lens(args: argparse.Namespace) -> int:
+    import viz
+    from viz.lens import check_lens, lens_table
+    from viz.perf.early_exit import check_early_exit, lens_drafts
+    from viz.trace import Trace
+
+    if bool(args.file) == bool(args.record):
+        raise ValueError("give a trace file recorded with the lens (python -m viz lens "
+                         "trace.json), or --record \"PROMPT\" to record one now, not both")
+    if args.record:
+        trace = viz.record(_model(args), args.record, max_new_tokens=args.max_new_tokens,
+                           chat=args.chat, lens=True, lens_top=args.top, label=args.label,
+                           threads=args.threads)
+    else:
+        trace = Trace.load(args.file)  # a ValueError naming the file and the fix
+    lens = check_lens(trace)
+    for layer in args.exit_layer or []:
+        check_early_exit(lens.n_layers, layer, args.draft_tokens)
+    print(lens_table(trace, args.layers))
+    if trace.settings.temperature == 0 and len(trace.steps) > 1:
+        exits = args.exit_layer or [layer for layer in sorted({round(lens.n_layers * f) for f in
+                                    (0.5, 0.7, 0.8, 0.9)}) if 1 <= layer < lens.n_layers]
+        print(f"early exit read from the lens (k = {args.draft_tokens} drafts from the first L "
+              f"layers per full pass; viz.perf.lens_drafts):")
+        for layer in exits:
+            d = lens_drafts(trace, layer, args.draft_tokens)
+            print(f"  L={layer:<3} {d.tokens_per_pass:.2f} tokens per full pass, "
+                  f"{d.acceptance_rate:.0%} of drafts accepted, {len(d.made)} full decode passes")
+    if args.record and args.output:
+        path = trace.save(args.output)
+        print(f"saved      {path} ({path.stat().st_size:,} bytes)")
+    return 0
+
+
+def add_lens(sub) -> None:
+    p = sub.add_parser("lens", help="the logit lens of a trace: each layer's guess of every "
+                                    "token, where the answer settles, early-exit drafts from it")
+    p.add_argument("file", nargs="?", default=None,
+                   help="a trace recorded with the lens (viz.record(..., lens=True) or --record)")
+    p.add_argument("--record", metavar="PROMPT", default=None,
+                   help="record a trace with the lens first (greedy), then show it")
+    p.add_argument("--chat", action="store_true", help="--record: apply the chat template")
+    p.add_argument("--max-new-tokens", type=int, default=24, help="--record: reply length")
+    p.add_argument("--top", type=int, default=5, help="--record: candidates kept per layer")
+    p.add_argument("--layers", type=int, nargs="+", default=None,
+                   help="layers shown per step (default: five evenly spaced, the last included)")
+    p.add_argument("--exit-layer", type=int, nargs="+", default=None,
+                   help="exit layers L to read early-exit drafts for (1 to layers - 1)")
+    p.add_argument("--draft-tokens", type=int, default=4, help="k: drafts per full pass")
+    _model_arguments(p)
+    p.set_defaults(func=_lens)
+
+
 COMMANDS: list[Callable] = [add_record, add_fetch, add_doctor, add_report, add_sweep,
-                            add_roofline, add_peaks, add_serve, add_request, add_load]
+                            add_roofline, add_peaks, add_serve, add_request, add_load,
+                            add_cost, add_lens]
 
 
 def build_parser() -> argparse.ArgumentParser:

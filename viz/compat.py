@@ -20,6 +20,12 @@
 - **a cache of any length, cheaply**: `synthetic_cache` fills a `DynamicCache` with random keys
   and values of the model's real shapes (what a decode step reads does not depend on the
   values); `trim_cache` cuts one back to a length. Taught in lesson 10.
+- **a quantized KV cache**: `quantized_cache` makes transformers' `QuantizedCache` (backends
+  `quanto`: optimum-quanto's integers in groups, and `fp8`: transformers' own float8) and
+  `quantized_generate_kwargs` asks `generate` for the same; `synthetic_quantized_cache` fills
+  one with random keys and values through the backend's own quantization; `quantized_parts`
+  reads the bytes its layers hold; `dequantize_cache` runs the dequantization a step runs;
+  `trim_cache` cuts it back within its full-precision window. Taught in lesson 10.
 - **its logs**: `quiet_transformers` silences progress bars and advice while loading.
 
 Everything else in viz calls these instead of probing transformers itself.
@@ -283,18 +289,248 @@ def synthetic_cache(model: Any, tokens: int, seed: int = 0) -> Any:
 
 
 def cache_length(cache: Any) -> int:
-    """Positions held by a `DynamicCache` (0 when empty)."""
+    """Positions held by a `DynamicCache` or a `QuantizedCache` (0 when empty)."""
     return int(cache.get_seq_length())
 
 
 def trim_cache(cache: Any, tokens: int) -> None:
     """Cut a `DynamicCache` back to its first `tokens` positions, in place (no copy: the
-    tensors become views of their first positions)."""
+    tensors become views of their first positions). A `QuantizedCache` (which transformers
+    cannot crop) is cut within what it holds apart from its quantized block: the quanto
+    backend's full-precision window, the fp8 backend's appended positions
+    (`_trim_quantized`)."""
     extra = cache_length(cache) - tokens
     if extra < 0:
         raise ValueError(f"cannot trim a cache of {cache_length(cache)} positions to {tokens}")
-    if extra:
+    if extra and is_quantized_cache(cache):
+        _trim_quantized(cache, tokens)
+    elif extra:
         cache.crop(-extra)
+
+
+# ---- a quantized KV cache (lesson 10) -----------------------------------------------------
+# transformers 5.24's `QuantizedCache` backends and the bits each accepts (its layers refuse
+# others): optimum-quanto's integers in groups (`QuantoQuantizedLayer`: 2 or 4), and float8
+# with one scale per tensor, in transformers itself (`Fp8QuantizedLayer`: 8).
+QUANTIZED_BACKENDS = {"quanto": (4, 2), "fp8": (8,)}
+QUANTO_PIN = "optimum-quanto==0.2.7"
+
+
+def quantized_cache_missing(backend: str = "quanto") -> Optional[str]:
+    """None where transformers' quantized cache can run here with `backend`; else what is
+    missing and the fix (the fp8 backend is part of transformers and needs nothing)."""
+    if backend not in QUANTIZED_BACKENDS:
+        raise ValueError(f"unknown quantized-cache backend {backend!r}: use one of "
+                         f"{sorted(QUANTIZED_BACKENDS)}")
+    if backend == "fp8":
+        return None
+    from transformers.utils import is_optimum_quanto_available
+
+    if not is_optimum_quanto_available():
+        return _QUANTO_MISSING
+    return quanto_kernel_missing()
+
+
+_QUANTO_MISSING = (f"the quanto backend of the quantized KV cache needs optimum-quanto, which "
+                   f"is not installed: run `make setup` (it installs requirements.txt), or "
+                   f"`pip install {QUANTO_PIN}`")
+
+
+def quantized_cache(model: Any, backend: str, nbits: int, *, group_size: int = 64,
+                    residual_length: int = 128) -> Any:
+    """An empty `QuantizedCache` for `model` (batch 1), as `generate(...,
+    cache_implementation="quantized")` makes it. quanto: `nbits` 4 or 2, `group_size` values
+    sharing one scale and one shift, the newest `residual_length` positions kept in full
+    precision; fp8: 8 bits, one scale per tensor (group_size and residual_length unused).
+    Checked by `viz.perf.kv_quant.KVQuant`; transformers checks again."""
+    missing = quantized_cache_missing(backend)
+    if missing:
+        raise ImportError(missing)
+    from transformers import QuantizedCache
+
+    return QuantizedCache(backend, model.config, **_quantized_options(backend, nbits,
+                                                                      group_size,
+                                                                      residual_length))
+
+
+def _quantized_options(backend: str, nbits: int, group_size: int,
+                       residual_length: int) -> dict:
+    if backend == "fp8":  # per-tensor: transformers refuses the group-wise options
+        return {}
+    return {"nbits": int(nbits), "q_group_size": int(group_size),
+            "residual_length": int(residual_length)}
+
+
+def quantized_generate_kwargs(backend: str, nbits: int, *, group_size: int = 64,
+                              residual_length: int = 128) -> dict:
+    """The arguments that make `model.generate` build the same cache as `quantized_cache`."""
+    missing = quantized_cache_missing(backend)
+    if missing:
+        raise ImportError(missing)
+    return {"cache_implementation": "quantized",
+            "cache_config": {"backend": backend,
+                             **_quantized_options(backend, nbits, group_size, residual_length)}}
+
+
+def quanto_kernel_missing() -> Optional[str]:
+    """None where optimum-quanto's C++ kernel is built, or can be (a C++ compiler is on the
+    PATH); else what is missing and the fix. quanto compiles it (portable flags, no
+    -march=native) the first time it dequantizes on a CPU, into its own folder."""
+    import importlib.util
+    import shutil
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("optimum.quanto")
+    if spec is None or not spec.submodule_search_locations:
+        return _QUANTO_MISSING
+    built = Path(list(spec.submodule_search_locations)[0], "library", "extensions", "cpp",
+                 "build", "quanto_cpp.so")
+    if built.is_file() or shutil.which("c++"):
+        return None
+    return ("optimum-quanto builds a small C++ kernel the first time it runs on a CPU, and no "
+            "C++ compiler is on the PATH: install one (Debian/Ubuntu: apt-get install g++), "
+            "then run `make setup` again")
+
+
+def build_quanto_kernel() -> float:
+    """Have optimum-quanto build its C++ kernel now (unpacking its 4- and 2-bit integers): it
+    does so the first time it dequantizes on a CPU, ~35 s and ~1.5 GB of compiler memory on
+    a 2-core machine, once per environment. Setup runs this so that no lesson pays for it.
+    Returns the seconds it took (about 0 once built)."""
+    import time
+
+    missing = quantized_cache_missing("quanto")
+    if missing:
+        raise ImportError(missing)
+    from transformers import LlamaConfig, QuantizedCache
+
+    config = LlamaConfig(vocab_size=16, hidden_size=64, intermediate_size=64,
+                         num_hidden_layers=1, num_attention_heads=1, num_key_value_heads=1,
+                         head_dim=64)
+    layer = QuantizedCache("quanto", config, nbits=4).layers[0]
+    start = time.perf_counter()
+    with torch.inference_mode():
+        x = torch.zeros(1, 1, 2, 64)
+        layer.update(x, x)  # quantizes
+        layer.update(x[..., :1, :], x[..., :1, :])  # dequantizes: the first call builds
+    return time.perf_counter() - start
+
+
+def is_quantized_cache(cache: Any) -> bool:
+    """Whether `cache` is a `QuantizedCache` (its layers hold quantized keys and values)."""
+    layers = getattr(cache, "layers", None) or []
+    return bool(layers) and hasattr(layers[0], "_quantized_keys")
+
+
+def synthetic_quantized_cache(model: Any, tokens: int, backend: str, nbits: int, *,
+                              group_size: int = 64, residual_length: int = 128,
+                              seed: int = 0) -> Any:
+    """A `QuantizedCache` holding `tokens` positions of random keys and values (batch 1).
+
+    Each layer gets its random keys and values through the layer's own `update`, the call a
+    prefill makes: the backend quantizes them all at once (quanto: every position into the
+    quantized block, the full-precision window empty, as after a real prefill; fp8: the scale
+    set from them). So the layout, the bytes and the kernels a decode step runs are the real
+    ones; only the values are random, and dequantizing does the same arithmetic on any
+    values. What random values cannot stand for is the *error* quantization makes: measure
+    agreement on a real prompt (`viz.perf.kv_quant_agreement`). One layer's random tensors
+    exist at a time."""
+    if tokens < 1:
+        raise ValueError(f"a quantized cache needs tokens >= 1 (an empty one has nothing to "
+                         f"quantize), not {tokens}")
+    cache = quantized_cache(model, backend, nbits, group_size=group_size,
+                            residual_length=residual_length)
+    cfg = model.config
+    heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    p = next(model.parameters())
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    for i, layer in enumerate(cache.layers):
+        k, v = (torch.randn(1, heads, tokens, head_dim, generator=gen, dtype=torch.float32)
+                .to(device=p.device, dtype=p.dtype) for _ in range(2))
+        layer.update(k, v)
+        del k, v
+        # the random tensors and the backend's temporaries, freed, go back to the system now:
+        # left to the allocator, 30 layers' worth of them stay resident (~1 GB at 8,191)
+        trim_heap()
+    return cache
+
+
+def trim_heap() -> None:
+    """glibc's `malloc_trim(0)`: hand every free page of the heap back to the system (a
+    fraction of a millisecond; no garbage collection, unlike `viz.runtime.release_memory`).
+    Nothing elsewhere than Linux."""
+    import ctypes
+    import platform
+
+    if platform.system() != "Linux":
+        return
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def quantized_parts(cache: Any) -> list[dict[str, int]]:
+    """Bytes each layer of a `QuantizedCache` holds, keys and values together, read from its
+    tensors: "values" the quantized numbers as stored (quanto: integers packed into uint8;
+    fp8: one byte each), "scales" their scales and shifts (quanto: one of each per group;
+    fp8: one scale per tensor), "window" the positions held in full precision (quanto's
+    residual window), and "positions" the positions held in all."""
+    out = []
+    for layer in cache.layers:
+        values = scales = 0
+        for q in (layer._quantized_keys, layer._quantized_values):
+            if q is None:
+                continue
+            if isinstance(q, tuple):  # fp8: (float8 tensor, scale)
+                data, meta = q[0], [q[1]]
+            else:  # quanto: a WeightQBitsTensor over a PackedTensor of uint8
+                packed = q._data
+                data, meta = getattr(packed, "_data", packed), [q._scale, q._shift]
+            values += data.numel() * data.element_size()
+            scales += sum(t.numel() * t.element_size() for t in meta)
+        window = sum(t.numel() * t.element_size() for t in (layer.keys, layer.values)
+                     if t is not None and t.dim() == 4)
+        out.append({"values": values, "scales": scales, "window": window,
+                    "positions": int(layer.get_seq_length())})
+    return out
+
+
+def dequantize_cache(cache: Any) -> None:
+    """Dequantize every layer's keys and values once, as each decode step does before
+    attention (`QuantizedLayer.update` / `Fp8QuantizedLayer.update`), and drop the result:
+    for timing that work alone."""
+    for layer in cache.layers:
+        for q in (layer._quantized_keys, layer._quantized_values):
+            layer._dequantize(q)
+
+
+def _trim_quantized(cache: Any, tokens: int) -> None:
+    """Cut a `QuantizedCache` back to `tokens` positions, in place. quanto: only positions of
+    the full-precision window can go (the quantized block is one tensor quantized at once);
+    fp8: positions appended one by one, each quantized with the frozen scale, are cut off the
+    float8 tensors."""
+    for layer in cache.layers:
+        held = int(layer.get_seq_length())
+        extra = held - tokens
+        if extra <= 0:
+            continue
+        if isinstance(layer._quantized_keys, tuple):  # fp8
+            (qk, ks), (qv, vs) = layer._quantized_keys, layer._quantized_values
+            layer._quantized_keys, layer._quantized_values = \
+                (qk[..., :tokens, :], ks), (qv[..., :tokens, :], vs)
+        else:
+            window = layer.keys.shape[-2] if layer.keys.dim() == 4 else 0
+            if extra > window:
+                raise ValueError(
+                    f"cannot cut a quantized cache back to {tokens} positions: only its "
+                    f"{window} newest positions are held in full precision, the other "
+                    f"{held - window} were quantized together (cut it back before the window "
+                    "fills, or make a new cache)")
+            keep = window - extra
+            layer.keys, layer.values = layer.keys[..., :keep, :], layer.values[..., :keep, :]
+        layer.cumulative_length = tokens
 
 
 @contextlib.contextmanager

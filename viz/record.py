@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from viz.compat import last_logits, live_bytes_per_layer, new_cache, watch_attention
+from viz.lens import lens_of, lens_parts, watch_layers
 from viz.load import LoadedModel
 from viz.runtime import Clock, check_threads, memory_end, memory_start, using_threads
 from viz.sampling import check_sampling, choose
@@ -26,7 +27,7 @@ def record(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 32, chat: bool
            seed: int = 0, log_top: int = 20, use_cache: bool = True, stop_at_eos: bool = True,
            embeddings: bool = True, label: str = "", threads: Optional[int] = None,
            clock: Optional[Callable[[], float]] = None, attention: bool = False,
-           attention_head: int = 0) -> Trace:
+           attention_head: int = 0, lens: bool = False, lens_top: int = 5) -> Trace:
     """Generate a reply to `prompt` and record every step of it into a `Trace`.
 
     max_new_tokens: most tokens to generate (the reply stops earlier at end-of-sequence,
@@ -43,6 +44,12 @@ def record(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 32, chat: bool
         `attention_head`), 8 bits each (`Trace.attention`; lesson 05). Off by default: it
         switches the model to eager attention for the recording (restored afterwards; the
         tokens are the same) and adds ~2 bytes per layer per position per step to the trace.
+    lens: also store, for every step, the logit lens (`Trace.lens`; lesson 12): the final
+        norm and the output head applied to the residual stream after each layer, reduced to
+        the `lens_top` most likely tokens per layer with their probabilities, and the chosen
+        token's probability and rank per layer (~1.5 kB per step for the course model). Off by
+        default: hooks copy each layer's newest vector during the passes (a few µs per
+        layer), and the lens itself is computed after the loop (~1 head pass per step).
     threads: CPU threads for the model's kernels (None: torch's current count); every timing
         depends on it, and the trace records it (`trace.environment.threads`).
     clock: a function returning seconds (default `time.perf_counter`; tests inject one).
@@ -52,12 +59,13 @@ def record(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 32, chat: bool
     _check_arguments(lm, prompt, max_new_tokens, temperature, top_k, top_p, seed, log_top)
     check_threads(threads)
     _check_attention(lm, attention, attention_head)
+    _check_lens(lm, lens, lens_top)
     settings = Settings(max_new_tokens=max_new_tokens, chat=chat, temperature=float(temperature),
                         top_k=top_k, top_p=None if top_p is None else float(top_p), seed=seed,
                         log_top=log_top, use_cache=use_cache, stop_at_eos=stop_at_eos,
-                        attention=bool(attention))
+                        attention=bool(attention), lens=bool(lens))
     with using_threads(threads):
-        return _record(lm, prompt, settings, embeddings, label, clock, attention_head)
+        return _record(lm, prompt, settings, embeddings, label, clock, attention_head, lens_top)
 
 
 @dataclass
@@ -76,10 +84,13 @@ class _Pass:
     emitted_at_s: float  # seconds from the start of `record` until the token was chosen
     attention: Optional[torch.Tensor] = None  # (layers, heads, seq_len): where the newest
     #   query looked (attention=True only)
+    layers: Optional[torch.Tensor] = None  # (layers + 1, hidden): the residual stream at the
+    #   newest position after each layer, the embedding first (lens=True only)
 
 
 def _record(lm: LoadedModel, prompt: str, settings: Settings, embeddings: bool, label: str,
-            clock: Optional[Callable[[], float]], attention_head: int = 0) -> Trace:
+            clock: Optional[Callable[[], float]], attention_head: int = 0,
+            lens_top: int = 5) -> Trace:
     max_new_tokens, use_cache = settings.max_new_tokens, settings.use_cache
     temperature, top_k, top_p = settings.temperature, settings.top_k, settings.top_p
     model, tok, spec = lm.model, lm.tokenizer, lm.spec
@@ -90,8 +101,10 @@ def _record(lm: LoadedModel, prompt: str, settings: Settings, embeddings: bool, 
     memory = memory_start(lm.device)
     passes: list[_Pass] = []  # one per forward pass, read out into Steps after the loop
 
-    # With attention=True, hooks keep each pass's attention weights for the newest query.
-    with torch.inference_mode(), watch_attention(model, settings.attention) as looked:
+    # With attention=True, hooks keep each pass's attention weights for the newest query;
+    # with lens=True, each layer's output at the newest position (for the logit lens).
+    with torch.inference_mode(), watch_attention(model, settings.attention) as looked, \
+            watch_layers(model, settings.lens) as residual:
         start = timer.now()
         # 1. Tokenize: text -> token ids (with each token's character span in the text).
         prompt_text = _render(tok, prompt, settings.chat)
@@ -118,7 +131,8 @@ def _record(lm: LoadedModel, prompt: str, settings: Settings, embeddings: bool, 
                             kv_bytes_per_layer=live_bytes_per_layer(cache, spec.n_layers),
                             forward_s=t_forward - t_tokenized, sample_s=t_emit - t_forward,
                             emitted_at_s=t_emit - start,
-                            attention=looked.take() if looked else None))
+                            attention=looked.take() if looked else None,
+                            layers=residual.take() if residual else None))
 
         # 4. Decode: one token per forward pass, until end-of-sequence or max_new_tokens.
         while len(generated) < max_new_tokens and token not in eos:
@@ -142,7 +156,8 @@ def _record(lm: LoadedModel, prompt: str, settings: Settings, embeddings: bool, 
                                 kv_bytes_per_layer=live_bytes_per_layer(cache, spec.n_layers),
                                 forward_s=t_forward - t0, sample_s=t_emit - t_forward,
                                 emitted_at_s=t_emit - start,
-                                attention=looked.take() if looked else None))
+                                attention=looked.take() if looked else None,
+                                layers=residual.take() if residual else None))
         memory = memory_end(lm.device, memory)
 
         # Bookkeeping after the loop, so it does not slow the steps it measures.
@@ -163,6 +178,10 @@ def _record(lm: LoadedModel, prompt: str, settings: Settings, embeddings: bool, 
         steps = [_step(i, p, k, texts, spec, generated, output_text, tok)
                  for i, p in enumerate(passes)]
         attention = _attention(passes, spec, attention_head) if settings.attention else None
+        # The logit lens: the final norm and head applied to every layer's kept vector.
+        lens = (lens_of(model, [p.layers for p in passes], generated,
+                        min(lens_top, spec.vocab_size), lambda t: (texts(t), texts.piece(t)))
+                if settings.lens else None)
     return Trace(
         model=spec,
         environment=lm.environment(),  # the thread count `threads=` set is still in effect
@@ -179,6 +198,7 @@ def _record(lm: LoadedModel, prompt: str, settings: Settings, embeddings: bool, 
         memory=memory,
         label=label,
         attention=attention,
+        lens=lens,
     )
 
 
@@ -212,6 +232,16 @@ def _check_attention(lm, attention, head) -> None:
         raise ValueError(f"attention_head must be a head number from 0 to "
                          f"{lm.spec.n_heads - 1} ({lm.spec.name} has {lm.spec.n_heads} query "
                          f"heads per layer), not {head!r}")
+
+
+def _check_lens(lm, lens, top) -> None:
+    if not isinstance(lens, bool):
+        raise ValueError(f"lens must be True or False, not {lens!r}")
+    if not _is_int(top) or top < 1:
+        raise ValueError(f"lens_top must be a whole number >= 1 (candidates kept per layer; "
+                         f"5 is the default), not {top!r}")
+    if lens:
+        lens_parts(lm.model)  # a ValueError naming the fix for a model the lens cannot read
 
 
 def _check_length(spec, n_prompt: int, max_new_tokens: int) -> None:

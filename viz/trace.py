@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import zlib
 from dataclasses import dataclass, field
-from typing import ClassVar, Optional
+from typing import Callable, ClassVar, Optional
 
 import numpy as np
 
@@ -102,6 +102,7 @@ class Settings:
     use_cache: bool  # False: every step recomputes the whole sequence (no KV cache)
     stop_at_eos: bool  # False: always run max_new_tokens steps
     attention: bool = False  # True: each step's attention weights were recorded (Trace.attention)
+    lens: bool = False  # True: each step's logit lens was recorded (Trace.lens; lesson 12)
 
 
 @dataclass
@@ -268,6 +269,89 @@ class Attention:
         return block.astype(np.float32) * s
 
 
+def _pack(array: np.ndarray) -> str:
+    """An array's bytes (native order), zlib-compressed and base64: `Lens`'s compact blobs."""
+    return base64.b64encode(zlib.compress(np.ascontiguousarray(array).tobytes(), 9)).decode(
+        "ascii")
+
+
+def _unpack(blob: str, dtype, shape: tuple) -> np.ndarray:
+    return np.frombuffer(zlib.decompress(base64.b64decode(blob)), dtype=dtype).reshape(shape)
+
+
+@dataclass
+class Lens:
+    """The logit lens of every step: what the model would have answered had it stopped after
+    each of its layers.
+
+    Row l of step s is the final norm and the output head applied to the residual stream
+    after l transformer blocks, at the position the step fed last (at step 0, the prefill, the
+    last prompt token): row 0 is the token's input embedding alone, row n_layers the model's
+    own output (its top ids are the step's `Step.top_ids`). Per row: the `top` most likely tokens and
+    their probabilities (softmax over the whole vocabulary), and the probability and rank of
+    the token the step chose. Stored compactly, never as logits: int32 ids and ranks, float32
+    probabilities, each array zlib-compressed and base64 (~1.5 kB per step for 31 rows of 5).
+    Recorded by `viz.record(..., lens=True)`; read by `viz.lens`; taught in lesson 12.
+    """
+
+    n_layers: int  # transformer blocks; each step has n_layers + 1 rows (0 = the embedding)
+    top: int  # candidates kept per row
+    steps: int  # steps stored (= len(Trace.steps))
+    ids_b64: str  # int32 (steps, rows, top): each row's most likely tokens, most likely first
+    probs_b64: str  # float32 (steps, rows, top): their probabilities
+    chosen_probs_b64: str  # float32 (steps, rows): the probability each row gives the chosen token
+    chosen_ranks_b64: str  # int32 (steps, rows): its rank there (0 = the row's top-1)
+    # Every token id the lens names, ascending, with its text decoded alone and (as
+    # Token.piece) the vocabulary's spelling where the text holds part of a character ("").
+    token_ids: list[int]
+    token_texts: list[str]
+    token_pieces: list[str]
+
+    @classmethod
+    def from_arrays(cls, ids, probs, chosen_probs, chosen_ranks,
+                    texts: Callable[[int], tuple[str, str]]) -> "Lens":
+        """From arrays shaped (steps, rows, top), (steps, rows, top), (steps, rows) and
+        (steps, rows); `texts(token_id)` gives (text, piece) of each id they name."""
+        ids = np.asarray(ids, dtype=np.int32)
+        steps, rows, top = ids.shape
+        named = [int(t) for t in np.unique(ids)]
+        spelt = [texts(t) for t in named]
+        return cls(n_layers=rows - 1, top=top, steps=steps, ids_b64=_pack(ids),
+                   probs_b64=_pack(np.asarray(probs, dtype=np.float32)),
+                   chosen_probs_b64=_pack(np.asarray(chosen_probs, dtype=np.float32)),
+                   chosen_ranks_b64=_pack(np.asarray(chosen_ranks, dtype=np.int32)),
+                   token_ids=named, token_texts=[t for t, _ in spelt],
+                   token_pieces=[p for _, p in spelt])
+
+    def token(self, token_id: int) -> tuple[str, str]:
+        """(text, piece) of a token id the lens names (("", "") for one it does not)."""
+        i = int(np.searchsorted(self.token_ids, token_id))
+        if i < len(self.token_ids) and self.token_ids[i] == token_id:
+            return self.token_texts[i], self.token_pieces[i]
+        return "", ""
+
+    @property
+    def rows(self) -> int:
+        """Rows per step: the embedding, then one after each block."""
+        return self.n_layers + 1
+
+    def ids(self) -> np.ndarray:
+        """(steps, rows, top) token ids, each row's most likely first."""
+        return _unpack(self.ids_b64, np.int32, (self.steps, self.rows, self.top))
+
+    def probs(self) -> np.ndarray:
+        """(steps, rows, top) probabilities of `ids()`."""
+        return _unpack(self.probs_b64, np.float32, (self.steps, self.rows, self.top))
+
+    def chosen_probs(self) -> np.ndarray:
+        """(steps, rows): the probability each row gives the token its step chose."""
+        return _unpack(self.chosen_probs_b64, np.float32, (self.steps, self.rows))
+
+    def chosen_ranks(self) -> np.ndarray:
+        """(steps, rows): that token's rank in each row (0 = the row's most likely)."""
+        return _unpack(self.chosen_ranks_b64, np.int32, (self.steps, self.rows))
+
+
 @dataclass
 class Memory:
     """Device memory (CUDA only; None elsewhere)."""
@@ -304,6 +388,7 @@ class Trace(Document):
     memory: Memory = field(default_factory=Memory)
     label: str = ""  # a name for comparisons, e.g. "CPU" or "H200"
     attention: Optional[Attention] = None  # recorded with viz.record(..., attention=True)
+    lens: Optional[Lens] = None  # recorded with viz.record(..., lens=True)
 
     # Saved as JSON by `save` / `load` (see viz.documents for the rules of versions).
     KIND: ClassVar[str] = "llm-inference-trace"

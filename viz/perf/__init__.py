@@ -22,7 +22,9 @@
 | `regime.py` | the rule that names a step's regime, and its verdict with the margin |
 | `wall.py` | the memory wall: step time vs bytes, the fit, the fixed cost's method |
 | `speculative.py` | prompt-lookup decoding measured against plain decode |
+| `early_exit.py` | early-exit self-speculative decoding: the model's first layers draft, measured |
 | `context.py` | long contexts: prefill split into attention and the rest, decode up to 8k |
+| `kv_quant.py` | transformers' quantized KV cache (fp8, quanto int4/int2) on the long-context wall: bytes, step, agreement |
 | `prefix.py` | prefix caching in this process: a cached prefix, a chat that re-sends history |
 | `words.py` | tokens per word, measured with the model's tokenizer (answer length → tokens) |
 | `formats.py` | one model in six weight formats, transformers and llama.cpp, timed token for token |
@@ -31,6 +33,8 @@
 | `compiled.py` | a decode step compiled (torch.compile, static cache) against eager, with the compile's cost |
 | `datasheets.py` | peak FLOP/s and bandwidth by hardware generation (datasheets), this machine beside |
 | `gpu.py` | the GPU reference shipped in `viz/data/` (an H200, measured once), judged by the same rule |
+| `cost.py` | $ per million tokens (output, input, cached input) from a measured throughput and a price |
+| `energy.py` | energy per token from RAPL or NVML, where the machine exposes a counter |
 """
 
 from viz.perf.batch import BatchRun, generate_batch
@@ -56,6 +60,10 @@ from viz.perf.wall import (H100_SXM, REMEDIES, OverheadFloor, QuantizedTry, Wall
                            roofline_seconds, streaming_rate)
 from viz.perf.speculative import (LOOKUP_PROMPTS, LOOKUP_WHY, GenerateRun, LookupComparison,
                                   compare_prompt_lookup)
+from viz.perf.early_exit import (EARLY_EXIT_WORDS, DraftPass, DraftRun, EarlyExitComparison,
+                                 LensDrafts, compare_early_exit, draft_bytes_share,
+                                 early_exit_generate, exit_after,
+                                 lens_draft_grid, lens_drafts, plain_generate)
 from viz.perf.counts import activation_bytes, knee_context
 from viz.perf.peaks import (cached_peaks, kernel_spread, linear_seconds, linear_spread,
                              peaks_from_machine, time_kernel)
@@ -103,10 +111,26 @@ __all__ += ["FORMATS", "LLAMA_FORMATS", "TORCH_FORMATS", "EngineCrash", "FormatF
             "measure_formats", "DATASHEETS", "Datasheet", "datasheet", "generations_table",
             "generations_text", "growth", "LOOKUP_PROMPTS", "LOOKUP_WHY", "StepPart", "StepProfile", "profile_decode_step",
             "CompiledStep", "compiler_missing", "measure_compiled_step", "release_memory"]
-from viz.perf.gpu import (GPU_MODELS, BusyRow, PrefillRow, busy_knee, busy_roofline, busy_rows,
-                          gpu_fixed_cost, gpu_peaks, gpu_provenance, gpu_reference, gpu_wall,
-                          prefill_rows, ridge_batch)
+from viz.perf.gpu import (GPU_MODELS, NOT_JUDGED, BusyRow, GraphStep, PrefillRow, busy_fixed_cost,
+                          busy_knee, busy_roofline, busy_rows, eager_walls, gpu_fixed_cost,
+                          gpu_peaks, gpu_provenance, gpu_reference, gpu_wall, graph_steps,
+                          kernel_time_bound, prefill_rows, ridge_batch)
 
-__all__ += ["GPU_MODELS", "BusyRow", "PrefillRow", "busy_knee", "busy_roofline", "busy_rows",
-            "gpu_fixed_cost", "gpu_peaks", "gpu_provenance", "gpu_reference", "gpu_wall",
-            "prefill_rows", "ridge_batch"]
+__all__ += ["GPU_MODELS", "NOT_JUDGED", "BusyRow", "GraphStep", "PrefillRow", "busy_fixed_cost",
+            "busy_knee", "busy_roofline", "busy_rows", "eager_walls", "gpu_fixed_cost",
+            "gpu_peaks", "gpu_provenance", "gpu_reference", "gpu_wall", "graph_steps",
+            "kernel_time_bound", "prefill_rows", "ridge_batch"]
+from viz.perf.cost import (EXAMPLE_PRICES, CachedRow, Cost, CostRow, ExamplePrice, cost,
+                           per_million)
+from viz.perf.energy import Energy, EnergyMeter, energy_counter, energy_meter
+
+__all__ += ["EXAMPLE_PRICES", "CachedRow", "Cost", "CostRow", "ExamplePrice", "cost",
+            "per_million", "Energy", "EnergyMeter", "energy_counter", "energy_meter"]
+__all__ += ["EARLY_EXIT_WORDS", "DraftPass", "DraftRun", "EarlyExitComparison", "LensDrafts",
+            "compare_early_exit", "draft_bytes_share", "early_exit_generate", "exit_after",
+            "lens_draft_grid", "lens_drafts", "plain_generate"]
+from viz.perf.kv_quant import (Agreement, KVQuant, kv_quant_agreement, kv_quant_bytes,
+                               kv_quant_row, kv_quant_sweep, kv_quant_verdicts)
+
+__all__ += ["Agreement", "KVQuant", "kv_quant_agreement", "kv_quant_bytes", "kv_quant_row",
+            "kv_quant_sweep", "kv_quant_verdicts"]

@@ -45,11 +45,17 @@ on 2026-12-04, the narrow model: 9.15 ms eager (static cache) → 3.25 ms, ×2.8
 compile 41.7 s.
 
 On a GPU the same idea has a second form: CUDA graphs record one step's kernel launches and
-replay them with one call (`torch.compile(mode="reduce-overhead")`; vLLM and SGLang capture
-one graph per batch size they serve). `mode="reduce-overhead"` measures that on a CUDA device:
-on an H200 lent once (2026-12-04, `benchmarks/gpu_check.py`, random weights, bfloat16) the
-course model's shape went from 41.6 ms eager to 2.25 ms a step (×21.7, compile 36.1 s) and
-Llama-3.1-8B's from 25.3 to 6.55 ms (×4.6): `viz.perf.gpu_reference("compiled-step", ...)`.
+replay them with one call (`torch.compile(mode="reduce-overhead")`, which also fuses operations
+with Inductor; vLLM and SGLang capture one graph per batch size they serve).
+`mode="reduce-overhead"` measures that on a CUDA device: on an H200 lent once (2026-12-04,
+`benchmarks/gpu_check.py`, random weights, bfloat16, `viz.perf.gpu_reference("compiled-step",
+...)`) the course model's shape took 2.25 ms a step replayed (compile 36.1 s) and
+Llama-3.1-8B's 6.55 ms, about the eager step's kernels summed (2.20 and 6.21 ms,
+`viz.perf.graph_steps`). The eager step timed in turns with it, static cache both ways, took
+48.8 ms (×21.7) and 30.0 ms (×4.6); with the growing cache 41.6 ms (×18.5) and 25.3 ms
+(×3.9). Those eager times are the host's (Python launching ~1,200-1,500 kernels one by one;
+the same step's wall drifted 4-5× within that session), so the ratios describe that host in
+that minute, not the GPU (`viz.perf.gpu`).
 """
 
 from __future__ import annotations

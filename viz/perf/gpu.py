@@ -17,16 +17,41 @@ and memory, meaningless text. The files:
 
 (`<model>`: `smollm2-135m`, the course model's shape, and `llama-3.1-8b`.)
 
-**What a wall clock alone hides on a GPU.** An eager decode step is ~1,200 (SmolLM2-135M) to
-~1,500 (Llama-3.1-8B) GPU kernels, each launched by the host's Python one after another. On
-the lent machine's host one launch took ~11 µs, so the step's wall time (24–120 ms, drifting
-with the host's load from minute to minute) was the host's, while the GPU itself was busy for
-2.2 ms (135M) and 6.2 ms (8B) of it. `busy-sweep` therefore holds both: `decode_step_s`, the
-wall time (a synchronized clock), and `gpu_busy_s`, the sum of the step's kernel durations
-(torch.profiler, one profiled step at a time). The busy time is the device's own: it is what
-the rule (`viz.perf.regime`) judges here, with no fixed cost (the launches are not in it), and
-it is where the knee of the batch sweep shows. A CUDA graph, which launches the whole step at
-once, confirms it: 2.25 ms and 6.55 ms a step (`compiled-step`).
+**An eager step's wall time is the host's, and the host drifted.** An eager decode step is
+1,222 (SmolLM2-135M) or 1,463 (Llama-3.1-8B) GPU kernels, each launched by the host's Python
+one after another, and the GPU runs each in microseconds: the step's wall time is the host's.
+On the lent machine it drifted 4-5× within the session: the same eager step of the course
+model's shape took 23.6 ms (the memory-wall run), 36 then ~107 ms within the shipped trace
+(median 106.6), 41.6 and 48.8 ms (the compiled-step run's two eager ways) and 68.6 ms (the
+busy sweep); the 8B's 42.6, 25.3, 30.0 and 113.8 ms (`eager_walls` lists them from the files).
+Only the memory-wall run measured the host's launch cost beside its walls (its fixed cost: a
+model of the same depth 64 wide, eager); no file records the host's load, clocks or CPU
+(`benchmarks/gpu_check.py` does now). So the lessons use the figures that do not depend on the
+host: the **busy time** (`gpu_busy_s`: the sum of a step's kernel durations, torch.profiler,
+one profiled step at a time: 2.20 ms for the 135M, 6.21 ms for the 8B, at batch 1), the
+**CUDA-graph step** (`compiled-step`: 2.25 and 6.55 ms), and prefill; an eager wall only
+labelled as the host's.
+
+**What the CUDA-graph step shows, and what it does not.** Measured: the step replayed as a
+CUDA graph (`torch.compile(mode="reduce-overhead")`, its timed call including torch.compile's
+guards, a `.clone()` of the output and a synchronisation every step) takes about as long as the
+eager step's kernels summed: 2.25 vs 2.20 ms (135M), 6.55 vs 6.21 ms (8B) (`graph_steps`). Not
+known: that mode also runs Inductor, which fuses operations into fewer, different kernels, so
+the graph's kernels are not the eager ones; whether fusion shortened the GPU's own time and the
+call's extras lengthened it by as much, or neither, needs a profile of the compiled step (its
+kernel count and time by kind), which this run did not make (`benchmarks/gpu_check.py` does
+now).
+
+**Judging the busy time.** The rule's first question needs a fixed cost of the GPU's own time:
+the busy time of a model of the same depth and a tiny width, as the CPU's fixed cost is. This
+run did not measure it (`gpu_check.py` now does, into the busy sweep's settings, and
+`busy_rows` uses it when it is there). What the files hold bounds it: the course model's shape
+ran 1,222 kernels in at most 2.22 ms, 1.82 µs a kernel on average, and a kernel of a narrower
+model of the same kind takes no longer, so a step of k kernels holds at most k × 1.82 µs of
+fixed cost (`kernel_time_bound`). Where that bound is under half the busy time the rule cannot
+say overhead-bound, and the floors decide (the 8B at every batch measured); where it is not,
+the step is **not judged** (`NOT_JUDGED`: the 135M up to batch 512, whose 2.2 ms at batch 1
+could be all fixed cost while reading its bytes takes 3 % of it).
 """
 
 from __future__ import annotations
@@ -70,8 +95,10 @@ def gpu_peaks(dtype: str = "bfloat16") -> Peaks:
 
 
 def gpu_fixed_cost(n_layers: int, dtype: str = "bfloat16") -> Spread:
-    """The GPU's fixed cost per step of a model `n_layers` deep: a model of that depth 64 wide,
-    timed eagerly by the wall clock (the host's launches, mostly), with its spread."""
+    """The fixed cost per step of a model `n_layers` deep on the GPU's host: a model of that
+    depth 64 wide, timed eagerly by the wall clock in the memory-wall run, with its spread. The
+    host's figure (its Python launching the kernels), for wall-clock passes such as prefill;
+    the busy time's fixed cost is another (`busy_fixed_cost`, `kernel_time_bound`)."""
     floors = {o.dtype: o for o in gpu_wall().overhead}
     if dtype not in floors:
         raise ValueError(f"no GPU fixed cost in {dtype!r}: measured in {sorted(floors)}")
@@ -89,17 +116,58 @@ def gpu_provenance() -> str:
 
 
 # ---- the decode step's own time against the batch size ----------------------------------------
+# a busy time whose fixed cost was neither measured nor bounded below half of it
+NOT_JUDGED = "not judged"
+
+
 @dataclass
 class BusyRow:
     """One batch size of a device-busy sweep, judged by the rule on the GPU's own time."""
 
     batch: int
     context_tokens: int  # tokens per request in the sequence at the step
-    wall: Spread  # the step's wall time, seconds (host launches included)
+    wall: Spread  # the step's wall time, seconds (host launches included: the host's figure)
     busy: Spread  # the step's kernels, summed: the GPU's own time, seconds
     kernels: int  # kernels in one step
     cost: PassCost  # counted FLOPs and bytes of the step
-    verdict: Verdict  # the rule on `busy` (no fixed cost: the launches are not in it)
+    # the rule on `busy`, with `fixed` as its fixed cost where measured, else with none (then
+    # only its floors count: `regime` says whether the rule can be applied at all)
+    verdict: Verdict
+    fixed: Optional[Spread] = None  # the busy time's fixed cost, measured (None: not measured)
+    fixed_bound_s: Optional[float] = None  # at most this much of `busy` can be fixed cost
+
+    @property
+    def regime(self) -> str:
+        """The rule's word on the busy time: with a measured fixed cost, the verdict's; without,
+        the floors' word only where the fixed cost's bound is under half the busy time (so the
+        rule cannot say overhead-bound), and `NOT_JUDGED` where it is not."""
+        if self.fixed is not None:
+            return self.verdict.regime
+        if self.fixed_bound_s is not None and \
+                self.fixed_bound_s < self.verdict.overhead_share * self.busy.low:
+            return self.verdict.regime
+        return NOT_JUDGED
+
+    def line(self) -> str:
+        """The judgement in one line, with what decided it."""
+        ms = lambda s: f"{s * 1e3:.2f} ms"  # noqa: E731
+        floors = (f"reading the bytes at the peak takes {ms(self.verdict.memory_floor.median)} "
+                  f"(MBU {self.mbu:.0%}), the arithmetic {ms(self.verdict.compute_floor.median)} "
+                  f"(MFU {self.mfu:.0%})")
+        if self.fixed is not None:
+            return (f"{self.regime} — fixed cost {ms(self.fixed.median)} (measured: a model of "
+                    f"the same depth, tiny width) of the {ms(self.busy.median)} busy time; "
+                    f"{floors}")
+        if self.fixed_bound_s is None:
+            bound = "no bound on it"
+        else:
+            bound = (f"{ms(self.fixed_bound_s)} at most ({self.kernels:,} kernels × ≤ "
+                     f"{self.fixed_bound_s / self.kernels * 1e6:.2f} µs)")
+        if self.regime == NOT_JUDGED:
+            return (f"{NOT_JUDGED} — no measured fixed cost for the GPU's busy time, and "
+                    f"{bound} could be one: half the {ms(self.busy.median)} or more; {floors}")
+        return (f"{self.regime} — its fixed cost is {bound}, under half the "
+                f"{ms(self.busy.median)} busy time, so the floors decide: {floors}")
 
     @property
     def host_share(self) -> float:
@@ -126,27 +194,78 @@ def _check_busy(sweep) -> Sweep:
     return sweep
 
 
-def busy_rows(sweep: Sweep, peaks: Optional[Peaks] = None) -> list[BusyRow]:
-    """Each batch size's wall time, busy time, counted work and the rule's verdict on the busy
-    time (peaks: default the GPU's, `gpu_peaks(dtype of the sweep)`)."""
+def busy_fixed_cost(sweep: Sweep) -> Optional[Spread]:
+    """The busy time's fixed cost measured with the sweep: the busy time of a model of the
+    same depth and a tiny width (`benchmarks/gpu_check.py` writes it into the sweep's settings
+    as "fixed_cost"); None where the sweep does not carry one (the shipped files)."""
+    fixed = (sweep.settings or {}).get("fixed_cost")
+    if not fixed or fixed.get("busy_s") is None:
+        return None
+    if int(fixed.get("n_layers", -1)) != sweep.model.n_layers:
+        raise ValueError(f"this sweep's fixed cost was measured {fixed.get('n_layers')} layers "
+                         f"deep, not {sweep.model.n_layers} as the model")
+    return Spread(**fixed["busy_s"])
+
+
+def kernel_time_bound(sweep: Optional[Sweep] = None) -> float:
+    """Seconds: the longest a kernel's fixed part can be, from a device-busy sweep: the
+    smallest average kernel time of its rows (busy time's high end ÷ kernels). Default: the
+    shipped sweep of the narrowest model (`GPU_MODELS[0]`), whose kernels are the shortest.
+
+    A bound, not a measurement: the fixed part of each kernel is at most the whole kernel, and
+    a model of the same kind and a narrower width (the rule's fixed-cost model) runs kernels
+    no longer than these. Lesson 04 prints it with the busy time (`BusyRow.line`)."""
+    sweep = _check_busy(sweep if sweep is not None else gpu_reference("busy-sweep", GPU_MODELS[0]))
+    busy, kernels = sweep.spread("gpu_busy_s"), sweep.column("kernels_per_step")
+    return min(b.high / int(k) for b, k in zip(busy, kernels) if k)
+
+
+def _kernel_bound(sweep: Sweep) -> float:
+    own = kernel_time_bound(sweep)
+    shipped = gpu_reference("busy-sweep", GPU_MODELS[0])
+    where = lambda s: (s.environment.device_name, s.environment.torch_version)  # noqa: E731
+    return min(own, kernel_time_bound(shipped)) if where(sweep) == where(shipped) else own
+
+
+def busy_rows(sweep: Sweep, peaks: Optional[Peaks] = None,
+              fixed_cost: Optional[Spread] = None,
+              kernel_bound_s: Optional[float] = None) -> list[BusyRow]:
+    """Each batch size's wall time, busy time, counted work and the rule's judgement of the busy
+    time (peaks: default the GPU's, `gpu_peaks(dtype of the sweep)`).
+
+    fixed_cost: the busy time's fixed cost at the model's depth (default: the sweep's own,
+      `busy_fixed_cost`); with one, each row's verdict is the rule's, whole.
+    kernel_bound_s: without one, each row's fixed cost is bounded by its kernels × this
+      (default: the shortest average kernel of this sweep and, where it was measured on the
+      same device with the same torch as the shipped ones, of the narrowest shipped model:
+      `kernel_time_bound`), and `BusyRow.regime` gives the floors' word only where the bound
+      is under half the busy time, else `NOT_JUDGED` (module docstring)."""
     sweep = _check_busy(sweep)
     peaks = peaks or gpu_peaks(sweep.model.dtype)
+    fixed = fixed_cost if fixed_cost is not None else busy_fixed_cost(sweep)
+    per_kernel = None
+    if fixed is None:
+        per_kernel = kernel_bound_s if kernel_bound_s is not None else _kernel_bound(sweep)
     walls, busies = sweep.spread("decode_step_s"), sweep.spread("gpu_busy_s")
     rows = []
     for k, row in enumerate(sweep.rows()):
         cost = decode_cost(sweep.model, int(row["context_tokens"]), int(row["batch_size"]))
+        kernels = int(row["kernels_per_step"])
         rows.append(BusyRow(batch=int(row["batch_size"]), context_tokens=int(row["context_tokens"]),
-                            wall=walls[k], busy=busies[k], kernels=int(row["kernels_per_step"]),
-                            cost=cost, verdict=pass_verdict(cost.flops, cost.bytes, busies[k],
-                                                            peaks, 0.0)))
+                            wall=walls[k], busy=busies[k], kernels=kernels, cost=cost,
+                            verdict=pass_verdict(cost.flops, cost.bytes, busies[k], peaks,
+                                                 fixed if fixed is not None else 0.0),
+                            fixed=fixed,
+                            fixed_bound_s=None if per_kernel is None else kernels * per_kernel))
     return rows
 
 
 def busy_knee(rows: list[BusyRow]) -> tuple[Optional[int], Optional[int]]:
     """The knee as measured: the largest batch the rule calls memory-bound and the smallest it
-    calls compute-bound (None where no row says so)."""
-    memory = [r.batch for r in rows if r.verdict.regime == REGIMES[1]]
-    compute = [r.batch for r in rows if r.verdict.regime == REGIMES[2]]
+    calls compute-bound (`BusyRow.regime`: a row not judged counts as neither; None where no
+    row says so)."""
+    memory = [r.batch for r in rows if r.regime == REGIMES[1]]
+    compute = [r.batch for r in rows if r.regime == REGIMES[2]]
     return (max(memory) if memory else None, min(compute) if compute else None)
 
 
@@ -191,7 +310,7 @@ class PrefillRow:
     tokens: int
     seconds: Spread  # the prefill's forward pass (wall time)
     cost: PassCost
-    verdict: Verdict  # the rule, with the GPU's fixed cost at the model's depth
+    verdict: Verdict  # the rule, with the host's fixed cost at the model's depth
 
     @property
     def mfu(self) -> float:
@@ -201,7 +320,8 @@ class PrefillRow:
 def prefill_rows(sweep: Sweep, peaks: Optional[Peaks] = None,
                  fixed_cost: Optional[Spread] = None) -> list[PrefillRow]:
     """Each prompt length's prefill and the rule's verdict (peaks: the GPU's; fixed_cost: the
-    GPU's at the model's depth, `gpu_fixed_cost`)."""
+    host's at the model's depth, `gpu_fixed_cost`, from the memory-wall run: the prefill is a
+    wall-clock time, so its fixed cost is the host's too, measured minutes apart)."""
     if not isinstance(sweep, Sweep) or sweep.name != "prompt_length":
         raise ValueError("expected a prompt-length sweep, e.g. "
                          "viz.perf.gpu_reference('prompt-sweep', 'llama-3.1-8b')")
@@ -216,3 +336,79 @@ def prefill_rows(sweep: Sweep, peaks: Optional[Peaks] = None,
                                verdict=pass_verdict(cost.flops, cost.bytes, seconds[k], peaks,
                                                     fixed)))
     return rows
+
+
+# ---- the step without the host: a CUDA graph beside the eager kernels --------------------------
+@dataclass
+class GraphStep:
+    """One model's decode step on the GPU by the figures that do not depend on the host's
+    state (lesson 11), with the eager wall of the same run labelled as the host's."""
+
+    model: str  # the shape's name, e.g. "smollm2-135m"
+    kernels: int  # kernels in one eager step at batch 1 (busy sweep)
+    busy: Spread  # the eager step's kernels summed (busy sweep, batch 1): the GPU's own time
+    graph: Spread  # the step replayed as a CUDA graph, wall clock (compiled-step)
+    memory_floor: Spread  # the graph's step's counted bytes ÷ the measured read bandwidth
+    eager: Spread  # the eager step (static cache) timed in turns with `graph`: the host's
+    recorded: Spread  # the eager step with a growing cache, same run: the host's too
+    compile_s: float = 0.0  # the first compiled call: trace, code generation, graph capture
+    same_tokens: bool = True  # the greedy tokens of the eager ways and the graph agreed
+
+    @property
+    def graph_over_busy(self) -> Spread:
+        """CUDA-graph step ÷ eager kernel sum: about 1 when the step, launched at once, takes
+        what the GPU's kernels took eager (worst case at each end)."""
+        return self.graph / self.busy
+
+    @property
+    def speedup(self) -> Spread:
+        """Eager step ÷ CUDA-graph step, both from the same run (static cache both ways): how
+        long the host's launching took in that run, not a figure of the GPU."""
+        return self.eager / self.graph
+
+    @property
+    def mbu(self) -> float:
+        """The graph step's bandwidth use: memory floor ÷ step (medians)."""
+        return self.memory_floor.median / self.graph.median
+
+
+def graph_steps() -> list[GraphStep]:
+    """Each shipped model's CUDA-graph step beside its eager kernel sum and memory floor (the
+    course model's shape first). The floor is counted at the graph run's middle decode step."""
+    steps = []
+    for name in GPU_MODELS:
+        run = gpu_reference("compiled-step", name)
+        one = busy_rows(gpu_reference("busy-sweep", name))[0]  # batch 1
+        peaks = gpu_peaks(run.dtype)
+        middle = run.prompt_tokens + run.new_tokens // 2
+        nbytes = decode_cost(gpu_reference("busy-sweep", name).model, middle).bytes
+        bw = peaks.bytes_spread or Spread.exact(peaks.bytes_per_s)
+        steps.append(GraphStep(model=name, kernels=one.kernels, busy=one.busy,
+                               graph=run.compiled, memory_floor=bw.rate(nbytes),
+                               eager=run.eager, recorded=run.recorded,
+                               compile_s=run.compile_s, same_tokens=run.same_tokens))
+    return steps
+
+
+def eager_walls(model: str = "smollm2-135m") -> list[tuple[str, Spread, Optional[Spread]]]:
+    """The same eager decode step (batch 1, bfloat16) as each shipped file timed it by the wall
+    clock: (what, wall, the host's launch cost beside it or None). The host's figure, not the
+    GPU's: it drifted 4-5× within one session (module docstring). The launch cost is the
+    memory-wall run's fixed cost (a model of the same depth 64 wide, eager, same run); no other
+    file measured one."""
+    out = []
+    wall = gpu_wall()
+    spec = gpu_reference("busy-sweep", model).model
+    for q in wall.points:
+        if q.kind == "shape" and q.model == spec.name and q.dtype == "bfloat16" and q.batch == 1:
+            out.append(("memory-wall run", q.step_spread or Spread.exact(q.seconds),
+                        gpu_fixed_cost(q.n_layers)))
+    if model == GPU_MODELS[0]:
+        trace = gpu_reference("trace", model)
+        out.append(("the shipped trace", trace.decode_step_spread, None))
+    run = gpu_reference("compiled-step", model)
+    out.append(("compiled-step run, growing cache", run.recorded, None))
+    out.append(("compiled-step run, static cache", run.eager, None))
+    out.append(("busy sweep, batch 1", busy_rows(gpu_reference("busy-sweep", model))[0].wall,
+                None))
+    return out

@@ -32,7 +32,6 @@ reference is `viz/data/cpu-memory-wall.json`, recorded by `benchmarks/memory_wal
 
 from __future__ import annotations
 
-import gc
 import math
 import statistics
 from dataclasses import dataclass, field, replace
@@ -42,7 +41,7 @@ import numpy as np
 
 from viz.documents import Document
 from viz.perf.machine import MachinePeaks, machine_peaks
-from viz.perf.regime import (OVERHEAD_SHARE, Verdict, check_seconds, explain_regime, regime,
+from viz.perf.regime import (OVERHEAD_SHARE, Verdict, check_seconds, regime,
                               verdict)
 from viz.perf.configs import config_spec, from_config, read_config
 from viz.perf.counts import decode_cost

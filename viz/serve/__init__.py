@@ -3,7 +3,8 @@
     from viz import serve
     with serve.EmbeddedServer(continuous_batching=True, record=True) as server:
         one = serve.record_request(server, "What is the capital of France?")
-        run = serve.run_load(server, concurrency=4, n_requests=8)
+        run = serve.run_load(server, concurrency=4, n_requests=8,
+                             workload=serve.Workload.synthetic(prompt_tokens=64, output_tokens=32))
     print(run.summary())
 
 - `client`: record one streaming request to any OpenAI-compatible server (`record_request`
@@ -12,8 +13,13 @@
   started and stopped cleanly (`worker` ties it to this process).
 - `llamacpp`: `LlamaCppServer`: llama.cpp's OpenAI server on the default model's own Q4_1
   GGUF file (a second real engine; one request at a time).
-- `loadgen`: `run_load`: N concurrent streams or seeded Poisson arrivals over the shipped
-  prompts (`prompts.json`), bounded in count and time → a `LoadRun` document.
+- `loadgen`: `run_load`: N concurrent streams or seeded Poisson arrivals, bounded in count
+  and time → a `LoadRun` document; `driver` sends the requests.
+- `workload`: what a run sends, as engineers state it (`Workload.synthetic(64, 32)`: 64 tokens
+  in, 32 out; a JSONL file; chats re-sending their history; the shipped prompts); `Lengths`:
+  fixed, uniform or normal; `synthetic` builds and checks the requests, `jsonl` reads a file,
+  `engines` knows which length fields each engine accepts; `limits`: where a workload meets
+  the step budget and the KV pool (`limits(run)`).
 - `metrics`: TTFT, ITL, TPOT, E2E and goodput, defined once (`summarize`, `SLO`); a run's ITL
   taken apart with the server's record (`itl_breakdown`); a measured ratio put in ranges
   with its margin (`band`). `loadgen.throughput_ratio`: two runs' throughputs, with a spread.
@@ -44,6 +50,8 @@ from viz.serve.scheduler import (SUPPORTED_TRANSFORMERS, Schedule, SchedulerStep
 from viz.serve.prefix import PrefixSharing, RequestPrefix, measure_prefix_sharing
 from viz.serve.sweep import MISSES, FirstMiss, LoadSweep, SweepPoint, derived_slo, queue_growth, sweep_rates
 from viz.serve.llamacpp import LlamaCppServer
+from viz.serve.limits import LIMITS, Limits, limits
+from viz.serve.workload import Lengths, Workload
 from viz.serve.server import EmbeddedServer, ServerInfo, serve
 
 __all__ = ["record_request", "StreamRecord", "ServeError", "Target", "Timeouts", "check_url",
@@ -55,4 +63,5 @@ __all__ = ["record_request", "StreamRecord", "ServeError", "Target", "Timeouts",
            "EmbeddedServer", "LlamaCppServer", "ServerInfo", "serve", "throughput_ratio", "Band", "band",
            "PrefixSharing", "RequestPrefix", "measure_prefix_sharing",
            "sweep_rates", "LoadSweep", "FirstMiss", "MISSES", "SweepPoint", "derived_slo", "queue_growth",
-           "REQUEST_METRICS", "request_metrics", "decode_pass_time", "request_metrics_text"]
+           "REQUEST_METRICS", "request_metrics", "decode_pass_time", "request_metrics_text",
+           "Workload", "Lengths", "limits", "Limits", "LIMITS"]

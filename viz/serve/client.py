@@ -261,12 +261,16 @@ def _fail(rec: RequestRecord, kind: str, message: str, t0: float) -> None:
 
 
 async def stream_request(client, target: Target, rec: RequestRecord, t0: float, *,
-                         prompt: str, system: Optional[str] = None, temperature: float = 0.0,
-                         seed: Optional[int] = None, logprobs: bool = False,
-                         timeouts: Timeouts = Timeouts(),
-                         on_failure: Optional[Callable[[RequestRecord], str]] = None) -> None:
+                         prompt: Optional[str] = None, system: Optional[str] = None,
+                         temperature: float = 0.0, seed: Optional[int] = None,
+                         logprobs: bool = False, timeouts: Timeouts = Timeouts(),
+                         on_failure: Optional[Callable[[RequestRecord], str]] = None,
+                         messages: Optional[list[dict[str, Any]]] = None,
+                         extra: Optional[dict[str, Any]] = None) -> None:
     """Send one streaming request and fill `rec` as chunks arrive (times: seconds since `t0`).
 
+    prompt (with an optional system message), or messages (a whole chat); extra: more fields
+    of the request body (e.g. {"min_tokens": 32}, for the engines that accept them).
     Never raises for a failed request: `rec.error` / `rec.error_kind` say what happened
     (`on_failure(rec)` may add to the message, e.g. the server's log). Cancelling the task
     records kind "cancelled" (the text received so far is kept) and re-raises.
@@ -277,9 +281,10 @@ async def stream_request(client, target: Target, rec: RequestRecord, t0: float, 
     try:
         async with asyncio.timeout(timeouts.request_s):
             # 1. send the request; the reply's headers arrive (or an HTTP error is raised)
-            stream = await _open_stream(client, chat, prompt, system,
-                                        _request_arguments(target, rec, temperature, seed,
-                                                           logprobs))
+            kwargs = _request_arguments(target, rec, temperature, seed, logprobs)
+            if extra:
+                kwargs["extra_body"] = dict(extra)
+            stream = await _open_stream(client, chat, prompt, system, kwargs, messages)
             rec.http_status = stream.response.status_code
             _check_streaming(stream.response.headers.get("content-type", ""))
             # 2. every chunk timed as it arrives
@@ -319,12 +324,15 @@ def _request_arguments(target: Target, rec: RequestRecord, temperature: float,
     return kwargs
 
 
-async def _open_stream(client, chat: bool, prompt: str, system: Optional[str],
-                       kwargs: dict[str, Any]):
+async def _open_stream(client, chat: bool, prompt: Optional[str], system: Optional[str],
+                       kwargs: dict[str, Any], messages: Optional[list[dict[str, Any]]] = None):
     if chat:
-        messages = ([{"role": "system", "content": system}] if system else []) + \
-                   [{"role": "user", "content": prompt}]
+        if messages is None:
+            messages = ([{"role": "system", "content": system}] if system else []) + \
+                       [{"role": "user", "content": prompt}]
         return await client.chat.completions.create(messages=messages, **kwargs)
+    if messages is not None:
+        raise ServeError("a chat (messages) needs the chat endpoint, not completions")
     return await client.completions.create(prompt=prompt, **kwargs)
 
 

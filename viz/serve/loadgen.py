@@ -14,8 +14,12 @@ Two ways to load a server, as vLLM's and GuideLLM's benchmarks do:
   same arrival times) — whether or not the server keeps up. `max_concurrency` optionally caps
   how many are in flight.
 
-Prompts cycle through a shipped set of eight (`prompts.json`, `load_prompts()`), short and
-long, each with its own answer limit, in an order shuffled by the seed. Every run is bounded
+What is sent is a **workload** (`viz.serve.Workload`), stated as engineers state it:
+"64 tokens in, 32 out" (synthetic prompts of exact token lengths, fixed or drawn), a JSONL file
+of prompts, or chats that re-send their history; by default the shipped set of eight prompts
+(`prompts.json`, `load_prompts()`), short and long, each with its own answer limit, in an
+order shuffled by the seed. The workload is built and checked (lengths, the model's context,
+the server's KV pool) before any request is sent, and kept in the run. Every run is bounded
 twice: `n_requests` requests at most, and `max_duration_s` seconds at most — nothing is sent
 after that, and requests still streaming then are cancelled (recorded as such, with the text
 they got). A failed request is recorded with its reason; completed ones are kept; with
@@ -25,12 +29,9 @@ Introduced in lesson 09 (Serving many users).
 
 from __future__ import annotations
 
-import asyncio
-import importlib.resources
-import json
+import copy
 import math
 import random
-import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -39,34 +40,20 @@ from typing import Any, ClassVar, Optional, Sequence
 from viz.documents import Document
 from viz.serve.client import (ClientInfo, ServeError, Target, Timeouts, attach_server_timing,
                               check_url, make_client, now, request_id, resolve_target,
-                              run_coroutine, stream_request, utc_now)
+                              run_coroutine, utc_now)
+from viz.serve.driver import drive, jobs_of
+from viz.serve.engines import kv_pool_tokens, length_fields, tokenizer_for
 from viz.serve.metrics import (SLO, ITLBreakdown, LoadSummary, RequestRecord, StaticBatchWaste,
                                itl_breakdown, static_batching_waste, summarize)
 from viz.serve.protocol import server_handle
 from viz.serve.scheduler import Schedule
 from viz.serve.server import ServerInfo
+from viz.serve.workload import Lengths, Prompt, Workload, load_prompts  # noqa: F401
 from viz.spread import Spread
 
 MAX_REQUESTS = 10_000
 MAX_CONCURRENCY = 512
 MAX_DURATION_S = 24 * 3600.0
-
-
-@dataclass
-class Prompt:
-    """One prompt of a set."""
-
-    name: str
-    prompt: str
-    max_tokens: int  # this prompt's answer limit
-
-
-def load_prompts() -> list[Prompt]:
-    """The shipped prompt set (viz/serve/prompts.json): eight prompts, 36 to 270 tokens with
-    the default model's chat template, answers of 8 to 64 tokens at most."""
-    text = importlib.resources.files("viz.serve").joinpath("prompts.json").read_text("utf-8")
-    return [Prompt(p["name"], p["prompt"], int(p["max_tokens"]))
-            for p in json.loads(text)["prompts"]]
 
 
 def _prompts(prompts: Any, max_tokens: Optional[int]) -> list[Prompt]:
@@ -95,19 +82,47 @@ def _prompts(prompts: Any, max_tokens: Optional[int]) -> list[Prompt]:
 # ---- the saved run ----------------------------------------------------------------------------
 @dataclass
 class LoadSettings:
-    """How a load run was driven."""
+    """How a load run was driven, and with what (its workload)."""
 
     mode: str  # "concurrency" (N streams, closed loop) or "rate" (Poisson arrivals, open loop)
     concurrency: Optional[int]  # streams (mode concurrency), or the in-flight cap (mode rate)
     rate_per_s: Optional[float]  # mean arrivals per second (mode rate)
     n_requests: int  # requests scheduled
     max_duration_s: float  # nothing sent, and everything stopped, after this long
-    seed: int  # prompt order and arrival times
-    max_tokens: Optional[int]  # one answer limit for every prompt (None: each prompt's own)
+    seed: int  # prompt order, prompt and answer lengths, arrival times
     temperature: float
     timeouts: Timeouts
     slo: SLO  # the objective the summary's goodput uses by default
-    prompts: list[Prompt] = field(default_factory=list)
+    workload: Workload = field(default_factory=Workload)  # what was sent (schema 2)
+    length_fields: list[str] = field(default_factory=list)  # fields sent to hold the answer
+    #   length besides max_tokens ("min_tokens", "ignore_eos"), where the engine takes them
+    length_note: str = ""  # why those fields (or none), in words
+
+    @property
+    def max_tokens(self) -> Optional[int]:
+        """The one answer length of every request, if the workload has one (schema 1's field)."""
+        o = self.workload.output_tokens
+        return int(o.mean) if o is not None and o.kind == "fixed" else None
+
+
+def _shipped_or_given(prompts: list[dict]) -> str:
+    names = {p.name for p in load_prompts()}
+    return "shipped" if prompts and all(p.get("name") in names for p in prompts) else "prompts"
+
+
+def settings_v1_to_v2(s: dict) -> dict:
+    """A schema-1 run's settings: `max_tokens` and `prompts` become its workload (the prompt
+    set it cycled through, its answers capped at max_tokens when one was given)."""
+    s = dict(s)
+    cap, prompts = s.pop("max_tokens", None), s.pop("prompts", None) or []
+    s["workload"] = {"kind": _shipped_or_given(prompts), "prompts": prompts,
+                     "output_tokens": None if cap is None else {"mean": cap, "kind": "fixed"}}
+    return s
+
+
+def run_v1_to_v2(d: dict) -> dict:
+    """A schema-1 LoadRun dict as schema 2 (its settings: `settings_v1_to_v2`)."""
+    return {**d, "settings": settings_v1_to_v2(d["settings"])}
 
 
 @dataclass
@@ -115,7 +130,9 @@ class LoadRun(Document):
     """Every request of one load run, as the client saw it (`run_load`). Lesson 09."""
 
     KIND: ClassVar[str] = "llm-inference-load-run"
-    SCHEMA_VERSION: ClassVar[int] = 1
+    # 2: settings.max_tokens and settings.prompts became settings.workload (a Workload)
+    SCHEMA_VERSION: ClassVar[int] = 2
+    UPGRADES: ClassVar[dict] = {1: run_v1_to_v2}
     WHAT: ClassVar[str] = "load run"
     AGAIN: ClassVar[str] = ("run it again with viz.serve.run_load(...) or "
                             "`python -m viz load URL -o FILE`")
@@ -137,8 +154,14 @@ class LoadRun(Document):
     server_cores: Optional[float] = None
 
     def summary(self, slo: Optional[SLO] = None) -> LoadSummary:
-        """Percentiles, throughput and goodput (definitions: viz.serve.metrics)."""
-        return summarize(self.requests, slo or self.settings.slo)
+        """The workload, percentiles, throughput and goodput (definitions: viz.serve.metrics),
+        and how many answers stopped before the length asked."""
+        return summarize(self.requests, slo or self.settings.slo, self.workload_label)
+
+    @property
+    def workload_label(self) -> str:
+        """The workload and the load in words: "64 tokens in, 32 out, 4 streams"."""
+        return f"{self.settings.workload}, {self.load_label}"
 
     def static_batching_waste(self, batch_size: int) -> StaticBatchWaste:
         """What static batching would have wasted on this run's completed requests (their
@@ -249,11 +272,31 @@ def _check_load(concurrency, rate, max_concurrency, n_requests, max_duration_s, 
         raise ServeError(f"seed must be a whole number, not {seed!r}")
 
 
+def resolve_workload(workload: Optional[Workload], prompts: Any,
+                     max_tokens: Optional[int]) -> Workload:
+    """The workload of a run: `workload`, or (the older way) a prompt set with an optional
+    answer cap — the shipped set when `prompts` is None."""
+    if workload is None:
+        if max_tokens is not None:
+            check_number("max_tokens", max_tokens, 1, 1e6, True)
+        cap = None if max_tokens is None else Lengths(max_tokens)
+        if prompts is None:
+            return Workload.shipped(cap)
+        return Workload.of_prompts(_prompts(prompts, None), cap)
+    if not isinstance(workload, Workload):
+        raise ServeError(f"workload must be a viz.serve.Workload (e.g. Workload.synthetic(64, "
+                         f"32)), not {workload!r}")
+    if prompts is not None or max_tokens is not None:
+        raise ServeError("give the prompts and the answer length in the workload, not also "
+                         "prompts= or max_tokens= (e.g. Workload.synthetic(64, 32))")
+    return workload
+
+
 def run_load(url: Any, *, concurrency: Optional[int] = None, rate: Optional[float] = None,
              max_concurrency: Optional[int] = None, n_requests: int = 16,
-             max_duration_s: float = 300.0, prompts: Any = None,
-             max_tokens: Optional[int] = None, seed: int = 0, model: Optional[str] = None,
-             endpoint: str = "chat", temperature: float = 0.0,
+             max_duration_s: float = 300.0, workload: Optional[Workload] = None,
+             prompts: Any = None, max_tokens: Optional[int] = None, seed: int = 0,
+             model: Optional[str] = None, endpoint: str = "chat", temperature: float = 0.0,
              timeouts: Optional[Timeouts] = None, slo: Optional[SLO] = None,
              allow_remote: bool = False, api_key: Optional[str] = None, progress: bool = True,
              label: str = "", out: Optional[str] = None) -> LoadRun:
@@ -262,41 +305,57 @@ def run_load(url: Any, *, concurrency: Optional[int] = None, rate: Optional[floa
     url: the server's API root ("http://127.0.0.1:8000/v1") or an `EmbeddedServer` (then
         its own timestamps and scheduler steps join the run when it records them).
     concurrency: N streams kept busy — or rate: mean requests per second (Poisson, seeded),
-        optionally capped by max_concurrency. Exactly one of the two.
-    prompts: None for the shipped set, or a list of strings / {name, prompt, max_tokens}.
+        optionally capped by max_concurrency. Exactly one of the two. With a chat workload
+        they count conversations (each sends its turns one after another).
+    workload: what to send (`viz.serve.Workload`: synthetic "64 in, 32 out", a JSONL file,
+        chats); its tokenizer defaults to the server's model's own. Or, without one,
+    prompts: None for the shipped set, or a list of strings / {name, prompt, max_tokens};
     max_tokens: one answer limit for all prompts (None: each prompt's own).
     slo: the objective for goodput (default SLO(): TTFT ≤ 1 s, TPOT ≤ 150 ms).
     out: also save the run there (JSON), whatever happens.
+
+    Every argument and the workload's requests are checked before anything is sent.
     """
     _check_load(concurrency, rate, max_concurrency, n_requests, max_duration_s, max_tokens,
                 temperature, seed)
     base_url = check_url(url, allow_remote)
     timeouts = timeouts or Timeouts()
     slo = slo or SLO()
-    chosen = prompt_order(n_requests, _prompts(prompts, max_tokens), seed)
-    arrivals = arrival_times(n_requests, rate, seed) if rate is not None else [0.0] * n_requests
+    server = server_handle(url)
+    w = copy.copy(resolve_workload(workload, prompts, max_tokens))
+    if not w.tokenizer and w.kind in ("synthetic", "chat", "file"):
+        w.tokenizer = tokenizer_for(server)
+    items = w.build(n_requests, seed, endpoint, kv_tokens=kv_pool_tokens(server))
+    jobs = jobs_of(items)
+    arrivals = arrival_times(len(jobs), rate, seed) if rate is not None else [0.0] * len(jobs)
     settings = LoadSettings(
         mode="rate" if rate is not None else "concurrency",
         concurrency=concurrency if rate is None else max_concurrency,
         rate_per_s=float(rate) if rate is not None else None, n_requests=n_requests,
-        max_duration_s=float(max_duration_s), seed=seed, max_tokens=max_tokens,
-        temperature=float(temperature), timeouts=timeouts, slo=slo,
-        prompts=_prompts(prompts, max_tokens))
+        max_duration_s=float(max_duration_s), seed=seed, temperature=float(temperature),
+        timeouts=timeouts, slo=slo, workload=w)
     run_id = uuid.uuid4().hex[:8]
-    requests = [RequestRecord(index=i, request_id=request_id(run_id, i), prompt_name=p.name,
-                              max_tokens=p.max_tokens, scheduled_s=arrivals[i])
-                for i, p in enumerate(chosen)]
+    requests = [RequestRecord(index=i, request_id=request_id(run_id, i), prompt_name=it.name,
+                              max_tokens=it.max_tokens, scheduled_s=0.0,
+                              prompt_text_tokens=it.text_tokens, conversation=it.conversation,
+                              turn=it.turn)
+                for i, it in enumerate(items)]
+    for k, job in enumerate(jobs):
+        requests[job[0]].scheduled_s = arrivals[k]
     state: dict[str, Any] = {"t0": None, "t_end": None, "stopped": "", "target": None}
-    server = server_handle(url)
     server_label = server.label if server else ""
     on_failure = (lambda rec: server.failure_note(short=True)) if server else None
 
-    async def drive() -> None:
+    async def go() -> None:
         client = make_client(base_url, timeouts, api_key)
         try:
             state["target"] = await resolve_target(client, base_url, model, endpoint,
                                                    server_label)
-            await _drive(client, state, requests, chosen, settings, on_failure, progress)
+            fields, note = await length_fields(server, client, state["target"], w)
+            settings.length_fields, settings.length_note = fields, note
+            extra = {f: None for f in fields}
+            await drive(client, state, requests, items, jobs, settings, extra, on_failure,
+                        progress)
         finally:
             await client.close()
 
@@ -327,121 +386,22 @@ def run_load(url: Any, *, concurrency: Optional[int] = None, rate: Optional[floa
         state["stopped"] = state["stopped"] or "interrupted (Ctrl-C or a kernel interrupt)"
         finish()
 
-    run_coroutine(drive, on_interrupt=interrupted)
+    run_coroutine(go, on_interrupt=interrupted)
     return finish()
-
-
-async def _drive(client, state: dict, requests: list[RequestRecord], chosen: list[Prompt],
-                 settings: LoadSettings, on_failure, progress: bool) -> None:
-    """Send the requests as the settings say, until done or out of time."""
-    from tqdm import tqdm
-
-    target: Target = state["target"]
-    bar = tqdm(total=len(requests), unit="request", disable=not progress, file=sys.stderr,
-               desc=f"load ({settings.mode})", leave=False)
-    t0 = now()
-    state["t0"] = t0
-    deadline = t0 + settings.max_duration_s
-    started: list[asyncio.Task] = []
-
-    async def one(i: int) -> None:
-        try:
-            await stream_request(client, target, requests[i], t0, prompt=chosen[i].prompt,
-                                 temperature=settings.temperature, timeouts=settings.timeouts,
-                                 on_failure=on_failure)
-        finally:
-            bar.update(1)
-
-    send = _closed_loop if settings.mode == "concurrency" else _open_loop
-    main = asyncio.create_task(send(one, requests, settings, t0, deadline, started))
-    try:
-        await asyncio.wait_for(asyncio.shield(main), timeout=max(0.0, deadline - now()))
-    except (TimeoutError, asyncio.TimeoutError):
-        await _cancel(main, started)
-    except asyncio.CancelledError:  # an interrupt: record what was in flight, then stop
-        await _cancel(main, started)
-        state["t_end"] = now()
-        raise
-    finally:
-        bar.close()
-    state["t_end"] = now()
-    state["stopped"] = state["stopped"] or _stop_reason(requests, settings)
-    for r in requests:  # never sent: say why, so no request is silently missing
-        if r.sent_s is None and r.error is None:
-            r.error_kind, r.error = "cancelled", "not sent: the run's time limit came first"
-
-
-async def _closed_loop(one, requests, settings, t0, deadline, started) -> None:
-    """N streams: each sends its next request as soon as its last one ends."""
-    nxt = iter(range(len(requests)))
-
-    async def stream_worker() -> None:
-        for i in nxt:
-            if now() >= deadline:
-                return
-            requests[i].scheduled_s = now() - t0
-            await one(i)
-
-    workers = [asyncio.create_task(stream_worker())
-               for _ in range(min(settings.concurrency, len(requests)))]
-    started.extend(workers)
-    await asyncio.gather(*workers)
-
-
-async def _open_loop(one, requests, settings, t0, deadline, started) -> None:
-    """Each request at its own arrival time, whether or not earlier ones have ended (at most
-    `settings.concurrency` in flight when that caps the rate)."""
-    cap = asyncio.Semaphore(settings.concurrency) if settings.concurrency else None
-
-    async def capped(i: int) -> None:
-        if cap is None:
-            await one(i)
-            return
-        async with cap:
-            await one(i)
-
-    tasks = []
-    for i, r in enumerate(requests):
-        delay = t0 + r.scheduled_s - now()
-        if delay > 0:
-            await asyncio.sleep(delay)
-        if now() >= deadline:
-            break
-        tasks.append(asyncio.create_task(capped(i)))
-        started.append(tasks[-1])
-    await asyncio.gather(*tasks)
-
-
-async def _cancel(main: asyncio.Task, started: list[asyncio.Task]) -> None:
-    """Cancel the sender and every request in flight, and wait until they have stopped."""
-    for t in started:
-        t.cancel()
-    main.cancel()
-    await asyncio.gather(main, *started, return_exceptions=True)
-
-
-def _stop_reason(requests: list[RequestRecord], settings: LoadSettings) -> str:
-    """Why a run ended before every request was sent or finished ("" if it did not)."""
-    unsent = sum(1 for r in requests if r.sent_s is None)
-    if unsent:
-        return (f"time limit of {settings.max_duration_s:g} s reached: "
-                f"{len(requests) - unsent} of {len(requests)} requests sent")
-    if any(r.error_kind == "cancelled" for r in requests):
-        return (f"time limit of {settings.max_duration_s:g} s reached with "
-                "requests still streaming (cancelled)")
-    return ""
 
 
 def sweep_load(url: Any, *, concurrencies: Sequence[int] = (1, 4, 8),
                requests_per_stream: int = 2, min_requests: int = 4, label: str = "",
                **kwargs) -> list[LoadRun]:
-    """One `run_load` per concurrency (the same seed and prompts each time), for the
-    throughput/latency chart. Each run sends max(min_requests, N × requests_per_stream)."""
+    """One `run_load` per concurrency (the same seed and workload each time), for the
+    throughput/latency chart. Each run sends max(min_requests, N × requests_per_stream)
+    requests (with a chat workload, × its turns: that many conversations)."""
     if not concurrencies:
         raise ServeError("concurrencies must list at least one number of streams")
     runs = []
     for c in concurrencies:
-        n = max(min_requests, c * requests_per_stream)
+        turns = w.turns if isinstance(w := kwargs.get("workload"), Workload) else 1
+        n = max(min_requests, c * requests_per_stream) * turns
         runs.append(run_load(url, concurrency=c, n_requests=n,
                              label=label or (h.label if (h := server_handle(url)) else ""),
                              **kwargs))

@@ -83,6 +83,12 @@ class RequestRecord:
     error_kind: Optional[str] = None  # connection, timeout, http, protocol, server, cancelled
     http_status: Optional[int] = None  # the response's HTTP status, when one came
     server: Optional[ServerTiming] = None  # the server's own timestamps, when recorded
+    # The workload's side (viz.serve.workload): the prompt's own tokens by the workload's
+    # tokenizer (no chat template; a chat turn: its new message only), None where not counted;
+    # in a chat workload, which conversation and which turn of it.
+    prompt_text_tokens: Optional[int] = None
+    conversation: Optional[int] = None
+    turn: Optional[int] = None
 
     # ---- derived figures (definitions: this module's docstring) ----------------------
     @property
@@ -93,6 +99,12 @@ class RequestRecord:
     @property
     def text(self) -> str:
         return "".join(self.token_texts)
+
+    @property
+    def stopped_early(self) -> bool:
+        """Completed with fewer tokens than asked: the engine stopped at the model's end of
+        text (finish_reason "stop") before `max_tokens`."""
+        return self.ok and self.finish_reason == "stop" and self.n_output_tokens < self.max_tokens
 
     @property
     def n_output_tokens(self) -> int:
@@ -219,12 +231,18 @@ class LoadSummary:
     n_met_slo: int
     goodput_per_s: Optional[float]  # requests per second that met the SLO
     errors: dict[str, int]  # error kind → count
+    workload: str = ""  # what was sent, in words ("64 tokens in, 32 out"; viz.serve.Workload)
+    answer_tokens: dict[str, Optional[float]] = field(default_factory=dict)  # got, completed
+    asked_tokens: dict[str, Optional[float]] = field(default_factory=dict)  # max_tokens asked
+    n_stopped_early: int = 0  # completed requests that ended before the length asked
+    shortest_early: Optional[int] = None  # the shortest of those answers (tokens)
 
     def __str__(self) -> str:
         def fmt(v, scale=1000.0, unit="ms"):
             return "n/a" if v is None else f"{v * scale:.0f} {unit}"
 
-        lines = [f"requests   {self.n_completed} completed, {self.n_failed} failed"
+        lines = [f"workload   {self.workload}"] if self.workload else []
+        lines += [f"requests   {self.n_completed} completed, {self.n_failed} failed"
                  + (f" ({', '.join(f'{k}: {n}' for k, n in self.errors.items())})"
                     if self.errors else "")]
         if self.duration_s is not None:
@@ -237,6 +255,11 @@ class LoadSummary:
                         ("E2E", self.e2e_s)):
             lines.append(f"{name:<10} p50 {fmt(d['p50'])}, p90 {fmt(d['p90'])}, "
                          f"p99 {fmt(d['p99'])}")
+        if self.n_stopped_early:
+            lines.append(f"answers    asked p50 {self.asked_tokens['p50']:g} tokens, got p50 "
+                         f"{self.answer_tokens['p50']:g}: {self.n_stopped_early} of "
+                         f"{self.n_completed} stopped early at the model's end of text "
+                         f"(shortest {self.shortest_early})")
         if self.goodput_per_s is not None:
             lines.append(f"goodput    {self.goodput_per_s:.2f} requests per second met the SLO "
                          f"({self.slo}): {self.n_met_slo} of the {self.n_completed} completed "
@@ -251,8 +274,10 @@ def _stats(values: Sequence[float]) -> dict[str, Optional[float]]:
     return out
 
 
-def summarize(requests: Sequence[RequestRecord], slo: Optional[SLO] = None) -> LoadSummary:
-    """Every figure of a run from its requests (definitions: this module's docstring)."""
+def summarize(requests: Sequence[RequestRecord], slo: Optional[SLO] = None,
+              workload: str = "") -> LoadSummary:
+    """Every figure of a run from its requests (definitions: this module's docstring), and the
+    answers' lengths: asked, got, and how many stopped early (`RequestRecord.stopped_early`)."""
     slo = slo or SLO()
     done = [r for r in requests if r.ok]
     failed = [r for r in requests if not r.ok]
@@ -262,6 +287,7 @@ def summarize(requests: Sequence[RequestRecord], slo: Optional[SLO] = None) -> L
     if duration is not None and duration <= 0:
         duration = None
     tokens = sum(r.n_output_tokens for r in done)
+    early = [r.n_output_tokens for r in done if r.stopped_early]
     met = sum(1 for r in done if slo.met_by(r))
     errors: dict[str, int] = {}
     for r in failed:
@@ -277,7 +303,10 @@ def summarize(requests: Sequence[RequestRecord], slo: Optional[SLO] = None) -> L
         tpot_s=_stats([r.tpot_s for r in done]),
         e2e_s=_stats([r.e2e_s for r in done]),
         slo=slo, n_met_slo=met, goodput_per_s=met / duration if duration else None,
-        errors=errors)
+        errors=errors, workload=workload,
+        answer_tokens=percentiles([r.n_output_tokens for r in done]),
+        asked_tokens=percentiles([r.max_tokens for r in done]),
+        n_stopped_early=len(early), shortest_early=min(early) if early else None)
 
 
 # ---- the per-request metrics side by side ----------------------------------------------------

@@ -50,10 +50,11 @@ from typing import Any, Callable, ClassVar, Optional, Sequence
 
 from viz.documents import Document
 from viz.serve.client import ServeError, Target, utc_now
-from viz.serve.loadgen import LoadRun, check_number, run_load
+from viz.serve.loadgen import LoadRun, check_number, resolve_workload, run_load, run_v1_to_v2
 from viz.serve.metrics import SLO, LoadSummary, percentiles
 from viz.serve.protocol import server_handle
 from viz.serve.server import ServerInfo
+from viz.serve.workload import Workload
 from viz.spread import TOO_CLOSE, Interval
 
 KINDS = ("synchronous", "throughput", "rate")
@@ -145,11 +146,30 @@ class SweepSettings:
     n_rates: int  # Poisson rates between the synchronous and throughput loads
     repeats: int  # runs per load
     seed: int  # the first run's seed (repeat i uses seed + i)
-    max_tokens: Optional[int]
     max_duration_s: float  # per run
     budget_s: float  # the whole sweep: no run starts after this long
     saturation: float  # the queue_growth slope over which a rate is saturated
     slo_factor: Optional[float]  # the objective = factor × synchronous p90s (None: given)
+    workload: Workload = field(default_factory=Workload)  # every run's (schema 2)
+
+    @property
+    def max_tokens(self) -> Optional[int]:
+        """The one answer length of every request, if the workload has one (schema 1's field)."""
+        o = self.workload.output_tokens
+        return int(o.mean) if o is not None and o.kind == "fixed" else None
+
+
+def sweep_v1_to_v2(d: dict) -> dict:
+    """A schema-1 LoadSweep dict as schema 2: its settings' max_tokens becomes a workload, as
+    in each of its runs (`viz.serve.loadgen.run_v1_to_v2`)."""
+    s = dict(d["settings"])
+    cap = s.pop("max_tokens", None)
+    points = [{**p, "runs": [run_v1_to_v2(r) for r in p.get("runs", [])]}
+              for p in d.get("points", [])]
+    first = next((r["settings"]["workload"] for p in points for r in p["runs"]), None)
+    s["workload"] = first or {"kind": "shipped", "output_tokens":
+                              None if cap is None else {"mean": cap, "kind": "fixed"}}
+    return {**d, "settings": s, "points": points}
 
 
 @dataclass
@@ -157,7 +177,9 @@ class LoadSweep(Document):
     """A rate sweep: every load and every run of it (`sweep_rates`). Lesson 09."""
 
     KIND: ClassVar[str] = "llm-inference-load-sweep"
-    SCHEMA_VERSION: ClassVar[int] = 1
+    # 2: settings.max_tokens became settings.workload, and so in every run (LoadRun schema 2)
+    SCHEMA_VERSION: ClassVar[int] = 2
+    UPGRADES: ClassVar[dict] = {1: sweep_v1_to_v2}
     WHAT: ClassVar[str] = "load sweep"
     AGAIN: ClassVar[str] = ("run it again with viz.serve.sweep_rates(...) or "
                             "`python -m viz load URL --sweep -o FILE`")
@@ -249,7 +271,8 @@ class LoadSweep(Document):
                f"{level.coverage:.0%} confidence interval of the median)"
                if runs > 1 and level is not None else "1 run per load")
         stop = f"\nstopped: {self.stopped}" if self.stopped else ""
-        return (f"{self.name}: rate sweep, {self.settings.n_requests} requests per run, {how}; "
+        return (f"{self.name}: rate sweep, {self.settings.workload}, "
+                f"{self.settings.n_requests} requests per run, {how}; "
                 f"objective {self.slo}; times in ms{stop}\n{self.table()}")
 
 
@@ -311,7 +334,8 @@ def _between(r_sync: float, r_max: float, n: int) -> list[float]:
 
 
 def sweep_rates(url: Any, *, n_requests: int = 8, n_rates: int = 3, repeats: int = 1,
-                max_tokens: Optional[int] = None, seed: int = 0, slo: Optional[SLO] = None,
+                workload: Optional[Workload] = None, max_tokens: Optional[int] = None,
+                seed: int = 0, slo: Optional[SLO] = None,
                 slo_factor: float = 2.0, saturation: float = 0.25,
                 max_duration_s: float = 120.0, budget_s: float = 900.0,
                 prompts: Any = None, label: str = "", progress: bool = True,
@@ -320,6 +344,8 @@ def sweep_rates(url: Any, *, n_requests: int = 8, n_rates: int = 3, repeats: int
 
     url: the server's API root or an `EmbeddedServer` (as `run_load`).
     n_requests: per run; n_rates: Poisson rates between; repeats: runs per load.
+    workload: what every run sends (`viz.serve.Workload`, e.g. Workload.synthetic(64, 32));
+        or, the older way, prompts= and max_tokens= (`run_load`'s).
     slo: the objective (default: derived, `slo_factor` × the synchronous p90 TTFT and TPOT).
     saturation: the queue-growth slope over which a rate counts as saturated (the sweep stops).
     max_duration_s: per run; budget_s: the whole sweep.
@@ -335,10 +361,12 @@ def sweep_rates(url: Any, *, n_requests: int = 8, n_rates: int = 3, repeats: int
     for bad in ("concurrency", "rate", "max_concurrency", "n_requests", "seed", "slo", "out"):
         if bad in kwargs:
             raise ServeError(f"sweep_rates sets {bad}= itself for each run")
+    workload = resolve_workload(workload, prompts, max_tokens)
     settings = SweepSettings(n_requests=n_requests, n_rates=n_rates, repeats=repeats, seed=seed,
-                             max_tokens=max_tokens, max_duration_s=float(max_duration_s),
+                             max_duration_s=float(max_duration_s),
                              budget_s=float(budget_s), saturation=float(saturation),
-                             slo_factor=None if slo is not None else float(slo_factor))
+                             slo_factor=None if slo is not None else float(slo_factor),
+                             workload=workload)
     began = time.perf_counter()
     sweep = LoadSweep(target=Target("", "", "", ""), settings=settings, slo=slo or SLO(),
                       points=[], recorded_at=utc_now(), duration_s=0.0, label=label)
@@ -360,14 +388,15 @@ def sweep_rates(url: Any, *, n_requests: int = 8, n_rates: int = 3, repeats: int
                     sweep.points.pop()
                 save()
                 return False
-            run = run_load(url, n_requests=n_requests, max_tokens=max_tokens, seed=seed + i,
+            run = run_load(url, n_requests=n_requests, workload=workload, seed=seed + i,
                            slo=sweep.slo, max_duration_s=min(max_duration_s, left),
-                           prompts=prompts, progress=progress,
+                           progress=progress,
                            label=label or (h.label if (h := server_handle(url)) else ""),
                            **how, **kwargs)
             point.runs.append(run)
             if len(sweep.points) == 1 and i == 0:
                 sweep.target, sweep.server = run.target, run.server
+                sweep.settings.workload = run.settings.workload  # its tokenizer filled in
             save()
         return True
 

@@ -54,9 +54,14 @@ from viz.views.wall import (bytes_whatif_data, bytes_whatif_figure, wall_data, w
                              wall_table)
 from viz.views.formats import formats_data, formats_figure
 from viz.views.generations import generations_data, generations_figure
-from viz.views.compiled import compiled_data, compiled_figure
+from viz.views.compiled import (compiled_data, compiled_figure, graph_step_data,
+                                graph_step_figure)
 from viz.views.step_profile import step_profile_data, step_profile_figure
 from viz.views.speculative import accepted_histogram_data, accepted_histogram_figure
+from viz.views.lens import (logit_lens_data, logit_lens_figure, logit_lens_settle_figure,
+                            logit_lens_step_figure)
+from viz.views.early_exit import early_exit_data, early_exit_figure
+from viz.views.cost import cost_data, cost_figure
 
 __all__ = [
     "long_decode_figure", "long_decode_data", "long_decode_parts", "long_decode_widget",
@@ -83,5 +88,12 @@ __all__ = [
     "request_names", "rate_sweep_figure", "rate_sweep_data", "pareto_figure", "pareto_data",
     "formats_figure", "formats_data", "generations_figure", "generations_data",
     "step_profile_figure", "step_profile_data", "accepted_histogram_figure",
-    "accepted_histogram_data", "compiled_figure", "compiled_data",
+    "accepted_histogram_data", "compiled_figure", "compiled_data", "graph_step_figure",
+    "graph_step_data",
+    "cost_figure", "cost_data",
 ]
+__all__ += ["logit_lens_figure", "logit_lens_data", "logit_lens_step_figure",
+            "logit_lens_settle_figure", "early_exit_figure", "early_exit_data"]
+from viz.views.kv_quant import kv_quant_data, kv_quant_figure
+
+__all__ += ["kv_quant_figure", "kv_quant_data"]

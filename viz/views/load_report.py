@@ -87,12 +87,15 @@ def _about(docs: list) -> str:
         engine = (f"{server.software}, {server.model}, {server.dtype} on {server.device}"
                   if server else "not started by viz")
         if isinstance(d, LoadRun):
-            what = f"load run: {d.load_label}, {d.settings.n_requests} requests, seed {d.settings.seed}"
+            s = d.settings
+            what = (f"load run: {d.workload_label}, {s.n_requests} requests, seed {s.seed}"
+                    + "".join(f"; {t}" for t in (s.workload.details, s.length_note) if t))
             cores = ("" if d.client_cores is None else f"client {d.client_cores:.2f}"
                      + ("" if d.server_cores is None else f", server {d.server_cores:.2f}"))
         else:
             s = d.settings
-            what = (f"rate sweep: {len(d.points)} loads, {s.n_requests} requests per run, "
+            what = (f"rate sweep: {s.workload}, {len(d.points)} loads, {s.n_requests} "
+                    "requests per run, "
                     f"{s.repeats} run{'s' if s.repeats != 1 else ''} per load, "
                     f"{d.duration_s:.0f} s")
             cores = ""
@@ -119,6 +122,9 @@ def _summaries(runs: list[LoadRun]) -> str:
                                            else f"{s.goodput_per_s:.2f}" for s in sums]])
     rows.append(["objective", *[str(s.slo) for s in sums]])
     rows.append(["met it", *[f"{s.n_met_slo} of {s.n_completed}" for s in sums]])
+    rows.insert(0, ["workload", *[str(r.settings.workload) for r in runs]])
+    rows.append(["answers stopped early", *[f"{s.n_stopped_early} of {s.n_completed}"
+                                           for s in sums]])
     return _grid(["", *[f"{i + 1}. {run_name(r)} · {r.load_label}" for i, r in enumerate(runs)]],
                  rows)
 
@@ -127,19 +133,31 @@ def _per_request(runs: list[LoadRun]) -> str:
     names = [m[0] for m in REQUEST_METRICS]
     parts = []
     for i, run in enumerate(runs):
+        asked = {r.index: r for r in run.requests}
         rows = [[row["request"], row["prompt"], row["prompt tokens"] or "n/a",
-                 row["output tokens"], *[_ms(row[n]) for n in names]]
+                 _asked(asked[row["request"]]), row["output tokens"],
+                 *[_ms(row[n]) for n in names]]
                 for row in request_metrics(run.requests)]
+        early = run.summary().n_stopped_early
+        early_note = (f'<p class="viz-note">{early} answer{"s" if early != 1 else ""} stopped '
+                      "before the length asked (marked *), at the model's end of text"
+                      + esc(f"; {run.settings.length_note}" if run.settings.length_note else "")
+                      + "</p>") if early else ""
         failed = [r for r in run.requests if not r.ok]
         note = (f'<p class="viz-note">{len(failed)} failed: '
                 + esc("; ".join(f"#{r.index} {r.error}" for r in failed[:5]))
                 + (" …" if len(failed) > 5 else "") + "</p>") if failed else ""
         parts.append(f"<h3>{i + 1}. {esc(run_name(run))} · {esc(run.load_label)}</h3>"
-                     + _grid(["request", "prompt", "prompt tokens", "output tokens",
-                              *[f"{n}, ms" for n in names]], rows) + note)
+                     + _grid(["request", "prompt", "prompt tokens", "asked", "output tokens",
+                              *[f"{n}, ms" for n in names]], rows) + early_note + note)
     defs = "".join(f"<li><b>{esc(n)}</b>: {esc(d)} ({esc(peers)})</li>"
                    for n, _, d, peers in REQUEST_METRICS)
     return "".join(parts) + f'<ul class="viz-note">{defs}</ul>'
+
+
+def _asked(r) -> str:
+    """The answer length asked ("32", or "32 *" for an answer that stopped before it)."""
+    return f"{r.max_tokens}{' *' if r.stopped_early else ''}"
 
 
 def _timelines(runs: list[LoadRun]) -> str:

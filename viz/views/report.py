@@ -58,6 +58,10 @@ SECTIONS = [
      "latency of each step."),
 ]
 COMPARE = ("compare", "Comparison", "This trace (A) beside another (B), on the same scales.")
+# Shown only for a trace recorded with the logit lens (viz.record(..., lens=True); lesson 12).
+LENS = ("lens", "The logit lens", "Each layer's guess of the next token: the model's final "
+        "norm and output head applied after every layer. Dots mark the layers whose guess is "
+        "the token finally chosen; below, one step layer by layer (move the slider).")
 
 REPORT_CSS = """
 body{font-family:'DejaVu Sans',Arial,sans-serif;max-width:1150px;margin:0 auto;padding:0 18px;
@@ -195,6 +199,13 @@ def _sections(trace: Trace, other: Optional[Trace]) -> list[tuple[str, str, str,
     }
     out = [(key, head, lead, bodies[key]) for key, head, lead in SECTIONS
            if key != "attention" or trace.attention is not None]  # recorded only on request
+    if trace.lens is not None:
+        from viz.views.lens import logit_lens_figure, logit_lens_step_figure
+
+        key, head, lead = LENS
+        out.append((key, head, lead, lambda: plotly_div(logit_lens_figure(trace),
+                                                         "viz-lens-plot")
+                    + plotly_div(logit_lens_step_figure(trace), "viz-lens-step-plot")))
     if other is not None:
         key, head, lead = COMPARE
         out.append((key, head, lead, lambda: plotly_div(compare_figure(trace, other),
