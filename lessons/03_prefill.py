@@ -560,7 +560,10 @@ print(f"the two machines disagree at {', '.join(map(str, differ))} tokens" if di
 #
 # The course also ships prompt sweeps measured on an NVIDIA H200 (`perf.gpu_reference`;
 # models built from their configs with random weights, so the times are real and the text is
-# not), judged by the same rule with the H200's measured peaks and its measured fixed cost.
+# not), judged by the same rule with the H200's measured peaks and its host's fixed cost: a
+# prefill is timed by the wall clock, which on a GPU includes the host's Python launching the
+# kernels, so its fixed cost is the host's too (a model as deep, 64 wide, timed the same way in
+# the memory-wall run, minutes apart).
 #
 # **Predict.** For an 8-billion-weight model (Llama-3.1-8B's shape) on the H200, from which
 # prompt length does the rule call prefill compute-bound outright (not "too close to call")?
@@ -584,21 +587,23 @@ gpu_from = (GPU_FROM[3] if first is None else GPU_FROM[0] if first <= 128 else
 # %%
 compare_prediction(prediction_gpu_from, gpu_from, options=GPU_FROM,
                    hint="a prefill is overhead-bound while the fixed cost is at least half of "
-                        "it: compare the GPU's fixed cost with each prefill's time")
+                        "it: compare the host's fixed cost with each prefill's time")
 
 # %%
-print(f"the 8B's fixed cost on the H200: {gpu_rows[0].verdict.fixed.text(1e3, 'ms')}")
+print(f"the host's fixed cost for the 8B's depth (a model as deep, 64 wide, eager): "
+      f"{gpu_rows[0].verdict.fixed.text(1e3, 'ms')}")
 small = perf.prefill_rows(perf.gpu_reference("prompt-sweep"))  # the course model's shape
 print(f"{perf.GPU_MODELS[0]}: {min(r.seconds.median for r in small) * 1e3:.0f} to "
       f"{max(r.seconds.median for r in small) * 1e3:.0f} ms from {small[0].tokens} to "
       f"{small[-1].tokens:,} tokens, MFU at most {max(r.mfu for r in small):.0%}")
 
 # %% [markdown]
-# Where the measured GPU differs from its datasheet: the datasheet has no fixed cost. On the
-# H200 the host launches every layer's kernels one by one, and for the 8B those launches
-# outlast the arithmetic of short prompts; only from a few thousand tokens is the arithmetic
-# the longer part, at the MFU printed. For the course model's shape the arithmetic never
-# catches up within 4,096 tokens: every prefill took about the same time, the launches'.
+# Where the measured GPU differs from its datasheet: the datasheet has no host. On the H200
+# the host launches every layer's kernels one by one, and for the 8B those launches outlast
+# the arithmetic of short prompts; only from a few thousand tokens is the arithmetic the
+# longer part, at the MFU printed: a figure of the GPU, whatever the host was doing. For the
+# course model's shape the arithmetic never catches up within 4,096 tokens: every prefill took
+# about the same time, the host's launches', a figure of that host in that minute.
 #
 # ## Next
 #

@@ -396,9 +396,9 @@ for what, flops, read in (("measured", h200.flops_per_s, h200.bytes_per_s),
 # (`perf.knee_context`) no batch, however large, reaches the ridge: there, decode stays
 # memory-bound at any batch size.
 #
-# **Predict.** The rule, applied to the GPU's busy time at each batch (no fixed cost: the
-# launches are not in it), names the first compute-bound batch of the sweep (1, 16, 64, 256,
-# 512, 1,024). Where is it?
+# **Predict.** The rule, applied to the GPU's busy time at each batch (the kernels' own time:
+# the gaps while the host launches them are not in it, so the host's fixed cost is left out),
+# names the first compute-bound batch of the sweep (1, 16, 64, 256, 512, 1,024). Where is it?
 
 # %%
 KNEE = ["at 16 or below", "above 16, at 256 or below", "above 256, at 1,024 or below",

@@ -381,7 +381,10 @@ for name in perf.REGIMES:
 # ### The same wall on a GPU, measured once
 #
 # The course ships the same measurement made on an NVIDIA H200 (bfloat16 and float32, models
-# built from their configs with random weights, timed by the wall clock as above):
+# built from their configs with random weights, timed by the wall clock as above). On a GPU
+# that wall clock is the **host's**: its Python launches each of a step's kernels one after
+# another, and the fixed cost (a model as deep, 64 wide, timed in the same run) is the host's
+# cost of launching a step of that depth.
 
 # %%
 gpu_wall = perf.gpu_wall()
@@ -391,13 +394,16 @@ print(gpu_wall.peaks_how.splitlines()[0])
 # %% [markdown]
 # **Predict.** The 8-billion-weight model (Llama-3.1-8B's shape) reads 15 GB per step in
 # bfloat16, and the GPU reads about 4 TB a second. Which word will the rule give its step,
-# measured by the wall clock?
+# measured by the wall clock, with the host's fixed cost?
 
 # %%
 prediction_gpu_8b = None  # ← your guess: one of perf.REGIMES, copied exactly
 
 # %%
-views.wall_figure(gpu_wall)
+fit = gpu_wall.fit()  # a line through the float32 shapes, as on your machine
+print(f"{fit}: the line explains {fit.r_squared:.0%} of the steps' variation, so the figure "
+      f"draws none")
+views.wall_figure(gpu_wall, fit=False)
 
 # %%
 print(gpu_wall)
@@ -405,8 +411,11 @@ gpu_small, gpu_8b = (next(q for q in gpu_wall.points if q.label == name)
                      for name in ("SmolLM2-135M bf16", "Llama-3.1-8B bf16"))
 gpu_8b_verdict = gpu_wall.verdict(gpu_8b)
 print(f"from {gpu_small.label} to {gpu_8b.label}: ×{gpu_8b.step_bytes / gpu_small.step_bytes:.0f} "
-      f"the bytes, ×{gpu_8b.seconds / gpu_small.seconds:.1f} the step; fixed cost "
+      f"the bytes, ×{gpu_8b.seconds / gpu_small.seconds:.1f} the step; the host's fixed cost "
       f"{gpu_8b.fixed_cost_s / gpu_8b.seconds:.0%} of the 8B's step")
+busy = perf.busy_rows(perf.gpu_reference("busy-sweep", "llama-3.1-8b"))[0]  # lesson 04
+print(f"the 8B's step without the host: its kernels summed {busy.busy.text(1e3, 'ms', 2)} "
+      f"(MBU {busy.mbu:.0%}), against {gpu_8b.seconds * 1e3:.1f} ms by the wall clock here")
 
 # %%
 viz.compare_prediction(prediction_gpu_8b, gpu_8b_verdict, options=list(perf.REGIMES),
@@ -414,12 +423,14 @@ viz.compare_prediction(prediction_gpu_8b, gpu_8b_verdict, options=list(perf.REGI
 
 # %% [markdown]
 # The same three floors, a different balance. The GPU reads an 8B step's 15 GB in a few
-# milliseconds, so the memory floor is short for every model here, and the fixed cost (the
-# host launching each layer's kernels one by one: the "fixed cost" column) is about half of
-# every step or more, large model or small: the dots lie almost flat, many times the bytes for
-# a small multiple of the time (the last line above). Lesson 04 took such a step apart with the
-# GPU's own busy time (the 8B's weights streamed within a factor of two of the memory floor);
-# lesson 11 removes the launches with a CUDA graph and measures what is left.
+# milliseconds, so the memory floor is short for every model here, and the host's fixed cost
+# (launching each layer's kernels one by one: the "fixed cost" column) is about half of every
+# step or more, large model or small: the dots lie almost flat, many times the bytes for a
+# small multiple of the time, and no straight line fits them (the R² above). These are figures
+# of the host in that run, and it drifted from minute to minute (lesson 04 lists the same
+# step timed in other runs). Without the host, the GPU streamed the 8B's weights at the MBU
+# printed last (lesson 04's busy time); lesson 11 removes the launches with a CUDA graph and
+# measures what is left.
 #
 # ## The remedies, measured
 #
@@ -437,8 +448,8 @@ lm = viz.load_model(device="cpu")  # the processor whose limits the lesson measu
 # %% [markdown]
 # ## Check yourself
 #
-# Your two predictions were checked where you made them: the bfloat16 step and the 360M step
-# from your line. One more. Everything above ran with
+# Your three predictions were checked where you made them: the bfloat16 step, the 360M step
+# from your line, and the word the rule gives the 8B's step on a GPU. One more. Everything above ran with
 # this many threads (torch's default on your machine):
 
 # %% tags=["nbval-ignore-output"]

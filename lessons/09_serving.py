@@ -78,16 +78,34 @@ print(one.summary())
 # your own machine's figures later on, the summaries use TTFT ≤ 1 s and TPOT ≤ 150 ms.
 
 # %% [markdown]
-# ## See it: eight requests, four at a time
+# ## See it: a workload, stated the way engineers state it
 #
-# `run_load` keeps 4 requests in flight (when one ends, the next starts) until 8 are done.
-# The prompts come from a small set shipped with the course, short and long (their lengths,
-# as the server counted them, are printed below), each with its own answer limit (capped
-# here at 24 tokens to keep the lesson short).
+# Whoever load-tests a server says first what the load is: "128 tokens in, 24 out, 4 streams"
+# — prompts of about 128 tokens, answers of 24, and 4 users each sending their next request as
+# soon as the last one is answered. `serve.Workload.synthetic` builds such prompts from real
+# text (lesson 01's paragraph) with the model's own tokenizer, to the exact token; here their
+# lengths vary around 128 (a normal distribution, seeded), as real prompts do.
+#
+# ✏️ **Change the workload** — the prompt length, the answer length, the streams — and run
+# the lesson from here again: the sections below show where it meets the server's limits.
+
+# %%
+PROMPT_TOKENS, OUTPUT_TOKENS, STREAMS = 128, 24, 4  # ← tokens in, tokens out, streams
+workload = serve.Workload.synthetic(
+    prompt_tokens=serve.Lengths.normal(PROMPT_TOKENS, PROMPT_TOKENS // 3),
+    output_tokens=OUTPUT_TOKENS)
+print(f"workload: {workload}, {STREAMS} streams")
+
+# %% [markdown]
+# `run_load` keeps that many requests in flight (when one ends, the next starts) until twice as
+# many are done. The server counts each prompt with the chat template around it (~30 tokens
+# more). It sends each answer's length as `max_tokens`; `transformers serve` accepts nothing
+# that would hold the model to it, so an answer may end earlier, at the model's end of text —
+# the summary says how many did.
 
 # %% tags=["nbval-ignore-output"]
-run = serve.run_load(server, concurrency=4, n_requests=8, max_tokens=24, max_duration_s=60,
-                     progress=False)
+run = serve.run_load(server, concurrency=STREAMS, n_requests=2 * STREAMS, workload=workload,
+                     max_duration_s=60, progress=False)
 print(run.summary())
 lengths = [r.prompt_tokens for r in run.requests if r.prompt_tokens]
 print(f"prompts of {min(lengths)} to {max(lengths)} tokens (the chat template included)")
@@ -116,10 +134,11 @@ views.request_timeline_figure(run)
 #
 # Lesson 06's batching is *static*: a batch starts together, every prompt is padded to the
 # longest one, and every row stays in the batch until the longest answer is done. With the
-# prompt and answer lengths these 8 requests really had, 4 at a time:
+# prompt and answer lengths these requests really had, as many at a time as there were
+# streams:
 
 # %% tags=["nbval-ignore-output"]
-waste = run.static_batching_waste(batch_size=4)
+waste = run.static_batching_waste(batch_size=STREAMS)
 print(f"useful token slots {waste.useful_slots}, padding {waste.padding_slots}, "
       f"finished rows waiting for the longest answer {waste.idle_slots}")
 print(f"static batching would waste {waste.wasted_fraction:.0%} of its slots")
@@ -215,11 +234,42 @@ print(f"room for {run.schedule.total_pages * run.schedule.page_size:,} tokens in
       f"one block of the whole context: {spec.context_length * per_token / 1e6:.0f} MB")
 
 # %% [markdown]
+# ## Measure it: your workload against the step budget and the KV pool
+#
+# Two budgets limit every pass: its tokens (128 here) and the KV pool (64 pages of 16
+# tokens). A prompt longer than what is left of a pass's budget waits for the next pass, in
+# part or whole: with the workload as it ships, a prompt is ~158 tokens with its template,
+# more than a whole pass. And every request holds its prompt and its answer in pages:
+# 4 × (158 + 24) tokens fit the pool of 1,024; 8 streams of 256-token prompts would not, and
+# requests would then wait for pages while the pass still has room.
+#
+# ✏️ **Predict.** For the workload you set above, which limit held requests back in more
+# passes: "the step budget", "the KV pool", or "neither"?
+
+# %%
+prediction_limit = None  # ← one of serve.LIMITS: "the step budget", "the KV pool", "neither"
+
+# %% tags=["nbval-ignore-output"]
+held_back = serve.limits(run)  # the run's demand, then why requests waited, pass by pass
+print(held_back)
+viz.compare_prediction(prediction_limit, held_back, options=list(serve.LIMITS),
+                       hint="multiply: streams × prompt tokens against the tokens of one pass, "
+                            "streams × (prompt + answer) against the pool's tokens")
+
+# %% [markdown]
+# Try `PROMPT_TOKENS, OUTPUT_TOKENS, STREAMS = 256, 24, 8` in the workload cell: the pool
+# (1,024 tokens) then holds three or four such requests at once, and the others wait for a
+# request to end and free its pages, though passes have room. With `32, 24, 2` neither limit
+# bites. A server's sizing is a workload decision: `serve.serve(num_pages=...,
+# max_batch_tokens=...)` sets both.
+
+# %% [markdown]
 # ## Measure it: one at a time against continuous batching
 #
-# Now the comparison that matters to whoever runs a server. The same requests go to the
-# server at 1, 4 and 8 streams, and then to a second server that serves **one request at a
-# time** (`continuous_batching=False`: the others queue).
+# Now the comparison that matters to whoever runs a server. One workload, 64 tokens in and 12
+# out (short answers keep the lesson short), goes to the server at 1, 4 and 8 streams, and then
+# to a second server that serves **one request at a time** (`continuous_batching=False`: the
+# others queue).
 #
 # ✏️ **Predict before you measure.** At 8 streams, how many times more tokens per second (all
 # requests together) will continuous batching make than the one-at-a-time server?
@@ -232,9 +282,11 @@ prediction_ratio = None  # ← "under 1.5×", "1.5× to 4×" or "more than 4×"
 prediction_itl = None  # ← a number: median ITL at 8 streams ÷ at 1 stream
 
 # %% tags=["nbval-ignore-output"]
-loads = dict(concurrencies=[1, 4, 8], requests_per_stream=1, min_requests=1, max_tokens=12,
+short = serve.Workload.synthetic(prompt_tokens=64, output_tokens=12)
+loads = dict(concurrencies=[1, 4, 8], requests_per_stream=1, min_requests=1, workload=short,
              max_duration_s=60, progress=False)
 batched = serve.sweep_load(server, **loads)
+print(f"workload: {short}")
 for r in batched:
     print(f"continuous batching, {r.load_label}: {r.summary().output_tokens_per_s:.1f} tokens/s")
 itl = [viz.Spread.of([g for q in r.requests if q.ok for g in q.itl_s]) for r in batched]
@@ -245,8 +297,8 @@ print(f"median ITL: 1 stream {itl[0].text(1e3, 'ms', runs=False)}, 8 streams "
 
 # %%
 viz.compare_prediction(prediction_itl, itl_ratio.median, rel_tol=0.25,
-                       hint="start from what 4 streams did to a request's gaps (the first run of 8 "
-                            "requests, against the one request alone), then scale by how "
+                       hint="start from what 4 streams did to a request's gaps (the first run, "
+                            "against the one request alone), then scale by how "
                             "lesson 06's decode step grew from B=4 to B=8")
 
 # %% [markdown]
@@ -278,7 +330,7 @@ viz.compare_prediction(prediction_itl, itl_ratio.median, rel_tol=0.25,
 prediction_first_miss = None  # ← one of serve.MISSES: "TTFT", "TPOT", "both at once", "neither"
 
 # %% tags=["nbval-ignore-output"]
-sweep = serve.sweep_rates(server, n_requests=4, n_rates=2, repeats=3, max_tokens=12,
+sweep = serve.sweep_rates(server, n_requests=4, n_rates=2, repeats=3, workload=short,
                           max_duration_s=60, budget_s=120, progress=False)
 print(sweep)
 
@@ -300,7 +352,7 @@ prediction_goodput = None  # ← "fewer", "about as many" or "more"
 
 # %% tags=["nbval-ignore-output"]
 slo = sweep.slo  # twice a request alone: derived from the sweep's one-at-a-time load
-arrivals = dict(rate=2.0, n_requests=8, max_tokens=12, seed=1, slo=slo, max_duration_s=60,
+arrivals = dict(rate=2.0, n_requests=8, workload=short, seed=1, slo=slo, max_duration_s=60,
                 progress=False)
 random_batched = serve.run_load(server, **arrivals)
 print(random_batched.summary())
@@ -315,7 +367,7 @@ server.stop()
 single = serve.serve(continuous_batching=False, record=True)
 alone = serve.sweep_load(single, **loads)
 random_alone = serve.run_load(single, **arrivals)
-single_sweep = serve.sweep_rates(single, n_requests=4, n_rates=1, max_tokens=12, slo=slo,
+single_sweep = serve.sweep_rates(single, n_requests=4, n_rates=1, workload=short, slo=slo,
                                  max_duration_s=60, budget_s=60, progress=False)
 single_peak = single.peak_rss_bytes()
 single.stop()
@@ -569,12 +621,86 @@ viz.compare_prediction(prediction_path, larger, options=["the code path", "the p
                             "answer counts")
 
 # %% [markdown]
-# On the machine this was written on (2 cores), the engine's own code path made most of the
-# difference in every run, and the HTTP process little: a pass of 8 through the flat sequence
-# and its page tables took longer than lesson 06's padded batch of 8, while the pass of 1 took
-# about as long either way. Your numbers above say which it was on yours. Either way the server's ITL at
+# Which of the two adds more differs from machine to machine and from run to run: where the
+# engine's flat sequence and its page tables cost more than lesson 06's padded batch, the code
+# path shows a ratio above ×1; where the HTTP process's own threads compete with the model for
+# two cores, the process does. Ratios near ×1.0 with overlapping spreads, as can happen, mean
+# neither added much at 8 streams. Your numbers above say which it was on yours. Either way the server's ITL at
 # 8 streams is accounted for: the decode passes (lesson 06's step, times what the code path and
 # the process add), the passes with prompt chunks, and the way to the client, as printed.
+
+# %% [markdown]
+# ## Measure it: what a token costs
+#
+# Whoever runs a server pays for the machine by the hour, whether it computes or waits. Shared
+# over the tokens it makes in that hour, a token costs
+#
+#     $ per million tokens = price per hour ÷ (tokens per second × 3,600) × 1,000,000
+#
+# The price per hour is yours to type: what your machine costs you. `perf.EXAMPLE_PRICES` holds
+# two examples to start from, with where they come from — examples, not today's prices.
+
+# %%
+price = perf.EXAMPLE_PRICES["cpu-vm"].per_hour  # ← type your machine's $ per hour instead
+for name, example in perf.EXAMPLE_PRICES.items():
+    print(f"{name}: ${example.per_hour:.2f} an hour for {example.machine} "
+          f"(an example: {example.source}; {example.as_of})")
+
+# %% [markdown]
+# Providers price a prompt's tokens (**input**) apart from the answer's (**output**). The
+# server recorded every pass, so the two can be timed apart: a pass that carried prompt chunks
+# and nothing else computed a whole prompt at once (lesson 03), while each pass of the answer
+# made one token per request (lesson 04). The output price below is *all-in*: the run's every
+# second — prefills, idle moments, HTTP — shared over its answers' tokens.
+#
+# ✏️ **Predict.** At 1 stream, how many times cheaper than an output token will an input token
+# be on this server?
+
+# %%
+prediction_input = None  # ← "under 10×", "10× to 100×" or "more than 100×"
+
+# %% tags=["nbval-ignore-output"]
+bill = perf.cost(batched, price)  # the continuous-batching runs at 1, 4 and 8 streams
+print(bill)
+
+# %% tags=["nbval-ignore-output"]
+one = bill.rows[0]  # 1 stream
+cheaper = one.output_per_mtok / one.input_per_mtok  # medians, and the worst case of spreads
+measured_input = viz.band(cheaper, [10, 100], ["under 10×", "10× to 100×", "more than 100×"])
+print(f"at 1 stream an input token cost ×{cheaper.median:.0f} ({cheaper.low:.0f}–"
+      f"{cheaper.high:.0f}) less than an output token: {measured_input}")
+viz.compare_prediction(prediction_input, measured_input,
+                       options=["under 10×", "10× to 100×", "more than 100×"],
+                       hint="compare the prefill speed of lesson 03 (prompt tokens per second) "
+                            "with the tokens per second a stream decodes")
+
+# %% [markdown]
+# Batching's bargain, priced. Above: $ per million tokens against the requests decoded
+# together — the server's loads, lesson 06's loop as timed above (`ordinary`), and the shipped
+# references: this course's CPU, and an H200 serving Llama-3.1-8B at the H200's example price.
+# Below: what each setting costs each user, the time between two of their tokens. Moving right,
+# a token gets cheaper and each user waits longer for it.
+
+# %% tags=["nbval-ignore-output"]
+mine = perf.cost(ordinary, price)
+h200 = perf.cost(perf.gpu_reference("busy-sweep", "llama-3.1-8b"), perf.EXAMPLE_PRICES["h200"],
+                 prefill=perf.gpu_reference("prompt-sweep", "llama-3.1-8b"))
+cpu = perf.cost(perf.load_reference("cpu-batch-sweep"), price)
+for c in (mine, cpu, h200):
+    print(f"{c.name}: {c.verdict()}")
+views.cost_figure(bill, mine, cpu, h200)
+
+# %% [markdown]
+# Money is one cost of a token; energy is another. Where the machine exposes an energy
+# counter — RAPL on Intel and recent AMD CPUs, NVML on NVIDIA GPUs — `perf.energy_meter`
+# reads it around a measurement. Most cloud VMs expose none: then the cell says so, and no
+# number is made up.
+
+# %% tags=["nbval-ignore-output"]
+prompt = perf.prompt_of_length(lm.tokenizer, ctx)
+with perf.energy_meter("cpu") as meter:  # "cuda" on an NVIDIA GPU (pip install nvidia-ml-py)
+    perf.generate_batch(lm, [prompt] * 4, 8)  # 4 requests, 8 tokens each
+print(meter.energy.text(tokens=4 * 8))
 
 # %% [markdown]
 # ## Past one machine
@@ -604,7 +730,7 @@ viz.compare_prediction(prediction_path, larger, options=["the code path", "the p
 # or from a terminal: `python -m viz load http://gpu-box:8000/v1 --allow-remote --sweep
 # --n-requests 200 --repeats 3 -o vllm-sweep.json`, then `python -m viz report
 # vllm-sweep.json` for one HTML file that opens offline. The GPU this course was lent once
-# (lessons 04, 06, 08, 11) ran its measurements in one process, with no server, so the course
+# (the GPU reference of lessons 03, 04, 06, 07, 08 and 11) ran its measurements in one process, with no server, so the course
 # ships no server measured on a GPU: the commands are shown, not run. Your own numbers, saved
 # with `-o`, are the reference.
 

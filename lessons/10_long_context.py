@@ -193,6 +193,136 @@ print(f"the rule on that step: {v.regime}; reading its bytes at the peak would t
 # server's in lesson 09, writes only the new token into its page and never copies the rest:
 # attention's growth stays, the copy goes.
 #
+# ## Measure it: a smaller cache
+#
+# At 8,191 cached tokens the keys and values are 377 MB of the 916 MB every step reads. Store
+# them in fewer bits and a step has fewer bytes to read. transformers does it with its
+# `QuantizedCache` (what `generate(..., cache_implementation="quantized")` builds), and
+# `perf.KVQuant` picks one of two kinds:
+#
+# - **fp8**: one byte a value (float8), one scale for all the keys of a layer and one for its
+#   values; part of transformers itself;
+# - **int4**: 4-bit integers from optimum-quanto, in groups of 64 values (here one head's key
+#   of one position) that share a scale and a shift. The newest tokens wait in float32 (a
+#   "residual window") until 128 have gathered; then the whole cache is quantized again.
+#
+# Counted from each backend's layout (`perf.kv_quant_bytes`; the tests check it against the
+# bytes the live tensors hold), scales and shifts included:
+
+# %%
+QUANTS = [perf.KVQuant(8), perf.KVQuant(4)]  # fp8, and quanto's int4 in groups of 64
+weights_8k = perf.decode_cost(spec, 8192).weight_bytes
+for q in QUANTS:
+    kv = perf.kv_quant_bytes(spec, 8192, q)
+    print(f"{q.label}: {kv / 1e6:,.0f} MB of keys and values at 8,192 tokens (float32 "
+          f"{spec.kv_bytes(8192) / 1e6:,.0f} MB); a step reads {(weights_8k + kv) / 1e6:,.0f} MB")
+window = perf.kv_quant_bytes(spec, 8192, QUANTS[1], 127) - perf.kv_quant_bytes(spec, 8192,
+                                                                              QUANTS[1])
+print(f"int4's window adds up to {window / 1e6:.1f} MB: 127 positions in float32, at most")
+
+# %% [markdown]
+# A step over the int4 cache reads about a third fewer bytes than one over the float32
+# cache. `perf.kv_quant_sweep` times the step over each quantized cache at `CONTEXT` cached
+# tokens the way the float32 sweep above was timed: random keys and values (quantized by the
+# backend's own code, as a prefill's would be), each step beside a step over an empty cache.
+#
+# Before it runs: at 8,191 cached tokens, the step over the int4 cache will be...
+
+# %%
+FASTER = ["faster than float32's, by 10 % or more", "within 10 % of float32's",
+          "slower than float32's, by 10 % or more"]
+prediction_int4 = None  # ← your guess, one of FASTER
+
+# %% tags=["nbval-ignore-output"]
+CONTEXT = 8191  # ← cached tokens: 2048, 4096 or 8191 (the lengths of the float32 sweep)
+gc.collect()
+quant = perf.kv_quant_sweep(lm, [CONTEXT], QUANTS, float_cache=False, progress=False)
+print(quant)
+row = long_decode.column("context_tokens").index(CONTEXT)  # float32 at CONTEXT, from above
+int4_row = perf.kv_quant_row(quant, "int4")
+int4_vs_float = int4_row["growth_spread"] / long_decode.spread("growth")[row]  # each ÷ its
+faster = viz.band(int4_vs_float, [0.9, 1.1], FASTER)  # own empty-cache step
+print(f"at {CONTEXT:,} cached: int4 {int4_row['step'].text(1e3, 'ms')}, float32 "
+      f"{long_decode.spread('decode_step_s')[row].text(1e3, 'ms')}; against the empty-cache "
+      f"step beside each, ×{int4_vs_float.median:.2f} "
+      f"(×{int4_vs_float.low:.2f}–{int4_vs_float.high:.2f}) → {faster}")
+
+# %%
+compare_prediction(prediction_int4, faster, options=FASTER,
+                   hint="before attention can use a 4-bit number, what must the step make "
+                        "of it, and where does the result go?")
+
+# %% [markdown]
+# On one chart: each cache's step against the bytes it must read, from the step over an empty
+# cache (the weights alone) out to `CONTEXT`, beside the float32 sweep above, and the memory
+# floor.
+
+# %% tags=["nbval-ignore-output"]
+views.kv_quant_figure(quant, peaks, float_sweep=long_decode)
+
+# %% [markdown]
+# Where the time went: transformers' quantized caches have no kernel that reads the small
+# numbers directly. Every step turns the whole cache back into float32 (dequantizes it) into
+# a new tensor, and attention reads that: the step reads the small cache, writes a float32
+# copy as large as the float32 cache, and reads it again.
+
+# %% tags=["nbval-ignore-output"]
+for q in QUANTS:
+    r = perf.kv_quant_row(quant, q.name)
+    line = (f"{q.name}: step {r['step'].text(1e3, 'ms')}; dequantizing its "
+            f"{r['kv_bytes'] / 1e6:,.0f} MB alone takes {r['dequantize_s'] * 1e3:.1f} ms and "
+            f"writes {r['dequantized_bytes'] / 1e6:,.0f} MB of float32")
+    if r["flush_s"]:
+        line += (f"; every {q.residual_length}th step quantizes the whole cache again: "
+                 f"{r['flush_s'] * 1e3:.0f} ms, {r['flush_s'] / q.residual_length * 1e3:.1f} ms "
+                 "a step spread over them")
+    print(line)
+for name, v in perf.kv_quant_verdicts(quant, peaks, fixed).items():
+    print(f"the rule at {CONTEXT:,} cached, {name}: {v}")
+print("here the int4 cache's fewer bytes " + (
+    "bought time: reading float32 cost more on this machine than dequantizing"
+    if faster.word == FASTER[0] else "did not buy time beyond the spreads"
+    if faster.between else "did not buy time: dequantizing cost more than the bytes saved"))
+
+# %% [markdown]
+# Fewer bytes buy time only where a kernel reads them as they are, or where reading float32
+# costs more than turning the small numbers back into it: the lesson of
+# [08](08_memory_wall.ipynb) and [11](11_remedies.ipynb) for the weights (lesson 08's int8
+# weights, dequantized before every product, made the step slower too), told again for the
+# cache. What a quantized cache buys without such a kernel is memory: the bytes per token
+# counted above, so that many times more conversations fit in the count below.
+#
+# And it costs accuracy. The random cache above says nothing about that; a real prompt
+# does. `perf.kv_quant_agreement` prefills a real document and a question, then decodes 16
+# greedy tokens over the float32 cache and over each quantized one.
+#
+# fp8 keeps 8 bits a value, int4 only 4. Which one follows the float32 cache's greedy
+# answer for more tokens?
+
+# %%
+FOLLOWS = ["fp8", "int4", "the same number of tokens"]
+prediction_follows = None  # ← your guess, one of FOLLOWS
+
+# %% tags=["nbval-ignore-output"]
+agreement = perf.kv_quant_agreement(lm, QUANTS, steps=16)
+print(f"float32: {agreement[0].reference_text!r}")
+for a in agreement:
+    print(a.line())
+    print(f"  {a.text!r}")
+fp8_same, int4_same = (a.same_until for a in agreement)
+follows = FOLLOWS[2] if fp8_same == int4_same else FOLLOWS[int(int4_same > fp8_same)]
+
+# %%
+compare_prediction(prediction_follows, follows, options=FOLLOWS,
+                   hint="count the values that share one scale in each kind, and how far "
+                        "apart that scale puts the numbers it can write")
+
+# %% [markdown]
+# The greedy answer changes as soon as a small error in the cached keys and values flips the
+# top token; after that the two texts go their own ways, both fluent. Bits alone do not say
+# how large the error is: fp8 scales a whole layer's keys with one number, int4 every 64
+# values with their own minimum and maximum.
+#
 # ## Understand it: what fits
 #
 # [Lesson 05](05_kv_cache.ipynb) counted how many 8,192-token conversations fit in memory.
@@ -348,8 +478,9 @@ print(f"the first two prompts share their first {common} token ids; the engine r
 #
 # ## Check yourself
 #
-# The four predictions above (attention's share, the 8k step, the speed-up of a cached
-# prefix, the engine's first token) were checked against your machine. Two more to answer
+# The six predictions above (attention's share, the 8k step, the int4 cache's step and its
+# greedy answer, the speed-up of a cached prefix, the engine's first token) were checked
+# against your machine. Two more to answer
 # in words, from this lesson's numbers:
 #
 # 1. At 8,191 cached tokens, where did the step's growth go on your machine: attention's
