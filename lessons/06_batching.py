@@ -369,8 +369,8 @@ roofline_figure(roof, reference)
 # %% [markdown]
 # ### The knee on a GPU, measured once
 #
-# On your machine the batch crossed the ridge early, because a CPU's ridge is low. A GPU's is
-# in the hundreds, so the knee needs a large model and large batches. The course ships one
+# A CPU's ridge is low, a few to a few tens of FLOP per byte, so on a CPU the floors cross at
+# small batches (where on yours, the sweep above says). A GPU's ridge is in the hundreds, so the knee needs a large model and large batches. The course ships one
 # H200's batch sweep of Llama-3.1-8B's shape (random weights, bfloat16; lesson 04 explains the
 # two times it holds: the step's wall time, and the GPU's busy time, the sum of its kernels).
 # The knee by counting: the batch whose compute floor reaches its memory floor, with the

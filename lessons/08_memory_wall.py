@@ -17,8 +17,8 @@
 #
 # Lesson 04 counted what one decode step does: it reads every weight of the model to make a
 # single token, and does only about one multiply-add per weight. It also printed a puzzle: the
-# *memory floor* (the model's bytes divided by the machine's bandwidth) came out far shorter
-# than the measured time per token. Something else takes the rest of the step.
+# *memory floor* (the model's bytes divided by the machine's bandwidth) came out shorter than
+# the measured time per token. Something else takes the rest of the step.
 #
 # This lesson solves the puzzle with measurements. It times decode steps of models from 12
 # million to 1.7 billion parameters, in two number formats, and splits each step into three

@@ -20,14 +20,13 @@ import functools
 import json
 import random
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 from viz.serve.client import ServeError
 from viz.serve.items import Item
 
-if TYPE_CHECKING:  # viz.serve.workload imports this module: no import at run time
-    from viz.serve.workload import Workload
-
+# "Workload" in the annotations is viz.serve.workload.Workload, not imported: that module
+# imports this one (tests/test_imports.py refuses a cycle, even one under TYPE_CHECKING).
 OVERHEAD_PER_TURN = 12  # template tokens per extra message pair in a chat (the default model: 10)
 
 
@@ -133,7 +132,7 @@ def cut_text(tokenizer, n: int, index: int, seed: int) -> str:
                      f"a length one more or less ({n + 1})")
 
 
-def build_items(w: "Workload", n: int, seed: int, endpoint: str,
+def build_items(w: "Workload", n: int, seed: int, endpoint: str,  # noqa: F821
                 kv_tokens: Optional[int] = None) -> list[Item]:
     """The n requests of a run of workload `w` (see `Workload.build`)."""
     if w.kind == "chat" and endpoint != "chat":
@@ -155,7 +154,7 @@ def build_items(w: "Workload", n: int, seed: int, endpoint: str,
     return items
 
 
-def _synthetic(w: "Workload", n: int, seed: int, tokenizer, out_rng) -> list[Item]:
+def _synthetic(w: "Workload", n: int, seed: int, tokenizer, out_rng) -> list[Item]:  # noqa: F821
     rng = random.Random(f"{seed}:prompt")
     lengths = w.prompt_tokens.draw(n, rng)
     answers = w.output_tokens.draw(n, out_rng)
@@ -169,7 +168,7 @@ def _synthetic(w: "Workload", n: int, seed: int, tokenizer, out_rng) -> list[Ite
     return items
 
 
-def _listed(w: "Workload", n: int, seed: int, endpoint: str, out_rng) -> list[Item]:
+def _listed(w: "Workload", n: int, seed: int, endpoint: str, out_rng) -> list[Item]:  # noqa: F821
     """shipped / prompts / file: the set shuffled by the seed, repeated as needed."""
     if w.kind == "file":
         pool = getattr(w, "_items", None)
@@ -235,7 +234,7 @@ def _template_tokens(tokenizer) -> int:
         len(tokenizer("Hello", add_special_tokens=False)["input_ids"])
 
 
-def _check_fits(w: "Workload", items: list[Item], tokenizer, endpoint: str,
+def _check_fits(w: "Workload", items: list[Item], tokenizer, endpoint: str,  # noqa: F821
                 kv_tokens: Optional[int]) -> None:
     """The longest request, prompt (template included) plus answer, within the context and
     the KV pool; a ServeError naming the fix otherwise."""
