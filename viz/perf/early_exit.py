@@ -55,14 +55,15 @@ import inspect
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, ClassVar, Iterator, Optional, Sequence
 
 import torch
 
 from viz.compat import cache_layers, cache_length, last_logits, new_cache, trim_cache
 from viz.load import LoadedModel
+from viz.perf.speculative import AgainstPlain, DecodeTimes, median_tpot_run, prompt_token_ids
 from viz.runtime import Clock, check_threads, using_threads
-from viz.spread import Band, Spread, band
+from viz.spread import Spread
 from viz.trace import Trace
 
 # Where the speed-up's spread lies against 1.0: which mode its runs say is faster.
@@ -141,7 +142,7 @@ class DraftPass:
 
 
 @dataclass
-class DraftRun:
+class DraftRun(DecodeTimes):
     """One greedy generation, plain or with early-exit drafts, timed from the outside."""
 
     mode: str  # "plain" or "early exit (L=24, k=4)"
@@ -153,10 +154,6 @@ class DraftRun:
     first_token_s: float  # from the start until the prefill's token was chosen
     decode_s: float  # from the first new token until the last
     total_s: float  # the whole call
-
-    @property
-    def new_tokens(self) -> int:
-        return len(self.token_ids)
 
     @property
     def full_passes(self) -> int:
@@ -171,10 +168,6 @@ class DraftRun:
     def tokens_per_pass_counts(self) -> list[int]:
         """Tokens made by each full decode pass (the prefill's not included), in order."""
         return [p.made for p in self.passes]
-
-    def histogram(self) -> dict[int, int]:
-        """{tokens made by one full decode pass: passes}, smallest first (plain: {1: passes})."""
-        return dict(sorted(Counter(self.tokens_per_pass_counts).items()))
 
     def accepted_histogram(self) -> dict[int, int]:
         """{drafts accepted by one full decode pass: passes}, smallest first."""
@@ -198,15 +191,6 @@ class DraftRun:
         return sum(p.accepted for p in self.passes) / drafted if drafted else None
 
     @property
-    def tpot_s(self) -> Optional[float]:
-        """Time per output token after the first (seconds)."""
-        return self.decode_s / (self.new_tokens - 1) if self.new_tokens > 1 else None
-
-    @property
-    def tokens_per_s(self) -> Optional[float]:
-        return 1.0 / self.tpot_s if self.tpot_s else None
-
-    @property
     def draft_pass_s(self) -> Optional[float]:
         """Median time of one draft pass (each round's draft time ÷ its drafts)."""
         per = [p.draft_s / p.drafted for p in self.passes if p.drafted]
@@ -216,20 +200,6 @@ class DraftRun:
     def full_pass_s(self) -> Optional[float]:
         """Median time of one full decode pass (with its drafts to check, and the trimming)."""
         return statistics.median(p.verify_s for p in self.passes) if self.passes else None
-
-
-def _prompt_ids(lm: LoadedModel, prompt: str, chat: bool) -> list[int]:
-    if not isinstance(prompt, str) or not prompt.strip():
-        raise ValueError("the prompt is empty: give the model some text, e.g. "
-                         "perf.compare_early_exit(lm, 'What is the capital of France?')")
-    tok = lm.tokenizer
-    if chat:
-        if not getattr(tok, "chat_template", None):
-            raise ValueError(f"{lm.spec.name}'s tokenizer has no chat template: use chat=False")
-        return list(tok.apply_chat_template([{"role": "user", "content": prompt}],
-                                            add_generation_prompt=True, return_dict=True)
-                    ["input_ids"])
-    return list(tok(prompt)["input_ids"])
 
 
 def _generate(lm: LoadedModel, prompt_ids: list[int], exit_layer: int, k: int,
@@ -304,7 +274,7 @@ def early_exit_generate(lm: LoadedModel, prompt: str, *, exit_layer: int, draft_
     greedy decoding (lesson 12). Bad input is refused with a message naming the fix."""
     check_early_exit(lm.spec.n_layers, exit_layer, draft_tokens)
     _check_length(max_new_tokens)
-    ids = _prompt_ids(lm, prompt, chat)
+    ids = prompt_token_ids(lm, prompt, chat)
     return _generate(lm, ids, exit_layer, draft_tokens, max_new_tokens, stop_at_eos)
 
 
@@ -313,7 +283,7 @@ def plain_generate(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 32,
     """Plain greedy decoding of `prompt` with the same loop (one full pass per token): what
     `early_exit_generate` is timed against."""
     _check_length(max_new_tokens)
-    return _generate(lm, _prompt_ids(lm, prompt, chat), 0, 0, max_new_tokens, stop_at_eos)
+    return _generate(lm, prompt_token_ids(lm, prompt, chat), 0, 0, max_new_tokens, stop_at_eos)
 
 
 def _check_length(max_new_tokens: Any) -> None:
@@ -325,8 +295,10 @@ def _check_length(max_new_tokens: Any) -> None:
 
 # ---- the comparison ------------------------------------------------------------------------
 @dataclass
-class EarlyExitComparison:
+class EarlyExitComparison(AgainstPlain):
     """Plain greedy decoding and early-exit drafts on the same prompt (medians of repeats)."""
+
+    WORDS: ClassVar[tuple[str, str]] = EARLY_EXIT_WORDS
 
     prompt: str
     exit_layer: int  # L
@@ -338,29 +310,8 @@ class EarlyExitComparison:
     plain_tpots_s: list[float] = field(default_factory=list)  # every plain run's TPOT
     early_tpots_s: list[float] = field(default_factory=list)  # every early-exit run's TPOT
 
-    @property
-    def identical(self) -> bool:
-        """Both produced exactly the same tokens (they must: the verification is greedy)."""
-        return self.plain.token_ids == self.early.token_ids
-
-    @property
-    def speedup(self) -> float:
-        """Plain TPOT ÷ early-exit TPOT of the two kept runs (> 1: early exit is faster)."""
-        return self.plain.tpot_s / self.early.tpot_s
-
-    @property
-    def speedup_spread(self) -> Spread:
-        """The speed-up with its spread: the plain TPOTs' spread ÷ the early-exit TPOTs'
-        (worst case at each end; its median is median ÷ median)."""
-        if not self.plain_tpots_s or not self.early_tpots_s:
-            return Spread.exact(self.speedup)
-        return Spread.of(self.plain_tpots_s) / Spread.of(self.early_tpots_s)
-
-    @property
-    def speedup_verdict(self) -> Band:
-        """"early exit is faster" where the speed-up's whole spread lies above 1, "plain
-        decode is faster" below, "too close to call" where it crosses 1 (a `viz.Band`)."""
-        return band(self.speedup_spread, [1.0], list(EARLY_EXIT_WORDS))
+    def _rival(self) -> tuple[DraftRun, list[float]]:
+        return self.early, self.early_tpots_s
 
     @property
     def tokens_per_pass(self) -> float:
@@ -433,7 +384,7 @@ def compare_early_exit(lm: LoadedModel, prompt: str, *, exit_layer: int, draft_t
         raise ValueError(f"repeats must be a whole number >= 1 (each round times one plain and "
                          f"one early-exit run; 3 or more give a spread), not {repeats!r}")
     check_threads(threads)
-    ids = _prompt_ids(lm, prompt, chat)
+    ids = prompt_token_ids(lm, prompt, chat)
     with using_threads(threads):
         _generate(lm, ids, 0, 0, 3)
         _generate(lm, ids, exit_layer, draft_tokens, 3)
@@ -445,13 +396,9 @@ def compare_early_exit(lm: LoadedModel, prompt: str, *, exit_layer: int, draft_t
         raise ValueError("the reply ended after one token: nothing to compare; use a prompt "
                          "that asks for a longer answer")
 
-    def median_run(runs: list[DraftRun]) -> DraftRun:
-        mid = statistics.median_low([r.tpot_s for r in runs])
-        return next(r for r in runs if r.tpot_s == mid)
-
     return EarlyExitComparison(prompt=prompt, exit_layer=exit_layer, draft_tokens=draft_tokens,
-                               n_layers=lm.spec.n_layers, plain=median_run(plain),
-                               early=median_run(early), repeats=repeats,
+                               n_layers=lm.spec.n_layers, plain=median_tpot_run(plain),
+                               early=median_tpot_run(early), repeats=repeats,
                                plain_tpots_s=[r.tpot_s for r in plain],
                                early_tpots_s=[r.tpot_s for r in early])
 

@@ -59,7 +59,7 @@ import statistics
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, ClassVar, Optional, Sequence
 
 import torch
 
@@ -68,8 +68,79 @@ from viz.runtime import check_threads, using_threads
 from viz.spread import Band, Spread, band
 
 
+class DecodeTimes:
+    """What a timed greedy generation derives from its new tokens (`token_ids`), its decode
+    time (`decode_s`) and the tokens each decode pass made (`tokens_per_pass_counts`): shared
+    by `GenerateRun` (prompt lookup) and `viz.perf.early_exit.DraftRun` (early exit)."""
+
+    @property
+    def new_tokens(self) -> int:
+        return len(self.token_ids)
+
+    def histogram(self) -> dict[int, int]:
+        """{tokens made in one decode pass: number of passes}, smallest first (plain decode:
+        {1: decode passes})."""
+        return dict(sorted(Counter(self.tokens_per_pass_counts).items()))
+
+    @property
+    def tpot_s(self) -> Optional[float]:
+        """Time per output token after the first (seconds)."""
+        return self.decode_s / (self.new_tokens - 1) if self.new_tokens > 1 else None
+
+    @property
+    def tokens_per_s(self) -> Optional[float]:
+        """Decode speed: 1 / TPOT."""
+        return 1.0 / self.tpot_s if self.tpot_s else None
+
+
+def median_tpot_run(runs: Sequence[DecodeTimes]) -> Any:
+    """The run whose TPOT is the (low) median of `runs`': what a comparison keeps of each mode."""
+    mid = statistics.median_low([r.tpot_s for r in runs])
+    return next(r for r in runs if r.tpot_s == mid)
+
+
+class AgainstPlain:
+    """A comparison of plain greedy decoding (`plain`, every run's TPOT in `plain_tpots_s`) with
+    a faster way to the same tokens (`_rival()`: its kept run and every run's TPOT), judged by
+    the speed-up's spread against 1.0 in `WORDS` (slower word first). Shared by
+    `LookupComparison` and `viz.perf.early_exit.EarlyExitComparison`."""
+
+    WORDS: ClassVar[tuple[str, str]]
+
+    def _rival(self) -> tuple[Any, list[float]]:
+        raise NotImplementedError
+
+    @property
+    def identical(self) -> bool:
+        """Both produced exactly the same tokens (they must: the verification is greedy)."""
+        return self.plain.token_ids == self._rival()[0].token_ids
+
+    @property
+    def speedup(self) -> float:
+        """Plain TPOT ÷ the rival's TPOT (> 1: the rival is faster), of the two kept runs
+        (each mode's median-TPOT run). `speedup_spread` carries every run's spread."""
+        return self.plain.tpot_s / self._rival()[0].tpot_s
+
+    @property
+    def speedup_spread(self) -> Spread:
+        """The speed-up with its spread: the plain TPOTs' spread ÷ the rival's, worst case at
+        each end (`viz.Spread`: the middle half of each mode's runs). Its median is median
+        plain TPOT ÷ median rival TPOT. One round has no spread: the figure alone."""
+        tpots = self._rival()[1]
+        if not self.plain_tpots_s or not tpots:
+            return Spread.exact(self.speedup)
+        return Spread.of(self.plain_tpots_s) / Spread.of(tpots)
+
+    @property
+    def speedup_verdict(self) -> Band:
+        """Which mode is faster: WORDS[1] where the speed-up's whole spread lies above 1,
+        WORDS[0] where it lies below, "too close to call" (`viz.spread.TOO_CLOSE`) where it
+        crosses 1.0. A `viz.Band`: `.word` is the verdict."""
+        return band(self.speedup_spread, [1.0], list(self.WORDS))
+
+
 @dataclass
-class GenerateRun:
+class GenerateRun(DecodeTimes):
     """One `model.generate` call, timed from the outside."""
 
     mode: str  # "plain" or "prompt lookup (k=10)"
@@ -83,16 +154,8 @@ class GenerateRun:
     # plain decode, 1 + the guesses accepted for prompt lookup
     tokens_per_pass_counts: list[int] = field(default_factory=list)
     prefill_tokens: int = 1  # tokens made by the first pass (> 1: lookup guesses it accepted)
-
-    @property
-    def new_tokens(self) -> int:
-        return len(self.token_ids)
-
-    def histogram(self) -> dict[int, int]:
-        """{tokens made in one decode pass: number of passes}, smallest first. Plain decode
-        gives {1: decode passes}; its values sum to forward_passes - 1 and its tokens
-        (key × value) to new_tokens - prefill_tokens."""
-        return dict(sorted(Counter(self.tokens_per_pass_counts).items()))
+    # histogram(): its values sum to forward_passes - 1, its tokens (key × value) to
+    # new_tokens - prefill_tokens
 
     @property
     def tokens_per_pass(self) -> Optional[float]:
@@ -108,16 +171,6 @@ class GenerateRun:
         if self.forward_passes < 2:
             return None
         return self.decode_s / (self.forward_passes - 1)
-
-    @property
-    def tpot_s(self) -> Optional[float]:
-        """Time per output token after the first (seconds)."""
-        return self.decode_s / (self.new_tokens - 1) if self.new_tokens > 1 else None
-
-    @property
-    def tokens_per_s(self) -> Optional[float]:
-        """Decode speed: 1 / TPOT."""
-        return 1.0 / self.tpot_s if self.tpot_s else None
 
 
 # The lesson's pair of prompts: one whose reply copies the prompt, one with nothing to copy.
@@ -141,8 +194,10 @@ SPEEDUP_WORDS = ("plain decode is faster", "prompt lookup is faster")
 
 
 @dataclass
-class LookupComparison:
+class LookupComparison(AgainstPlain):
     """Plain greedy decode and prompt-lookup decoding on the same prompt (medians of repeats)."""
+
+    WORDS: ClassVar[tuple[str, str]] = SPEEDUP_WORDS
 
     prompt: str
     num_lookup_tokens: int  # k: tokens guessed per lookup
@@ -152,32 +207,8 @@ class LookupComparison:
     plain_tpots_s: list[float] = field(default_factory=list)  # every plain run's TPOT, in order
     lookup_tpots_s: list[float] = field(default_factory=list)  # every lookup run's TPOT
 
-    @property
-    def identical(self) -> bool:
-        """Both produced exactly the same tokens (they must: the verification is greedy)."""
-        return self.plain.token_ids == self.lookup.token_ids
-
-    @property
-    def speedup(self) -> float:
-        """Plain TPOT ÷ prompt-lookup TPOT (> 1: prompt lookup is faster), of the two kept
-        runs (each mode's median-TPOT run). `speedup_spread` carries every run's spread."""
-        return self.plain.tpot_s / self.lookup.tpot_s
-
-    @property
-    def speedup_spread(self) -> Spread:
-        """The speed-up with its spread: the plain TPOTs' spread ÷ the lookup TPOTs' spread,
-        worst case at each end (`viz.Spread`: the middle half of each mode's runs). Its median
-        is median plain TPOT ÷ median lookup TPOT. One round has no spread: the figure alone."""
-        if not self.plain_tpots_s or not self.lookup_tpots_s:
-            return Spread.exact(self.speedup)
-        return Spread.of(self.plain_tpots_s) / Spread.of(self.lookup_tpots_s)
-
-    @property
-    def speedup_verdict(self) -> Band:
-        """Which mode is faster: "prompt lookup is faster" where the speed-up's whole spread
-        lies above 1, "plain decode is faster" where it lies below, "too close to call"
-        (`viz.spread.TOO_CLOSE`) where it crosses 1.0. A `viz.Band`: `.word` is the verdict."""
-        return band(self.speedup_spread, [1.0], list(SPEEDUP_WORDS))
+    def _rival(self) -> tuple[GenerateRun, list[float]]:
+        return self.lookup, self.lookup_tpots_s
 
     def accepted_histogram(self) -> dict[int, int]:
         """{lookup guesses accepted in one decode pass: number of passes} of the lookup run
@@ -220,18 +251,20 @@ class _Stamps:
         pass
 
 
-def _prompt_ids(lm: LoadedModel, prompt: str, chat: bool) -> torch.Tensor:
+def prompt_token_ids(lm: LoadedModel, prompt: str, chat: bool) -> list[int]:
+    """`prompt`'s token ids, in the chat template if `chat`: what both ways of guessing
+    (prompt lookup here, early exit in `viz.perf.early_exit`) decode from."""
     if not isinstance(prompt, str) or not prompt.strip():
-        raise ValueError("the prompt is empty: give the model some text")
+        raise ValueError("the prompt is empty: give the model some text, e.g. "
+                         "'What is the capital of France?'")
     tok = lm.tokenizer
     if chat:
         if not getattr(tok, "chat_template", None):
             raise ValueError(f"{lm.spec.name}'s tokenizer has no chat template: use chat=False")
-        ids = tok.apply_chat_template([{"role": "user", "content": prompt}],
-                                      add_generation_prompt=True, return_dict=True)["input_ids"]
-    else:
-        ids = tok(prompt)["input_ids"]
-    return torch.tensor([list(ids)], device=lm.device)
+        return list(tok.apply_chat_template([{"role": "user", "content": prompt}],
+                                            add_generation_prompt=True, return_dict=True)
+                    ["input_ids"])
+    return list(tok(prompt)["input_ids"])
 
 
 def _generate(lm: LoadedModel, ids: torch.Tensor, max_new_tokens: int,
@@ -295,7 +328,7 @@ def compare_prompt_lookup(lm: LoadedModel, prompt: str, *, max_new_tokens: int =
             raise ValueError(f"{name} must be a whole number >= {low}, not {value!r} "
                              f"({fixes[name]})")
     check_threads(threads)
-    ids = _prompt_ids(lm, prompt, chat)
+    ids = torch.tensor([prompt_token_ids(lm, prompt, chat)], device=lm.device)
     with using_threads(threads):
         _generate(lm, ids, 3, 0)
         _generate(lm, ids, 3, num_lookup_tokens)
@@ -310,11 +343,8 @@ def compare_prompt_lookup(lm: LoadedModel, prompt: str, *, max_new_tokens: int =
         raise ValueError("prompt lookup made every token in its first pass: no decode pass to "
                          "time; raise max_new_tokens")
 
-    def median_run(runs: list[GenerateRun]) -> GenerateRun:
-        mid = statistics.median_low([r.tpot_s for r in runs])
-        return next(r for r in runs if r.tpot_s == mid)
-
     return LookupComparison(prompt=prompt, num_lookup_tokens=num_lookup_tokens,
-                            plain=median_run(plain), lookup=median_run(lookup), repeats=repeats,
+                            plain=median_tpot_run(plain), lookup=median_tpot_run(lookup),
+                            repeats=repeats,
                             plain_tpots_s=[r.tpot_s for r in plain],
                             lookup_tpots_s=[r.tpot_s for r in lookup])
