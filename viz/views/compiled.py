@@ -57,27 +57,34 @@ def compiled_data(runs: Union[CompiledStep, Sequence[CompiledStep]]) -> dict[str
 def compiled_figure(runs: Union[CompiledStep, Sequence[CompiledStep]]):
     """Plotly: one panel per run, three bars each (ms per decode step, with the spread).
     Returned, never displayed."""
+    d = compiled_data(runs)
+    return _panels_of_bars(d["panels"], d["ways"], [COLOURS[w] for w in WAYS],
+                           "a decode step, eager and compiled (torch.compile)")
+
+
+def _panels_of_bars(panels: list[dict], names: Sequence[str], colours: Sequence[str],
+                    title: str):
+    """One panel per entry of `panels` (its title; per bar its ms, low and high), the same
+    horizontal bars `names` in each, with their spreads: `compiled_figure` and
+    `graph_step_figure`."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    d = compiled_data(runs)
-    panels = d["panels"]
     fig = make_subplots(rows=len(panels), cols=1, subplot_titles=[p["title"] for p in panels],
                         vertical_spacing=0.5 / len(panels) if len(panels) > 1 else 0.1)
     for i, p in enumerate(panels, start=1):
-        for k, way in enumerate(WAYS):
+        for k, name in enumerate(names):
             fig.add_trace(go.Bar(
-                y=[d["ways"][k]], x=[p["ms"][k]], orientation="h", name=d["ways"][k],
-                marker_color=COLOURS[way], showlegend=False,
+                y=[name], x=[p["ms"][k]], orientation="h", name=name,
+                marker_color=colours[k], showlegend=False,
                 error_x={"type": "data", "symmetric": False,
                          "array": [p["high_ms"][k] - p["ms"][k]],
                          "arrayminus": [p["ms"][k] - p["low_ms"][k]]},
-                hovertemplate=f"{d['ways'][k]}: %{{x:.2f}} ms<extra></extra>"), row=i, col=1)
+                hovertemplate=f"{name}: %{{x:.2f}} ms<extra></extra>"), row=i, col=1)
         fig.update_xaxes(title="ms per decode step" if i == len(panels) else None,
                          rangemode="tozero", row=i, col=1)
         fig.update_yaxes(automargin=True, autorange="reversed", row=i, col=1)
-    fig.update_layout(**plotly_layout("a decode step, eager and compiled (torch.compile)",
-                                      height=150 + 170 * len(panels), showlegend=False,
+    fig.update_layout(**plotly_layout(title, height=150 + 170 * len(panels), showlegend=False,
                                       margin={"l": 20}))
     for annotation in fig.layout.annotations:  # the panel titles: the figure's font, smaller
         annotation.font = {"size": 12}
@@ -110,29 +117,7 @@ def graph_step_figure(steps: Sequence[GraphStep]):
     """Plotly: one panel per model (`viz.perf.graph_steps()`), three bars each: the memory
     floor, the GPU's busy time in the eager step and the CUDA-graph step (ms, with spreads).
     Lesson 11. Returned, never displayed."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
     d = graph_step_data(steps)
-    panels = d["panels"]
-    fig = make_subplots(rows=len(panels), cols=1, subplot_titles=[p["title"] for p in panels],
-                        vertical_spacing=0.5 / len(panels) if len(panels) > 1 else 0.1)
-    for i, p in enumerate(panels, start=1):
-        for k, name in enumerate(d["bars"]):
-            fig.add_trace(go.Bar(
-                y=[name], x=[p["ms"][k]], orientation="h", name=name,
-                marker_color=GRAPH_COLOURS[k], showlegend=False,
-                error_x={"type": "data", "symmetric": False,
-                         "array": [p["high_ms"][k] - p["ms"][k]],
-                         "arrayminus": [p["ms"][k] - p["low_ms"][k]]},
-                hovertemplate=f"{name}: %{{x:.2f}} ms<extra></extra>"), row=i, col=1)
-        fig.update_xaxes(title="ms per decode step" if i == len(panels) else None,
-                         rangemode="tozero", row=i, col=1)
-        fig.update_yaxes(automargin=True, autorange="reversed", row=i, col=1)
-    fig.update_layout(**plotly_layout("a decode step on the GPU without the host: "
-                                      "its kernels eager, and as a CUDA graph",
-                                      height=150 + 170 * len(panels), showlegend=False,
-                                      margin={"l": 20}))
-    for annotation in fig.layout.annotations:
-        annotation.font = {"size": 12}
-    return fig
+    return _panels_of_bars(d["panels"], d["bars"], GRAPH_COLOURS,
+                           "a decode step on the GPU without the host: "
+                           "its kernels eager, and as a CUDA graph")
