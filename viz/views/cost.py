@@ -134,31 +134,24 @@ def cost_figure(cost: Any, *others: Cost):
                          and r["x"] > 0), key=lambda r: r["x"])
         if not points:
             continue
-        x = [p["x"] for p in points]
-        hover = [_hover(p) for p in points]
-        fig.add_trace(go.Scatter(
-            x=x, y=[p["output"]["median"] for p in points], mode="lines+markers",
-            name=esc(name), legendgroup=str(k), line={"color": colour},
-            marker={"color": colour, "size": 8},
-            error_y=_bars(points, "output"), text=hover,
-            hovertemplate="%{text}<extra></extra>"), 1, 1)
-        priced = [p for p in points if p["input"] is not None]
-        if priced:
-            fig.add_trace(go.Scatter(
-                x=[p["x"] for p in priced], y=[p["input"]["median"] for p in priced],
-                mode="lines+markers", name=esc(f"{name}: input"), legendgroup=str(k),
-                showlegend=False, line={"color": colour, "dash": "dot"},
-                marker={"color": colour, "size": 6, "symbol": "diamond"},
-                error_y=_bars(priced, "input"), text=[_hover(p) for p in priced],
-                hovertemplate="%{text}<extra></extra>"), 1, 1)
-        timed = [p for p in points if p["tpot_ms"] is not None]
-        if timed:
-            fig.add_trace(go.Scatter(
-                x=[p["x"] for p in timed], y=[p["tpot_ms"]["median"] for p in timed],
-                mode="lines+markers", name=esc(f"{name}: TPOT"), legendgroup=str(k),
-                showlegend=False, line={"color": colour}, marker={"color": colour, "size": 8},
-                error_y=_bars(timed, "tpot_ms"), text=[_hover(p) for p in timed],
-                hovertemplate="%{text}<extra></extra>"), 2, 1)
+
+        def line(pts: list, key: str, row: int, label: str, dash: Optional[str], size: int,
+                 symbol: Optional[str], legend: Optional[bool]) -> None:
+            """One line of this measurement: `key`'s medians (with spreads) against x."""
+            if pts:
+                fig.add_trace(go.Scatter(
+                    x=[p["x"] for p in pts], y=[p[key]["median"] for p in pts],
+                    mode="lines+markers", name=esc(label), legendgroup=str(k),
+                    showlegend=legend, line={"color": colour, "dash": dash},
+                    marker={"color": colour, "size": size, "symbol": symbol},
+                    error_y=_bars(pts, key), text=[_hover(p) for p in pts],
+                    hovertemplate="%{text}<extra></extra>"), row, 1)
+
+        line(points, "output", 1, name, None, 8, None, None)
+        line([p for p in points if p["input"] is not None], "input", 1, f"{name}: input",
+             "dot", 6, "diamond", False)
+        line([p for p in points if p["tpot_ms"] is not None], "tpot_ms", 2, f"{name}: TPOT",
+             None, 8, None, False)
     names = {c.x_name for c in costs if c.x_name}
     x_title = X_TITLES.get(names.pop(), "") if len(names) == 1 else \
         "batch size, streams or requests in flight"
