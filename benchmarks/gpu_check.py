@@ -376,6 +376,12 @@ class Runner:
         print(f"    wrote {path.name} ({path.stat().st_size:,} bytes)", flush=True)
         return path
 
+    def save_sweep(self, sweep, name: str):
+        """Save a sweep as `name`, print it indented under its part, and return it."""
+        self.save(sweep, name)
+        print("    " + str(sweep).replace("\n", "\n    "), flush=True)
+        return sweep
+
     def write_json(self, data: dict, name: str) -> Path:
         path = self.dest / name
         path.write_text(json.dumps(data, indent=1))
@@ -629,9 +635,7 @@ def device_busy(runner: Runner, plan: dict, config) -> None:
         s = Sweep(name="device_busy", x="batch_size", columns=columns, model=lm.spec,
                   environment=lm.environment(), spreads=spreads, settings=settings,
                   label=f"{viz.runtime.device_name(lm.device)} (random weights)")
-        runner.save(s, f"gpu-{tag}-busy-sweep.json")
-        print("    " + str(s).replace("\n", "\n    "), flush=True)
-        return s
+        return runner.save_sweep(s, f"gpu-{tag}-busy-sweep.json")
 
     runner.run(f"{tag}: device-busy sweep", sweep, reserve_s=20)
     del lm
@@ -840,9 +844,7 @@ def decode_grid(runner: Runner, plan: dict, config) -> None:
         s = Sweep(name="context_batch", x="context_tokens", columns=columns, model=lm.spec,
                   environment=lm.environment(), spreads=spreads, settings=settings,
                   label=f"{viz.runtime.device_name(lm.device)} (random weights)")
-        runner.save(s, f"gpu-{tag}-context-batch-sweep.json")
-        print("    " + str(s).replace("\n", "\n    "), flush=True)
-        return s
+        return runner.save_sweep(s, f"gpu-{tag}-context-batch-sweep.json")
 
     def attention():
         cols: dict[str, list] = {"context_tokens": [], "batch_size": []}
@@ -868,9 +870,7 @@ def decode_grid(runner: Runner, plan: dict, config) -> None:
                             "warmup": g["warmup"], "timed": g["timed"],
                             "profiled": g["profiled"]},
                   label=f"{viz.runtime.device_name(lm.device)} (random weights)")
-        runner.save(s, f"gpu-{tag}-attention-sweep.json")
-        print("    " + str(s).replace("\n", "\n    "), flush=True)
-        return s
+        return runner.save_sweep(s, f"gpu-{tag}-attention-sweep.json")
 
     runner.run(f"{tag}: decode against context and batch", grid, reserve_s=30)
     runner.run(f"{tag}: eager vs SDPA attention", attention, reserve_s=20)
@@ -933,9 +933,7 @@ def one_config(runner: Runner, plan: dict, config, peaks) -> None:
     for kind in plan["sweeps"]:
         def run_sweep(kind=kind, fn=steps[kind]):
             s = fn()
-            runner.save(s, f"gpu-{tag}-{kind}-sweep.json")
-            print("    " + str(s).replace("\n", "\n    "), flush=True)
-            return s
+            return runner.save_sweep(s, f"gpu-{tag}-{kind}-sweep.json")
         sweeps[kind] = runner.run(f"{tag}: {kind} sweep", run_sweep, reserve_s=20)
 
     def roofline():
