@@ -62,7 +62,7 @@ import torch
 from viz.compat import cache_layers, cache_length, last_logits, new_cache, trim_cache
 from viz.load import LoadedModel
 from viz.perf.speculative import AgainstPlain, DecodeTimes, median_tpot_run, prompt_token_ids
-from viz.runtime import Clock, check_threads, using_threads
+from viz.runtime import Clock, check_threads, check_whole, using_threads
 from viz.spread import Spread
 from viz.trace import Trace
 
@@ -80,9 +80,8 @@ def check_early_exit(n_layers: int, exit_layer: Any, draft_tokens: Any) -> None:
                          f"draft runs that many of the model's {n_layers} layers, then its "
                          f"final norm and head; {n_layers} would be the full model), not "
                          f"{exit_layer!r}")
-    if isinstance(draft_tokens, bool) or not isinstance(draft_tokens, int) or draft_tokens < 1:
-        raise ValueError(f"draft_tokens must be a whole number >= 1 (k, the tokens drafted "
-                         f"before each full pass checks them; try 4), not {draft_tokens!r}")
+    check_whole("draft_tokens", draft_tokens, 1,
+                "k, the tokens drafted before each full pass checks them; try 4")
 
 
 # ---- the draft model: the full model stopped after L layers -------------------------------
@@ -287,10 +286,8 @@ def plain_generate(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 32,
 
 
 def _check_length(max_new_tokens: Any) -> None:
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) \
-            or max_new_tokens < 2:
-        raise ValueError(f"max_new_tokens must be a whole number >= 2 (one new token has no "
-                         f"decode pass to draft for), not {max_new_tokens!r}")
+    check_whole("max_new_tokens", max_new_tokens, 2,
+                "one new token has no decode pass to draft for")
 
 
 # ---- the comparison ------------------------------------------------------------------------
@@ -380,9 +377,8 @@ def compare_early_exit(lm: LoadedModel, prompt: str, *, exit_layer: int, draft_t
     torch's current count)."""
     check_early_exit(lm.spec.n_layers, exit_layer, draft_tokens)
     _check_length(max_new_tokens)
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a whole number >= 1 (each round times one plain and "
-                         f"one early-exit run; 3 or more give a spread), not {repeats!r}")
+    check_whole("repeats", repeats, 1,
+                "each round times one plain and one early-exit run; 3 or more give a spread")
     check_threads(threads)
     ids = prompt_token_ids(lm, prompt, chat)
     with using_threads(threads):

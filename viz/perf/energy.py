@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
+from viz.runtime import check_whole
+
 POWERCAP = "/sys/class/powercap"
 NO_COUNTER = "this machine exposes no energy counter"
 
@@ -55,8 +57,7 @@ class Energy:
 
     def per_token(self, tokens: int) -> Optional[float]:
         """Joules per token for `tokens` made during the measurement (None without a counter)."""
-        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
-            raise ValueError(f"tokens must be a whole number >= 1, not {tokens!r}")
+        check_whole("tokens", tokens, 1)
         return None if self.joules is None else self.joules / tokens
 
     def text(self, tokens: Optional[int] = None) -> str:

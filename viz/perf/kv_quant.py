@@ -63,7 +63,7 @@ from viz.perf.peaks import Peaks
 from viz.perf.roofline import pass_verdict
 from viz.perf.sweeps import add_timed, check_fits, check_settings, measured, progress_bar
 from viz.perf.table import Sweep
-from viz.runtime import release_memory
+from viz.runtime import check_whole, release_memory
 from viz.spread import Spread
 from viz.trace import ModelSpec
 
@@ -142,8 +142,7 @@ def kv_quant_bytes(spec: ModelSpec, tokens: int, quant: Optional[KVQuant] = None
     """Bytes a cache of `tokens` positions holds, `window_tokens` of them in quanto's
     full-precision window (the rest quantized), counted from the layout in the module
     docstring. `quant=None`: the float cache (`ModelSpec.kv_bytes`)."""
-    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
-        raise ValueError(f"tokens must be a whole number >= 0, not {tokens!r}")
+    check_whole("tokens", tokens, 0)
     if quant is None:
         return spec.kv_bytes(tokens)
     quant.check(spec)
@@ -418,9 +417,7 @@ def kv_quant_agreement(lm: LoadedModel, quants: Sequence[Union[int, KVQuant]] = 
     question) over the float cache and over each quantized cache: how many tokens agree, and
     how far the logits moved at the first step that read the quantized keys and values.
     `steps` tokens each (the prefill's included), EOS not stopping them. Lesson 10."""
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 2:
-        raise ValueError(f"steps must be a whole number >= 2 (the prefill's token and at "
-                         f"least one step over the cache), not {steps!r}")
+    check_whole("steps", steps, 2, "the prefill's token and at least one step over the cache")
     kinds = [as_quant(q) for q in quants]
     for k in kinds:
         k.check(lm.spec)
