@@ -42,8 +42,17 @@ class LensData:
 
 
 def _round(values) -> list[float]:
-    """To 4 decimals: what a figure shows (and nbval compares to 4 significant digits)."""
-    return [round(float(v), 4) for v in values]
+    """To 6 significant digits: short in the saved notebook, and a last digit that another
+    CPU's rounding flips stays far inside what nbval tolerates (4 significant digits: a value
+    rounded to 4 decimals, 0.906 on one CPU and 0.9059 on another, did not)."""
+    return [float(f"{float(v):.6g}") for v in values]
+
+
+def _rank_label(rank: int) -> str:
+    """A rank as the hover shows it: exact below 100; beyond, where thousands of tokens share
+    nearly the same tiny probability and another CPU's rounding reorders them (3,934 on one,
+    3,933 on another), only that it is far down."""
+    return f"{rank:,}" if rank < 100 else "past 100"
 
 
 def logit_lens_data(trace: Trace) -> LensData:
@@ -89,7 +98,7 @@ def logit_lens_figure(trace: Trace):
     n, rows = len(d.tokens), d.n_layers + 1
     z = [[d.top1_probs[s][l] for s in range(n)] for l in range(rows)]  # [layer][step]
     guess = [[esc(d.top1[s][l]) for s in range(n)] for l in range(rows)]
-    chosen = [[[d.chosen_probs[s][l], d.chosen_ranks[s][l]] for s in range(n)]
+    chosen = [[[d.chosen_probs[s][l], _rank_label(d.chosen_ranks[s][l])] for s in range(n)]
               for l in range(rows)]  # the final token's probability and rank per cell
     dots = [(s, l) for s in range(n) for l in range(rows) if d.agrees[s][l]]
     firsts = [(s, f) for s, f in enumerate(d.first) if f is not None]
