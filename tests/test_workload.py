@@ -96,6 +96,12 @@ def test_a_tokenizer_folder_is_checked_before_anything(tmp_path):
         Workload.synthetic(64, 32, tokenizer="/no/such/folder")
     with pytest.raises(ServeError, match=r"holds no tokenizer \(no tokenizer.json"):
         Workload.synthetic(64, 32, tokenizer=str(tmp_path))
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "tokenizer.json").write_text('{"model": ')
+    with pytest.raises(ServeError, match=r"cannot load a tokenizer from .*broken \(its "
+                                         r"tokenizer.json does not parse: .*\): give the folder"):
+        Workload.synthetic(64, 32, tokenizer=str(broken)).build(1, seed=0)
     default = Workload.synthetic(64, 32)
     default.build(1, seed=0)
     copy = tmp_path / "tok"

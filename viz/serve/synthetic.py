@@ -63,7 +63,10 @@ def _fast_tokenizer(folder: Path, fast):
         value = value.get("content") if isinstance(value, dict) else value
         if isinstance(value, str):
             special[key] = value
-    tokenizer = fast(tokenizer_file=str(folder / "tokenizer.json"), **special)
+    try:
+        tokenizer = fast(tokenizer_file=str(folder / "tokenizer.json"), **special)
+    except Exception as e:  # the Rust parser raises a bare Exception for a file it cannot read
+        raise ValueError(f"its tokenizer.json does not parse: {e}") from None
     template = folder / "chat_template.jinja"
     chat = template.read_text() if template.is_file() else config.get("chat_template")
     if isinstance(chat, str):
