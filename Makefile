@@ -62,10 +62,17 @@ lab: setup
 # lessons whose outputs are deterministic with other kernels. Each lesson runs once in the
 # first pass: nbval compares the run the browser test made and saved (tools/nbval_replay.py),
 # and runs a lesson in a kernel of its own only where there is no such run (no browser here).
-# --durations: every run shows where its time goes.
+# --durations: every run shows where its time goes. TEST_WORKERS: pytest-xdist workers (2: one
+# per core of a small machine; the lessons run one at a time on one of them, the other tests
+# beside them, tests/conftest.py); `make test TEST_WORKERS=0` runs everything in one process.
+# OMP_WAIT_POLICY=PASSIVE: with two processes' torch threads on two cores, OpenMP threads that
+# spin while they wait for each other take the cores the other process needs.
+TEST_WORKERS ?= 2
+XDIST := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder)
+XDIST_ENV := $(if $(filter-out 0,$(TEST_WORKERS)),OMP_WAIT_POLICY=PASSIVE)
 test: setup browser
-	$(BIN)/python -m pytest tests notebooks $(NBVAL) -p tools.nbval_replay \
-		--nbval-replay artifacts/browser/runs --durations=25
+	$(XDIST_ENV) $(BIN)/python -m pytest tests notebooks $(NBVAL) -p tools.nbval_replay \
+		--nbval-replay artifacts/browser/runs --durations=25 $(XDIST)
 	$(MAKE) --no-print-directory test-other-kernels
 
 # Another CPU's kernels round floats differently in the last bits: the saved notebooks (executed
@@ -74,7 +81,7 @@ test: setup browser
 # compared outputs are computed, not timed; from an empty folder of measurements.
 OTHER_KERNELS := ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 MKL_ENABLE_INSTRUCTIONS=SSE4_2
 OTHER_KERNEL_LESSONS := $(wildcard notebooks/01_*.ipynb notebooks/02_*.ipynb \
-	notebooks/05_*.ipynb notebooks/07_*.ipynb)
+	notebooks/05_*.ipynb notebooks/07_*.ipynb notebooks/12_*.ipynb)
 test-other-kernels: setup
 	@measure=$$(mktemp -d); \
 	VIZ_MEASURE_DIR=$$measure $(OTHER_KERNELS) $(BIN)/python -m pytest -p no:cacheprovider \

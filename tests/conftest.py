@@ -121,6 +121,8 @@ def pytest_configure(config):
     (VIZ_KEEP_MEASUREMENTS=1 keeps the VIZ_MEASURE_DIR you set, for a quick rerun.)"""
     import tempfile
 
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: its controller's folder
+        return
     if not os.environ.get("VIZ_KEEP_MEASUREMENTS"):
         folder = tempfile.mkdtemp(prefix="viz-measurements-")
         os.environ["VIZ_MEASURE_DIR"] = folder
@@ -135,42 +137,129 @@ def pytest_unconfigure(config):
 
 def pytest_collection_modifyitems(config, items):
     """Every test that uses the real model carries the `real_model` marker, so
-    `pytest -m "not real_model"` runs in seconds on a machine without the model."""
+    `pytest -m "not real_model"` runs in seconds on a machine without the model. Then the
+    order (`_run_order`)."""
     for item in items:
         if "smollm" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.real_model)
-    # The order of a `make test` run on 2 cores: the quick tests first, while the Binder build
-    # runs in the background (`_binder_build`: pip and postBuild, about one core); then what
-    # drives a kernel, a browser or a server, which wants both cores; the Binder test last,
-    # collecting its build. A stable sort: each notebook's cells stay in order.
-    items.sort(key=_run_order)
+    workers = hasattr(config, "workerinput")  # a pytest-xdist worker
+    items.sort(key=lambda item: _run_order(item.nodeid, workers))  # stable: cells in order
 
 
 BINDER_TEST = "tests/test_binder.py::test_binder_build_emulated"
 HEAVY_FILES = ("tests/test_browser.py", "tests/test_report_browser.py",
                "tests/test_figure_text.py", "tests/test_fallbacks.py")
+BROWSER_LESSON = "tests/test_browser.py::test_lesson_runs_in_the_browser["
+# `make test` runs on two pytest-xdist workers (`-n 2`, the Makefile's TEST_WORKERS), with the
+# scheduler below: a lesson's browser run and nbval's comparison of that run
+# (tools/nbval_replay.py) must happen on one worker, in that order, so the lessons form one
+# unit; every other test module is one unit, handed to whichever worker is free (its module
+# fixtures built once). One lesson at a time: two lessons side by side on two cores, each
+# with two torch threads, ran ten times slower than alone (lesson 10: 82 s alone, over 13
+# minutes beside lesson 12). With more groups here, `lesson_groups` balances the lessons'
+# recorded run times between them.
+LESSON_GROUPS = ("lessons",)
+BROWSER_OVERHEAD_S = 20  # what the browser test adds to a lesson's run: opening, checks, sliders
 
 
-def _run_order(item) -> int:
-    if item.nodeid == BINDER_TEST:
-        return 2
-    file = item.nodeid.split("::")[0]
-    return 1 if file in HEAVY_FILES or not file.startswith("tests/") else 0
+def _lesson_of(nodeid: str) -> Optional[str]:
+    """The notebook file name a lesson's browser test or nbval item is about, else None."""
+    if nodeid.startswith(BROWSER_LESSON):
+        return nodeid[len(BROWSER_LESSON):-1]
+    if nodeid.startswith("notebooks/") and "::" in nodeid:
+        return nodeid.split("::")[0].split("/")[-1]
+    return None
+
+
+_GROUPS: dict[str, str] = {}
+
+
+def lesson_groups() -> dict[str, str]:
+    """Notebook file name → one of LESSON_GROUPS, for every lesson in notebooks/: longest
+    recorded run first, each to the group with less so far (ties: the first group)."""
+    if not _GROUPS:
+        from tools.course import notebook_paths, read_notebook
+
+        took = {p.name: read_notebook(p).metadata.get("viz", {}).get("execution_s", 60)
+                + BROWSER_OVERHEAD_S for p in notebook_paths()}
+        load = dict.fromkeys(LESSON_GROUPS, 0.0)
+        for name in sorted(took, key=lambda n: (-took[n], n)):
+            lighter = min(LESSON_GROUPS, key=lambda g: (load[g], g))
+            _GROUPS[name], load[lighter] = lighter, load[lighter] + took[name]
+    return _GROUPS
+
+
+def work_unit(nodeid: str) -> str:
+    """What pytest-xdist hands to one worker as a whole: a lesson's group, or a test module."""
+    lesson = _lesson_of(nodeid)
+    if lesson:
+        return lesson_groups().get(lesson, LESSON_GROUPS[0])
+    return nodeid.split("::")[0]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's loadscope scheduling with `work_unit` as the scope, in the order of the
+    collection (`_run_order`; `--no-loadscope-reorder`)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class LessonGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    config.option.loadscopereorder = False
+    return LessonGroups(config, log)
+
+
+def _run_order(nodeid: str, workers: bool) -> int:
+    """One process (a plain run): the quick tests first, while the Binder build runs in the
+    background (`_binder_build_starts`: pip and postBuild, about one core); then what drives
+    a kernel, a browser or a server, which wants both cores; the Binder test last, collecting
+    its build. Two workers (pytest-xdist hands out the units in this order): the lessons to
+    one worker, the quick tests to the other (which starts the Binder build in the background
+    with its first test, `_binder_build_starts_beside`), then the other browser tests, the
+    Binder tests last."""
+    heavy = nodeid.split("::")[0] in HEAVY_FILES or not nodeid.startswith("tests/")
+    if not workers:
+        return 2 if nodeid == BINDER_TEST else 1 if heavy else 0
+    lesson = _lesson_of(nodeid)
+    if lesson:
+        return 0 if lesson_groups().get(lesson) == LESSON_GROUPS[0] else 1
+    return 4 if nodeid.split("::")[0] == BINDER_TEST.split("::")[0] else 3 if heavy else 2
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _binder_build(request, tmp_path_factory):
-    """Start the Binder emulation's build with the session when its test is selected (see
-    tests/test_binder.py); stop whatever of it still runs when the session ends."""
+def _binder_build_starts(request, tmp_path_factory):
+    """A plain run: start the Binder emulation's build (tests/test_binder.py) in the background
+    with the session, when its test is selected; stop whatever of it still runs at the end.
+    Under pytest-xdist: `_binder_build_starts_beside`."""
     if not any(item.nodeid == BINDER_TEST for item in request.session.items):
         yield
         return
     import test_binder
 
-    test_binder.start_build(tmp_path_factory.mktemp("binder-build"))
+    if not hasattr(request.config, "workerinput"):
+        test_binder.start_build(tmp_path_factory.mktemp("binder-build"))
     yield
     test_binder.stop_build()
 
+
+_FIRST_TEST: list[str] = []  # the first test this process ran
+
+
+@pytest.fixture(autouse=True)
+def _binder_build_starts_beside(request, tmp_path_factory):
+    """Under pytest-xdist: the worker whose first test is not a lesson starts the Binder build
+    in the background then, beside the lessons on the other worker (the lessons' worker never
+    does: if the Binder test reaches it, the test builds in the foreground)."""
+    if _FIRST_TEST or not hasattr(request.config, "workerinput"):
+        return
+    _FIRST_TEST.append(request.node.nodeid)
+    if _lesson_of(request.node.nodeid) is None and any(
+            item.nodeid == BINDER_TEST for item in request.session.items):
+        import test_binder
+
+        test_binder.start_build(tmp_path_factory.mktemp("binder-build"))
 
 
 # ---- one browser for every browser test -----------------------------------------------------

@@ -233,6 +233,7 @@ _BUILD: dict[str, Future] = {}
 
 
 def start_build(tmp_path: Path) -> None:
+    tmp_path.mkdir(parents=True, exist_ok=True)  # the test's own tmp_path / "build" is new
     if "image" not in _BUILD:
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="binder-build")
         _BUILD["image"] = pool.submit(build_image, tmp_path)

@@ -53,7 +53,9 @@ SLIDER_TIMEOUT_S = 30  # a slider's effect must show within this
 LAB_OVERRIDES = {
     "@jupyterlab/apputils-extension:notification": {"fetchNews": "false",
                                                     "checkForUpdates": False},
-    "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"},
+    # recordTiming: each cell's start and end are saved in its metadata, so a run saved for
+    # nbval (tools/nbval_replay.py) shows where a lesson's time went (tools/cell_times.py).
+    "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none", "recordTiming": True},
     # No autosave: the test saves each run once, itself. An autosave (every 120 s) landing
     # beside that save made JupyterLab ask "File Changed ... overwrite or revert?" over lesson
     # 09 (a 138 s run), and the dialog took the slider's click (seen in a fresh-clone CI run)

@@ -76,3 +76,27 @@ def test_without_a_run_nbval_runs_the_notebook_in_a_kernel(tmp_path):
     proc = run_nbval(other, notebook("not what it prints\n"))
     assert proc.returncode == 1 and "Cell outputs differ" in proc.stdout
     assert "browser test's run" not in proc.stdout
+
+
+def test_cell_times_reads_the_timing_jupyterlab_recorded(tmp_path, capsys):
+    from tools import cell_times
+    nb = notebook("hello")
+    slow = nbformat.v4.new_code_cell("# a comment first\ntime.sleep(2.5)", execution_count=2)
+    nb.cells.append(slow)
+    nb.cells[0].metadata["execution"] = {"iopub.execute_input": "2026-12-05T09:00:00.000Z",
+                                         "shell.execute_reply": "2026-12-05T09:00:00.250Z"}
+    slow.metadata["execution"] = {"iopub.execute_input": "2026-12-05T09:00:01.000Z",
+                                  "shell.execute_reply": "2026-12-05T09:00:03.500Z"}
+    nbformat.write(nb, tmp_path / "x.ipynb")
+    assert cell_times.cell_seconds(tmp_path / "x.ipynb") == [
+        (0.25, 0, "print('hello')"), (2.5, 1, "time.sleep(2.5)")]
+    assert cell_times.main([str(tmp_path), "--top", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "x.ipynb: 2.8 s in 2 cells" in out and "time.sleep(2.5)" in out
+    assert "print('hello')" not in out  # only the slowest one
+
+
+def test_cell_times_names_the_fix_when_there_are_no_runs(tmp_path, capsys):
+    from tools import cell_times
+    assert cell_times.main([str(tmp_path)]) == 2
+    assert "run the browser test first" in capsys.readouterr().err

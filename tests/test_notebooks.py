@@ -190,3 +190,26 @@ def test_sanitizers_replace_what_varies(varies, fixed):
 ])
 def test_sanitizers_keep_what_is_fixed(text):
     assert sanitize(text) == text
+
+
+def test_the_lessons_are_handed_out_as_units_of_whole_lessons():
+    """`make test`'s workers (tests/conftest.py): every lesson in a group, the groups'
+    recorded run times within one lesson of each other, and a lesson's browser test and its
+    nbval items (cells and peak memory) handed out in one unit; other tests by module."""
+    import conftest
+
+    groups = conftest.lesson_groups()
+    assert set(groups) == {p.name for p in course.notebook_paths()}
+    assert set(groups.values()) == set(conftest.LESSON_GROUPS)
+    took = {p.name: course.read_notebook(p).metadata["viz"]["execution_s"]
+            + conftest.BROWSER_OVERHEAD_S for p in course.notebook_paths()}
+    load = [sum(t for n, t in took.items() if groups[n] == g) for g in conftest.LESSON_GROUPS]
+    assert max(load) - min(load) <= max(took.values())
+    name = "09_serving.ipynb"
+    units = {conftest.work_unit(f"tests/test_browser.py::test_lesson_runs_in_the_browser[{name}]"),
+             conftest.work_unit(f"notebooks/{name}::Cell 3"),
+             conftest.work_unit(f"notebooks/{name}::peak-memory")}
+    assert units == {groups[name]}
+    assert conftest.work_unit("tests/test_spread.py::test_text") == "tests/test_spread.py"
+    assert conftest.work_unit("tests/test_browser.py::test_make_lab_serves_the_lessons") == \
+        "tests/test_browser.py"

@@ -91,8 +91,23 @@ def pytest_runtest_setup(item):
         meters[item.parent.nodeid] = PeakRSS(kernel.km.provisioner.process.pid)
 
 
+WORKER_KEY = "viz_peak_memory"  # a pytest-xdist worker's figures, sent to its controller
+
+
+def pytest_sessionfinish(session):
+    """A pytest-xdist worker hands its figures to the controller, which prints them."""
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput[WORKER_KEY] = dict(session.config.stash[RESULTS])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """The controller: gather a finished worker's figures."""
+    node.config.stash[RESULTS].update(getattr(node, "workeroutput", {}).get(WORKER_KEY, {}))
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    results = config.stash[RESULTS]
+    results = dict(sorted(config.stash[RESULTS].items()))
     if not results:
         return
     terminalreporter.section("kernel peak memory per notebook")

@@ -15,7 +15,8 @@ on a 2-core machine. With `-p tools.nbval_replay --nbval-replay DIR`:
 - when it does not exist (no browser here, or the browser test failed before saving), nbval
   runs that notebook in a kernel as usual: nothing is skipped.
 
-DIR is emptied when the session starts, so only runs made in this session are compared. A
+DIR is emptied when the session starts (by pytest-xdist's controller, not by its workers), so
+only runs made in this session are compared. A
 teacher running plain nbval (`pytest notebooks --nbval ...`) gets the usual behaviour. This
 uses nbval's internals (the IPyNbFile/IPyNbCell classes of nbval 0.11, pinned in
 requirements.txt); tests/test_nbval_replay.py checks that a differing output still fails.
@@ -46,9 +47,10 @@ def pytest_configure(config):
     if not folder:
         return
     folder = Path(folder).resolve()
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
+    if not hasattr(config, "workerinput"):  # a pytest-xdist worker keeps its controller's runs
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
     os.environ[ENV] = str(folder)
     _patch_nbval()
 
