@@ -206,3 +206,34 @@ def test_draft_bytes_share_by_hand(tiny):
             (exit_layer * layer + rest) / (4 * layer + rest))
     with pytest.raises(ValueError, match="from 1 to 3"):
         perf.draft_bytes_share(tiny.spec, 4)
+
+
+def test_speedup_if_bytes_by_hand():
+    """Three rounds that drafted 2, 2 and 1 and made 3, 1 and 2 tokens: 6 tokens for 5 drafts
+    of 0.4 of a pass plus 3 checking passes = 5 passes: ×1.2; at 0.9 a draft, 6 ÷ 7.5 = ×0.8."""
+    run = ee.LensDrafts(exit_layer=2, draft_tokens=2, drafted=[2, 2, 1], made=[3, 1, 2],
+                        agreement=0.5)
+    assert run.speedup_if_bytes(0.4) == pytest.approx(6 / 5)
+    assert run.speedup_if_bytes(0.9) == pytest.approx(6 / 7.5)
+    assert ee.LensDrafts(1, 1, [], [], 0.0).speedup_if_bytes(0.5) is None
+    for bad in (0, 1.5, -0.2):
+        with pytest.raises(ValueError, match="above 0 and at most 1.*draft_bytes_share"):
+            run.speedup_if_bytes(bad)
+
+
+def test_best_lens_draft_is_the_grids_fastest(tiny, looked):
+    best = perf.best_lens_draft(looked, tiny.spec, ks=(1, 2, 4))
+    by_hand = {(g.exit_layer, g.draft_tokens):
+               g.made and sum(g.made) / (sum(g.drafted) * perf.draft_bytes_share(
+                   tiny.spec, g.exit_layer) + len(g.made))
+               for g in perf.lens_draft_grid(looked, ks=(1, 2, 4))}
+    assert len(by_hand) == 3 * 3
+    top = max(by_hand.values())
+    assert best.speedup_if_bytes(perf.draft_bytes_share(tiny.spec, best.exit_layer)) == \
+        pytest.approx(top)
+    ties = sorted(key for key, v in by_hand.items() if v == pytest.approx(top))
+    assert (best.exit_layer, best.draft_tokens) == ties[0]  # smallest L, then k
+    only = perf.best_lens_draft(looked, tiny.spec, layers=[3], ks=[1])
+    assert (only.exit_layer, only.draft_tokens) == (3, 1)
+    with pytest.raises(ValueError, match="at least one exit layer and one k"):
+        perf.best_lens_draft(looked, tiny.spec, layers=[])

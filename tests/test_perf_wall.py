@@ -2,8 +2,10 @@
 fixed-cost floor, bandwidth measured and cached, runs measured and computed, the view,
 prompt-lookup decoding. Expected numbers are worked out here, independently of the code."""
 
+import dataclasses
 import json
 import math
+import os
 from dataclasses import replace
 
 import numpy as np
@@ -82,6 +84,17 @@ def test_fit_recovers_a_known_line_exactly():
     assert fit.points == 5
     assert fit.predict_s(1e9) == pytest.approx(fixed + 1e9 / bw)
     assert str(fit).startswith("TPOT ≈ 7.80 ms + bytes ÷ 15.0 GB/s")
+
+
+def test_a_line_through_two_points_claims_no_fit():
+    """Two points fix a line exactly (R² is 1 whatever they are): the text says so instead of
+    printing an R² of 1.000 (issue 31: lesson 08's GPU line)."""
+    fit = dataclasses.replace(fit_wall([1e9, 3e9], [0.010, 0.012]), dtype="bfloat16")
+    assert fit.r_squared == pytest.approx(1.0)
+    assert str(fit) == ("TPOT ≈ 9.00 ms + bytes ÷ 1000.0 GB/s (the line through 2 bfloat16 "
+                        "points: two points fix it, so it says nothing of how straight the "
+                        "wall is)")
+    assert "R²" in str(fit_wall([1e9, 2e9, 3e9], [0.010, 0.011, 0.012]))
 
 
 def test_fit_with_noise_stays_close():
@@ -430,6 +443,31 @@ def test_cached_peaks_are_checked_on_reuse_and_measured_again_if_off(tmp_path, m
     assert redone.loaded_from == "" and "measured again now, because a fresh read gave" in \
         redone.status and "below the cached" in redone.status
     assert MachinePeaks.load(path).read.bytes_per_s == redone.read.bytes_per_s
+    # VIZ_CHECK_PEAKS=0 (`make notebooks`: one set of peaks per run): the same far-off file is
+    # reused as it is; "1" or an explicit check=True checks it again
+    path.write_text(json.dumps(data))
+    monkeypatch.setenv("VIZ_CHECK_PEAKS", "0")
+    machine.forget_in_process()
+    unchecked = machine.machine_peaks(**small)
+    assert unchecked.loaded_from == str(path) and unchecked.status.endswith("not checked")
+    assert unchecked.read.bytes_per_s == data["read"]["bytes_per_s"]
+    machine.forget_in_process()
+    assert machine.machine_peaks(**small, check=True).loaded_from == ""
+    path.write_text(json.dumps(data))
+    monkeypatch.setenv("VIZ_CHECK_PEAKS", "1")
+    machine.forget_in_process()
+    assert machine.machine_peaks(**small).loaded_from == ""
+
+
+def test_a_course_run_reuses_its_peaks_unchecked(monkeypatch):
+    """tools/course.py sets VIZ_CHECK_PEAKS=0 while lessons run, and puts it back after."""
+    from tools import course
+
+    monkeypatch.setenv("VIZ_KEEP_MEASUREMENTS", "")
+    monkeypatch.delenv("VIZ_CHECK_PEAKS", raising=False)
+    with course.course_measurements(True, save=False):
+        assert os.environ["VIZ_CHECK_PEAKS"] == "0"
+    assert "VIZ_CHECK_PEAKS" not in os.environ
 
 
 def test_peaks_path_is_keyed_on_the_machine(tmp_path, monkeypatch):

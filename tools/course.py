@@ -515,6 +515,10 @@ def update_readme() -> bool:
 # The measurements (peaks, fixed cost) of the last full `make notebooks` run: a re-execution of
 # some lessons (`make notebooks NB=03`) reuses them, so its yardsticks are the other lessons'.
 COURSE_MEASUREMENTS = ROOT / "artifacts" / "course-measurements"
+# The lessons of a run reuse the peaks its first lesson measured, unchecked: a fresh read that
+# wandered (as a shared VM's does) would make a later lesson measure again, and the saved
+# lessons would print different yardsticks. viz.perf.machine reads it (CHECK_ENV).
+CHECK_PEAKS_ENV = "VIZ_CHECK_PEAKS"
 
 
 @contextlib.contextmanager
@@ -552,6 +556,8 @@ def course_measurements(whole_course: bool, save: bool = True):
                       "measure their own; run `make notebooks` for every lesson",
                       file=sys.stderr, flush=True)
         os.environ["VIZ_MEASURE_DIR"] = fresh
+        check_before = os.environ.get(CHECK_PEAKS_ENV)
+        os.environ[CHECK_PEAKS_ENV] = "0"  # one set of peaks for the run (viz/perf/machine.py)
         try:
             if whole_course:
                 Path(fresh, "run.json").write_text(json.dumps({"run": run, "cpu": cpu_label()}))
@@ -564,6 +570,10 @@ def course_measurements(whole_course: bool, save: bool = True):
                 os.environ.pop("VIZ_MEASURE_DIR", None)
             else:
                 os.environ["VIZ_MEASURE_DIR"] = before
+            if check_before is None:
+                os.environ.pop(CHECK_PEAKS_ENV, None)
+            else:
+                os.environ[CHECK_PEAKS_ENV] = check_before
 
 
 def _execute(args) -> int:

@@ -61,7 +61,8 @@ from viz.perf.wall import (H100_SXM, REMEDIES, OverheadFloor, QuantizedTry, Wall
 from viz.perf.speculative import (LOOKUP_PROMPTS, LOOKUP_WHY, GenerateRun, LookupComparison,
                                   compare_prompt_lookup)
 from viz.perf.early_exit import (EARLY_EXIT_WORDS, DraftPass, DraftRun, EarlyExitComparison,
-                                 LensDrafts, compare_early_exit, draft_bytes_share,
+                                 LensDrafts, best_lens_draft, compare_early_exit,
+                                 draft_bytes_share,
                                  early_exit_generate, exit_after,
                                  lens_draft_grid, lens_drafts, plain_generate)
 from viz.perf.counts import activation_bytes, knee_context
@@ -127,7 +128,8 @@ from viz.perf.energy import Energy, EnergyMeter, energy_counter, energy_meter
 __all__ += ["EXAMPLE_PRICES", "CachedRow", "Cost", "CostRow", "ExamplePrice", "cost",
             "per_million", "Energy", "EnergyMeter", "energy_counter", "energy_meter"]
 __all__ += ["EARLY_EXIT_WORDS", "DraftPass", "DraftRun", "EarlyExitComparison", "LensDrafts",
-            "compare_early_exit", "draft_bytes_share", "early_exit_generate", "exit_after",
+            "best_lens_draft", "compare_early_exit", "draft_bytes_share", "early_exit_generate",
+            "exit_after",
             "lens_draft_grid", "lens_drafts", "plain_generate"]
 from viz.perf.kv_quant import (Agreement, KVQuant, kv_quant_agreement, kv_quant_bytes,
                                kv_quant_row, kv_quant_sweep, kv_quant_verdicts)

@@ -439,6 +439,30 @@ class LensDrafts:
         """{drafts accepted in one full decode pass: passes}, smallest first."""
         return dict(sorted(Counter(m - 1 for m in self.made).items()))
 
+    def speedup_if_bytes(self, draft_share: float) -> Optional[float]:
+        """The speed-up over plain decoding if a pass costs its bytes: a draft pass costs
+        `draft_share` of a full one (`draft_bytes_share`), the checking pass costs one, and
+        plain decoding makes one token per full pass. Tokens made ÷ (drafts × share + rounds),
+        in full passes. A memory-bound step's price, before any run; lesson 12 measures it."""
+        if not self.made:
+            return None
+        if not 0 < draft_share <= 1:
+            raise ValueError(f"draft_share is a fraction of a full pass's bytes, above 0 and at "
+                             f"most 1, not {draft_share!r}: use perf.draft_bytes_share(spec, L)")
+        return sum(self.made) / (sum(self.drafted) * draft_share + len(self.made))
+
+
+def best_lens_draft(trace: Trace, spec: Any, layers: Optional[Sequence[int]] = None,
+                    ks: Sequence[int] = (1, 2, 4)) -> LensDrafts:
+    """The (L, k) the lens of `trace` says is fastest if each pass costs its bytes: the
+    `lens_draft_grid` entry with the largest `speedup_if_bytes(draft_bytes_share(spec, L))`
+    (the smaller L, then k, on a tie). Lesson 12 measures the speed-up there."""
+    grid = lens_draft_grid(trace, layers, ks)
+    if not grid:
+        raise ValueError("no (L, k) to choose from: give at least one exit layer and one k")
+    return max(grid, key=lambda g: (g.speedup_if_bytes(draft_bytes_share(spec, g.exit_layer)),
+                                    -g.exit_layer, -g.draft_tokens))
+
 
 def lens_drafts(trace: Trace, exit_layer: int, draft_tokens: int) -> LensDrafts:
     """What early exit at layer `exit_layer` with k = `draft_tokens` would do on `trace`'s

@@ -98,6 +98,10 @@ class WallFit:
 
     def __str__(self) -> str:
         which = f"{self.points} {self.dtype} points" if self.dtype else f"{self.points} points"
+        if self.points == 2:  # a line through two points fits them exactly: no R² to give
+            return (f"TPOT ≈ {self.fixed_s * 1e3:.2f} ms + bytes ÷ "
+                    f"{self.bytes_per_s / 1e9:.1f} GB/s (the line through {which}: two "
+                    f"points fix it, so it says nothing of how straight the wall is)")
         return (f"TPOT ≈ {self.fixed_s * 1e3:.2f} ms + bytes ÷ "
                 f"{self.bytes_per_s / 1e9:.1f} GB/s "
                 f"(least squares over {which}, R² {self.r_squared:.3f})")
