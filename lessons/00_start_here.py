@@ -58,9 +58,9 @@
 # | [08 · The memory wall](08_memory_wall.ipynb) | why is decode speed set by bytes per token? | time models from 12 M to 1.7 B weights and name what limits each step with one rule | 04, 06 | 12 min |
 # | **Going further** | *serving many users, long contexts, the remedies, and what the layers know* | | | |
 # | [09 · Serving many users](09_serving.ipynb) | how does a server answer many people at once? | load a real server with many users: continuous batching, pages, rate sweeps | 06, 08 | 20 min |
-# | [10 · Long contexts and prefix caching](10_long_context.ipynb) | what changes when the prompt is thousands of tokens long? | measure attention's square in long prompts, the cache's share of a long step, and prefix caching | 05, 08 | 10 min |
-# | [11 · Remedies: fewer bytes, less overhead, more tokens per pass](11_remedies.ipynb) | what makes decode faster: fewer bytes, less overhead, more tokens per pass? | measure three remedies: fewer bytes, less overhead, more tokens per pass | 08 | 14 min |
-# | [12 · The logit lens: where the answer forms, and a draft from it](12_logit_lens.ipynb) | where inside the model does the answer appear, and can the early layers draft it? | watch the answer form layer by layer, and draft tokens with the model's own early layers | 02, 11 | 6 min |
+# | [10 · Long contexts and prefix caching](10_long_context.ipynb) | what changes when the prompt is thousands of tokens long? | measure attention's square in long prompts, the cache's share of a long step, and prefix caching | 05, 08 | 11 min |
+# | [11 · Remedies: fewer bytes, less overhead, more tokens per pass](11_remedies.ipynb) | what makes decode faster: fewer bytes, less overhead, more tokens per pass? | measure three remedies: fewer bytes, less overhead, more tokens per pass | 08 | 15 min |
+# | [12 · The logit lens: where the answer forms, and a draft from it](12_logit_lens.ipynb) | where inside the model does the answer appear, and can the early layers draft it? | watch the answer form layer by layer, and draft tokens with the model's own early layers | 02, 11 | 7 min |
 # <!-- course-map:end -->
 
 # %% [markdown]

@@ -141,9 +141,10 @@ for p in formats.points:
 # memory-bound; where it stops following, the step has reached its floor of fixed cost and
 # unpacking arithmetic (lesson 08's rule in another engine). The achieved GB/s say how close
 # each program comes to the memory's own speed: a kernel that reads its format at full speed
-# is what makes fewer bytes pay. torch has no such kernel for 4- or 8-bit weights on the CPU
-# (lesson 08 tried its int8 one: slower than float32), and bfloat16 pays only where the CPU
-# has bfloat16 instructions (lesson 08).
+# is what makes fewer bytes pay. torch has no such kernel for 4-bit weights on the CPU; its
+# 8-bit one (lesson 08's reference, torchao) bought less than its bytes promise — a quarter
+# of the bytes for a step a fifth faster from float32, and slower than bfloat16 — and
+# bfloat16 pays only where the CPU has bfloat16 instructions (lesson 08).
 #
 # **What it costs.** Greedy text from each format, token for token against float32's:
 
@@ -350,8 +351,9 @@ assert all(c.identical for c in lookups.values()), "greedy text must not change"
 
 # %% [markdown]
 # The histogram shows what a pass can make: 1 token when every guess is rejected (or none was
-# found), 11 when all ten guesses are right. Copying, most passes accept everything; the
-# story's passes accept next to nothing — and they are *slower* than plain ones, because each
+# found), 11 when all ten guesses are right. Copying, a pass often accepts all ten guesses
+# (read how many in the histogram) and the rest accept some; the story's passes accept next
+# to nothing — and they are *slower* than plain ones, because each
 # pass with a guess runs 11 positions through the model instead of 1 and the weights, read
 # once either way, are no longer the only cost. Speculative decoding pays exactly when the
 # guesses are right often enough to cover that extra work. A small **draft model** guessing
@@ -390,9 +392,12 @@ print(perf.generations_text(rows=generations))
 views.generations_figure(generations)
 
 # %% [markdown]
-# Each generation's ridge sits further from what a batch-1 decode step asks for. That is the
-# memory wall across generations: arithmetic grows faster than the bandwidth that feeds it,
-# so a step that reads every weight for one token wastes a larger share of each new chip.
+# Every generation's ridge sits hundreds of times above what a batch-1 decode step asks for,
+# and across the decade it moved up: V100's and A100's near 140–150 FLOP per byte, the later
+# chips' at 200–300 (it can dip from one chip to the next, as H200's did against H100's: the
+# same arithmetic, faster memory). That is the memory wall across generations: arithmetic grew
+# faster than the bandwidth that feeds it, so a step that reads every weight for one token
+# leaves a larger share of each new chip idle.
 # The three remedies of this lesson are the answers the field has: read fewer bytes, stop
 # paying per operation, and make every read of the weights produce more tokens — for one
 # request (speculative decoding) or for many (batching, lessons 06 and 09).
@@ -498,26 +503,34 @@ views.graph_step_figure(steps)
 #
 # Your predictions were checked where you made them: the Q4_1 speed-up, the matrix products'
 # share, the compiled steps, the tokens per pass, the growth of bandwidth, the GPU's verdict
-# and its CUDA graph. One more, with pencil and paper.
+# and its CUDA graph. One more, with pencil and paper: the table's ceilings for a machine
+# that is not in it.
 #
-# ✏️ Your machine's measured read bandwidth is in the last row of the table above. If nothing
-# but reading the weights took time, how many tokens per second would the course model make in
-# float32 (538 MB per token) on your machine? Compute it, then compare it with what
-# transformers float32 made in the first section.
+# ✏️ A learner's laptop reads memory at 120 GB/s (LPDDR5X) and decodes the course model in
+# bfloat16 (half of float32's 538 MB per token). If nothing but reading the weights took
+# time, how many tokens per second could it make? Then: would its real steps come closer to
+# that ceiling than yours came to your row's?
 
 # %%
-prediction_ceiling = None  # ← tokens per second, the memory-bound ceiling in float32
+prediction_laptop = None  # ← tokens per second, the laptop's memory-bound ceiling in bfloat16
 
 # %% tags=["nbval-ignore-output"]
-ceiling = generations[-1]["ceiling_tokens_per_s"]["float32"]
-print(f"ceiling {ceiling:.0f} tokens/s; transformers float32 made {f32.tokens_per_s:.1f} "
-      f"({f32.tokens_per_s / ceiling:.0%} of it)" + (
-          f", llama.cpp F32 {lc[0].tokens_per_s:.1f} ({lc[0].tokens_per_s / ceiling:.0%})"
-          if lc[0] else ""))
+yours = generations[-1]
+per_token_bf16 = yours["bytes_per_s"] / yours["ceiling_tokens_per_s"]["bfloat16"]  # bytes
+laptop = 120e9 / per_token_bf16
+print(f"the laptop's bfloat16 ceiling: {laptop:,.0f} tokens/s ({per_token_bf16 / 1e6:,.0f} MB "
+      f"per token); yours: {yours['ceiling_tokens_per_s']['bfloat16']:,.0f}, and transformers "
+      f"float32 reached {f32.tokens_per_s / yours['ceiling_tokens_per_s']['float32']:.0%} of "
+      f"your float32 ceiling")
 
 # %%
-compare_prediction(prediction_ceiling, ceiling, unit="tokens/s", rel_tol=0.1,
-                   hint="bytes per second ÷ bytes per token")
+compare_prediction(prediction_laptop, laptop, unit="tokens/s", rel_tol=0.1,
+                   hint="bytes per second ÷ bytes per token; the table's header gives the bytes")
+
+# %% [markdown]
+# The second question has no printed answer: the faster the memory, the larger the share of
+# each step the fixed cost takes (lesson 08), so a laptop's steps fall *further* below their
+# ceiling than a slow machine's, unless its host is faster too.
 
 # %% [markdown]
 # ## Next

@@ -219,17 +219,49 @@ compare_prediction(prediction_more, more, options=MORE,
 
 # %% [markdown]
 # Prompt lookup guesses for free but only where the reply repeats earlier text; the early
-# layers guess anywhere, at nearly the price of a full pass. The lens shows every choice of
-# L and k at once, from the one recording, without running them (diamond: measured above):
+# layers guess anywhere, at nearly the price of a full pass.
+#
+# ## Measure it: the lens's best choice
+#
+# Layer 26 was a guess. The lens prices every (L, k) before anything runs: if a pass costs
+# its bytes, a round of k drafts from layer L and one checking pass costs k × (the draft's
+# share of the bytes) + 1 full passes, and makes the tokens the lens predicts.
+# `perf.best_lens_draft` picks the cheapest tokens that way, among L = 1 to 29 and k = 1, 2, 4.
+#
+# ✏️ **Predict.** Measured at the lens's best (L, k), which is faster? One of
+# `perf.EARLY_EXIT_WORDS`.
 
 # %%
-views.early_exit_figure(trace, ks=(1, 2, 4), measured=[early])
+prediction_best = None  # ← "plain decode is faster" or "early exit is faster"
+
+# %% tags=["nbval-ignore-output"]
+best = perf.best_lens_draft(trace, lm.spec, ks=(1, 2, 4))
+priced = best.speedup_if_bytes(perf.draft_bytes_share(lm.spec, best.exit_layer))
+print(f"the lens's best: L={best.exit_layer}, k={best.draft_tokens}, "
+      f"{best.tokens_per_pass:.2f} tokens per full pass, ×{priced:.2f} if a pass costs its bytes")
+at_best = perf.compare_early_exit(lm, PROMPT, exit_layer=best.exit_layer,
+                                  draft_tokens=best.draft_tokens, max_new_tokens=32, repeats=3)
+print(at_best)
+
+# %%
+compare_prediction(prediction_best, at_best.speedup_verdict, options=perf.EARLY_EXIT_WORDS,
+                   hint="the best the lens found is the price printed above: is it above 1?")
+
+# %% [markdown]
+# Where the bytes price every choice below 1, no choice of L and k rescues the drafts: a
+# shallow draft is cheap but rarely right, a deep one is right but nearly a full pass. The
+# lens shows every choice at once, from the one recording, without running them (diamonds:
+# the two measured above):
+
+# %%
+views.early_exit_figure(trace, ks=(1, 2, 4), measured=[early, at_best])
 
 # %% [markdown]
 # ## Check yourself
 #
 # Your predictions were checked where you made them: the depth at which the answer appears,
-# the acceptance of drafts from layer 26, the speed-up, and the comparison with prompt lookup.
+# the acceptance of drafts from layer 26, the speed-up, the comparison with prompt lookup,
+# and the lens's best choice.
 # One more, with the figure above in mind.
 #
 # ✏️ Which change would make early-exit drafts pay off on this machine?
