@@ -131,3 +131,43 @@ def test_a_failed_save_leaves_the_old_file_and_no_temporary(tmp_path):
     with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
         toy.save(path)
     assert path.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["t.json"]
+
+
+def test_every_shipped_file_loads_after_a_bare_import_viz():
+    """A fresh process with only `import viz`: load_document reads every file in viz/data/,
+    importing the module of each kind itself (issue 30: a shipped sweep once failed with
+    "unknown kind 'llm-inference-sweep'" unless viz.perf had been imported)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, viz\n"
+            "from pathlib import Path\n"
+            "from viz.documents import load_document\n"
+            "assert 'viz.perf.table' not in sys.modules\n"
+            "files = sorted(Path(viz.__file__).parent.joinpath('data').glob('*.json'))\n"
+            "kinds = {type(load_document(f)).__name__ for f in files}\n"
+            "print(len(files), sorted(kinds))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    count = int(out.stdout.split()[0])
+    assert count == len(list((Path(viz.__file__).parent / "data").glob("*.json"))) >= 10
+    assert "Sweep" in out.stdout and "Trace" in out.stdout
+
+
+def test_the_homes_map_names_every_document_kind():
+    """viz.documents.HOMES: each kind's module defines the class of that kind, and every
+    Document subclass in viz has its kind there."""
+    import importlib
+    import pkgutil
+
+    from viz.documents import HOMES
+
+    for info in pkgutil.walk_packages(viz.__path__, "viz."):
+        if not info.name.endswith("__main__"):
+            importlib.import_module(info.name)
+    ours = {kind: cls for kind, cls in document_types().items()
+            if cls.__module__.startswith("viz.")}
+    assert set(ours) == set(HOMES)
+    for kind, module in HOMES.items():
+        assert ours[kind].__module__ == module, kind

@@ -154,16 +154,39 @@ def upgrade(cls: type, data: Any) -> dict[str, Any]:
     return data
 
 
-def load_document(path: str | os.PathLike) -> Document:
-    """Read any viz document (trace, sweep, roofline, ...) by the kind its file names.
+# kind -> the module that defines its Document subclass: `load_document` imports it when the
+# kind is not registered yet, so any file loads after a bare `import viz`, whatever else was
+# imported (issue 30). tests/test_documents.py checks the map against every subclass.
+HOMES: dict[str, str] = {
+    "llm-inference-trace": "viz.trace",
+    "llm-inference-stream": "viz.serve.client",
+    "llm-inference-load-run": "viz.serve.loadgen",
+    "llm-inference-schedule": "viz.serve.scheduler",
+    "llm-inference-load-sweep": "viz.serve.sweep",
+    "llm-inference-prefix-sharing": "viz.serve.prefix",
+    "llm-inference-compiled-step": "viz.perf.compiled",
+    "llm-inference-fixed-costs": "viz.perf.overhead",
+    "llm-inference-roofline": "viz.perf.roofline",
+    "llm-inference-machine-peaks": "viz.perf.machine",
+    "llm-inference-memory-wall": "viz.perf.wall",
+    "llm-inference-sweep": "viz.perf.table",
+    "llm-inference-step-profile": "viz.perf.profile",
+    "llm-inference-formats": "viz.perf.formats",
+}
 
-    Only kinds whose module has been imported are known; `viz.perf` and `viz.views` import
-    theirs.
-    """
+
+def load_document(path: str | os.PathLike) -> Document:
+    """Read any viz document (trace, sweep, roofline, ...) by the kind its file names,
+    importing the module of its kind (`HOMES`) if it was not imported yet."""
+    import importlib
+
     data = read_json(path, "viz document", "check the path")
     kind = data.get("kind") if isinstance(data, dict) else None
+    if kind not in _REGISTRY and kind in HOMES:
+        importlib.import_module(HOMES[kind])
     if kind not in _REGISTRY:
-        raise ValueError(f"{path}: unknown kind {kind!r}; viz reads {sorted(_REGISTRY)}")
+        known = sorted(set(HOMES) | set(_REGISTRY))
+        raise ValueError(f"{path}: unknown kind {kind!r}; viz reads {known}")
     try:
         return _REGISTRY[kind].from_dict(data)
     except ValueError as e:
