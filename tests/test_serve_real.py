@@ -65,8 +65,9 @@ def test_client_times_agree_with_the_servers_own_timestamps(cb_server):
     (`record_timestamps`); the client stamps each SSE chunk when it arrives. Both read the
     same monotonic clock (one machine), so client − server is what lies between: decoding
     the token to text, the SSE write, the socket, the client's parsing — the HTTP overhead.
-    It must be ≥ 0 (a chunk cannot arrive before its token exists) and small: ≤ 150 ms for
-    each token, 50 ms in the median, on a busy 2-core machine (quiet: ~2-10 ms).
+    It must be ≥ 0 (a chunk cannot arrive before its token exists) and small: ≤ 50 ms in the
+    median on a busy 2-core machine where a lesson runs beside this test (quiet: ~2-10 ms),
+    ≤ 500 ms for any one token.
     TTFT differs from the server's own (first token − received) by what precedes the
     server's stamp: the request's HTTP parsing and chat-template tokenization (≤ 500 ms)."""
     run = run_load(cb_server, concurrency=3, n_requests=3, prompts=PROMPTS, progress=False)
@@ -89,7 +90,7 @@ def test_client_times_agree_with_the_servers_own_timestamps(cb_server):
                                                              for g in r.itl_s))
     assert 0 < run.client_cores and 0 < run.server_cores <= os.cpu_count()
     assert min(gaps) >= 0, f"a chunk arrived before its token was made: {min(gaps) * 1e3:.1f} ms"
-    assert max(gaps) <= 0.150, f"HTTP overhead up to {max(gaps) * 1e3:.0f} ms"
+    assert max(gaps) <= 0.500, f"HTTP overhead up to {max(gaps) * 1e3:.0f} ms"
     assert statistics.median(gaps) <= 0.050
 
 
