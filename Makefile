@@ -81,7 +81,7 @@ test: setup browser
 # compared outputs are computed, not timed; from an empty folder of measurements.
 OTHER_KERNELS := ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 MKL_ENABLE_INSTRUCTIONS=SSE4_2
 OTHER_KERNEL_LESSONS := $(wildcard notebooks/01_*.ipynb notebooks/02_*.ipynb \
-	notebooks/05_*.ipynb notebooks/07_*.ipynb notebooks/12_*.ipynb)
+	notebooks/05_*.ipynb notebooks/07_*.ipynb notebooks/14_*.ipynb)
 test-other-kernels: setup
 	@measure=$$(mktemp -d); \
 	VIZ_MEASURE_DIR=$$measure $(OTHER_KERNELS) $(BIN)/python -m pytest -p no:cacheprovider \

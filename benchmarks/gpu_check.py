@@ -102,7 +102,7 @@ FULL = {
     # part whose launch cost moved by more than its spread (or this share of it, where five
     # rounds give a narrower spread than a timer's noise) is set aside, not shipped
     "probe": {"rounds": 5, "launches": 2000, "drift_floor": 0.05, "host_steps": 8},
-    # the overhead remedy on a GPU (lesson 11), then a profile of its step and the eager one
+    # the overhead remedy on a GPU (lesson 13), then a profile of its step and the eager one
     "compiled": {"configs": ["smollm2-135m", "llama-3.1-8b"], "mode": "reduce-overhead",
                  "backend": "inductor", "new_tokens": 32, "repeats": 5, "compile_threads": 16,
                  "profiled": 5},
@@ -643,7 +643,7 @@ def device_busy(runner: Runner, plan: dict, config) -> None:
 
 
 def compiled_step(runner: Runner, plan: dict, config) -> None:
-    """The overhead remedy on this device: one decode step eager and compiled (lesson 11),
+    """The overhead remedy on this device: one decode step eager and compiled (lesson 13),
     then both steps profiled: their kernels, counted and timed by kind."""
     from viz.perf.compiled import measure_compiled_step
 

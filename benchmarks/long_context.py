@@ -1,4 +1,4 @@
-"""Long contexts and prefix caching, measured past what lesson 10 has time for.
+"""Long contexts and prefix caching, measured past what lesson 11 has time for.
 
 On the default model (float32, this machine's CPU threads), each with medians and the middle
 half of the runs:

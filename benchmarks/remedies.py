@@ -1,11 +1,11 @@
-"""Lesson 11's references: the course model in six weight formats, and its decode step compiled.
+"""Lessons 12's and 13's references: the course model in six weight formats, and its decode step compiled.
 
     .venv/bin/python benchmarks/remedies.py                  # writes viz/data/cpu-formats.json
                                                              # and viz/data/cpu-compiled-step.json
     .venv/bin/python benchmarks/remedies.py --out /tmp/rem   # elsewhere
     .venv/bin/python benchmarks/remedies.py --only compiled
 
-Lesson 11 measures both on the learner's machine, except what does not fit there: compiling the
+Lessons 12 and 13 measure both on the learner's machine, except what does not fit there: compiling the
 course model (~45 s on 2 cores, on top of the lesson's own ~half-minute compile of lesson 08's
 fixed-cost model), and, where llama.cpp is not installed (Binder), the four llama.cpp rows.
 The lesson then shows these files, labelled as this project's reference machine's figures.

@@ -57,10 +57,12 @@
 # | [07 · Capstone: your prompt, from text to answer](07_capstone.ipynb) | your prompt, the whole pipeline | follow your own prompt through the whole pipeline on one dashboard | 06 | 7 min |
 # | [08 · The memory wall](08_memory_wall.ipynb) | why is decode speed set by bytes per token? | time models from 12 M to 1.7 B weights and name what limits each step with one rule | 04, 06 | 12 min |
 # | **Going further** | *serving many users, long contexts, the remedies, and what the layers know* | | | |
-# | [09 · Serving many users](09_serving.ipynb) | how does a server answer many people at once? | load a real server with many users: continuous batching, pages, rate sweeps | 06, 08 | 20 min |
-# | [10 · Long contexts and prefix caching](10_long_context.ipynb) | what changes when the prompt is thousands of tokens long? | measure attention's square in long prompts, the cache's share of a long step, and prefix caching | 05, 08 | 11 min |
-# | [11 · Remedies: fewer bytes, less overhead, more tokens per pass](11_remedies.ipynb) | what makes decode faster: fewer bytes, less overhead, more tokens per pass? | measure three remedies: fewer bytes, less overhead, more tokens per pass | 08 | 15 min |
-# | [12 · The logit lens: where the answer forms, and a draft from it](12_logit_lens.ipynb) | where inside the model does the answer appear, and can the early layers draft it? | watch the answer form layer by layer, and draft tokens with the model's own early layers | 02, 11 | 7 min |
+# | [09 · Continuous batching and pages](09_continuous_batching.ipynb) | how does a server answer many people at once? | start a real server, watch continuous batching and paged attention pass by pass, and measure what serving many at once buys against one at a time | 06, 08 | 14 min |
+# | [10 · Load-testing a server](10_load_testing.ipynb) | how many users can a server take, and what does a token cost? | load-test a server the way engineers do: random arrivals, a rate sweep to saturation, an objective from your own figures, goodput, and $ per million tokens | 09 | 8 min |
+# | [11 · Long contexts and prefix caching](11_long_context.ipynb) | what changes when the prompt is thousands of tokens long? | measure attention's square in long prompts, the cache's share of a long step, a quantized cache, and prefix caching | 05, 08 | 11 min |
+# | [12 · Fewer bytes](12_fewer_bytes.ipynb) | do fewer bytes per weight make decode faster? | measure one model in six number formats against the memory wall, what they change in the text, and the wall across GPU generations | 08 | 6 min |
+# | [13 · Less overhead, more tokens per pass](13_less_overhead.ipynb) | what else makes decode faster: less overhead, more tokens per pass? | take a decode step apart, compile it, replay it as a CUDA graph (measured on an H200), and measure speculative decoding's tokens per pass | 08, 12 | 11 min |
+# | [14 · The logit lens: where the answer forms, and a draft from it](14_logit_lens.ipynb) | where inside the model does the answer appear, and can the early layers draft it? | watch the answer form layer by layer, and draft tokens with the model's own early layers | 02, 13 | 7 min |
 # <!-- course-map:end -->
 
 # %% [markdown]
@@ -69,7 +71,7 @@
 # `viz.load_model()` loads the default model from the local cache that `make lab` filled. The
 # course loads it on the processor (`device="cpu"`) even where a GPU is present: every lesson
 # sets its timings beside this processor's own measured limits, so both must come from the same
-# chip. (Lesson 08 shows what a GPU changes.)
+# chip. (Lessons 08 and 13 set a GPU's figures beside yours.)
 
 # %%
 import viz
@@ -129,8 +131,8 @@ print(f"as float32, in memory:        {spec.weight_bytes / 1e6:5.0f} MB "
 
 # %% [markdown]
 # The model computes in float32, so every forward pass reads the float32 bytes: the 4-bit file
-# only made the download small. Every byte count in this course is the float32 one (lesson 08
-# measures what reading fewer bytes per weight would buy).
+# only made the download small. Every byte count in this course is the float32 one (lessons 08
+# and 12 measure what reading fewer bytes per weight buys).
 
 # %% [markdown]
 # ## See it: a first reply, step by step

@@ -505,7 +505,7 @@ print(f"{n_long} tokens: TTFT {long.text(1e3, 'ms')}; the line says {line.text(1
 print({LINE[0]: "faster per token than the line: longer products ran nearer the peak",
        LINE[1]: "the line still holds at twice the longest length it was fitted on",
        LINE[2]: "something grows faster than the tokens: attention's work, for one (each "
-                "token's query meets every earlier key; lesson 10 times it)",
+                "token's query meets every earlier key; lesson 11 times it)",
        perf.TOO_CLOSE: "about 10 % from the line, inside the spreads: too close to call"
        }[line_verdict.word])
 

@@ -289,7 +289,7 @@ print(f"bfloat16: {bf16_cost.bytes / 1e6:5.0f} MB per step, {bf16_cost.intensity
 # programs (**kernels**) one after another, and the GPU runs each in microseconds. So the
 # reference holds the GPU's **busy time**, the sum of the step's kernels' own durations
 # (`torch.profiler`), and the same step replayed as a **CUDA graph**: all its kernels launched
-# at once, with no Python between them (lesson 11 measures that remedy).
+# at once, with no Python between them (lesson 13 measures that remedy).
 #
 # **Predict.** For an 8-billion-weight model (Llama-3.1-8B's shape, 16 GB in bfloat16), one
 # request: the GPU's busy time in the eager step is what share of the step replayed as a CUDA
@@ -388,7 +388,7 @@ print(f"the cache would match the weights at {spec.weight_bytes / spec.kv_bytes_
 # %% [markdown]
 # At these lengths the cache adds a few percent to the bytes a step reads, so whatever the
 # step times above show beyond that is not the bytes: the machine's noise (the spreads say how
-# much) or attention's own arithmetic, which lesson 10 times apart at up to 8,191 tokens. For this small model the cache would only match the weights beyond the
+# much) or attention's own arithmetic, which lesson 11 times apart at up to 8,191 tokens. For this small model the cache would only match the weights beyond the
 # longest text it accepts (last line above). How the cache grows, and what it saves, is
 # lesson 05's story.
 #

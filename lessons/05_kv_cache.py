@@ -351,7 +351,7 @@ if extra_s.low > 0:
 # product whose speed lesson 03 measured with its slope. The time ratio is
 # (cached step + extra) ÷ cached step, and the cached step is mostly not arithmetic, so the
 # FLOPs' multiple shrinks to the time's. It cannot stay small: the extra FLOPs grow with the
-# text while the cached step's bytes grow by only 46,080 per token (lesson 04; lesson 10 times
+# text while the cached step's bytes grow by only 46,080 per token (lesson 04; lesson 11 times
 # the step up to 8,191 tokens).
 #
 # **Predict.** At 512 tokens of text, will the extra arithmetic run faster or slower than it

@@ -433,7 +433,7 @@ roofline_figure(perf.busy_roofline(gpu_sweep))
 
 # %% [markdown]
 # Where the measured GPU differs from its datasheet: the datasheet has no host, so it cannot
-# say that the step's wall time was mostly launches (lesson 11 measures the remedy, a CUDA
+# say that the step's wall time was mostly launches (lesson 13 measures the remedy, a CUDA
 # graph, on the same GPU); and its two peaks are each higher than what was measured, by
 # different amounts (printed above), so its ridge, and the knee counted from it, move too.
 #
@@ -499,7 +499,7 @@ for m, free, where in ((spec, 2e9 - held, f"2 GB minus this kernel's {held / 1e9
 # right its ridge, and the longer decode stays memory-bound however it is batched. That gap is
 # called **the memory wall**: the tricks that fight it (fewer bytes per weight, smaller
 # caches, smarter batching) all aim at moving fewer bytes per token. Lesson 08 measures it;
-# lesson 11 shows, from datasheets, how the ridge has moved right across GPU generations:
+# lesson 12 shows, from datasheets, how the ridge has moved right across GPU generations:
 # arithmetic has grown faster than bandwidth (from V100 to B200, ×18 against ×8.9).
 #
 # ## Next

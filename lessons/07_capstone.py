@@ -215,7 +215,7 @@ print(f"B: the project's {reference.environment.device_name} ({reference.label})
 
 # %% tags=["nbval-ignore-output"]
 print(perf.gpu_provenance())
-g = perf.graph_steps()[0]  # the course model's shape on the H200, batch 1 (lessons 04 and 11)
+g = perf.graph_steps()[0]  # the course model's shape on the H200, batch 1 (lessons 04 and 13)
 print(f"your decode step {step_s.text(1e3, 'ms')}; the H200's without its host: its "
       f"{g.kernels:,} kernels summed {g.busy.text(1e3, 'ms', 2)}, replayed as a CUDA graph "
       f"{g.graph.text(1e3, 'ms', 2)}: yours ÷ the graph step "

@@ -24,7 +24,7 @@
 # million to 1.7 billion parameters, in two number formats, and splits each step into three
 # parts: a **fixed cost** every step pays whatever the model's size, **reading the bytes**,
 # and **the arithmetic**. A written rule then says which part limits each step, on your
-# machine. The remedies it points to are measured in [11 · Remedies](11_remedies.ipynb).
+# machine. The remedies it points to are measured in [12 · Fewer bytes](12_fewer_bytes.ipynb) and [13 · Less overhead, more tokens per pass](13_less_overhead.ipynb).
 
 # %%
 import viz
@@ -429,16 +429,17 @@ viz.compare_prediction(prediction_gpu_8b, gpu_8b_verdict, options=list(perf.REGI
 # small multiple of the time, and no straight line fits them (the R² above). These are figures
 # of the host in that run, and it drifted from minute to minute (lesson 04 lists the same
 # step timed in other runs). Without the host, the GPU streamed the 8B's weights at the MBU
-# printed last (lesson 04's busy time); lesson 11 removes the launches with a CUDA graph and
+# printed last (lesson 04's busy time); lesson 13 removes the launches with a CUDA graph and
 # measures what is left.
 #
 # ## The remedies, measured
 #
 # The rule names what would shorten a step: fewer bytes (read by a kernel made for them), less
 # fixed cost (fewer, fused operations), or more tokens from each read of the weights.
-# [11 · Remedies](11_remedies.ipynb) applies each one and measures it: the course model in six
-# number formats through transformers and llama.cpp, a decode step taken apart with torch's
-# profiler and compiled with `torch.compile`, and speculative decoding; and it sets the GPU's
+# Lessons 12 and 13 apply each one and measure it: [12 · Fewer bytes](12_fewer_bytes.ipynb), the
+# course model in six number formats through transformers and llama.cpp;
+# [13 · Less overhead, more tokens per pass](13_less_overhead.ipynb), a decode step taken apart
+# with torch's profiler and compiled with `torch.compile`, speculative decoding, and the GPU's
 # measured step beside the same step computed from a datasheet. The course model, for the
 # check below (the measured models above are gone):
 
@@ -489,6 +490,6 @@ print(f"one thread against {peaks.threads}: " + (
 #
 # Back to [04 · Decode](04_decode.ipynb) (the memory floor this lesson explained) and
 # [06 · Batching](06_batching.ipynb) (sharing a weight read among requests); the remedies
-# measured are in [11 · Remedies](11_remedies.ipynb). Next,
-# [09 · Serving →](09_serving.ipynb): many users, one server, and what batching and the KV
+# measured are in lessons [12](12_fewer_bytes.ipynb) and [13](13_less_overhead.ipynb). Next,
+# [09 · Continuous batching and pages →](09_continuous_batching.ipynb): many users, one server, and what batching and the KV
 # cache look like when requests come and go.

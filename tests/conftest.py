@@ -155,11 +155,9 @@ BROWSER_LESSON = "tests/test_browser.py::test_lesson_runs_in_the_browser["
 # (tools/nbval_replay.py) must happen on one worker, in that order, so the lessons form one
 # unit; every other test module is one unit, handed to whichever worker is free (its module
 # fixtures built once). One lesson at a time: two lessons side by side on two cores, each
-# with two torch threads, ran ten times slower than alone (lesson 10: 82 s alone, over 13
-# minutes beside lesson 12). With more groups here, `lesson_groups` balances the lessons'
-# recorded run times between them.
-LESSON_GROUPS = ("lessons",)
-BROWSER_OVERHEAD_S = 20  # what the browser test adds to a lesson's run: opening, checks, sliders
+# with two torch threads, ran ten times slower than alone (the long-context lesson: 82 s alone,
+# over 13 minutes beside the logit lens).
+LESSONS_UNIT = "lessons"
 
 
 def _lesson_of(nodeid: str) -> Optional[str]:
@@ -171,30 +169,9 @@ def _lesson_of(nodeid: str) -> Optional[str]:
     return None
 
 
-_GROUPS: dict[str, str] = {}
-
-
-def lesson_groups() -> dict[str, str]:
-    """Notebook file name → one of LESSON_GROUPS, for every lesson in notebooks/: longest
-    recorded run first, each to the group with less so far (ties: the first group)."""
-    if not _GROUPS:
-        from tools.course import notebook_paths, read_notebook
-
-        took = {p.name: read_notebook(p).metadata.get("viz", {}).get("execution_s", 60)
-                + BROWSER_OVERHEAD_S for p in notebook_paths()}
-        load = dict.fromkeys(LESSON_GROUPS, 0.0)
-        for name in sorted(took, key=lambda n: (-took[n], n)):
-            lighter = min(LESSON_GROUPS, key=lambda g: (load[g], g))
-            _GROUPS[name], load[lighter] = lighter, load[lighter] + took[name]
-    return _GROUPS
-
-
 def work_unit(nodeid: str) -> str:
-    """What pytest-xdist hands to one worker as a whole: a lesson's group, or a test module."""
-    lesson = _lesson_of(nodeid)
-    if lesson:
-        return lesson_groups().get(lesson, LESSON_GROUPS[0])
-    return nodeid.split("::")[0]
+    """What pytest-xdist hands to one worker as a whole: all the lessons, or a test module."""
+    return LESSONS_UNIT if _lesson_of(nodeid) else nodeid.split("::")[0]
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -222,9 +199,8 @@ def _run_order(nodeid: str, workers: bool) -> int:
     heavy = nodeid.split("::")[0] in HEAVY_FILES or not nodeid.startswith("tests/")
     if not workers:
         return 2 if nodeid == BINDER_TEST else 1 if heavy else 0
-    lesson = _lesson_of(nodeid)
-    if lesson:
-        return 0 if lesson_groups().get(lesson) == LESSON_GROUPS[0] else 1
+    if _lesson_of(nodeid):
+        return 0
     return 4 if nodeid.split("::")[0] == BINDER_TEST.split("::")[0] else 3 if heavy else 2
 
 

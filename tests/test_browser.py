@@ -404,7 +404,7 @@ def test_lesson_runs_in_the_browser(path, browser, lab):
         menu(page, "Edit", "Clear Outputs of All Cells")
         page.wait_for_function("() => !document.querySelector('.jp-Notebook .js-plotly-plot')")
         pid = kernel_pid(base, token)
-        meter = PeakRSS(pid) if pid else None  # the kernel and what it starts (lesson 09)
+        meter = PeakRSS(pid) if pid else None  # the kernel and what it starts (lessons 09 and 10)
         menu(page, "Run", "Run All Cells")
         page.wait_for_timeout(1000)
         page.wait_for_function(RUN_DONE_JS, timeout=RUN_ALL_TIMEOUT_S * 1000, polling=500)

@@ -1,4 +1,4 @@
-"""Long contexts and prefix caching (lesson 10): the attention clock, the random cache, the two
+"""Long contexts and prefix caching (lesson 11): the attention clock, the random cache, the two
 long-context sweeps, the crossover counts, what fits, the in-process prefix cache and the
 engine's prefix sharing — on tiny random models, each figure checked against arithmetic
 done here; and on the real model what only it shows (its chat template, its 8k context)."""

@@ -1,4 +1,4 @@
-"""Early-exit self-speculative decoding (issue 32, lesson 12): drafts from the model's first L
+"""Early-exit self-speculative decoding (issue 32, lesson 14): drafts from the model's first L
 layers, verified by one full pass, give exactly plain greedy decoding's tokens; the logit lens
 of the plain reply predicts every round; the draft is the lens at L; the caches stay
 consistent; the comparison, its view beside prompt lookup, and bad input."""
@@ -139,7 +139,7 @@ def test_shown_beside_prompt_lookup_in_one_view(tiny):
     fig = views.accepted_histogram_figure({"early exit": early, "prompt lookup": lookup})
     assert len(fig.data) == 2 and "Prompt lookup and early exit" in fig.layout.title.text
     assert views.accepted_histogram_figure([lookup]).layout.title.text.startswith(
-        "Prompt lookup:")  # lesson 11's figure as it was
+        "Prompt lookup:")  # lesson 13's figure as it was
 
 
 def test_early_exit_view_reads_the_lens(tiny, looked):

@@ -102,7 +102,7 @@ def figures(tiny_gqa) -> dict:
         perf.computed_wall(shapes, **perf.H100_SXM, fixed_cost_per_layer_s=3e-4),
         perf.computed_wall(shapes, **perf.H100_SXM))
     out["bytes-whatif"] = views.bytes_whatif_figure(wall, 0.5)
-    # The GPU reference (lessons 06, 07, 08, 11): an H200's wall, its busy-time roofline, its
+    # The GPU reference (lessons 06, 07, 08, 13): an H200's wall, its busy-time roofline, its
     # trace beside the CPU's, its CUDA-graph steps
     out["memory-wall-h200"] = views.wall_figure(perf.gpu_wall())
     out["roofline-h200-busy"] = views.roofline_figure(
@@ -110,7 +110,7 @@ def figures(tiny_gqa) -> dict:
     out["compare-h200"] = views.compare_figure(real, perf.gpu_reference("trace"))
     out["compiled-h200"] = views.compiled_figure([perf.gpu_reference("compiled-step", name)
                                                   for name in perf.GPU_MODELS])
-    # Lesson 10: the long-context sweeps on the tiny model, and the decode chart with numbers
+    # Lesson 11: the long-context sweeps on the tiny model, and the decode chart with numbers
     # like a native run's (a first point just under a tick: its label once met the tick's)
     out["long-prefill"] = views.sweep_figure(perf.long_prefill_sweep(tiny_gqa, [32, 64, 128],
                                                                       progress=False))
@@ -126,12 +126,12 @@ def figures(tiny_gqa) -> dict:
                                                            reply_tokens=3, repeats=1,
                                                            progress=False))
     out["long-decode"] = views.long_decode_figure(*long_decode_example(tiny_gqa))
-    out["kv-quant"] = views.kv_quant_figure(*kv_quant_example(tiny_gqa))  # lesson 10
+    out["kv-quant"] = views.kv_quant_figure(*kv_quant_example(tiny_gqa))  # lesson 11
     quant, peaks = kv_quant_example(tiny_gqa, with_float=False)  # beside the float32 sweep
     out["kv-quant-beside"] = views.kv_quant_figure(
         quant, peaks, float_sweep=long_decode_example(tiny_gqa)[0])
-    out.update(lens_figures())  # lesson 12
-    # Lesson 09: what a token costs, the CPU reference beside the H200's (long labels too)
+    out.update(lens_figures())  # lesson 14
+    # Lesson 10: what a token costs, the CPU reference beside the H200's (long labels too)
     cpu_cost = perf.cost(perf.load_reference("cpu-batch-sweep"), 0.10,
                          prefill=perf.load_reference("cpu-prompt-sweep"))
     out["cost"] = views.cost_figure(cpu_cost, perf.cost(
@@ -144,7 +144,7 @@ def figures(tiny_gqa) -> dict:
 
 
 def long_decode_example(tiny_gqa):
-    """(a long_decode sweep, peaks) with numbers like a native run's (lesson 10)."""
+    """(a long_decode sweep, peaks) with numbers like a native run's (lesson 11)."""
     decode = perf.long_decode_sweep(tiny_gqa, [0, 100, 200, 400], repeats=1, progress=False)
     decode.model = perf.config_spec("smollm2-135m", "float32")
     decode.columns.update({"context_tokens": [0, 2048, 4096, 8191],
@@ -183,7 +183,7 @@ def device_figures(tiny_gqa) -> dict:
         busy = perf.busy_roofline(perf.gpu_reference("busy-sweep", "llama-3.1-8b"))
         busy.peaks.device_name = name
         out[f"names-{i}-roofline-busy"] = views.roofline_figure(busy)
-        # lessons 03-06 and 10: sweeps alone and beside the shipped ones
+        # lessons 03-06 and 11: sweeps alone and beside the shipped ones
         for kind in ("prompt", "context", "cache", "batch"):
             mine, shipped = (perf.load_reference(f"cpu-{kind}-sweep") for _ in range(2))
             mine.label, mine.environment.device_name = LONG_LABEL, name
@@ -215,12 +215,12 @@ def device_figures(tiny_gqa) -> dict:
         computed = perf.computed_wall(["smollm2-135m", "llama-3.2-1b", "llama-3.1-8b"],
                                       **{**perf.H100_SXM, "device_name": name})
         out[f"names-{i}-memory-wall-computed"] = views.wall_figure(computed)
-        # lesson 10: the decode step against its bytes, with this machine's read peak
+        # lesson 11: the decode step against its bytes, with this machine's read peak
         decode.environment.device_name = peaks.device_name = name
         out[f"names-{i}-long-decode"] = views.long_decode_figure(decode, peaks)
         quant.environment.device_name = name
         out[f"names-{i}-kv-quant"] = views.kv_quant_figure(quant, peaks)
-        # lesson 11: one decode step taken apart
+        # lesson 13: one decode step taken apart
         profile.device_name = name
         out[f"names-{i}-step-profile"] = views.step_profile_figure(profile)
     return out
@@ -322,7 +322,7 @@ def test_the_check_finds_an_overlap(browser, tmp_path):
 
 
 def lens_figures() -> dict:
-    """Lesson 12's views: the logit lens of a 30-layer model (as deep as the course model; its
+    """Lesson 14's views: the logit lens of a 30-layer model (as deep as the course model; its
     weights drawn wide so the layers disagree) with emoji and CJK, its step slider and settle
     line, early exit read from it, and early exit beside prompt lookup in one histogram."""
     from conftest import tiny_config
@@ -344,7 +344,7 @@ def lens_figures() -> dict:
 
 
 def kv_quant_example(tiny_gqa, with_float: bool = True):
-    """(a kv_quant_decode sweep, peaks) with numbers like a native run's (lesson 10): the
+    """(a kv_quant_decode sweep, peaks) with numbers like a native run's (lesson 11): the
     float32 (with_float), fp8 and int4 caches at 2,048 and 8,191 cached tokens."""
     from viz.perf.kv_quant import KVQuant
 

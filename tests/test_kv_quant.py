@@ -1,4 +1,4 @@
-"""A quantized KV cache on lesson 10's wall (`viz.perf.kv_quant`, `viz.compat.quantized_cache`):
+"""A quantized KV cache on lesson 11's wall (`viz.perf.kv_quant`, `viz.compat.quantized_cache`):
 the bytes counted from the backends' layouts against the bytes their live tensors hold, the
 random cache against a real prefill's, cutting back within the window, greedy parity with
 `generate(cache_implementation="quantized")`, the sweep's columns and the view's numbers,

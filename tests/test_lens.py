@@ -1,4 +1,4 @@
-"""The logit lens (issue 32, lesson 12): `viz.record(..., lens=True)` keeps, per step and layer,
+"""The logit lens (issue 32, lesson 14): `viz.record(..., lens=True)` keeps, per step and layer,
 the top-k of the final norm and head applied to the residual stream; it agrees with a hand
 computation through `output_hidden_states`, changes no token, stays within the trace's size
 budget, survives JSON, and every view and the CLI read it; bad input names the fix."""

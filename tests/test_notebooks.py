@@ -6,6 +6,7 @@ Fast checks on the committed files (no kernel). nbval itself runs over notebooks
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -193,23 +194,29 @@ def test_sanitizers_keep_what_is_fixed(text):
 
 
 def test_the_lessons_are_handed_out_as_units_of_whole_lessons():
-    """`make test`'s workers (tests/conftest.py): every lesson in a group, the groups'
-    recorded run times within one lesson of each other, and a lesson's browser test and its
-    nbval items (cells and peak memory) handed out in one unit; other tests by module."""
+    """`make test`'s workers (tests/conftest.py): every lesson's browser test and its nbval
+    items (cells and peak memory) go to one worker, in one unit; other tests by module."""
     import conftest
 
-    groups = conftest.lesson_groups()
-    assert set(groups) == {p.name for p in course.notebook_paths()}
-    assert set(groups.values()) == set(conftest.LESSON_GROUPS)
-    took = {p.name: course.read_notebook(p).metadata["viz"]["execution_s"]
-            + conftest.BROWSER_OVERHEAD_S for p in course.notebook_paths()}
-    load = [sum(t for n, t in took.items() if groups[n] == g) for g in conftest.LESSON_GROUPS]
-    assert max(load) - min(load) <= max(took.values())
-    name = "09_serving.ipynb"
-    units = {conftest.work_unit(f"tests/test_browser.py::test_lesson_runs_in_the_browser[{name}]"),
-             conftest.work_unit(f"notebooks/{name}::Cell 3"),
-             conftest.work_unit(f"notebooks/{name}::peak-memory")}
-    assert units == {groups[name]}
+    units = set()
+    for p in course.notebook_paths():
+        units |= {conftest.work_unit(f"tests/test_browser.py::test_lesson_runs_in_the_browser"
+                                     f"[{p.name}]"),
+                  conftest.work_unit(f"notebooks/{p.name}::Cell 3"),
+                  conftest.work_unit(f"notebooks/{p.name}::peak-memory")}
+    assert units == {conftest.LESSONS_UNIT}
     assert conftest.work_unit("tests/test_spread.py::test_text") == "tests/test_spread.py"
     assert conftest.work_unit("tests/test_browser.py::test_make_lab_serves_the_lessons") == \
         "tests/test_browser.py"
+
+
+def test_a_run_puts_the_environment_back_even_after_an_error(monkeypatch):
+    """tools.course sets VIZ_MEASURE_DIR and VIZ_CHECK_PEAKS for a run's kernels (`_env`):
+    afterwards what was set is set again, what was not is gone, even if the run failed."""
+    monkeypatch.setenv("VIZ_TEST_SET", "before")
+    monkeypatch.delenv("VIZ_TEST_UNSET", raising=False)
+    with pytest.raises(RuntimeError, match="a lesson failed"):
+        with course._env(VIZ_TEST_SET="during", VIZ_TEST_UNSET="during"):
+            assert os.environ["VIZ_TEST_SET"] == os.environ["VIZ_TEST_UNSET"] == "during"
+            raise RuntimeError("a lesson failed")
+    assert os.environ["VIZ_TEST_SET"] == "before" and "VIZ_TEST_UNSET" not in os.environ

@@ -196,7 +196,7 @@ def test_without_a_cpp_compiler_it_says_what_to_install(tiny_gqa):
 
 
 def test_a_cpp_compiler_is_found_here():
-    assert compiler_missing() is None  # CI and Binder have g++ (lesson 11 compiles)
+    assert compiler_missing() is None  # CI and Binder have g++ (lesson 13 compiles)
 
 
 @pytest.mark.parametrize("kwargs, match", [

@@ -91,7 +91,7 @@ def test_batch_on_cuda_fills_memory(tiny_cuda):
 
 
 def test_compiled_step_in_a_cuda_graph_gives_the_eager_tokens(tiny_cuda):
-    """lesson 11's overhead remedy on a GPU: the step compiled and replayed as a CUDA graph."""
+    """lesson 13's overhead remedy on a GPU: the step compiled and replayed as a CUDA graph."""
     from viz.perf.compiled import measure_compiled_step
 
     run = measure_compiled_step(tiny_cuda, new_tokens=5, repeats=2, mode="reduce-overhead",

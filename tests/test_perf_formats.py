@@ -131,7 +131,31 @@ def test_a_format_whose_engine_crashes_is_reported_and_the_others_measured(smoll
 
 def test_a_dtype_without_a_fast_kernel_is_timed_once(smollm):
     trace, times, note = formats._torch_point(smollm, "Hi", False, 6, 2, limit_s=1e-9)
-    assert len(times) == 1 and len(trace.steps) == 2 and "not timed further" in note
+    assert len(times) == formats.WARM_STEPS and len(trace.steps) == formats.WARM_STEPS + 1
+    assert "not timed further" in note and f"first {formats.WARM_STEPS} steps" in note
+
+
+def test_a_slow_first_step_alone_does_not_stop_the_timing(monkeypatch):
+    """A fresh model's first decode step is slow on any CPU; the fastest of the first few
+    decides. Steps of 400 ms then 30 ms, against a limit of 100 ms: timed on."""
+    import importlib
+    from types import SimpleNamespace
+
+    calls = []
+
+    def fake_record(lm, prompt, *, max_new_tokens, **_):
+        calls.append(max_new_tokens)
+        first = len(calls) == 1
+        times = [0.5] + [0.4 if first and i == 0 else 0.03 for i in range(max_new_tokens - 1)]
+        return SimpleNamespace(steps=[SimpleNamespace(forward_s=s, token_id=7) for s in times])
+
+    # the module (`viz.record` the attribute is the function of the same name)
+    monkeypatch.setattr(importlib.import_module("viz.record"), "record", fake_record)
+    trace, times, note = formats._torch_point(None, "Hi", False, 6, 2, limit_s=0.1)
+    assert note == "" and calls == [formats.WARM_STEPS + 1, 6, 6]
+    assert times == [0.03] * 10  # 5 decode steps timed in each of the 2 runs
+    slow = formats._torch_point(None, "Hi", False, 6, 2, limit_s=0.01)  # all over the limit
+    assert len(slow[1]) == formats.WARM_STEPS and "not timed further" in slow[2]
 
 
 def test_bad_settings_name_the_fix(smollm):

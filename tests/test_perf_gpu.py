@@ -1,6 +1,6 @@
 """The GPU reference shipped in viz/data (one H200, measured once by benchmarks/gpu_check.py):
 it loads on a CPU-only machine, says where it came from, and the rule judges it as it judges
-the learner's own measurements (lessons 03, 04, 06, 07, 08, 11)."""
+the learner's own measurements (lessons 03, 04, 06, 07, 08, 13)."""
 
 import pytest
 
@@ -111,7 +111,7 @@ def test_a_measured_busy_fixed_cost_is_used_whole_and_must_match_the_depth():
 
 
 def test_graph_steps_pair_milliseconds_from_one_run():
-    """Lesson 11: the CUDA-graph step beside the eager kernel sum (2.25 vs 2.20 ms; 6.55 vs
+    """Lesson 13: the CUDA-graph step beside the eager kernel sum (2.25 vs 2.20 ms; 6.55 vs
     6.21 ms), and the eager walls' ratios from the same run: ×21.7 and ×4.6 with the static
     cache, ×18.5 and ×3.9 with the growing one (41.6 → 2.25 ms, 25.3 → 6.55 ms)."""
     small, big = perf.graph_steps()

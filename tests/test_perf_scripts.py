@@ -39,7 +39,7 @@ def test_gpu_check_quick_dry_run(tmp_path, capsys):
     assert [p.label for p in wall.points] == ["1 layer × 64 fp32", "2 layers × 64 fp32",
                                               "tiny-llama fp32", "tiny-llama fp32 B=4"]
     assert wall.recorded["command"].startswith("python benchmarks/gpu_check.py")
-    step = load_document(tmp_path / "gpu-tiny-llama-compiled-step.json")  # lesson 11's remedy
+    step = load_document(tmp_path / "gpu-tiny-llama-compiled-step.json")  # lesson 13's remedy
     assert isinstance(step, perf.CompiledStep) and step.same_tokens and step.graphs == 1
     assert "gpu_check.py" in step.note and summary["environment"]["date"]
     # the host, recorded once and before and after every part, in every file a part wrote
@@ -162,7 +162,7 @@ def test_shipped_references_load_and_stay_small():
 
 
 def test_lesson_11_s_references_are_labelled_and_whole():
-    """What lesson 11 shows where it cannot measure (Binder without llama.cpp; compiling the
+    """What lessons 12 and 13 show where it cannot measure (Binder without llama.cpp; compiling the
     course model): one machine's run of benchmarks/remedies.py, saying so."""
     from viz.views import compiled_figure, formats_figure
 

@@ -232,7 +232,7 @@ def test_an_unsorted_or_repeated_term_is_reported():
 
 
 def test_a_term_its_lesson_does_not_name_is_reported():
-    link = "([lesson 09](notebooks/09_serving.ipynb))"
+    link = "([lesson 09](notebooks/09_continuous_batching.ipynb))"
     entries = [("Goodput", f"x {link}"), ("SLO", f"x {link}"), ("TT2T", f"x {link}"),
                ("Page", f"x {link}")]
     lesson = "goodput counts requests that met a service-level objective; pages of 16"
@@ -257,5 +257,5 @@ def test_a_lesson_missing_from_the_teachers_notes_is_reported():
     assert teacher_problems(notes, ["00_start_here"], {"00": "run it"}) == []
     assert teacher_problems(notes, ["00_start_here"], {"00": "run something else"}) == [
         "lesson 00: its objective from course.toml is not quoted"]
-    assert teacher_problems(notes, ["10_long_context"], {}) == [
-        "lesson 10: no section '### 10 · …' linking notebooks/10_long_context.ipynb"]
+    assert teacher_problems(notes, ["11_long_context"], {}) == [
+        "lesson 11: no section '### 11 · …' linking notebooks/11_long_context.ipynb"]

@@ -44,7 +44,7 @@ BINDER_REF = "HEAD"
 
 MAX_NOTEBOOK_BYTES = 1_000_000  # each committed notebook stays under 1 MB
 # Kernel peak per lesson (the servers it starts counted in); a Binder session has ~2 GB in all,
-# JupyterLab's server ~0.15 GB of it. 1.6 GB since lesson 10's float32 decode step at 8,191
+# JupyterLab's server ~0.15 GB of it. 1.6 GB since lesson 11's float32 decode step at 8,191
 # cached tokens (weights 0.54 GB paged in + cache 0.38 GB + Python and torch ~0.4 GB) measured
 # 1.33-1.46 GB from run to run (2026-12-05); the weights' pages are clean file-backed pages of the
 # mmapped cache, which the system can drop under pressure.
@@ -164,7 +164,7 @@ def execution_problems(notebook: Path) -> list[str]:
 
 # ---- executing ---------------------------------------------------------------------
 class PeakRSS:
-    """Peak resident memory of a kernel and every process it started (lesson 09 runs a model
+    """Peak resident memory of a kernel and every process it started (lessons 09 and 10 run a model
     server beside its kernel; Binder's ~2 GB holds both): the largest sum of their resident
     sizes seen by sampling every `every_s`, and at least the kernel's own high-water mark
     (Linux VmHWM)."""
@@ -540,7 +540,6 @@ def course_measurements(whole_course: bool, save: bool = True):
     if os.environ.get("VIZ_KEEP_MEASUREMENTS"):
         yield f"{now}, measurements from VIZ_MEASURE_DIR"
         return
-    before = os.environ.get("VIZ_MEASURE_DIR")
     with tempfile.TemporaryDirectory(prefix="viz-measurements-") as fresh:
         run = now  # names the run whose measurements the notebooks show
         if not whole_course:
@@ -555,25 +554,30 @@ def course_measurements(whole_course: bool, save: bool = True):
                       f"({COURSE_MEASUREMENTS.relative_to(ROOT)} is missing): these lessons "
                       "measure their own; run `make notebooks` for every lesson",
                       file=sys.stderr, flush=True)
-        os.environ["VIZ_MEASURE_DIR"] = fresh
-        check_before = os.environ.get(CHECK_PEAKS_ENV)
-        os.environ[CHECK_PEAKS_ENV] = "0"  # one set of peaks for the run (viz/perf/machine.py)
-        try:
+        # one set of peaks for the run (viz/perf/machine.py)
+        with _env(VIZ_MEASURE_DIR=fresh, **{CHECK_PEAKS_ENV: "0"}):
             if whole_course:
                 Path(fresh, "run.json").write_text(json.dumps({"run": run, "cpu": cpu_label()}))
             yield run
             if whole_course and save:
                 shutil.rmtree(COURSE_MEASUREMENTS, ignore_errors=True)
                 shutil.copytree(fresh, COURSE_MEASUREMENTS)
-        finally:
-            if before is None:
-                os.environ.pop("VIZ_MEASURE_DIR", None)
+
+
+@contextlib.contextmanager
+def _env(**values: str):
+    """Set environment variables for the block (the kernels it starts inherit them); put back
+    what was there before, or nothing, afterwards, whatever happens."""
+    before = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
             else:
-                os.environ["VIZ_MEASURE_DIR"] = before
-            if check_before is None:
-                os.environ.pop(CHECK_PEAKS_ENV, None)
-            else:
-                os.environ[CHECK_PEAKS_ENV] = check_before
+                os.environ[k] = v
 
 
 def _execute(args) -> int:

@@ -20,7 +20,7 @@ from viz.exercises import check, multiple_choice
 from viz.exercises import compare_prediction
 from viz.load import LoadedModel, load_model
 from viz.record import record
-from viz import lens  # the logit lens of a recorded trace (lesson 12)
+from viz import lens  # the logit lens of a recorded trace (lesson 14)
 from viz.runtime import using_threads
 from viz.sampling import sampling_distribution
 from viz.spread import TOO_CLOSE, Band, Interval, Spread, band

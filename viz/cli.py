@@ -271,7 +271,7 @@ def add_peaks(sub) -> None:
     p.set_defaults(func=_peaks)
 
 
-# ---- serving: serve, request, load (viz.serve, lesson 09) --------------------------------------
+# ---- serving: serve, request, load (viz.serve, lessons 09 and 10) --------------------------------------
 def _server_arguments(p: argparse.ArgumentParser) -> None:
     from viz.serve.server import MAX_BATCH_TOKENS, NUM_PAGES, PAGE_SIZE
 

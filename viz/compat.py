@@ -7,7 +7,7 @@
   `live_bytes_per_layer` read its keys and values (`DynamicCache.layers[i].keys/values`) —
   the only code in viz that reads the cache's internals. Sizes by formula are
   `ModelSpec.kv_bytes`. Taught in lesson 05. `static_cache` makes a `StaticCache` of a fixed
-  length instead (fixed shapes for `torch.compile`; lesson 11).
+  length instead (fixed shapes for `torch.compile`; lesson 13).
 - **attention weights**: `watch_attention` switches a model to the eager attention
   implementation (the only one that computes the weights as a tensor), hooks each layer's
   attention module to keep the newest query's row of weights, and restores both afterwards.
@@ -15,17 +15,17 @@
 - **attention's own time**: `timed_attention` registers a wrapper of the model's attention
   function (transformers' `AttentionInterface`) that adds up the seconds spent inside it: the
   scores q·kᵀ, the softmax and the weighted sum of v — the part of a pass that grows with the
-  square of the prompt. Taught in lesson 10. `labelled_attention` wraps it in a profiler scope
+  square of the prompt. Taught in lesson 11. `labelled_attention` wraps it in a profiler scope
   instead (`viz.perf.profile`).
 - **a cache of any length, cheaply**: `synthetic_cache` fills a `DynamicCache` with random keys
   and values of the model's real shapes (what a decode step reads does not depend on the
-  values); `trim_cache` cuts one back to a length. Taught in lesson 10.
+  values); `trim_cache` cuts one back to a length. Taught in lesson 11.
 - **a quantized KV cache**: `quantized_cache` makes transformers' `QuantizedCache` (backends
   `quanto`: optimum-quanto's integers in groups, and `fp8`: transformers' own float8) and
   `quantized_generate_kwargs` asks `generate` for the same; `synthetic_quantized_cache` fills
   one with random keys and values through the backend's own quantization; `quantized_parts`
   reads the bytes its layers hold; `dequantize_cache` runs the dequantization a step runs;
-  `trim_cache` cuts it back within its full-precision window. Taught in lesson 10.
+  `trim_cache` cuts it back within its full-precision window. Taught in lesson 11.
 - **its logs**: `quiet_transformers` silences progress bars and advice while loading.
 
 Everything else in viz calls these instead of probing transformers itself.
@@ -180,7 +180,7 @@ class AttentionClock:
 
 @contextlib.contextmanager
 def timed_attention(model: Any) -> Iterator[AttentionClock]:
-    """Time attention inside the model's own forward passes (CPU; lesson 10).
+    """Time attention inside the model's own forward passes (CPU; lesson 11).
 
     Registers, under a name of its own, a function that calls the attention function the
     model uses now (sdpa, eager, ...) and adds the seconds it took to the yielded clock, and
@@ -263,7 +263,7 @@ def synthetic_cache(model: Any, tokens: int, seed: int = 0) -> Any:
     """A `DynamicCache` holding `tokens` positions of random keys and values, shaped and typed
     as `model`'s own (batch 1). A decode step over it runs the same kernels on the same bytes
     as over a cache a real prefill filled: only the values differ, and no kernel here looks at
-    them (lesson 10 checks it against a real prefill)."""
+    them (lesson 11 checks it against a real prefill)."""
     cache = new_cache(model)
     if tokens < 0:
         raise ValueError(f"tokens must be >= 0, not {tokens}")
@@ -308,7 +308,7 @@ def trim_cache(cache: Any, tokens: int) -> None:
         cache.crop(-extra)
 
 
-# ---- a quantized KV cache (lesson 10) -----------------------------------------------------
+# ---- a quantized KV cache (lesson 11) -----------------------------------------------------
 # transformers 5.24's `QuantizedCache` backends and the bits each accepts (its layers refuse
 # others): optimum-quanto's integers in groups (`QuantoQuantizedLayer`: 2 or 4), and float8
 # with one scale per tensor, in transformers itself (`Fp8QuantizedLayer`: 8).

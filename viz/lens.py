@@ -17,7 +17,7 @@ layer, and the depth at which it becomes the model's answer.
 
 The first layer whose top-1 is the final token matters beyond pictures: a draft that stops
 after layer L (`viz.perf.early_exit`) proposes exactly row L's top-1, so the lens's agreement
-at L is that draft's acceptance. Taught in lesson 12.
+at L is that draft's acceptance. Taught in lesson 14.
 """
 
 from __future__ import annotations

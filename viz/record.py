@@ -44,7 +44,7 @@ def record(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 32, chat: bool
         `attention_head`), 8 bits each (`Trace.attention`; lesson 05). Off by default: it
         switches the model to eager attention for the recording (restored afterwards; the
         tokens are the same) and adds ~2 bytes per layer per position per step to the trace.
-    lens: also store, for every step, the logit lens (`Trace.lens`; lesson 12): the final
+    lens: also store, for every step, the logit lens (`Trace.lens`; lesson 14): the final
         norm and the output head applied to the residual stream after each layer, reduced to
         the `lens_top` most likely tokens per layer with their probabilities, and the chosen
         token's probability and rank per layer (~1.5 kB per step for the course model). Off by

@@ -298,7 +298,7 @@ def release_memory() -> bool:
     blocks are scattered, so the resident size (what Binder's 2 GB limit counts) stays at
     its high-water mark and the next large allocation adds to it. `gc.collect()` frees
     what cycles still hold; glibc's `malloc_trim(0)` returns every free page. Called by the
-    long-context sweeps between their large allocations (lesson 10). Returns True if trim
+    long-context sweeps between their large allocations (lesson 11). Returns True if trim
     ran (glibc), False elsewhere (macOS, musl: only the collection ran).
     """
     import ctypes

@@ -148,7 +148,7 @@ class Band:
     spread lies in, or "too close to call" where the spread crosses a boundary; `between` then
     holds the two ranges it cannot separate (the median's and the nearer neighbour's).
     `viz.compare_prediction` takes it as it takes a regime verdict: either word of `between`
-    counts as right. Lessons 04, 06, 07, 08, 09, 10."""
+    counts as right. Lessons 04, 06, 07, 08, 09, 10, 11."""
 
     value: Spread
     word: str
@@ -198,7 +198,7 @@ class Interval:
     largest that keeps `coverage` ≥ the level asked for. Few runs cannot reach a high level:
     3 runs give at best 75 % (their min and max), 5 give 94 %, 6 give 97 %; `coverage` says what
     was reached, and `text` prints it. One run has no interval (coverage 0). Used by
-    `viz.serve.sweep_rates` for repeated load runs (lesson 09, `benchmarks/serving.py`)."""
+    `viz.serve.sweep_rates` for repeated load runs (lesson 10, `benchmarks/serving.py`)."""
 
     median: float
     low: float

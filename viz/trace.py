@@ -102,7 +102,7 @@ class Settings:
     use_cache: bool  # False: every step recomputes the whole sequence (no KV cache)
     stop_at_eos: bool  # False: always run max_new_tokens steps
     attention: bool = False  # True: each step's attention weights were recorded (Trace.attention)
-    lens: bool = False  # True: each step's logit lens was recorded (Trace.lens; lesson 12)
+    lens: bool = False  # True: each step's logit lens was recorded (Trace.lens; lesson 14)
 
 
 @dataclass
@@ -291,7 +291,7 @@ class Lens:
     their probabilities (softmax over the whole vocabulary), and the probability and rank of
     the token the step chose. Stored compactly, never as logits: int32 ids and ranks, float32
     probabilities, each array zlib-compressed and base64 (~1.5 kB per step for 31 rows of 5).
-    Recorded by `viz.record(..., lens=True)`; read by `viz.lens`; taught in lesson 12.
+    Recorded by `viz.record(..., lens=True)`; read by `viz.lens`; taught in lesson 14.
     """
 
     n_layers: int  # transformer blocks; each step has n_layers + 1 rows (0 = the embedding)

@@ -2,7 +2,7 @@
 run one operation at a time.
 
 Lesson 08's fixed cost is what a step pays per operation (a model as deep as the course model
-but 64 wide: its weights take no time to read). Lesson 11's profile shows where it goes: about
+but 64 wide: its weights take no time to read). Lesson 13's profile shows where it goes: about
 1,700 top-level operations a step, each launched from Python. A compiler decides the whole step
 once: `torch.compile` (TorchDynamo traces the Python, Inductor fuses the chains of small
 operations into generated C++ kernels) and then runs it without the Python in between.
@@ -40,7 +40,7 @@ Measured here (2-core AMD EPYC with avx512_bf16, torch 2.13.0+cpu, 2 threads, on
 worker, 2026-12-03; `python benchmarks/remedies.py --repeats 5` saves the course model's run as
 `viz/data/cpu-compiled-step.json`): the narrow 30-layer model's step 5.95 ms eager → 2.76 ms
 compiled (×2.15, 1.89–2.73), compile 40.5 s cold; the course model's 46.8 → 41.8 ms, ×1.12
-(0.97–1.28): too close to call, compile 36.0 s (its step is the bytes). Lesson 11 as committed
+(0.97–1.28): too close to call, compile 36.0 s (its step is the bytes). The remedies lesson (then 11, now 13) as committed
 on 2026-12-04, the narrow model: 9.15 ms eager (static cache) → 3.25 ms, ×2.82 (2.27–3.42),
 compile 41.7 s.
 
@@ -241,7 +241,7 @@ def measure_compiled_step(lm: LoadedModel, *, prompt: str = PROMPT, new_tokens: 
       the usual cache folder, which an earlier run may have filled.
     compile_threads: Inductor's compile workers. 1 (the default) compiles in this process, one
       C++ file at a time: no worker processes, so the memory stays within Binder's 2 GB. In
-      lesson 11's kernel (2 cores, 2026-12-03) the kernel and its children peaked at 1,519 MiB
+      the remedies lesson's kernel (then lesson 11) (2 cores, 2026-12-03) the kernel and its children peaked at 1,519 MiB
       while compiling with 2 workers and at 1,190 MiB with 1, in 52 s and 48 s.
     mode: "default", or "reduce-overhead" on a CUDA device: the compiled step is also
       captured into a CUDA graph and replayed with one launch (torch.compile's own mode).

@@ -1,4 +1,4 @@
-"""Long contexts: when attention and the KV cache, not the weights, set the pace (lesson 10).
+"""Long contexts: when attention and the KV cache, not the weights, set the pace (lesson 11).
 
 Two sweeps, both real forward passes of the loaded model:
 
@@ -67,7 +67,7 @@ def prompt_ids(lm: LoadedModel, n: int) -> torch.Tensor:
 def long_prefill_sweep(lm: LoadedModel, lengths: Sequence[int] = (256, 512, 1024, 2048), *,
                        repeats: int = 2, progress: bool = True, label: str = "",
                        threads: Optional[int] = None) -> Sweep:
-    """Prompt length → prefill time, split into attention and the rest (lesson 10).
+    """Prompt length → prefill time, split into attention and the rest (lesson 11).
 
     Each prefill is one forward pass over n token ids with an empty cache (scoring only the
     last position, as `viz.record` does), timed whole and, inside it, in the attention
@@ -299,7 +299,7 @@ class SyntheticCheck:
 def synthetic_check(lm: LoadedModel, context_tokens: int = 256, *, repeats: int = 7,
                     threads: Optional[int] = None) -> SyntheticCheck:
     """Time a decode step at `context_tokens` over a really prefilled cache and a random one,
-    interleaved, so lesson 10 can show that a random cache stands in for a real one."""
+    interleaved, so lesson 11 can show that a random cache stands in for a real one."""
     if isinstance(context_tokens, bool) or not isinstance(context_tokens, int) \
             or context_tokens < 1:
         raise ValueError(f"context_tokens must be a whole number >= 1, not {context_tokens!r}")

@@ -21,7 +21,7 @@ bills add up to the machine's time; where it cannot, the output price charges al
   token). The two add up to the batch's time, the first token riding with the prefill.
 - **GPU busy `Sweep`** (`gpu_reference("busy-sweep", ...)`). Output: B ÷ `gpu_busy_s`, the
   GPU's own time (or its wall clock, `clock="wall"`). Input: not measured.
-- **`LoadRun`** (lesson 09). Output: its output tokens ÷ its duration, **all-in**: every second
+- **`LoadRun`** (lesson 10). Output: its output tokens ÷ its duration, **all-in**: every second
   of the run, its prefills, idle moments and HTTP included, is paid by the answers. Input:
   the prompt tokens computed ÷ the time of the server's passes that carried prompt chunks and
   nothing else (scheduler start → tokens handed out; its scheduler record,
@@ -35,7 +35,7 @@ input instead from its longest prompt: prompt tokens ÷ `prefill_forward_s`. Whe
 measured the prefill, there is no input price (None, and `input_how` says why): it is never
 guessed from the output's.
 
-**Cached input.** `prefix=` a prefix-cache `Sweep` (`perf.prefix_cache_sweep`, lesson 10)
+**Cached input.** `prefix=` a prefix-cache `Sweep` (`perf.prefix_cache_sweep`, lesson 11)
 prices a token whose keys and values were already cached. Of a prompt of n tokens whose first
 k are cached, the pass over the other n − k took `ttft_cached_s` = C against `ttft_full_s` = F
 for the whole prompt. Billing the n − k new tokens at the fresh rate, F ÷ n seconds each, the
@@ -49,7 +49,7 @@ its requests' paces (TPOT middle half), as `serve.throughput_ratio` takes it.
 
 **Prices.** `price_per_hour` is yours to type: what you pay for the machine. `EXAMPLE_PRICES`
 holds two examples to start from, not quotes: check your provider's page for today's price.
-Lesson 09 (Serving many users); `python -m viz cost FILE --price-per-hour P`.
+Lesson 10 (Serving many users); `python -m viz cost FILE --price-per-hour P`.
 """
 
 from __future__ import annotations
@@ -356,7 +356,7 @@ def cost(measured: Any, price_per_hour: Any, *, prefill: Optional[Sweep] = None,
     module docstring for how each kind of measurement is read).
 
     measured: a batch-size or GPU busy `Sweep`, a `LoadRun`, a list of LoadRuns (e.g. lesson
-        09's `serve.sweep_load` at 1, 4, 8 streams), a `LoadSweep`, or a `Spread` of tokens/s.
+        10's `serve.sweep_load` at 1, 4, 8 streams), a `LoadSweep`, or a `Spread` of tokens/s.
     price_per_hour: US dollars per hour of the machine (a number you type, or one of
         `EXAMPLE_PRICES`).
     prefill: a prompt-length sweep of the same machine: input priced from its longest prompt.

@@ -1,6 +1,6 @@
 """Early-exit self-speculative decoding, measured: the model's own first layers draft.
 
-Speculative decoding (lesson 11) needs cheap guesses. A small draft model with the same
+Speculative decoding (lesson 13) needs cheap guesses. A small draft model with the same
 vocabulary is the usual source; the course has none, but the model itself holds one: its
 first L layers, followed by its final norm and output head, form a shallower model that
 scores every token (LayerSkip, Elhoushi et al. 2024; transformers' `generate(...,
@@ -270,7 +270,7 @@ def early_exit_generate(lm: LoadedModel, prompt: str, *, exit_layer: int, draft_
                         stop_at_eos: bool = True) -> DraftRun:
     """Greedy decoding of `prompt` with drafts from the model's first `exit_layer` layers,
     `draft_tokens` (k) per full pass, verified in one full pass each; the same tokens as plain
-    greedy decoding (lesson 12). Bad input is refused with a message naming the fix."""
+    greedy decoding (lesson 14). Bad input is refused with a message naming the fix."""
     check_early_exit(lm.spec.n_layers, exit_layer, draft_tokens)
     _check_length(max_new_tokens)
     ids = prompt_token_ids(lm, prompt, chat)
@@ -368,7 +368,7 @@ class EarlyExitComparison(AgainstPlain):
 def compare_early_exit(lm: LoadedModel, prompt: str, *, exit_layer: int, draft_tokens: int = 4,
                        max_new_tokens: int = 32, chat: bool = True, repeats: int = 3,
                        threads: Optional[int] = None) -> EarlyExitComparison:
-    """Plain greedy decoding vs early-exit drafts on `prompt` (lesson 12).
+    """Plain greedy decoding vs early-exit drafts on `prompt` (lesson 14).
 
     A warm-up of each, then `repeats` rounds of (plain, early exit); each mode's run with the
     median TPOT is kept, and every run's TPOT for the speed-up's spread (`speedup_spread`,
@@ -403,7 +403,7 @@ def compare_early_exit(lm: LoadedModel, prompt: str, *, exit_layer: int, draft_t
 def draft_bytes_share(spec: Any, exit_layer: int) -> float:
     """Bytes of weights a draft pass reads ÷ those a full decode pass reads, from the model's
     shape (`viz.perf.counts`): L layers of n_layers, plus the final norm and the output head,
-    which both read whole (V·h: for the course model a fifth of the weights). Lesson 12."""
+    which both read whole (V·h: for the course model a fifth of the weights). Lesson 14."""
     from viz.perf.counts import layer_matmul_params
 
     check_early_exit(spec.n_layers, exit_layer, 1)
@@ -443,7 +443,7 @@ class LensDrafts:
         """The speed-up over plain decoding if a pass costs its bytes: a draft pass costs
         `draft_share` of a full one (`draft_bytes_share`), the checking pass costs one, and
         plain decoding makes one token per full pass. Tokens made ÷ (drafts × share + rounds),
-        in full passes. A memory-bound step's price, before any run; lesson 12 measures it."""
+        in full passes. A memory-bound step's price, before any run; lesson 14 measures it."""
         if not self.made:
             return None
         if not 0 < draft_share <= 1:
@@ -456,7 +456,7 @@ def best_lens_draft(trace: Trace, spec: Any, layers: Optional[Sequence[int]] = N
                     ks: Sequence[int] = (1, 2, 4)) -> LensDrafts:
     """The (L, k) the lens of `trace` says is fastest if each pass costs its bytes: the
     `lens_draft_grid` entry with the largest `speedup_if_bytes(draft_bytes_share(spec, L))`
-    (the smaller L, then k, on a tie). Lesson 12 measures the speed-up there."""
+    (the smaller L, then k, on a tie). Lesson 14 measures the speed-up there."""
     grid = lens_draft_grid(trace, layers, ks)
     if not grid:
         raise ValueError("no (L, k) to choose from: give at least one exit layer and one k")

@@ -23,7 +23,7 @@ Two kinds of counter, read before and after whatever runs inside the `with`:
   only if it is importable — viz does not depend on it.
 
 A counter can wrap only once unnoticed: the common RAPL range (262,143 J) lasts about 45 minutes
-at 100 W, so measure runs shorter than that. Lesson 09 (what a token costs).
+at 100 W, so measure runs shorter than that. Lesson 10 (what a token costs).
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ Test hook: the environment variable `VIZ_ENGINE_CHILD_FAULT` (FAULT_ENV) makes t
 on purpose before it loads llama.cpp, so tests can check what a crash looks like here:
 "SIGILL" (any signal's name: it kills itself with it), "3" (exits with that code) or "hang"
 (sleeps past any timeout); "SIGILL@F16" does so only in a child whose request's JSON contains
-"F16". Lesson 11 uses this module through `viz.perf.measure_formats`.
+"F16". Lesson 12 uses this module through `viz.perf.measure_formats`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The GPU reference: what one lent GPU measured, shipped in `viz/data/`, set beside what a
-datasheet computes (lessons 03, 04, 06, 07, 08 and 11).
+datasheet computes (lessons 03, 04, 06, 07, 08 and 13).
 
 Recorded by `benchmarks/gpu_check.py` on an NVIDIA H200 lent to this project for one session
 (2026-12-04, driver 580.159.04, torch 2.11.0+cu130, transformers 5.17.0; three calls, 15
@@ -342,7 +342,7 @@ def prefill_rows(sweep: Sweep, peaks: Optional[Peaks] = None,
 @dataclass
 class GraphStep:
     """One model's decode step on the GPU by the figures that do not depend on the host's
-    state (lesson 11), with the eager wall of the same run labelled as the host's."""
+    state (lesson 13), with the eager wall of the same run labelled as the host's."""
 
     model: str  # the shape's name, e.g. "smollm2-135m"
     kernels: int  # kernels in one eager step at batch 1 (busy sweep)

@@ -1,7 +1,7 @@
 """A quantized KV cache on the long-context wall: fewer bytes per cached token, and what they buy
-(lesson 10).
+(lesson 11).
 
-At 8,191 cached tokens the KV cache is most of what a decode step reads (lesson 10's
+At 8,191 cached tokens the KV cache is most of what a decode step reads (lesson 11's
 `long_decode_sweep`). transformers' `QuantizedCache` stores it in fewer bits; this module
 times a decode step over it beside the float cache, counts the bytes each holds, and checks
 the greedy tokens against the float cache's on a real prompt.
@@ -194,8 +194,8 @@ def kv_quant_sweep(lm: LoadedModel, contexts: Sequence[int] = (2048, 8191),
                    float_cache: bool = True, progress: bool = True, label: str = "",
                    threads: Optional[int] = None) -> Sweep:
     """A decode step at each of `contexts` cached tokens over the float cache and over each
-    quantized cache of `quants` (bits, or `KVQuant`s), lesson 10. float_cache=False leaves the
-    float cache out (lesson 10 sets these beside its `long_decode_sweep`, timed the same way).
+    quantized cache of `quants` (bits, or `KVQuant`s), lesson 11. float_cache=False leaves the
+    float cache out (lesson 11 sets these beside its `long_decode_sweep`, timed the same way).
 
     For each context, each cache in turn (float first): built (random keys and values, the
     backend quantizing them), one untimed warm-up step, then `repeats` steps each beside one
@@ -416,7 +416,7 @@ def kv_quant_agreement(lm: LoadedModel, quants: Sequence[Union[int, KVQuant]] = 
     """Greedy decoding after a real prompt (default `chat_prompt_ids`: a document and a
     question) over the float cache and over each quantized cache: how many tokens agree, and
     how far the logits moved at the first step that read the quantized keys and values.
-    `steps` tokens each (the prefill's included), EOS not stopping them. Lesson 10."""
+    `steps` tokens each (the prefill's included), EOS not stopping them. Lesson 11."""
     check_whole("steps", steps, 2, "the prefill's token and at least one step over the cache")
     kinds = [as_quant(q) for q in quants]
     for k in kinds:

@@ -3,7 +3,7 @@
 Many prompts begin alike: the chat template, a system prompt, a document, the conversation so
 far. A request whose first k tokens were already prefilled by an earlier one needs only its
 last n − k tokens computed: their queries attend to the kept keys and values, and the first
-token comes out the same (up to rounding; `same_first_token` checks it). Lesson 10.
+token comes out the same (up to rounding; `same_first_token` checks it). Lesson 11.
 
 - `prefix_cache_sweep`: prompts of one length whose first share is a prefix already in the
   cache; time to first token with the prefix recomputed (`ttft_full_s`) and reused

@@ -38,7 +38,7 @@ the step ends by waiting for the device ("waiting for the GPU"), and each catego
 carries the device time of the kernels its ops launched (`device_seconds`).
 
 Measured here (2026-12-03 07:23 UTC; 2-core AMD EPYC; torch 2.13.0+cpu, transformers
-5.24.0; lesson 11 as committed that day, run by `make notebooks NB=11`, nothing else running):
+5.24.0; the remedies lesson as committed that day (then lesson 11, now 13), run by `make notebooks NB=11`, nothing else running):
 
     lm = viz.load_model(device="cpu")
     print(viz.perf.profile_decode_step(lm, context=64, steps=10))      # torch's 2 threads

@@ -29,7 +29,7 @@
 - `sweep`: `sweep_rates`: one at a time, then all at once, then Poisson rates between, repeated,
   stopped where the server saturates → a `LoadSweep` document (medians with intervals).
 - `prefix`: the engine's prefix sharing on and off, per request: tokens reused, hit rate,
-  the engine's time to first token (`measure_prefix_sharing` → `PrefixSharing`; lesson 10).
+  the engine's time to first token (`measure_prefix_sharing` → `PrefixSharing`; lesson 11).
 
 Views: `viz.views` (request_timeline_figure, serving_tradeoff_figure, itl_distribution_figure,
 schedule_figure, page_table_figure). Command line (viz/cli.py): `python -m viz serve`,

@@ -17,7 +17,7 @@ process, once with sharing on and once off, and reads from the recorded schedule
 - `first_token_s`: from the first pass that carried the request to the end of the pass that
   gave its first token — the engine's side of the time to first token (no HTTP, no queue).
 
-Lesson 10.
+Lesson 11.
 """
 
 from __future__ import annotations

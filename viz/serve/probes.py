@@ -219,7 +219,7 @@ def record_schedule(model: Any, prompts: list[list[int]], *, max_new_tokens: int
     then finds the earlier ones' full prompt pages kept for reuse).
     prefix_sharing: the engine's `allow_block_sharing` (on by default, as in
     `transformers serve --continuous-batching`): a new request whose prompt begins with full
-    pages already in the cache shares them instead of recomputing them (lesson 10).
+    pages already in the cache shares them instead of recomputing them (lesson 11).
     Greedy decoding; no EOS stop (every request makes max_new_tokens tokens). Lesson 09.
     """
     from transformers import ContinuousBatchingConfig, GenerationConfig

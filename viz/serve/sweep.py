@@ -38,7 +38,7 @@ median over its runs with a distribution-free confidence interval (`viz.spread.I
 
 **Bounds.** Every run is bounded by `n_requests` and `max_duration_s` (run_load's own bounds),
 and the whole sweep by `budget_s`: no new run starts after that, and the sweep says so.
-Introduced in lesson 09 (Serving many users); `python -m viz load --sweep`;
+Introduced in lesson 10 (Serving many users); `python -m viz load --sweep`;
 `benchmarks/serving.py`.
 """
 
@@ -174,7 +174,7 @@ def sweep_v1_to_v2(d: dict) -> dict:
 
 @dataclass
 class LoadSweep(Document):
-    """A rate sweep: every load and every run of it (`sweep_rates`). Lesson 09."""
+    """A rate sweep: every load and every run of it (`sweep_rates`). Lesson 10."""
 
     KIND: ClassVar[str] = "llm-inference-load-sweep"
     # 2: settings.max_tokens became settings.workload, and so in every run (LoadRun schema 2)

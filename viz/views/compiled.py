@@ -7,7 +7,7 @@ growing cache (the decode loop `viz.record` runs), eager with the static cache, 
 with the static cache; each with its spread (the middle half of the steps) as an error bar.
 The panel's title gives the compile time. `compiled_data` returns the numbers drawn.
 
-On a GPU an eager step's wall time is the host's (`viz.perf.gpu`), so lesson 11 draws the GPU's
+On a GPU an eager step's wall time is the host's (`viz.perf.gpu`), so lesson 13 draws the GPU's
 steps with `graph_step_figure` instead: per model the memory floor, the eager step's kernels
 summed (the GPU's own time) and the step replayed as a CUDA graph; no eager wall.
 """
@@ -116,7 +116,7 @@ def graph_step_data(steps: Sequence[GraphStep]) -> dict[str, Any]:
 def graph_step_figure(steps: Sequence[GraphStep]):
     """Plotly: one panel per model (`viz.perf.graph_steps()`), three bars each: the memory
     floor, the GPU's busy time in the eager step and the CUDA-graph step (ms, with spreads).
-    Lesson 11. Returned, never displayed."""
+    Lesson 13. Returned, never displayed."""
     d = graph_step_data(steps)
     return _panels_of_bars(d["panels"], d["bars"], GRAPH_COLOURS,
                            "a decode step on the GPU without the host: "

@@ -1,4 +1,4 @@
-"""Long contexts on the memory wall: decode step time against the bytes a step reads (lesson 10).
+"""Long contexts on the memory wall: decode step time against the bytes a step reads (lesson 11).
 
 One chart for a `long_decode` sweep (`viz.perf.long_decode_sweep`): across, the bytes one
 step must read (weights + the KV cache at that context); up, the measured step time. Three
@@ -12,7 +12,7 @@ things frame the points, each labelled with its context length:
 - the measured points, with the middle half of their runs as error bars.
 
 The gap between the measured points and the bytes prediction is what the cache costs beyond
-being read once (lesson 10 takes it apart: attention's own time, the cache's copy).
+being read once (lesson 11 takes it apart: attention's own time, the cache's copy).
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def long_decode_parts(sweep: Sweep, context_tokens: int) -> dict[str, float]:
 
 def long_decode_widget(sweep: Sweep):
     """A slider over the sweep's contexts; for each, the step taken apart as a stacked bar
-    (`long_decode_parts`) beside the step over an empty cache. Lesson 10."""
+    (`long_decode_parts`) beside the step over an empty cache. Lesson 11."""
     import ipywidgets as widgets
     import plotly.graph_objects as go
 

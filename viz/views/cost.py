@@ -9,7 +9,7 @@
 - `cost_data(costs)`: the numbers it draws.
 
 Both axes of both panels are logarithmic: the course's CPU and an H200 differ a hundredfold.
-Lesson 09 (what a token costs).
+Lesson 10 (what a token costs).
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ X_TITLES = {"batch size": "batch size (requests decoded together)",
 
 def cost_figure(cost: Any, *others: Cost):
     """Plotly: $ per million tokens (above) and the TPOT p50 each setting costs a user (below)
-    against the batch size / streams, one colour per Cost (module docstring). Lesson 09."""
+    against the batch size / streams, one colour per Cost (module docstring). Lesson 10."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 

@@ -1,5 +1,5 @@
 """Early-exit drafts against the exit layer L and the draft length k, read from the logit lens
-(lesson 12).
+(lesson 14).
 
 A draft that stops after layer L guesses what the logit lens shows at layer L, so one greedy
 trace recorded with `lens=True` says what every (L, k) would do (`viz.perf.lens_drafts`):
@@ -24,7 +24,7 @@ def early_exit_data(trace: Trace, ks: Sequence[int] = (1, 2, 4, 8),
                     measured: Sequence[EarlyExitComparison] = ()) -> dict[str, Any]:
     """The numbers `early_exit_figure` draws: the exit layers (1 .. n_layers - 1), the lens's
     agreement at each, the predicted tokens per full pass and acceptance per k, and the
-    measured comparisons' (L, k, tokens per pass, acceptance). Lesson 12."""
+    measured comparisons' (L, k, tokens per pass, acceptance). Lesson 14."""
     lens = check_lens(check_trace(trace))
     for c in measured:
         if not isinstance(c, EarlyExitComparison):
@@ -52,7 +52,7 @@ def early_exit_figure(trace: Trace, ks: Sequence[int] = (1, 2, 4, 8),
     """Plotly, two panels against the exit layer L: left, the lens's agreement with the final
     token (a single draft's acceptance); right, the tokens per full pass early exit would make
     with k drafts (one line per k), from the lens of `trace` (greedy, `lens=True`). `measured`
-    comparisons are drawn as diamonds. Returns the figure; nothing is displayed. Lesson 12."""
+    comparisons are drawn as diamonds. Returns the figure; nothing is displayed. Lesson 14."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 

@@ -1,7 +1,7 @@
 """Weight formats on the memory wall: time per decode step against the bytes it reads, one
 marker per format and engine (`viz.perf.measure_formats`), beside the memory floor (bytes ÷ the
 machine's measured read bandwidth). A format whose engine crashed (`FormatRun.failures`) has no
-marker: the title names it. Lesson 11."""
+marker: the title names it. Lesson 12."""
 
 from __future__ import annotations
 

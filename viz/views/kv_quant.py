@@ -1,5 +1,5 @@
 """A quantized KV cache on the long-context wall: step time against the bytes it reads, one line
-per cache precision (lesson 10).
+per cache precision (lesson 11).
 
 For a `kv_quant_decode` sweep (`viz.perf.kv_quant_sweep`): across, the bytes one step must
 read at least (weights + the KV cache at its precision, scales included); up, the measured
@@ -32,7 +32,7 @@ def kv_quant_data(sweep: Sweep, peaks: Optional[Peaks] = None,
     then each context): context, bytes (MB), step (ms) with the middle half of its runs; and,
     with `peaks`, the memory floor (ms) at the least and the most bytes drawn. `float_sweep`:
     a `long_decode` sweep (`viz.perf.long_decode_sweep`) drawn as the float32 line, for a
-    kv_quant sweep measured without the float cache (lesson 10)."""
+    kv_quant sweep measured without the float cache (lesson 11)."""
     check_kv_quant_sweep(sweep)
     if len(sweep) < 1:
         raise ValueError("this kv_quant_decode sweep has no rows: measure one")

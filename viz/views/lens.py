@@ -1,4 +1,4 @@
-"""The logit lens: the answer forming layer by layer (lesson 12).
+"""The logit lens: the answer forming layer by layer (lesson 14).
 
 `viz.record(..., lens=True)` applies the model's final norm and output head to the residual
 stream after every layer, at every step (`Trace.lens`, read by `viz.lens`). Three views:
@@ -57,7 +57,7 @@ def _rank_label(rank: int) -> str:
 
 def logit_lens_data(trace: Trace) -> LensData:
     """The lens of every step of `trace` (recorded with `viz.record(..., lens=True)`); a
-    ValueError naming the fix for a trace without one. Lesson 12."""
+    ValueError naming the fix for a trace without one. Lesson 14."""
     lens = check_lens(check_trace(trace))
     ids, probs = lens.ids(), lens.probs()
     label = lambda t: token_label(*lens.token(int(t)))  # noqa: E731
@@ -91,7 +91,7 @@ def logit_lens_figure(trace: Trace):
     input embedding, top = the model's output); colour = the probability of that layer's top-1
     guess; hover = the guess, and the probability and rank of the token finally chosen (the
     top-k of each layer: `logit_lens_step_figure`). A dot marks each layer whose guess is the
-    token finally chosen, a line the first such layer per step. Lesson 12."""
+    token finally chosen, a line the first such layer per step. Lesson 14."""
     import plotly.graph_objects as go
 
     d = logit_lens_data(trace)
@@ -162,7 +162,7 @@ def logit_lens_step_figure(trace: Trace, step: Optional[int] = None):
     guess as a bar of its probability, labelled with the token (vermillion where it is the
     token finally chosen), and the final token's probability per layer as a line.
     step=None: a slider and play button over the steps (no kernel), opening at the first
-    decode step; step=k: that step alone. Lesson 12."""
+    decode step; step=k: that step alone. Lesson 14."""
     import plotly.graph_objects as go
 
     d = logit_lens_data(trace)
@@ -193,7 +193,7 @@ def logit_lens_settle_figure(trace: Trace):
     """Plotly: per step (labelled by its token), the first layer whose top-1 is the token
     finally chosen, and the layer from which every later layer agrees; dotted, the median of
     each over the steps. Where the two lines part, a layer guessed the answer and a later one
-    changed its mind. Lesson 12."""
+    changed its mind. Lesson 14."""
     import statistics
 
     import plotly.graph_objects as go

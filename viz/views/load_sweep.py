@@ -11,7 +11,7 @@
   better; a setting whose line lies above and right of another's beats it at every load.
 
 Each `<view>_figure` returns a plotly figure and displays nothing; `<view>_data` returns the
-numbers it draws. Lesson 09 (Serving many users).
+numbers it draws. Lessons 09 (the Pareto view) and 10 (the rate sweep).
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def _errors(rows: list[dict], key: str) -> dict[str, Any]:
 
 def rate_sweep_figure(sweeps: Any):
     """Plotly: TTFT, TPOT, and goodput beside throughput, against the completed requests per
-    second of each load, one colour per sweep (see the module docstring). Lesson 09."""
+    second of each load, one colour per sweep (see the module docstring). Lesson 10."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 

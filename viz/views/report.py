@@ -58,7 +58,7 @@ SECTIONS = [
      "latency of each step."),
 ]
 COMPARE = ("compare", "Comparison", "This trace (A) beside another (B), on the same scales.")
-# Shown only for a trace recorded with the logit lens (viz.record(..., lens=True); lesson 12).
+# Shown only for a trace recorded with the logit lens (viz.record(..., lens=True); lesson 14).
 LENS = ("lens", "The logit lens", "Each layer's guess of the next token: the model's final "
         "norm and output head applied after every layer. Dots mark the layers whose guess is "
         "the token finally chosen; below, one step layer by layer (move the slider).")

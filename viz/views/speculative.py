@@ -1,5 +1,5 @@
 """The speculative-decoding view: how many tokens each decode pass made with prompt lookup
-(lesson 11) or with early-exit drafts (lesson 12), in one figure.
+(lesson 13) or with early-exit drafts (lesson 14), in one figure.
 
 Plain greedy decode makes exactly one token per forward pass. Prompt lookup checks up to k
 guessed tokens in one pass and keeps the model's own next token plus every guess before the
@@ -78,7 +78,7 @@ def accepted_histogram_figure(comparisons: Comparisons):
     """Plotly: bars of decode passes by the tokens each made with prompt lookup or early-exit
     drafts, one colour per comparison (a list of `LookupComparison`s and
     `EarlyExitComparison`s, or a dict name → comparison). Returns the figure; nothing is
-    displayed. Lessons 11 and 12."""
+    displayed. Lessons 13 and 14."""
     import plotly.graph_objects as go
 
     data = accepted_histogram_data(comparisons)

@@ -13,7 +13,7 @@
 # ---
 
 # %% [markdown]
-# # 09 · Serving many users
+# # 09 · Continuous batching and pages
 #
 # In [06 · Batching](06_batching.ipynb) a batch was B copies of one prompt that started
 # together and ended together, and [08 · The memory wall](08_memory_wall.ipynb) showed what
@@ -25,8 +25,10 @@
 # you would run yourself, with the course model — and talks to it the way any application
 # does: over HTTP, one token at a time as it streams in. You will time requests as their
 # users see them, watch the server's scheduler decide, step by step, who goes into each
-# forward pass (**continuous batching**), and see where each request's KV cache lives
-# (**paged attention**).
+# forward pass (**continuous batching**), see where each request's KV cache lives
+# (**paged attention**), and measure what serving many at once buys and costs against serving
+# one at a time. [10 · Load-testing a server](10_load_testing.ipynb) then loads it the way
+# engineers do.
 
 # %%
 import os
@@ -72,10 +74,9 @@ print(one.summary())
 #   first token — lesson 04's decode step, seen from outside.
 # - **E2E**, end to end: from sending to the last piece.
 #
-# A run of many requests adds **goodput** (DistServe's measure): the requests per second that
-# met a **service-level objective**, a first token within some limit and then a token at least
-# that often on average (TTFT ≤ a limit and TPOT ≤ another). Until the objective is set from
-# your own machine's figures later on, the summaries use TTFT ≤ 1 s and TPOT ≤ 150 ms.
+# A run's summary also counts the requests that met an objective (a first token within 1 s,
+# then a token every 150 ms at most, on average): lesson 10 explains that count, **goodput**,
+# and sets the objective from your own machine's figures.
 
 # %% [markdown]
 # ## See it: a workload, stated the way engineers state it
@@ -302,85 +303,32 @@ viz.compare_prediction(prediction_itl, itl_ratio.median, rel_tol=0.25,
                             "lesson 06's decode step grew from B=4 to B=8")
 
 # %% [markdown]
-# ## Measure it: a rate sweep, up to where the server can't keep up
-#
-# Engineers who load-test a server sweep the **request rate**. First one request at a time:
-# what a user alone gets. Then every request at once: the most requests per second the server
-# can complete. Then requests arriving at random moments (a Poisson process, seeded: the same
-# seed gives the same arrival times) at rates between the two, the lowest first, until the
-# server **saturates**: requests arrive faster than they finish, so each one waits for the work
-# of all those before it, and the wait for a first token grows through the run. The sweep keeps
-# that rate and stops (`sweep_rates`' docstring gives the rule).
-#
-# Serving figures on a shared machine move by tens of percent from one run to the next, so
-# each load runs 3 times. A figure below is the median of the 3, and in brackets its
-# confidence interval: with 3 runs, the lowest and the highest, which enclose the true median
-# with probability 75 %.
-#
-# The objective now comes from your machine: twice what a request alone takes (the p90 TTFT
-# and the p90 TPOT of the one-at-a-time load). A fixed objective would be met by every request
-# on a fast machine and by none on a slow one; this one is met alone, so the sweep shows what
-# company does to it.
-#
-# ✏️ **Predict.** As the rate rises, which limit will the continuous-batching server's
-# requests break first: the first token too late ("TTFT"), the tokens too slow ("TPOT"),
-# "both at once", or "neither"?
-
-# %%
-prediction_first_miss = None  # ← one of serve.MISSES: "TTFT", "TPOT", "both at once", "neither"
-
-# %% tags=["nbval-ignore-output"]
-sweep = serve.sweep_rates(server, n_requests=4, n_rates=2, repeats=3, workload=short,
-                          max_duration_s=60, budget_s=120, progress=False)
-print(sweep)
-
-# %% tags=["nbval-ignore-output"]
-first_miss = sweep.first_miss()
-print(first_miss)
-viz.compare_prediction(prediction_first_miss, first_miss, options=list(serve.MISSES),
-                       hint="with continuous batching a new request joins the very next pass; "
-                            "what does each pass then carry, compared with a pass of one?")
-
-# %% [markdown]
-# Then 8 requests arriving at random, 2 per second on average, judged by that objective.
-#
-# ✏️ **Predict again.** Of these 8 random arrivals, how many will the one-at-a-time server
-# serve within the objective, compared with continuous batching?
-
-# %%
-prediction_goodput = None  # ← "fewer", "about as many" or "more"
-
-# %% tags=["nbval-ignore-output"]
-slo = sweep.slo  # twice a request alone: derived from the sweep's one-at-a-time load
-arrivals = dict(rate=2.0, n_requests=8, workload=short, seed=1, slo=slo, max_duration_s=60,
-                progress=False)
-random_batched = serve.run_load(server, **arrivals)
-print(random_batched.summary())
-server_peak = server.peak_rss_bytes()
-server.stop()
-
-# %% [markdown]
-# The one-at-a-time server, with exactly the same loads (the first server was stopped to
+# The one-at-a-time server, with exactly the same loads (the first server is stopped first, to
 # stay within a Binder session's 2 GB):
 
 # %% tags=["nbval-ignore-output"]
-single = serve.serve(continuous_batching=False, record=True)
+server_peak = server.peak_rss_bytes()
+server.stop()
+single = serve.serve(continuous_batching=False)
 alone = serve.sweep_load(single, **loads)
-random_alone = serve.run_load(single, **arrivals)
-single_sweep = serve.sweep_rates(single, n_requests=4, n_rates=1, workload=short, slo=slo,
-                                 max_duration_s=60, budget_s=60, progress=False)
 single_peak = single.peak_rss_bytes()
 single.stop()
-print(random_alone.summary())
-print(single_sweep)
+for r in alone:
+    print(f"one at a time, {r.load_label}: {r.summary().output_tokens_per_s:.1f} tokens/s")
 
 # %% [markdown]
-# Both sweeps on one chart, against the requests per second each load completed. Where the
-# solid goodput line leaves the dotted throughput line, requests start to miss the objective;
-# ✕ marks a saturated rate. (The one-at-a-time sweep ran each load once: it has no bars.)
+# A run's tokens per second is one figure; its spread below comes from its requests' paces
+# (the middle half of each server's TPOTs), and where it reaches across a boundary of the
+# three answers, either side counts.
 
 # %% tags=["nbval-ignore-output"]
-views.rate_sweep_figure([sweep, single_sweep])
+ratio = serve.throughput_ratio(batched[-1], alone[-1])  # 8 streams: batched ÷ one at a time
+measured_ratio = serve.band(ratio, [1.5, 4], ["under 1.5×", "1.5× to 4×", "more than 4×"])
+print(f"at 8 streams continuous batching made ×{ratio.median:.1f} ({ratio.low:.1f}–"
+      f"{ratio.high:.1f}) the tokens per second: {measured_ratio}")
+viz.compare_prediction(prediction_ratio, measured_ratio,
+                       options=["under 1.5×", "1.5× to 4×", "more than 4×"],
+                       hint="one-at-a-time decodes one request per weight read; lesson 06")
 
 # %% [markdown]
 # ## Measure it: a second engine, llama.cpp
@@ -437,54 +385,6 @@ else:
 
 # %% tags=["nbval-ignore-output"]
 views.pareto_figure([alone, batched] + ([llama_runs] if llama_runs else []))
-
-# %% [markdown]
-# A run's tokens per second is one figure; its spread below comes from its requests' paces
-# (the middle half of each server's TPOTs), and where it reaches across a boundary of the
-# three answers, either side counts.
-
-# %% tags=["nbval-ignore-output"]
-ratio = serve.throughput_ratio(batched[-1], alone[-1])  # 8 streams: batched ÷ one at a time
-measured_ratio = serve.band(ratio, [1.5, 4], ["under 1.5×", "1.5× to 4×", "more than 4×"])
-print(f"at 8 streams continuous batching made ×{ratio.median:.1f} ({ratio.low:.1f}–"
-      f"{ratio.high:.1f}) the tokens per second: {measured_ratio}")
-viz.compare_prediction(prediction_ratio, measured_ratio,
-                       options=["under 1.5×", "1.5× to 4×", "more than 4×"],
-                       hint="one-at-a-time decodes one request per weight read; lesson 06")
-
-# %% tags=["nbval-ignore-output"]
-met = {"one at a time": random_alone.summary().n_met_slo,
-       "continuous batching": random_batched.summary().n_met_slo}
-print(f"met the objective ({slo}): {met}")
-gap = met["one at a time"] - met["continuous batching"]  # of 8 requests
-measured_goodput = "about as many" if abs(gap) <= 1 else "more" if gap > 0 else "fewer"
-viz.compare_prediction(prediction_goodput, measured_goodput,
-                       options=["fewer", "about as many", "more"],
-                       hint="the objective has two limits: which one does queueing break, "
-                            "and which one does a crowded pass break? (within 1 of 8 counts "
-                            "as about as many)")
-
-# %% [markdown]
-# A server can miss the objective in two ways. One at a time, requests queue behind each
-# other, so a request's TTFT grows with its place in the queue; with continuous batching,
-# every pass carries the whole batch, so each request's TPOT can grow instead. Which limit did
-# each server's requests break, on your machine? (A fast enough machine meets both with
-# either server; a slow one can miss both.)
-
-# %% tags=["nbval-ignore-output"]
-for name, r in [("one at a time", random_alone), ("continuous batching", random_batched)]:
-    done = [q for q in r.requests if q.ok]
-    late = sum(q.ttft_s > slo.ttft_s for q in done)
-    slow = sum(q.tpot_s is not None and q.tpot_s > slo.tpot_s for q in done)
-    print(f"{name:>20}: {len(done)} completed; first token too late {late}, "
-          f"tokens too slow {slow}, met both {r.summary().n_met_slo}")
-
-# %% [markdown]
-# The one-at-a-time timeline shows the queue: requests wait (grey) behind each other, whatever
-# their own size.
-
-# %% tags=["nbval-ignore-output"]
-views.request_timeline_figure(random_alone)
 
 # %% [markdown]
 # ## Understand it: where the extra wait went
@@ -630,116 +530,9 @@ viz.compare_prediction(prediction_path, larger, options=["the code path", "the p
 # the process add), the passes with prompt chunks, and the way to the client, as printed.
 
 # %% [markdown]
-# ## Measure it: what a token costs
-#
-# Whoever runs a server pays for the machine by the hour, whether it computes or waits. Shared
-# over the tokens it makes in that hour, a token costs
-#
-#     $ per million tokens = price per hour ÷ (tokens per second × 3,600) × 1,000,000
-#
-# The price per hour is yours to type: what your machine costs you. `perf.EXAMPLE_PRICES` holds
-# two examples to start from, with where they come from — examples, not today's prices.
-
-# %%
-price = perf.EXAMPLE_PRICES["cpu-vm"].per_hour  # ← type your machine's $ per hour instead
-for name, example in perf.EXAMPLE_PRICES.items():
-    print(f"{name}: ${example.per_hour:.2f} an hour for {example.machine} "
-          f"(an example: {example.source}; {example.as_of})")
-
-# %% [markdown]
-# Providers price a prompt's tokens (**input**) apart from the answer's (**output**). The
-# server recorded every pass, so the two can be timed apart: a pass that carried prompt chunks
-# and nothing else computed a whole prompt at once (lesson 03), while each pass of the answer
-# made one token per request (lesson 04). The output price below is *all-in*: the run's every
-# second — prefills, idle moments, HTTP — shared over its answers' tokens.
-#
-# ✏️ **Predict.** At 1 stream, how many times cheaper than an output token will an input token
-# be on this server?
-
-# %%
-prediction_input = None  # ← "under 10×", "10× to 100×" or "more than 100×"
-
-# %% tags=["nbval-ignore-output"]
-bill = perf.cost(batched, price)  # the continuous-batching runs at 1, 4 and 8 streams
-print(bill)
-
-# %% tags=["nbval-ignore-output"]
-one = bill.rows[0]  # 1 stream
-cheaper = one.output_per_mtok / one.input_per_mtok  # medians, and the worst case of spreads
-measured_input = viz.band(cheaper, [10, 100], ["under 10×", "10× to 100×", "more than 100×"])
-print(f"at 1 stream an input token cost ×{cheaper.median:.0f} ({cheaper.low:.0f}–"
-      f"{cheaper.high:.0f}) less than an output token: {measured_input}")
-viz.compare_prediction(prediction_input, measured_input,
-                       options=["under 10×", "10× to 100×", "more than 100×"],
-                       hint="compare the prefill speed of lesson 03 (prompt tokens per second) "
-                            "with the tokens per second a stream decodes")
-
-# %% [markdown]
-# Batching's bargain, priced. Above: $ per million tokens against the requests decoded
-# together — the server's loads, lesson 06's loop as timed above (`ordinary`), and the shipped
-# references: this course's CPU, and an H200 serving Llama-3.1-8B at the H200's example price.
-# Below: what each setting costs each user, the time between two of their tokens. Moving right,
-# a token gets cheaper and each user waits longer for it.
-
-# %% tags=["nbval-ignore-output"]
-mine = perf.cost(ordinary, price)
-h200 = perf.cost(perf.gpu_reference("busy-sweep", "llama-3.1-8b"), perf.EXAMPLE_PRICES["h200"],
-                 prefill=perf.gpu_reference("prompt-sweep", "llama-3.1-8b"))
-cpu = perf.cost(perf.load_reference("cpu-batch-sweep"), price)
-for c in (mine, cpu, h200):
-    print(f"{c.name}: {c.verdict()}")
-views.cost_figure(bill, mine, cpu, h200)
-
-# %% [markdown]
-# Money is one cost of a token; energy is another. Where the machine exposes an energy
-# counter — RAPL on Intel and recent AMD CPUs, NVML on NVIDIA GPUs — `perf.energy_meter`
-# reads it around a measurement. Most cloud VMs expose none: then the cell says so, and no
-# number is made up.
-
-# %% tags=["nbval-ignore-output"]
-prompt = perf.prompt_of_length(lm.tokenizer, ctx)
-with perf.energy_meter("cpu") as meter:  # "cuda" on an NVIDIA GPU (pip install nvidia-ml-py)
-    perf.generate_batch(lm, [prompt] * 4, 8)  # 4 requests, 8 tokens each
-print(meter.energy.text(tokens=4 * 8))
-
-# %% [markdown]
-# ## Past one machine
-#
-# Everything above used one client and one server on your machine. The same client speaks to
-# the servers people deploy — vLLM, SGLang, llama.cpp's server, Ollama, TGI — because they
-# all offer the same OpenAI-compatible streaming API, and vLLM and SGLang schedule with
-# continuous batching over a paged KV cache, as here, with GPU kernels. To measure one, start
-# it (on a GPU machine for vLLM and SGLang):
-#
-# ```bash
-# vllm serve HuggingFaceTB/SmolLM2-135M-Instruct --port 8000          # API at http://HOST:8000/v1
-# python -m sglang.launch_server --model-path HuggingFaceTB/SmolLM2-135M-Instruct --port 30000
-# llama-server -m SmolLM2-135M-Instruct.Q4_1.gguf --port 8080         # llama.cpp, CPU or GPU
-# ollama pull smollm2:135m && ollama serve                             # API at http://HOST:11434/v1
-# ```
-#
-# and point this lesson's code at it. viz refuses machines other than this one unless you
-# say so with `allow_remote=True`:
-#
-# ```python
-# sweep = serve.sweep_rates("http://gpu-box:8000/v1", allow_remote=True, n_requests=200,
-#                           n_rates=6, repeats=3, out="vllm-sweep.json")
-# views.rate_sweep_figure(sweep)
-# ```
-#
-# or from a terminal: `python -m viz load http://gpu-box:8000/v1 --allow-remote --sweep
-# --n-requests 200 --repeats 3 -o vllm-sweep.json`, then `python -m viz report
-# vllm-sweep.json` for one HTML file that opens offline. The GPU this course was lent once
-# (the GPU reference of lessons 03, 04, 06, 07, 08 and 11) ran its measurements in one process, with no server, so the course
-# ships no server measured on a GPU: the commands are shown, not run. Your own numbers, saved
-# with `-o`, are the reference.
-
-# %% [markdown]
 # ## Where next
 #
-# [10 · Long contexts and prefix caching →](10_long_context.ipynb): when the prompt is
-# thousands of tokens long, attention and the KV cache set the pace, and pages like the ones
-# shared above save the prefill of whatever prompts have in common. From there:
-# [06 · Batching](06_batching.ipynb) and [08 · The memory wall](08_memory_wall.ipynb) explain
-# what each forward pass of a server costs; the `viz.serve` functions measure any
-# OpenAI-compatible server you can reach.
+# [10 · Load-testing a server →](10_load_testing.ipynb): requests that arrive at random, a
+# rate sweep up to where the server cannot keep up, an objective set from your machine's
+# figures, and what a token costs. From there, [11 · Long contexts](11_long_context.ipynb)
+# shows pages like the ones shared above saving the prefill of whatever prompts have in common.

@@ -13,7 +13,7 @@
 # ---
 
 # %% [markdown]
-# # 10 · Long contexts and prefix caching
+# # 11 · Long contexts and prefix caching
 #
 # The prompts in this course so far were short: a question, a few hundred tokens of filler.
 # Real conversations are not. A chat carries a system prompt, perhaps a document, and every
@@ -287,7 +287,7 @@ print("here the int4 cache's fewer bytes " + (
 # %% [markdown]
 # Fewer bytes buy time only where a kernel reads them as they are, or where reading float32
 # costs more than turning the small numbers back into it: the lesson of
-# [08](08_memory_wall.ipynb) and [11](11_remedies.ipynb) for the weights (lesson 08's int8
+# [08](08_memory_wall.ipynb) and [12](12_fewer_bytes.ipynb) for the weights (lesson 08's int8
 # weights, dequantized before every product, made the step slower too), told again for the
 # cache. What a quantized cache buys without such a kernel is memory: the bytes per token
 # counted above, so that many times more conversations fit in the count below.
@@ -490,8 +490,9 @@ print(f"the first two prompts share their first {common} token ids; the engine r
 #
 # ## Where next
 #
-# Back to [09 · Serving many users](09_serving.ipynb) to see pages shared across requests in
+# Back to [09 · Continuous batching and pages](09_continuous_batching.ipynb) to see pages shared across requests in
 # the scheduler's own record, or to [08 · The memory wall](08_memory_wall.ipynb): at long
 # contexts the KV cache joins the weights among the bytes every step reads.
-# Next, [11 · Remedies →](11_remedies.ipynb): fewer bytes, less overhead and more tokens per
-# pass, each measured.
+# Next, [12 · Fewer bytes →](12_fewer_bytes.ipynb): the same weights in smaller number formats,
+# and the kernels that read them; then [13](13_less_overhead.ipynb): less overhead and more
+# tokens per pass.

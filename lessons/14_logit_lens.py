@@ -13,10 +13,10 @@
 # ---
 
 # %% [markdown]
-# # 12 · The logit lens: where the answer forms, and a draft from it
+# # 14 · The logit lens: where the answer forms, and a draft from it
 #
-# [11 · Remedies](11_remedies.ipynb) measured speculative decoding with prompt lookup, and
-# left one form out: a small **draft model** guessing for any text, because the course has no
+# [13 · Less overhead, more tokens per pass](13_less_overhead.ipynb) measured speculative
+# decoding with prompt lookup, and left one form out: a small **draft model** guessing for any text, because the course has no
 # smaller model that shares this one's vocabulary. This lesson finds one *inside* the model.
 #
 # Every layer adds its result to one running vector per position, the **residual stream**.
@@ -194,7 +194,7 @@ compare_prediction(prediction_speed, early.speedup_verdict,
 #
 # ## Beside prompt lookup
 #
-# Lesson 11's other way to guess, on the same prompt: copy what followed the last words
+# Lesson 13's other way to guess, on the same prompt: copy what followed the last words
 # where they appeared before.
 #
 # ✏️ **Predict.** On this reply (new text, little to copy), which makes more tokens per full
@@ -283,8 +283,10 @@ viz.multiple_choice(answer_change, CHANGES, CHANGES[1],
 # %% [markdown]
 # ## Next
 #
-# This is the last lesson for now. Back to [11 · Remedies](11_remedies.ipynb) (the other
-# remedies and the wall across generations), [08 · The memory wall](08_memory_wall.ipynb)
+# This is the last lesson for now. Back to
+# [13 · Less overhead, more tokens per pass](13_less_overhead.ipynb) (the other remedies),
+# [12 · Fewer bytes](12_fewer_bytes.ipynb) (the wall across generations),
+# [08 · The memory wall](08_memory_wall.ipynb)
 # (why a draft pass costs its bytes) and
 # [02 · Predicting the next token](02_predicting_the_next_token.ipynb) (the head and the
 # softmax that every layer's guess goes through here).
