@@ -23,8 +23,8 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 NBVAL := --nbval --nbval-current-env --nbval-cell-timeout=600 \
 	--nbval-sanitize-with tests/nbval-sanitize.cfg -p tools.nbval_memory -p tools.nbval_tolerance
 
-.PHONY: setup model lab test test-other-kernels test-fast notebooks readme bench browser clean \
-	engines
+.PHONY: setup model lab test test-other-kernels test-fast lint notebooks readme bench browser \
+	clean engines
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -70,7 +70,7 @@ lab: setup
 TEST_WORKERS ?= 2
 XDIST := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder)
 XDIST_ENV := $(if $(filter-out 0,$(TEST_WORKERS)),OMP_WAIT_POLICY=PASSIVE)
-test: setup browser
+test: setup browser lint
 	$(XDIST_ENV) $(BIN)/python -m pytest tests notebooks $(NBVAL) -p tools.nbval_replay \
 		--nbval-replay artifacts/browser/runs --durations=25 $(XDIST)
 	$(MAKE) --no-print-directory test-other-kernels
@@ -89,8 +89,12 @@ test-other-kernels: setup
 	rc=$$?; rm -rf $$measure; exit $$rc
 
 # Only the unit tests (no notebooks, no browser, no Binder build): a quick check while editing.
-test-fast: setup
+test-fast: setup lint
 	$(BIN)/python -m pytest tests -m "not slow"
+
+# ruff over the code, the lessons, the tests and the benchmarks (settings in pyproject.toml).
+lint: setup
+	$(BIN)/python -m ruff check .
 
 # Re-execute every notebook from its source in lessons/ (outputs kept, widget JavaScript
 # dropped, peak memory and run time recorded), then regenerate the README's lesson table.

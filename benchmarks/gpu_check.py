@@ -471,7 +471,7 @@ def host_check(runner: Runner, plan: dict) -> dict:
                 runs[f"launch_s_threads_{n}"].append(launch_probe(1, probe["launches"]).median)
                 runs[f"step_s_threads_{n}"] += steps(probe["host_steps"])
     attention = attention_of(lm)
-    del lm
+    lm = None  # let go (a closure above read it: not `del`)
     result = {"model": config if isinstance(config, str) else config["name"],
               "dtype": plan["dtype"], "attention": attention, "cpu": viz.runtime.cpu_name(),
               "cpu_count": os.cpu_count(), "load_average": list(os.getloadavg()),
@@ -591,7 +591,7 @@ def device_busy(runner: Runner, plan: dict, config) -> None:
                 state["token"] = forward(state["token"], cache).argmax(-1, keepdim=True)
 
             r = timed_steps(lm, step, b)
-        del cache
+        cache = None  # let go (a closure above read it: not `del`)
         return {"batch_size": batch, "context_tokens": len(prompt) + b["warmup"] + b["timed"],
                 **r}
 
@@ -599,7 +599,7 @@ def device_busy(runner: Runner, plan: dict, config) -> None:
     small, _ = build(runner, plan, narrow, "(64 wide, for the busy time's fixed cost)")
     fixed = runner.run(f"{narrow['name']}: busy time's fixed cost",
                        lambda: one(small, 1)) if small is not None else None
-    del small
+    small = None  # let go (a closure above read it: not `del`)
     free()
     lm, tag = build(runner, plan, config, "for the device-busy sweep", reserve_s=20)
     if lm is None:
@@ -638,7 +638,7 @@ def device_busy(runner: Runner, plan: dict, config) -> None:
         return runner.save_sweep(s, f"gpu-{tag}-busy-sweep.json")
 
     runner.run(f"{tag}: device-busy sweep", sweep, reserve_s=20)
-    del lm
+    lm = None  # let go (a closure above read it: not `del`)
     free()
 
 
@@ -669,7 +669,7 @@ def compiled_step(runner: Runner, plan: dict, config) -> None:
     runner.run(f"{tag}: compiled step ({c['mode']})", measure, reserve_s=60)
     runner.run(f"{tag}: profile of the compiled step",
                lambda: profile_compiled(runner, lm, tag, c), reserve_s=60)
-    del lm
+    lm = None  # let go (a closure above read it: not `del`)
     free()
 
 
@@ -742,7 +742,7 @@ def profile_compiled(runner: Runner, lm, tag: str, c: dict) -> dict:
         result["compiled_call_wall_s"] = asdict(Spread.of(walls[1:] or walls))
         result["compiled_call_gpu_span_s"] = asdict(Spread.of(spans[1:] or spans)) if spans \
             else None
-        del graph, compiled
+        graph = compiled = None  # let go (a closure above read it: not `del`)
         _clear_compiled()
     if result["compiled"]["kernels_per_step"] == 0 and dev.type == "cuda":
         result["note"] = ("torch.profiler saw no kernel inside the CUDA graph's replays: its "
@@ -805,7 +805,7 @@ def decode_grid(runner: Runner, plan: dict, config) -> None:
                  kv_bytes_counted=batch * context * per_token,
                  memory_allocated_bytes=held if cuda else None,
                  memory_peak_bytes=torch.cuda.max_memory_allocated() if cuda else None)
-        del cache, state
+        cache = state = None  # let go (a closure above read it: not `del`)
         free()
         return r
 
@@ -874,7 +874,7 @@ def decode_grid(runner: Runner, plan: dict, config) -> None:
 
     runner.run(f"{tag}: decode against context and batch", grid, reserve_s=30)
     runner.run(f"{tag}: eager vs SDPA attention", attention, reserve_s=20)
-    del lm
+    lm = None  # let go (a closure above read it: not `del`)
     free()
 
 
@@ -944,7 +944,7 @@ def one_config(runner: Runner, plan: dict, config, peaks) -> None:
 
     if peaks is not None and plan["roofline"]:
         runner.run(f"{tag}: roofline", roofline)
-    del lm
+    lm = None  # let go (a closure above read it: not `del`)
     free()
 
 

@@ -239,9 +239,9 @@ print(f"room for {run.schedule.total_pages * run.schedule.page_size:,} tokens in
 #
 # Two budgets limit every pass: its tokens (128 here) and the KV pool (64 pages of 16
 # tokens). A prompt longer than what is left of a pass's budget waits for the next pass, in
-# part or whole: with the workload as it ships, a prompt is ~158 tokens with its template,
+# part or whole: with the workload as it ships, a prompt is ~155 tokens with its template,
 # more than a whole pass. And every request holds its prompt and its answer in pages:
-# 4 × (158 + 24) tokens fit the pool of 1,024; 8 streams of 256-token prompts would not, and
+# 4 × (155 + 24) tokens fit the pool of 1,024; 8 streams of 256-token prompts would not, and
 # requests would then wait for pages while the pass still has room.
 #
 # ✏️ **Predict.** For the workload you set above, which limit held requests back in more

@@ -27,8 +27,11 @@
 import resource
 import time
 
+import ipywidgets as widgets
+
 import viz
 from viz import perf, serve, views
+from viz.views import LinkedView
 
 # %% [markdown]
 # `serve.serve(...)` starts the server on `127.0.0.1` (this machine only), offline, waits until
@@ -49,11 +52,11 @@ print(f"ready after {time.perf_counter() - began:.1f} s; "
 # A run of many requests is judged by its **goodput** (DistServe's measure): the requests per
 # second that met a **service-level objective** (SLO), a first token within some limit and then
 # a token at least that often on average (TTFT ≤ a limit and TPOT ≤ another). One run, 4
-# requests at once, each 64 tokens in and 12 out, judged by an objective picked for now
+# requests at once, each 64 tokens in and 8 out, judged by an objective picked for now
 # (TTFT ≤ 1 s and TPOT ≤ 150 ms): its summary counts them.
 
 # %% tags=["nbval-ignore-output"]
-short = serve.Workload.synthetic(prompt_tokens=64, output_tokens=12)
+short = serve.Workload.synthetic(prompt_tokens=64, output_tokens=8)  # short answers, a quick sweep
 print(serve.run_load(server, concurrency=4, n_requests=4, workload=short, max_duration_s=60,
                      progress=False).summary())
 
@@ -137,6 +140,18 @@ print(single_sweep)
 
 # %% tags=["nbval-ignore-output"]
 views.rate_sweep_figure([sweep, single_sweep])
+
+# %% [markdown]
+# ✏️ **Move the slider** through the continuous-batching server's loads, from one request at a
+# time to all at once: the first run of each, one row per request as in lesson 09 (grey:
+# waiting, blue: prefill, orange: decoding, a tick per piece of text). As the rate rises,
+# where does the grey go — before the first token, or between the ticks?
+
+# %% tags=["nbval-ignore-output"]
+by_load = {p.label: p.runs[0] for p in sweep.by_load()}
+load = widgets.SelectionSlider(options=list(by_load), value=list(by_load)[-1],
+                               description="load", layout={"width": "420px"})
+LinkedView({"load": load}, [load], lambda v: views.request_timeline_figure(by_load[v["load"]]))
 
 # %% tags=["nbval-ignore-output"]
 met = {"one at a time": random_alone.summary().n_met_slo,

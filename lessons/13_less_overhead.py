@@ -202,7 +202,7 @@ prediction_per_pass = None  # ← tokens per decode pass, copying the list
 
 # %% tags=["nbval-ignore-output"]
 tokens = {"copy a list": 40, "write a story": 24}  # the list is ~40 tokens long
-lookups = {name: perf.compare_prompt_lookup(lm, prompt, max_new_tokens=tokens[name], repeats=3)
+lookups = {name: perf.compare_prompt_lookup(lm, prompt, max_new_tokens=tokens[name], repeats=2)
            for name, prompt in perf.LOOKUP_PROMPTS.items()}
 for name, c in lookups.items():
     print(f"— {name}\n{c}")

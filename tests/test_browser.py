@@ -353,11 +353,14 @@ def move_slider(page, slider) -> None:
 
 
 def move_plotly_slider(page, plot) -> None:
-    """Click a plotly figure's slider rail at 70% of its length: it jumps to that frame."""
+    """Click a plotly figure's slider rail far from the frame it shows (at 85% of its length
+    when that frame is in the first half, else at 15%): it jumps to that frame."""
     rail = plot.locator(".slider-container .slider-rail-touch-rect").first
     rail.scroll_into_view_if_needed()
     box = rail.bounding_box()
-    rail.click(position={"x": box["width"] * 0.7, "y": box["height"] / 2})
+    early = plot.evaluate("p => { const s = p.layout.sliders[0];"
+                          " return (s.active || 0) < s.steps.length / 2; }")
+    rail.click(position={"x": box["width"] * (0.85 if early else 0.15), "y": box["height"] / 2})
 
 
 def expect_change(page, move, problems: list[str], what: str) -> None:

@@ -188,7 +188,18 @@ def test_schedule_views_on_a_recorded_schedule(make_tiny):
     assert d["used_pages"] == 4 and d["tokens"] == {"req_0": 40, "req_1": 8}
     assert d["wasted_slots"] == 3 * 16 - 40 + 16 - 8
     fig = page_table_figure(schedule, max_frames=4)
-    assert len(fig.frames) <= 4 and len(fig.layout.sliders[0].steps) == len(fig.frames)
+    slider = fig.layout.sliders[0]
+    assert len(fig.frames) <= 4 and len(slider.steps) == len(fig.frames)
+    # it opens at the busiest of its steps (the most pages held; the earliest of a tie)
+    picks = [int(s.label) for s in slider.steps]
+    used = {s: page_table_data(schedule, s)["used_pages"] for s in picks}
+    busiest = min(s for s in picks if used[s] == max(used.values()))
+    assert picks[slider.active] == busiest and used[busiest] > used[0]
+    assert fig.data[0].z == fig.frames[slider.active].data[0].z
+    early = page_table_figure(schedule, start=0)
+    assert early.layout.sliders[0].steps[early.layout.sliders[0].active].label == "0"
+    with pytest.raises(ValueError, match="start must be a step of the schedule, 0 to"):
+        page_table_figure(schedule, start=len(schedule.steps))
     assert len(schedule_figure(schedule).data) > 3
     with pytest.raises(ValueError, match="step must be a whole number from 0 to"):
         page_table_data(schedule, len(schedule.steps))

@@ -8,9 +8,9 @@ The data flows one way: load → record → Trace → views → lessons.
     print(trace.summary())
     trace.save("trace.json")
 
-The three faces a lesson imports from: `viz` (this module: load, record, the Trace, the
-pieces of the decode loop and the exercises), `viz.views` (figures) and `viz.perf`
-(measurements).
+The four faces a lesson imports from: `viz` (this module: load, record, the Trace, the
+pieces of the decode loop and the exercises), `viz.views` (figures), `viz.perf`
+(measurements) and `viz.serve` (a real server, its clients and load runs: lessons 09 and 10).
 """
 
 from viz.version import __version__

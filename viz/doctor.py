@@ -478,7 +478,7 @@ def run_checks() -> Iterator[Check]:
             load, lm = Check("load", FAIL, f"{type(e).__name__}: {e}", FETCH_FIX), None
         yield load
         yield _safely("record", lambda: check_record(lm))
-    del lm
+    lm = None  # let go (a closure above read it: not `del`)
     yield _safely("llama.cpp", check_llamacpp)
     yield _safely("chromium", check_chromium)
     yield _safely("cache", check_cache)

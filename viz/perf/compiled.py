@@ -343,7 +343,7 @@ def measure_compiled_step(lm: LoadedModel, *, prompt: str = PROMPT, new_tokens: 
                     times[way] += seconds
                     made.setdefault(way, tokens)
             graphs = _graphs() - graphs_before
-            del compiled, fns, shared
+            compiled = fns = shared = None  # let go (a closure above read it: not `del`)
             graph = None
             _clear_compiled()
     release_memory()  # hand the compiler's memory back (Binder's 2 GB)

@@ -462,13 +462,14 @@ def _page_caption(schedule: Schedule, step: int, d: dict,
             f"{d['cached_pages']} kept as prefix cache")
 
 
-def _player(picks: list[int]) -> dict[str, Any]:
-    """A slider over the picked steps, right of a play and a pause button."""
+def _player(picks: list[int], active: int = 0) -> dict[str, Any]:
+    """A slider over the picked steps (showing picks[active]), right of a play and a pause
+    button."""
     go_to = lambda duration: {"mode": "immediate", "frame": {"duration": duration,  # noqa: E731
                                                              "redraw": True},
                               "transition": {"duration": 0}, "fromcurrent": True}
     # the slider starts 110 px in, right of the play/pause buttons (as step_controls)
-    return {"sliders": [{"active": 0, "x": 0, "len": 1, "y": 0, "yanchor": "top",
+    return {"sliders": [{"active": active, "x": 0, "len": 1, "y": 0, "yanchor": "top",
                          "pad": {"t": 30, "l": 110}, "currentvalue": {"prefix": "step "},
                          "steps": [{"label": str(s), "method": "animate",
                                     "args": [[str(s)], go_to(0)]} for s in picks]}],
@@ -484,16 +485,25 @@ def _player(picks: list[int]) -> dict[str, Any]:
 
 
 def page_table_figure(schedule: Schedule, names: Optional[dict[str, str]] = None,
-                      max_frames: int = 60):
+                      max_frames: int = 60, start: Optional[int] = None):
     """Plotly: the KV cache's pages as a grid, one cell per page, coloured by the request
     that holds it (grey: free or kept as prefix cache; ◆: shared by several requests through
     a common prefix); a slider and play button step through the schedule (at most
-    `max_frames` evenly spread steps, to keep the figure small). Only the requests in the
-    step are drawn as holders. Lesson 09."""
+    `max_frames` evenly spread steps, to keep the figure small, and `start`). Only the
+    requests in the step are drawn as holders. It opens at step `start` (default: the busiest
+    of those steps, whose requests hold the most pages; a saved picture shows that one).
+    Lesson 09."""
     import plotly.graph_objects as go
 
     _check_schedule(schedule)
     picks = _frame_picks(len(schedule.steps), max_frames)
+    if start is None:
+        start = max(picks, key=lambda s: (page_table_data(schedule, s)["used_pages"], -s))
+    elif isinstance(start, bool) or not isinstance(start, int) \
+            or not 0 <= start < len(schedule.steps):
+        raise ValueError(f"start must be a step of the schedule, 0 to "
+                         f"{len(schedule.steps) - 1}, not {start!r}")
+    picks = sorted(set(picks) | {start})
     number = {rid: _request_number(rid, i) for i, rid in enumerate(schedule.request_ids())}
     colours = palette.CYCLE[:-1] + [palette.YELLOW]
     k = len(colours)
@@ -501,7 +511,7 @@ def page_table_figure(schedule: Schedule, names: Optional[dict[str, str]] = None
     scale = []
     for j, c in enumerate(colours + [WAITING]):
         scale += [[j / (k + 1), c], [(j + 1) / (k + 1), c]]
-    z, who, sx, sy, d0 = _page_grid(schedule, picks[0], number, k, rows)
+    z, who, sx, sy, d0 = _page_grid(schedule, start, number, k, rows)
     fig = go.Figure([
         go.Heatmap(z=z, zmin=0, zmax=k + 1, colorscale=scale, showscale=False, xgap=2, ygap=2,
                    customdata=who, hovertemplate="page %{y}×16+%{x}: request "
@@ -524,8 +534,8 @@ def page_table_figure(schedule: Schedule, names: Optional[dict[str, str]] = None
     fig.update_layout(**plotly_layout(
         f"the paged KV cache: {schedule.total_pages} pages of {schedule.page_size} tokens",
         height=230 + 30 * rows, showlegend=False,
-        annotations=[{**caption, "text": _page_caption(schedule, picks[0], d0, names)}],
-        margin={"l": 40, "r": 20, "t": 90, "b": 120}, **_player(picks)))
+        annotations=[{**caption, "text": _page_caption(schedule, start, d0, names)}],
+        margin={"l": 40, "r": 20, "t": 90, "b": 120}, **_player(picks, picks.index(start))))
     fig.update_xaxes(visible=False, range=[-0.5, PAGES_PER_ROW - 0.5])
     fig.update_yaxes(visible=False, autorange="reversed", range=[rows - 0.5, -0.5])
     return fig
