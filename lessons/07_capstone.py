@@ -154,29 +154,32 @@ for phase, v in verdicts.items():
 #
 # Your prompt was read by one pass over all its tokens. `perf.prompt_length_sweep` times the
 # prefill of prompts of exactly as many tokens as yours, and of four times as many, three
-# times each.
+# times each. Lesson 00 asked how much longer the wait for the first token grows; here the
+# question is the prefill's *rate*, the prompt tokens it reads per second.
 #
-# **Predict.** With a prompt four times as long, how many times longer will the prefill
-# pass take on your machine?
+# **Predict.** With a prompt four times as long, the prefill's tokens per second will be...
 
 # %%
-LONGER = ["under 1.5×", "1.5× to 3×", "3× or more"]
-prediction_longer = None  # ← your guess: one of LONGER, copied exactly
+RATE = ["lower", "about the same (within 15 %)", "higher"]
+prediction_rate = None  # ← your guess: one of RATE, copied exactly
 
 # %% tags=["nbval-ignore-output"]
 k = len(trace.prompt_tokens)
 lengths = perf.prompt_length_sweep(lm, [k, 4 * k], repeats=3, progress=False)
 short, long = lengths.spread("prefill_forward_s")
 times = long / short  # the ratio, with the worst case of both spreads
-longer = LONGER[0] if times.median < 1.5 else LONGER[1] if times.median < 3 else LONGER[2]
+rate = viz.Spread.exact(4) / times  # tokens per second at 4k ÷ at k
+rate_word = viz.band(rate, [0.85, 1.15], RATE)
 print(f"{k} tokens: {short.text(1e3, 'ms')}; {4 * k} tokens: {long.text(1e3, 'ms')}")
-print(f"four times the tokens: ×{times.median:.2f} the time ({times.low:.2f}–{times.high:.2f}×)"
-      f" → {longer}")
+print(f"four times the tokens: ×{times.median:.2f} the time ({times.low:.2f}–{times.high:.2f}×),"
+      f" so ×{rate.median:.2f} the tokens per second ({rate.low:.2f}–{rate.high:.2f}×) → "
+      f"{rate_word}")
 
 # %%
-compare_prediction(prediction_longer, longer, options=LONGER,
+compare_prediction(prediction_rate, rate_word, options=RATE,
                    hint="split a pass into a part that does not grow with its length and a part "
-                        "in proportion to its tokens; a pass of one token is about the first")
+                        "in proportion to its tokens: over how many tokens is the first part "
+                        "spread?")
 
 # %% [markdown]
 # A pass pays part of its time once, whatever its length (the fixed cost, and the weights,
