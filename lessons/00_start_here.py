@@ -56,13 +56,14 @@
 # | [06 · Batching and the throughput/latency trade-off](06_batching.ipynb) | why do several replies at once cost less each? | measure what batching buys in tokens per second and costs in latency; place both phases on a roofline | 04, 05 | 11 min |
 # | [07 · Capstone: your prompt, from text to answer](07_capstone.ipynb) | your prompt, the whole pipeline | follow your own prompt through the whole pipeline on one dashboard | 06 | 7 min |
 # | [08 · The memory wall](08_memory_wall.ipynb) | why is decode speed set by bytes per token? | time models from 12 M to 1.7 B weights and name what limits each step with one rule | 04, 06 | 12 min |
-# | **Going further** | *serving many users, long contexts, the remedies, and what the layers know* | | | |
+# | **Going further** | *serving many users, long contexts, the remedies, what the layers know, and the whole course on one page* | | | |
 # | [09 · Continuous batching and pages](09_continuous_batching.ipynb) | how does a server answer many people at once? | start a real server, watch continuous batching and paged attention pass by pass, and measure what serving many at once buys against one at a time | 06, 08 | 14 min |
 # | [10 · Load-testing a server](10_load_testing.ipynb) | how many users can a server take, and what does a token cost? | load-test a server the way engineers do: random arrivals, a rate sweep to saturation, an objective from your own figures, goodput, and $ per million tokens | 09 | 9 min |
 # | [11 · Long contexts and prefix caching](11_long_context.ipynb) | what changes when the prompt is thousands of tokens long? | measure attention's square in long prompts, the cache's share of a long step, a quantized cache, and prefix caching | 05, 08 | 11 min |
 # | [12 · Fewer bytes](12_fewer_bytes.ipynb) | do fewer bytes per weight make decode faster? | measure one model in six number formats against the memory wall, what they change in the text, and the wall across GPU generations | 08 | 6 min |
 # | [13 · Less overhead, more tokens per pass](13_less_overhead.ipynb) | what else makes decode faster: less overhead, more tokens per pass? | take a decode step apart, compile it, replay it as a CUDA graph (measured on an H200), and measure speculative decoding's tokens per pass | 08, 12 | 10 min |
 # | [14 · The logit lens: where the answer forms, and a draft from it](14_logit_lens.ipynb) | where inside the model does the answer appear, and can the early layers draft it? | watch the answer form layer by layer, and draft tokens with the model's own early layers | 02, 13 | 7 min |
+# | [15 · The whole course on one page](15_the_whole_course.ipynb) | what does the whole course say about my machine? | measure every figure of the course's story again in under a minute and read them on one page: both phases and their limits, the KV cache, batching, the wall, a token's price, and which lever buys the most | 10, 13 | 3 min |
 # <!-- course-map:end -->
 
 # %% [markdown]

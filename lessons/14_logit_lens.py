@@ -283,7 +283,8 @@ viz.multiple_choice(answer_change, CHANGES, CHANGES[1],
 # %% [markdown]
 # ## Next
 #
-# This is the last lesson for now. Back to
+# Last, [15 · The whole course on one page →](15_the_whole_course.ipynb): every figure of
+# the course's story measured again on your machine, side by side. Back to
 # [13 · Less overhead, more tokens per pass](13_less_overhead.ipynb) (the other remedies),
 # [12 · Fewer bytes](12_fewer_bytes.ipynb) (the wall across generations),
 # [08 · The memory wall](08_memory_wall.ipynb)

@@ -146,3 +146,23 @@ def test_a_verdict_prints_as_one_line_a_beginner_can_read():
     for v in (near, far, over, half, floors, compute, broken):
         assert "\n" not in str(v) and len(str(v)) < 180, str(v)
         assert v.details() == v.explain() and len(v.details()) > len(str(v))
+
+
+def test_every_mbu_and_mfu_is_the_one_utilisation_formula():
+    """MBU and MFU are one formula (`viz.perf.regime.utilisation`: floor ÷ time), not one per
+    module: every `mbu`/`mfu` in viz/perf calls it."""
+    import ast
+    from pathlib import Path
+
+    from viz.perf.regime import utilisation
+
+    assert utilisation(20e-3, 44e-3) == pytest.approx(20 / 44)
+    found = []
+    for path in sorted(Path(__file__).parents[1].joinpath("viz", "perf").glob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.FunctionDef) and node.name in ("mbu", "mfu"):
+                body = ast.get_source_segment(source, node)
+                found.append(f"{path.name}:{node.name}")
+                assert "utilisation(" in body, f"{path.name}:{node.lineno} {node.name} has its own formula"
+    assert len(found) >= 6, found  # regime (2), roofline (2), wall, gpu (4)

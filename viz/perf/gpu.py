@@ -62,7 +62,7 @@ from typing import Optional
 from viz.perf.counts import PassCost, decode_cost, prefill_cost
 from viz.perf.peaks import Peaks, peaks_from_machine
 from viz.perf.reference import list_references, load_reference
-from viz.perf.regime import REGIMES, Verdict
+from viz.perf.regime import REGIMES, Verdict, utilisation
 from viz.perf.roofline import Roofline, pass_verdict, point
 from viz.perf.table import Sweep
 from viz.perf.wall import WallRun
@@ -177,12 +177,12 @@ class BusyRow:
     @property
     def mbu(self) -> float:
         """Bytes read per busy second ÷ the measured read bandwidth (medians)."""
-        return self.verdict.memory_floor.median / self.busy.median
+        return utilisation(self.verdict.memory_floor.median, self.busy.median)
 
     @property
     def mfu(self) -> float:
         """FLOPs per busy second ÷ the measured matmul peak (medians)."""
-        return self.verdict.compute_floor.median / self.busy.median
+        return utilisation(self.verdict.compute_floor.median, self.busy.median)
 
 
 def _check_busy(sweep) -> Sweep:
@@ -314,7 +314,7 @@ class PrefillRow:
 
     @property
     def mfu(self) -> float:
-        return self.verdict.compute_floor.median / self.seconds.median
+        return utilisation(self.verdict.compute_floor.median, self.seconds.median)
 
 
 def prefill_rows(sweep: Sweep, peaks: Optional[Peaks] = None,
@@ -369,7 +369,7 @@ class GraphStep:
     @property
     def mbu(self) -> float:
         """The graph step's bandwidth use: memory floor ÷ step (medians)."""
-        return self.memory_floor.median / self.graph.median
+        return utilisation(self.memory_floor.median, self.graph.median)
 
 
 def graph_steps() -> list[GraphStep]:

@@ -37,6 +37,15 @@ NEAR_ROOF = 0.5
 Figure = Union[Spread, float, int]
 
 
+def utilisation(floor_s: float, seconds: float) -> float:
+    """The share of its peak a measured pass reached: its floor (the work at the peak: bytes ÷
+    read bandwidth, or FLOPs ÷ the matmul peak) ÷ the time it took. With the memory floor this
+    is the MBU (model bandwidth utilisation), with the compute floor the MFU: the one formula
+    behind every MBU and MFU in viz.perf (the rule's Verdict, the roofline, the memory wall, the
+    GPU's busy time)."""
+    return floor_s / seconds
+
+
 def check_seconds(name: str, value: Any, positive: bool) -> float:
     """`value` as a float if it is a finite number of seconds (> 0 if `positive`, else >= 0);
     a ValueError naming it otherwise."""
@@ -134,12 +143,12 @@ class Verdict:
     def mbu(self) -> float:
         """The share of the step that reading its bytes at the peak takes: M ÷ t (= bytes ÷
         time ÷ read bandwidth, the model bandwidth utilisation)."""
-        return self.memory_floor.median / self.step.median
+        return utilisation(self.memory_floor.median, self.step.median)
 
     @property
     def mfu(self) -> float:
         """The share of the step its arithmetic at the peak takes: C ÷ t (= MFU)."""
-        return self.compute_floor.median / self.step.median
+        return utilisation(self.compute_floor.median, self.step.median)
 
     def line(self) -> str:
         """The verdict in one line: its word, then the one comparison that decided it, e.g.

@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Optional, Sequence
 
 from viz.perf.counts import PassCost, decode_cost, prefill_cost
 from viz.perf.peaks import Peaks, cached_peaks, peaks_v1_to_v2
-from viz.perf.regime import Figure, Verdict, explain_regime, regime, verdict
+from viz.perf.regime import Figure, Verdict, explain_regime, regime, utilisation, verdict
 from viz.perf.sweeps import batch_size_sweep, prompt_of_length
 from viz.record import record
 from viz.runtime import check_threads, using_threads
@@ -178,11 +178,11 @@ class Roofline(Document):
 
     def mfu(self, p: RooflinePoint) -> float:
         """Model FLOPs utilisation = (flops / seconds) / peak FLOP/s."""
-        return p.achieved_flops_per_s / self.peaks.flops_per_s
+        return utilisation(p.flops / self.peaks.flops_per_s, p.seconds)
 
     def mbu(self, p: RooflinePoint) -> float:
         """Model bandwidth utilisation = (bytes / seconds) / peak bytes/s."""
-        return p.achieved_bytes_per_s / self.peaks.bytes_per_s
+        return utilisation(p.bytes / self.peaks.bytes_per_s, p.seconds)
 
     def bound(self, p: RooflinePoint) -> str:
         """"memory" left of the ridge (I < P / W), "compute" right of it."""

@@ -42,7 +42,7 @@ import numpy as np
 from viz.documents import Document
 from viz.perf.machine import MachinePeaks, machine_peaks
 from viz.perf.regime import (OVERHEAD_SHARE, Verdict, check_seconds, regime,
-                              verdict)
+                              utilisation, verdict)
 from viz.perf.configs import config_spec, from_config, read_config
 from viz.perf.counts import decode_cost
 from viz.runtime import (check_threads, device_name, release_memory, resolve_device,
@@ -474,7 +474,7 @@ class WallRun(Document):
 
     def mbu(self, p: WallPoint) -> float:
         """Model bandwidth utilisation: (bytes ÷ measured time) ÷ read bandwidth."""
-        return p.step_bytes / p.seconds / self.read_bytes_per_s
+        return utilisation(p.step_bytes / self.read_bytes_per_s, p.seconds)
 
     def regimes(self) -> dict[str, str]:
         """label → the rule's word on the medians, for every point."""

@@ -1,0 +1,206 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 15 · The whole course on one page
+#
+# The course told one story. Every reply is made in two phases: **prefill** reads the whole
+# prompt in one parallel pass, and its time is the wait for the first token (TTFT); **decode**
+# makes one token per forward pass, one after another, and its pace is the tokens per second.
+# The **KV cache** keeps each decode pass to one new token's work; **batching** shares each
+# read of the weights among many requests; and decode's speed is set by the **bytes** each
+# token moves — until a fixed cost per pass, or the arithmetic, sets it instead.
+#
+# This last lesson measures every figure of that story again, on your machine, in well under
+# a minute, and puts them on one page, each beside the lesson that took it apart. Two
+# predictions first: by now you know enough to make them.
+
+# %% tags=["nbval-ignore-output"]
+import viz
+from viz import compare_prediction, perf, views
+
+lm = viz.load_model()
+spec = lm.spec
+roof, fixed = perf.cached_peaks(), perf.fixed_cost(spec.n_layers)  # measured once per machine
+print(perf.yardsticks())
+
+# %% [markdown]
+# ## Predict first
+#
+# ✏️ **1.** Three levers raise the course model's tokens per second: **batching** (8 requests
+# share each read of the weights; everyone's tokens per second together, lesson 06),
+# **fewer bytes** (llama.cpp's 4-bit Q4_1 file against float32, one request, lesson 12) and
+# **more tokens per pass** (prompt lookup on a reply that copies a list, one request,
+# lesson 13). Which buys the most on your machine?
+#
+# ✏️ **2.** What sets the pace of decode here: the bytes each token moves ("memory-bound"), the
+# fixed cost every pass pays ("overhead-bound"), or the arithmetic ("compute-bound")?
+
+# %%
+LEVERS = ["batching", "fewer bytes", "more tokens per pass"]
+prediction_lever = None  # ← one of LEVERS, copied exactly
+prediction_decode = None  # ← "memory-bound", "overhead-bound" or "compute-bound"
+
+# %% [markdown]
+# ## See it: one reply, both phases
+#
+# One chat reply of 24 tokens, step by step (lessons 00 and 04): its first token comes out of
+# the prefill, every later one out of a decode pass.
+
+# %% tags=["nbval-ignore-output"]
+PROMPT = "Explain in three sentences why the sky is blue."
+trace = viz.record(lm, PROMPT, chat=True, max_new_tokens=24, embeddings=False)
+views.explorer_figure(trace)
+
+# %% [markdown]
+# ## Measure it: the two phases, and what limits each
+#
+# The prefill of that prompt timed four more times, every decode step of the reply, each
+# pass's work counted, and the rule of lessons 03, 04 and 08 applied with this machine's
+# peaks and fixed cost:
+
+# %% tags=["nbval-ignore-output"]
+again = [viz.record(lm, PROMPT, chat=True, max_new_tokens=1, embeddings=False)
+         for _ in range(4)]
+prefill_s = viz.Spread.of([t.timing.prefill_forward_s for t in [trace] + again])
+step_s = trace.decode_step_spread
+prefill = perf.prefill_cost(spec, len(trace.prompt_tokens))
+step = perf.decode_cost(spec, trace.steps[-1].seq_len)
+verdicts = {"prefill": perf.pass_verdict(prefill.flops, prefill.bytes, prefill_s, roof, fixed),
+            "decode": perf.pass_verdict(step.flops, step.bytes, step_s, roof, fixed)}
+for phase, v in verdicts.items():
+    print(f"{phase}: {v.line()}")
+
+# %%
+compare_prediction(prediction_decode, verdicts["decode"], options=list(perf.REGIMES),
+                   hint="the rule's questions in their order: is the fixed cost half the "
+                        "step or more? If not, which floor is longer?")
+
+# %% [markdown]
+# ## Measure it: the three levers
+#
+# Each lever, measured briefly (one round each; the lessons named beside them measure it
+# properly, with repeats):
+#
+# - **batching**: 8 copies of one prompt decoded together against 1 (lesson 06's loop);
+# - **fewer bytes**: the same chat prompt decoded greedily by llama.cpp from the Q4_1 file and
+#   by transformers in float32 (lesson 12; where llama.cpp is not installed, Binder, the
+#   project's reference run stands in, labelled);
+# - **more tokens per pass**: prompt lookup on a reply that copies a list (lesson 13).
+
+# %% tags=["nbval-ignore-output"]
+batch = perf.batch_size_sweep(lm, [1, 8], max_new_tokens=8, progress=False)
+b_step = dict(zip(batch.column("batch_size"), batch.spread("decode_step_s")))
+wait_8 = b_step[8] / b_step[1]  # each request's time per token, ÷ alone
+gains = {"batching": viz.Spread.exact(8) / wait_8}  # everyone's tokens per second, ÷ alone
+
+formats = None
+if "Q4_1" in perf.available_formats():
+    formats = perf.measure_formats(lm, formats=["float32", "Q4_1"], new_tokens=12, repeats=1)
+if formats is None or formats.point("llama.cpp Q4_1") is None:  # no llama.cpp (Binder), or
+    formats = perf.load_reference("cpu-formats")  # it failed: the project's run, labelled
+    print(f"the Q4_1 row is not this machine's: {formats.source}")
+f32, q4 = formats.point("transformers float32"), formats.point("llama.cpp Q4_1")
+gains["fewer bytes"] = f32.step / q4.step
+
+lookup = perf.compare_prompt_lookup(lm, perf.LOOKUP_PROMPTS["copy a list"], max_new_tokens=40,
+                                    repeats=1)
+gains["more tokens per pass"] = lookup.speedup_spread
+
+for lever, g in gains.items():
+    print(f"{lever:>20}: ×{g.median:.2f} ({g.low:.2f}–{g.high:.2f}) the tokens per second")
+print(f"{'':>20}  (batching: each of the 8 requests waits ×{wait_8.median:.2f} per token)")
+
+# %%
+ranked = sorted(gains, key=lambda k: gains[k].median, reverse=True)
+first, second = ranked[0], ranked[1]
+most = (viz.Band(gains[first], viz.TOO_CLOSE, (first, second))
+        if gains[first].overlaps(gains[second]) else viz.Band(gains[first], first))
+compare_prediction(prediction_lever, most, options=LEVERS,
+                   hint="batching divides a weight read among 8; Q4_1 reads ~5.6× fewer bytes "
+                        "with a kernel made for them; prompt lookup makes up to 11 tokens a "
+                        "pass where the reply copies. Which did your lessons 06, 12 and 13 "
+                        "measure largest?")
+
+# %% [markdown]
+# ## Understand it: the course on one page
+#
+# Every figure above, and the few the course counted, in the order the course met them:
+
+# %% tags=["nbval-ignore-output"]
+n_prompt, n_cache = len(trace.prompt_tokens), trace.steps[-1].seq_len
+floor = step.bytes / roof.bytes_per_s  # reading one step's bytes at this machine's read peak
+price = perf.EXAMPLE_PRICES["cpu-vm"].per_hour  # ← your machine's $ per hour
+bill = perf.cost(batch, price)
+lines = [
+    ("tokens", f"your prompt is {n_prompt} tokens with its chat template", "01"),
+    ("prefill", f"one pass over {n_prompt} tokens, {prefill_s.text(1e3, 'ms')}, most of the "
+                f"TTFT ({trace.ttft_s * 1e3:.0f} ms): {verdicts['prefill'].regime}", "03"),
+    ("decode", f"{step_s.text(1e3, 'ms')} a token, {1 / step_s.median:.1f} tokens/s: "
+               f"{verdicts['decode'].regime}", "04"),
+    ("KV cache", f"{spec.kv_bytes_per_token():,} bytes a token; this reply's {n_cache} tokens "
+                 f"{spec.kv_bytes(n_cache) / 1e6:.1f} MB; 8,192 tokens "
+                 f"{spec.kv_bytes(8192) / 1e6:.0f} MB (counted)", "05"),
+    ("batching", f"8 at once: ×{gains['batching'].median:.1f} the tokens/s, each request "
+                 f"×{wait_8.median:.2f} the wait per token", "06"),
+    ("the wall", f"a step reads {step.bytes / 1e6:.0f} MB: {floor * 1e3:.1f} ms at your read "
+                 f"peak ({roof.bytes_per_s / 1e9:.1f} GB/s), {floor / step_s.median:.0%} of "
+                 f"the step; the fixed cost {fixed.median * 1e3:.1f} ms, "
+                 f"{fixed.median / step_s.median:.0%}", "08"),
+    ("a token's price", f"at ${price:.2f} an hour: ${bill.rows[0].output_per_mtok.median:.2f}"
+                        f" per million output tokens alone, "
+                        f"${bill.rows[-1].output_per_mtok.median:.2f} batched by 8", "10"),
+    ("fewer bytes", f"Q4_1: ×{gains['fewer bytes'].median:.1f} the tokens/s of float32, "
+                    f"for ×{f32.weight_bytes / q4.weight_bytes:.1f} fewer bytes", "12"),
+    ("more per pass", f"prompt lookup copying a list: {lookup.lookup.tokens_per_pass:.1f} "
+                      f"tokens a pass, ×{gains['more tokens per pass'].median:.1f} the "
+                      f"tokens/s", "13"),
+]
+print(f"the course on {lm.environment().device_name}, {spec.dtype}:")
+for what, figure, lesson in lines:
+    print(f"  {what:>15}  {figure}  (lesson {lesson})")
+
+# %% [markdown]
+# And the story's one sentence, with your machine's numbers in it:
+
+# %% tags=["nbval-ignore-output"]
+d = verdicts["decode"]
+arithmetic = step.flops / roof.flops_per_s  # one step's FLOPs at this machine's matmul peak
+print(f"Your reply's first token took {trace.ttft_s * 1e3:.0f} ms, almost all of it one "
+      f"prefill pass over {n_prompt} tokens ({verdicts['prefill'].regime}). Each later token "
+      f"took {step_s.median * 1e3:.0f} ms, one decode pass each: reading its "
+      f"{step.bytes / 1e6:.0f} MB at your read peak would take {floor * 1e3:.0f} ms, its "
+      f"arithmetic at your peak {arithmetic * 1e3:.1f} ms, the fixed cost "
+      f"{fixed.median * 1e3:.0f} ms; the rule calls the step {d.regime}. "
+      f"The KV cache kept each pass to one token's work, {spec.kv_bytes_per_token() / 1e3:.0f} kB "
+      f"of keys and values a token; 8 requests at once made ×{gains['batching'].median:.1f} "
+      f"the tokens per second, each waiting ×{wait_8.median:.1f} as long; and "
+      f"{ranked[0]} bought the most: ×{gains[ranked[0]].median:.1f}.")
+
+# %% [markdown]
+# ## Check yourself
+#
+# Both predictions were checked where the measurement came. One more, in words: a small
+# company runs this model on a machine like yours for 20 users who chat at once, and asks
+# which lever to pull first. Answer with the page's numbers: what each lever would buy them,
+# what it would cost each user in waiting, and what it needs (a kernel, a second engine,
+# replies that repeat their prompt). (Answers for teachers: TEACHERS.md.)
+#
+# ## Where next
+#
+# This is the end of the course. To go further: any OpenAI-compatible server through
+# `viz.serve` ([10 · Load-testing a server](10_load_testing.ipynb)), your own model through
+# `viz.load_model(...)` and every lesson again, and the glossary ([GLOSSARY.md](../GLOSSARY.md))
+# and the rule on one page ([RULE.md](../RULE.md)). Back to the beginning:
+# [00 · Start here](00_start_here.ipynb).
