@@ -496,22 +496,23 @@ def page_table_figure(schedule: Schedule, names: Optional[dict[str, str]] = None
     import plotly.graph_objects as go
 
     _check_schedule(schedule)
-    picks = _frame_picks(len(schedule.steps), max_frames)
-    if start is None:
-        start = max(picks, key=lambda s: (page_table_data(schedule, s)["used_pages"], -s))
-    elif isinstance(start, bool) or not isinstance(start, int) \
-            or not 0 <= start < len(schedule.steps):
+    if start is not None and (isinstance(start, bool) or not isinstance(start, int)
+                              or not 0 <= start < len(schedule.steps)):
         raise ValueError(f"start must be a step of the schedule, 0 to "
                          f"{len(schedule.steps) - 1}, not {start!r}")
-    picks = sorted(set(picks) | {start})
     number = {rid: _request_number(rid, i) for i, rid in enumerate(schedule.request_ids())}
     colours = palette.CYCLE[:-1] + [palette.YELLOW]
     k = len(colours)
     rows = (schedule.total_pages + PAGES_PER_ROW - 1) // PAGES_PER_ROW
+    picks = set(_frame_picks(len(schedule.steps), max_frames)) | ({start} - {None})
+    grids = {s: _page_grid(schedule, s, number, k, rows) for s in sorted(picks)}  # each once
+    if start is None:  # the busiest step shown, the earliest of a tie
+        start = max(grids, key=lambda s: (grids[s][4]["used_pages"], -s))
+    picks = list(grids)
     scale = []
     for j, c in enumerate(colours + [WAITING]):
         scale += [[j / (k + 1), c], [(j + 1) / (k + 1), c]]
-    z, who, sx, sy, d0 = _page_grid(schedule, start, number, k, rows)
+    z, who, sx, sy, d0 = grids[start]
     fig = go.Figure([
         go.Heatmap(z=z, zmin=0, zmax=k + 1, colorscale=scale, showscale=False, xgap=2, ygap=2,
                    customdata=who, hovertemplate="page %{y}×16+%{x}: request "
@@ -522,8 +523,7 @@ def page_table_figure(schedule: Schedule, names: Optional[dict[str, str]] = None
     caption = {"x": 0, "y": 1.12, "xref": "paper", "yref": "paper", "showarrow": False,
                "xanchor": "left"}
     frames = []
-    for step in picks:
-        z, who, sx, sy, d = _page_grid(schedule, step, number, k, rows)
+    for step, (z, who, sx, sy, d) in grids.items():
         frames.append(go.Frame(name=str(step),
                                data=[go.Heatmap(z=z, customdata=who), go.Scatter(x=sx, y=sy)],
                                traces=[0, 1],
