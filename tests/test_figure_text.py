@@ -87,6 +87,7 @@ def figures(tiny_gqa) -> dict:
     for p in slower.points:
         p.seconds *= 4
     out["roofline-two"] = views.roofline_figure(slower, roof)
+    out.update(ridge_figures())
     out["layer-diagram"] = views.layer_diagram_figure(real.model, 37, 64)
     out["layer-diagram-short"] = views.layer_diagram_figure(real.model, 13, 20)  # lesson 03
     runs = [perf.generate_batch(tiny_gqa, ["ab"] * b, 5) for b in (1, 4)]
@@ -140,6 +141,39 @@ def figures(tiny_gqa) -> dict:
     mine = perf.load_reference("cpu-batch-sweep")
     mine.label, mine.environment.device_name = LONG_LABEL, LONG_DEVICE
     out["cost-long-labels"] = views.cost_figure(perf.cost(mine, 0.10), cpu_cost)
+    return out
+
+
+def ridge_figures() -> dict:
+    """Rooflines whose ridge annotation sits among the points' labels: a learner's peaks put the
+    ridge anywhere. The learner's roofline (alone, and beside the shipped one as in lesson 06)
+    with its ridge at each prefill point's intensity, and the one CI met: lesson 06's two
+    rooflines with the ridge at 7.76 FLOP/byte, where 'prefill 64' (of the shipped one) sat."""
+    out = {}
+    for p in perf.load_reference("cpu-roofline").points:
+        if p.phase != "prefill" or p.label == "prefill":
+            continue
+        mine = perf.load_reference("cpu-roofline")
+        mine.label = "this machine"
+        mine.peaks.flops_per_s = p.intensity * mine.peaks.bytes_per_s
+        out[f"roofline-ridge-at-{p.label}"] = views.roofline_figure(mine)
+        out[f"roofline-two-ridge-at-{p.label}"] = views.roofline_figure(
+            mine, perf.load_reference("cpu-roofline"))
+    # CI's (a 2-core EPYC): its peaks and passes as lesson 06 measured them
+    seen = perf.load_reference("cpu-roofline")
+    seen.label = "this machine"
+    seen.peaks.flops_per_s, seen.peaks.bytes_per_s = 97605546032.37, 12585926329.25
+    passes = [("prefill", "prefill", 4.05499, 15557466068.0), ("prefill 32", "prefill", 12.7646,
+              25835614064.4), ("prefill 128", "prefill", 51.0909, 39509679040.1),
+              ("decode", "decode", 0.501065, 5436216349.5), ("decode B=1", "decode", 0.501236,
+              5611644097.9), ("decode B=2", "decode", 1.0011, 6790440137.7), ("decode B=4",
+              "decode", 1.99672, 12683823684.3), ("decode B=8", "decode", 3.97172,
+              17030757573.8), ("decode B=16", "decode", 7.85798, 27112994562.9)]
+    seen.points = [perf.RooflinePoint(label=label, phase=phase, batch=1, input_tokens=1,
+                                      context_tokens=1, flops=y * 0.1, bytes=y * 0.1 / x,
+                                      seconds=0.1) for label, phase, x, y in passes]
+    out["roofline-two-as-ci-saw"] = views.roofline_figure(
+        seen, perf.load_reference("cpu-roofline"))
     return out
 
 

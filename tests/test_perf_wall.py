@@ -602,7 +602,8 @@ def test_no_roofline_label_covers_the_ridge_annotation():
     # point just below the ridge's corner. A point there must put its label elsewhere.
     from viz.views.roofline import _label_positions, _ridge_boxes
     from viz.views.base import to_pixels
-    from viz.views.roofline import PLOT_PX
+
+    size = (640, 348)
 
     def data(y):
         return {"x_range": [0.1, 1000.0], "y_range": [1e9, 1e13], "rooflines": [{
@@ -610,11 +611,11 @@ def test_no_roofline_label_covers_the_ridge_annotation():
             "points": [{"label": "prefill 16", "x": 10.0, "y": y}]}]}
 
     d = data(2.5e12)  # just above the corner: where the annotation's text sits
-    (x0, y0, x1, y1), _ = _ridge_boxes(d)
-    px = to_pixels([10.0], 0.1, 1000.0, PLOT_PX[0], log=True)[0]
-    py = to_pixels([2.5e12], 1e9, 1e13, PLOT_PX[1], log=True, flip=True)[0]
+    (x0, y0, x1, y1), _ = _ridge_boxes(d, size)
+    px = to_pixels([10.0], 0.1, 1000.0, size[0], log=True)[0]
+    py = to_pixels([2.5e12], 1e9, 1e13, size[1], log=True, flip=True)[0]
     assert x0 < px < x1 and y0 < py + 20 and py - 20 < y1  # the point is next to the text
-    where = _label_positions(d)[(0, 0)]
+    where = _label_positions(d, size)[(0, 0)]
     w = 0.62 * 11 * len("prefill 16") + 2
     boxes = {"bottom center": (px - w / 2, py + 6, px + w / 2, py + 6 + 14.3),
              "top center": (px - w / 2, py - 6 - 14.3, px + w / 2, py - 6),
@@ -624,7 +625,7 @@ def test_no_roofline_label_covers_the_ridge_annotation():
         b = boxes[where]
         assert not (b[0] < x1 and x0 < b[2] and b[1] < y1 and y0 < b[3]), where
     # far from the ridge, the label takes its usual place
-    assert _label_positions(data(1e10))[(0, 0)] == "bottom center"
+    assert _label_positions(data(1e10), size)[(0, 0)] == "bottom center"
 
 
 # ---- prompt-lookup decoding -------------------------------------------------------------------

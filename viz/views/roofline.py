@@ -23,9 +23,10 @@ from viz.views.text import esc
 
 HEIGHT_PX = 460
 MARGIN_LEFT_PX = 115  # room for "100 GFLOP/s" and the axis title
-# The plot area for placing point labels: a notebook output's plot area is 650-820 px wide;
-# assume the narrow end (points are then closest), so labels placed here never collide.
-PLOT_PX = (640, 320)
+# The plot area's width for placing point labels: a notebook output's plot area is 650-820 px
+# wide; assume the narrow end (points are then closest), so labels placed here never collide
+# (wider, every distance across grows). Its height is the figure's own (`_plot_px`).
+PLOT_WIDTH_PX = 640
 
 
 def flops_text(value: float) -> str:
@@ -101,18 +102,21 @@ def roofline_figure(roofline: Roofline, *others: Roofline):
     import plotly.graph_objects as go
 
     data = roofline_data(roofline, others)
-    positions = _label_positions(data)
-    fig = go.Figure()
     n = len(data["rooflines"])
-    rows = 1
+    titles = [legend_title_lines(r["title"], k, n) for k, r in enumerate(data["rooflines"])]
+    rows = 1 if n == 1 else max(len(lines) + 1 + len({p["phase"] for p in r["points"]})
+                                for lines, r in zip(titles, data["rooflines"]))
+    extra = LEGEND_ROW_PX * (rows - 1)
+    layout = plotly_layout(f"roofline: {data['rooflines'][0]['title']}",
+                           height=HEIGHT_PX + extra,
+                           margin={"l": MARGIN_LEFT_PX, "b": LEGEND_BELOW_PX + extra})
+    positions = _label_positions(data, _plot_px(layout))
+    fig = go.Figure()
     for k, r in enumerate(data["rooflines"]):
         group: dict[str, Any] = {}
         if n > 1:  # one legend column per roofline, under its name
-            lines = legend_title_lines(r["title"], k, n)
             group = {"legendgroup": f"roofline {k}",
-                     "legendgrouptitle": {"text": "<br>".join(esc(s) for s in lines)}}
-            entries = 1 + len({p["phase"] for p in r["points"]})
-            rows = max(rows, len(lines) + entries)
+                     "legendgrouptitle": {"text": "<br>".join(esc(s) for s in titles[k])}}
         index = {id(p): i for i, p in enumerate(r["points"])}
 
         def where(p, k=k, index=index):
@@ -147,10 +151,7 @@ def roofline_figure(roofline: Roofline, *others: Roofline):
                               "%{y:.3g} FLOP/s<br>MFU %{customdata[1]:.1f}% · MBU "
                               "%{customdata[2]:.1f}% · %{customdata[3]}-bound<extra></extra>"))
     y_lo, y_hi = data["y_range"]
-    extra = LEGEND_ROW_PX * (rows - 1)
-    fig.update_layout(**plotly_layout(f"roofline: {data['rooflines'][0]['title']}",
-                                      height=HEIGHT_PX + extra,
-                                      margin={"l": MARGIN_LEFT_PX, "b": LEGEND_BELOW_PX + extra}))
+    fig.update_layout(**layout)
     if n > 1:
         fig.update_layout(legend={"groupclick": "toggleitem", "tracegroupgap": 0,
                                   "valign": "top"})
@@ -177,33 +178,45 @@ def _ridge_lift(k: int) -> float:
     return 25 + 20 * k
 
 
-def _ridge_boxes(data: dict) -> list[tuple[float, float, float, float]]:
+def _plot_px(layout: dict) -> tuple[float, float]:
+    """The plot area (width, height) in pixels the labels are placed in: the narrow end of a
+    notebook's width, and the figure's own height less its margins (the height is exact, so a
+    label placed beside a ridge annotation is beside it in the browser too)."""
+    margin = layout["margin"]
+    return PLOT_WIDTH_PX, layout["height"] - margin["t"] - margin["b"]
+
+
+def _ridge_boxes(data: dict, size_px: tuple[float, float]) -> list[tuple[float, float, float,
+                                                                          float]]:
     """Each ridge annotation's area in plot pixels: its text and the line down to the corner
-    (where the measured points' labels must not go)."""
+    (where the measured points' labels must not go). Plotly centres an arrow's text on the
+    arrow's tail, `_ridge_lift` above the corner; the box is a little larger than the text."""
     (x_lo, x_hi), (y_lo, y_hi) = data["x_range"], data["y_range"]
-    w, h = PLOT_PX
+    w, h = size_px
     out = []
     for k, r in enumerate(data["rooflines"]):
         x = to_pixels([r["ridge"]], x_lo, x_hi, w, log=True)[0]
         y = to_pixels([r["roof_y"][1]], y_lo, y_hi, h, log=True, flip=True)[0]
-        half = (0.62 * RIDGE_FONT_PX * len(_ridge_text(r)) + 4) / 2
-        top = y - _ridge_lift(k) - 1.4 * RIDGE_FONT_PX
-        out.append((x - half, top, x + half, y - _ridge_lift(k) + 0.4 * RIDGE_FONT_PX))
-        out.append((x - 3, top, x + 3, y))  # the line from the text down to the corner
+        half_w = (0.62 * RIDGE_FONT_PX * len(_ridge_text(r)) + 8) / 2
+        half_h = 0.9 * RIDGE_FONT_PX
+        tail = y - _ridge_lift(k)
+        out.append((x - half_w, tail - half_h, x + half_w, tail + half_h))
+        out.append((x - 3, tail, x + 3, y))  # the line from the text down to the corner
     return out
 
 
-def _label_positions(data: dict) -> dict[tuple[int, int], Optional[str]]:
+def _label_positions(data: dict, size_px: tuple[float, float]) -> dict[tuple[int, int],
+                                                                        Optional[str]]:
     """Where each measured point's label goes (None: left out, named on hover), placed so
     that no two labels collide: the roofs' corners, every point and the ridge annotations
-    are obstacles."""
+    are obstacles. size_px: the plot area (`_plot_px`)."""
     pts = [(k, i, p) for k, r in enumerate(data["rooflines"]) for i, p in enumerate(r["points"])]
     (x_lo, x_hi), (y_lo, y_hi) = data["x_range"], data["y_range"]
-    w, h = PLOT_PX
+    w, h = size_px
     xs = to_pixels([p["x"] for _, _, p in pts], x_lo, x_hi, w, log=True)
     ys = to_pixels([p["y"] for _, _, p in pts], y_lo, y_hi, h, log=True, flip=True)
     where = place_labels(list(zip(xs, ys)), [p["label"] for _, _, p in pts], (w, h),
-                         boxes=_ridge_boxes(data))
+                         boxes=_ridge_boxes(data, size_px))
     return {(k, i): pos for (k, i, _), pos in zip(pts, where)}
 
 
