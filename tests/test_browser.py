@@ -288,13 +288,10 @@ def saved_view_problems(page, path: Path) -> list[str]:
                        for o in outs)
         want[i] = (plotly, pictures)
     total = sum(p for p, _ in want.values())
-    try:
-        page.wait_for_function(f"() => document.querySelectorAll("
-                               f"'.jp-Notebook .js-plotly-plot svg.main-svg').length >= {total}",
-                               timeout=30_000, polling=250)
-    except Exception:
-        pass  # counted below, cell by cell
-    page.wait_for_timeout(2500)  # a widget with no saved state gives up after ~2 s
+    wait_for_plots(page, total)
+    if any("application/vnd.jupyter.widget-view+json" in o.get("data", {})
+           for cell in cells if cell.cell_type == "code" for o in cell.get("outputs", [])):
+        page.wait_for_timeout(2500)  # a widget with no saved state gives up after ~2 s
     problems = []
     located = page.locator(".jp-Notebook .jp-Cell")
     for i, (plotly, pictures) in want.items():
@@ -310,6 +307,17 @@ def saved_view_problems(page, path: Path) -> list[str]:
             problems.append(f"saved cell {i}: a widget shows 'model not found' before running: "
                             "run `make notebooks` (it adds the widget's picture)")
     return problems
+
+
+def wait_for_plots(page, n: int, timeout_s: float = 30) -> None:
+    """Until n plotly figures are drawn in the notebook (or timeout_s: the checks after this
+    count them, cell by cell, and say which are missing)."""
+    try:
+        page.wait_for_function(f"() => document.querySelectorAll("
+                               f"'.jp-Notebook .js-plotly-plot svg.main-svg').length >= {n}",
+                               timeout=timeout_s * 1000, polling=250)
+    except Exception:
+        pass
 
 
 def open_notebook(page, base: str, token: str, name: str) -> None:
@@ -409,11 +417,13 @@ def test_lesson_runs_in_the_browser(path, browser, lab):
         pid = kernel_pid(base, token)
         meter = PeakRSS(pid) if pid else None  # the kernel and what it starts (lessons 09 and 10)
         menu(page, "Run", "Run All Cells")
-        page.wait_for_timeout(1000)
+        # (cleared cells show no number: RUN_DONE_JS cannot see the run done before it began)
         page.wait_for_function(RUN_DONE_JS, timeout=RUN_ALL_TIMEOUT_S * 1000, polling=500)
         run_s = time.monotonic() - t0
         peak = meter.stop() if meter else 0
-        page.wait_for_timeout(1500)  # let plots and widgets finish drawing
+        # let plots and widgets finish drawing
+        wait_for_plots(page, sum(e["plotly"] for e in expected.values()))
+        page.wait_for_timeout(300)
         if replay_dir() is not None:  # nbval compares this run instead of running it again
             if not meter:
                 problems.append("could not find the kernel's process to measure its memory")

@@ -240,23 +240,29 @@ def test_lens_table_and_bad_layers(looked):
 
 
 # ---- the command line ------------------------------------------------------------------------
-def test_cli_lens_reads_a_trace_and_refuses_bad_input(looked, tmp_path):
+def test_cli_lens_reads_a_trace_and_refuses_bad_input(looked, tmp_path, capsys):
+    from viz.cli import main
+
     path = looked.save(tmp_path / "lens.json")
     proc = run_cli(tmp_path, "lens", str(path), "--exit-layer", "2", "--draft-tokens", "2")
     assert proc.returncode == 0, proc.stderr
     assert "logit lens of tiny-gqa" in proc.stdout and "L=2" in proc.stdout
     assert "tokens per full pass" in proc.stdout
+    # a process refusing bad input: exit status 2, one line, no traceback
+    proc = run_cli(tmp_path, "lens", str(tmp_path / "none.json"))
+    assert proc.returncode == 2 and "no trace file" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+    # the other refusals through the same entry point, in this process (a child each: ~4 s)
     plain = viz.record(spread_model(), "ab", max_new_tokens=3).save(tmp_path / "plain.json")
     for args, message in [((str(plain),), "no logit lens"),
                           ((str(path), "--exit-layer", "4"), "exit_layer must be a layer "
                                                              "number from 1 to 3"),
                           ((str(path), "--draft-tokens", "0", "--exit-layer", "2"),
                            "draft_tokens must be a whole number >= 1"),
-                          ((str(tmp_path / "none.json"),), "no trace file"),
                           ((), "give a trace file")]:
-        proc = run_cli(tmp_path, "lens", *args)
-        assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
-        assert "Traceback" not in proc.stderr
+        assert main(["lens", *args]) == 2, args
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, (args, err)
 
 
 @pytest.mark.real_model  # in a child process: the fixture cannot mark it
