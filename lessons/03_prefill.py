@@ -15,16 +15,13 @@
 # %% [markdown]
 # # 03 · Prefill
 #
-# Before a model can write a single word, it has to read your prompt. It does that in
-# **one** forward pass over all the prompt's tokens together: the *prefill*. The pass ends
-# with a score for every possible next token, so the first token of the reply is chosen
-# straight away. The wait until that first token appears is called the **time to first
-# token (TTFT)**.
+# Before writing a word, a model reads your prompt in **one** forward pass over all its
+# tokens, the *prefill*, which ends with a score for every possible next token. The wait until
+# the reply's first token appears is the **time to first token (TTFT)**.
 #
-# In this lesson you will see the prompt go in all at once, check that one pass over N tokens
-# gives what N separate passes would (the same up to rounding), measure how TTFT grows with
-# the prompt's length on your machine, and count the arithmetic it does and the bytes it
-# reads, to find which of the two limits it on your machine, and on a GPU.
+# You will check that one pass over N tokens gives what N separate passes would, time TTFT
+# against prompt length, and find whether arithmetic or memory limits a prefill, here and on a
+# GPU.
 
 # %%
 import numpy as np
@@ -38,8 +35,7 @@ spec = lm.spec
 _ = viz.record(lm, "Hello", max_new_tokens=2)  # warm-up: the very first pass pays set-up costs
 
 # %% [markdown]
-# Type your own prompt here if you like (keep it short: a few dozen tokens at most, so the
-# cells below stay quick). It is fed to the model as plain text, not as a chat.
+# Try your own prompt (a few dozen tokens at most); it goes in as plain text, not as a chat.
 
 # %%
 my_prompt = "The capital of France is Paris. The capital of Italy is"  # ← try your own
@@ -49,9 +45,8 @@ print(f"{len(trace.prompt_tokens)} prompt tokens → {trace.generated_text!r}")
 # %% [markdown]
 # ## See it: the whole prompt in one pass
 #
-# Each step of the recording says how many tokens its forward pass was fed
-# (`step.input_tokens`). Step 0, the prefill, takes the whole prompt; every later step takes a
-# single token (that is decode, the next lesson).
+# Each step of the recording says how many tokens its pass was fed (`step.input_tokens`): the
+# prefill (step 0) the whole prompt, each later step one token (decode, the next lesson).
 
 # %%
 for s in trace.steps[:4]:
@@ -59,10 +54,9 @@ for s in trace.steps[:4]:
           f"sequence now {s.seq_len:2} tokens, chose {s.token_text!r}")
 
 # %% [markdown]
-# On a time axis (top): a grey bar for tokenizing the text, a blue bar for the prefill
-# pass, and a vertical line where the first token appears: the TTFT. The orange bars after it
-# are decode steps, one token each. Below, each step's latency. Hover over a bar for its
-# duration on your machine. The card and the bars are this one run, with no spread.
+# Top, on a time axis: tokenizing (grey), the prefill (blue), a line at the first token (the
+# TTFT), then one-token decode steps (orange). Below, each step's latency; hover a bar for its
+# duration. One run, with no spread.
 
 # %% tags=["nbval-ignore-output"]
 display(views.summary_html(trace))
@@ -71,11 +65,9 @@ views.timeline_figure(trace)
 # %% [markdown]
 # ### Drag the prompt length
 #
-# What does a longer prompt cost? Move the slider: each new position builds a prompt of
-# exactly that many tokens, runs a real prefill on your machine and adds a point to the
-# chart. The big dot is the prompt you chose last. Each point is a single run, with no spread:
-# a moment when something else used the CPU shows as a point off the curve (the sweep below
-# repeats each length).
+# Each slider position runs a real prefill of exactly that many tokens and adds a point (the
+# big dot: your last choice). Each point is one run, so a busy moment on the CPU shows as a
+# point off the curve; the sweep below repeats each length.
 
 # %%
 import ipywidgets as widgets
@@ -113,34 +105,26 @@ LinkedView({"prompt tokens": length}, [length], prefill_chart)
 # %% [markdown]
 # ## Understand it: one layer, drawn
 #
-# What does one pass compute? The model is a stack of 30 identical layers, and a layer is
-# mostly matrix products: seven with weight matrices, two more inside attention. A prompt of N
-# tokens enters a layer as a matrix **X** with N rows, one per token (each row a token's
-# vector, lesson 01). In the layer's **attention** half, X is multiplied by three weight
-# matrices into each token's **query** (what it looks for), **key** (what it offers to be found
-# by) and **value** (what it hands over). Each query is compared with the keys
-# (`scores = Q·Kᵀ`), a softmax turns each row of scores into weights that add up to 1 (lesson 02's
-# softmax), and those weights mix the values; a fourth weight matrix, **W_o**, joins the heads'
-# mixed values ("attention out" in the figure). Positions enter here (lesson 01: queries and
-# keys are rotated by their positions). The layer's **MLP** half is three more products: the
-# input meets two weight matrices side by side (*gate* and *up*), an element-wise step (SiLU)
-# combines them, and a third matrix (*down*) brings the result back to the model's width.
+# The model stacks 30 identical layers of mostly matrix products: seven with weight matrices,
+# two more inside attention. N prompt tokens enter a layer as a matrix **X** of N rows, one
+# per token's vector (lesson 01). In the **attention** half, three weight matrices turn X into
+# each token's **query** (what it looks for), **key** (what it offers) and **value** (what it
+# hands over). Each query is compared with the keys (`scores = Q·Kᵀ`), a softmax (lesson 02)
+# turns the scores into weights, and these mix the values; a fourth weight matrix, **W_o**,
+# joins the heads' results. Positions enter here too (lesson 01). The **MLP** half: *gate* and
+# *up* side by side, an element-wise SiLU, then *down* back to the model's width.
 #
-# The figure draws one layer to this model's real shapes (sides on a log scale, so that a
-# single row still shows). Left, the prefill of your prompt: every product is matrix ×
-# matrix, and each weight read from memory is used once per prompt token. Right, one step of
-# decode (the next lesson): a single new token, so the weight products become vector ×
-# matrix, each weight used once per read. Its one query meets the keys and values of the
-# tokens before it, which the model kept from earlier passes instead of computing them again:
-# that store, orange here, is the **KV cache** of lesson 05.
+# The figure draws one layer to this model's shapes (log-scale sides). Left, your prefill:
+# matrix × matrix, each weight read used once per prompt token. Right, a decode step: vector ×
+# matrix, each weight used once per read; its query meets the keys and values kept from
+# earlier passes, the **KV cache** (orange) of lesson 05.
 
 # %%
 views.layer_diagram_figure(spec, len(trace.prompt_tokens), trace.steps[-1].seq_len)
 
 # %% [markdown]
-# The same products counted: arithmetic per layer, and how many FLOPs each byte of weights
-# read from memory pays for. Keep the two ratios in mind; the end of this lesson and the next
-# one are about them.
+# Counted: FLOPs per layer, and FLOPs per byte of weights read, the two ratios that the end of
+# this lesson and the next turn on.
 
 # %%
 layer = views.layer_diagram_data(spec, len(trace.prompt_tokens), trace.steps[-1].seq_len)
@@ -151,14 +135,12 @@ for phase in ("prefill", "decode"):
 # %% [markdown]
 # ### One pass, every position at once
 #
-# In the prefill, every layer multiplies the whole matrix of N rows by its weights in one go.
-# Attention is *causal*: the row of token *k* may only look at tokens 0 … *k*, never ahead. So
-# the row of token *k* ends up as it would if the prompt had stopped at token *k* (the same
-# numbers, up to rounding).
+# The prefill multiplies the whole N-row matrix by each layer's weights at once. Attention is
+# *causal*: token *k*'s row sees only tokens 0 … *k*, so it ends up as if the prompt had
+# stopped at token *k* (up to rounding).
 #
-# Let's check that claim. First one forward pass over the whole prompt, keeping the scores
-# (logits) at every position; then N separate passes, each over a prompt one token longer
-# than the last, keeping only each one's final position.
+# To check: one pass over the whole prompt, keeping every position's scores (logits), against
+# N passes, each one token longer, keeping each one's last position.
 
 # %%
 ids, n = torch.tensor([trace.prompt_ids]), len(trace.prompt_ids)
@@ -170,11 +152,11 @@ print(f"one pass: {tuple(together.shape)};  N passes: {tuple(apart.shape)}")
 print("same scores at every position, up to rounding:", torch.allclose(together, apart, atol=1e-3))
 
 # %% [markdown]
-# Same scores at every position, from one pass instead of N. The N passes repeat work (the
-# first tokens go through the layers again in every pass), and each reads all the weights.
+# The N passes repeat work (the first tokens go through every pass), and each reads all the
+# weights.
 #
 # **Predict.** How many times as long as the one pass will the N passes take? (N is your
-# prompt's length: the first number printed above.)
+# prompt's length, the first number printed above.)
 
 # %%
 prediction_passes = None  # ← your guess: (time of the N passes) ÷ (time of the one pass)
@@ -201,8 +183,8 @@ compare_prediction(prediction_passes, passes_x.median, rel_tol=0.25,
 # A ratio near N says a short pass pays much of its time whatever its length; the sweep below
 # measures that part.
 #
-# Only the **last** row matters for the reply: it scores the token that comes after the whole
-# prompt. It should be what the recording saw at step 0, up to rounding:
+# Only the **last** row matters for the reply: it scores the token after the prompt, and
+# should match the recording's step 0:
 
 # %%
 last, step0 = together[-1].numpy(), trace.steps[0]
@@ -212,16 +194,15 @@ print("its best token:", repr(lm.tokenizer.decode(int(last.argmax()))),
       "| the trace chose:", repr(step0.token_text))
 
 # %% [markdown]
-# The other rows are not wasted: while computing them each layer stores the token's keys and
-# values, which decode will reuse (lesson 05). `viz.record` asks the model for the last row's
-# scores only (`logits_to_keep=1`), as Hugging Face's `generate` does; the prefill is written
-# out in [`viz/record.py`](../viz/record.py), step 2 (in a cell, `viz.record??` shows it).
+# The other rows are not wasted: computing them stores each token's keys and values for decode
+# (lesson 05). `viz.record` asks for the last row's scores only (`logits_to_keep=1`), like
+# Hugging Face's `generate`; see [`viz/record.py`](../viz/record.py), step 2.
 
 # %% [markdown]
 # ## Measure it: what TTFT is made of
 #
-# `trace.timing` splits the time to first token into three parts (of this one run): turning
-# the text into ids, the prefill forward pass, and choosing the first token.
+# `trace.timing` splits this run's TTFT into tokenizing, the prefill pass, and choosing the
+# first token.
 
 # %%
 PARTS = ["tokenize", "prefill forward pass", "choose the first token"]
@@ -234,14 +215,12 @@ largest = max(parts, key=parts.get)
 print("largest part:", largest)
 
 # %% [markdown]
-# Turning text into ids and picking one token are cheap next to pushing every prompt token
-# through all the model's layers.
+# Tokenizing and choosing are cheap next to the pass through all the layers.
 #
 # ### TTFT against prompt length
 #
 # `perf.prompt_length_sweep` records a one-token reply to prompts of several exact lengths
-# (after one warm-up run; 3 runs of each, interleaved) and tabulates the medians: TTFT, the
-# prefill pass, prefill tokens per second and arithmetic speed.
+# (after a warm-up; 3 interleaved runs each) and tabulates the medians:
 
 # %% tags=["nbval-ignore-output"]
 sweep = perf.prompt_length_sweep(lm, [16, 32, 64, 128], repeats=3, progress=False)
@@ -249,9 +228,8 @@ print(sweep)
 
 # %% [markdown]
 # Solid lines are yours; each point's bar is its **spread**, the range the middle half of its
-# runs fell in. Dashed lines are a reference shipped with the course
-# (`perf.load_reference("cpu-prompt-sweep")`), recorded on the project's own machine; its label
-# says how (threads, and how busy that shared machine was):
+# runs fell in. Dashed: a reference from the project's own machine
+# (`perf.load_reference("cpu-prompt-sweep")`), recorded as its label says:
 
 # %%
 reference = perf.load_reference("cpu-prompt-sweep")
@@ -263,9 +241,8 @@ from viz.views import sweep_figure
 sweep_figure(sweep, reference)
 
 # %% [markdown]
-# **Left:** TTFT goes up with the prompt's length: more tokens, more work. **Middle:** the
-# prefill's speed in prompt tokens per second, shortest against longest prompt, with their
-# spreads (if your points zig-zag, something else was using the CPU: run the sweep again):
+# The middle chart's speed, in prompt tokens per second, for the shortest and longest prompts
+# (if your points zig-zag, something else used the CPU: run the sweep again):
 
 # %% tags=["nbval-ignore-output"]
 tokens = [int(n) for n in sweep.column("prompt_tokens")]
@@ -278,12 +255,11 @@ print("the longer prompt went through faster per token, beyond the spreads"
       if speed[-1].overlaps(speed[0]) else "the longer prompt went through more slowly")
 
 # %% [markdown]
-# A straight line through the points, TTFT ≈ *a* + *b* · tokens, splits each pass into a part
-# paid once per pass whatever its length (*a*) and a part paid per token (*b*). Where *a* is a
-# large share of a pass, a longer prompt shares it among more tokens, and goes through faster
-# per token. The line is fitted to the medians by least squares, which makes *a* a weighted
-# sum of the points' TTFTs (weights above 0 for short prompts, below 0 for long ones); *a*'s
-# spread is the lowest and highest sum the points' spreads allow:
+# A line through the points, TTFT ≈ *a* + *b* · tokens, splits a pass into a part paid once
+# (*a*) and a part per token (*b*). Where *a* is a large share, a longer prompt spreads it
+# over more tokens and goes faster per token. Fitted to the medians by least squares, *a* is a
+# weighted sum of the points' TTFTs (positive weights for short prompts, negative for long);
+# its spread is the lowest and highest sum their spreads allow:
 
 # %%
 ttft = sweep.spread("ttft_s")  # per length: the median TTFT and its spread
@@ -310,16 +286,14 @@ if a.median <= 0:
 # %% [markdown]
 # ### What limits a prefill: the arithmetic or the reading?
 #
-# Nearly all of a forward pass is matrix products: each weight of a layer is multiplied by
-# each token's numbers once and added to a sum, 2 floating-point operations (FLOPs) per weight
-# per token. The embedding table is not multiplied (a token just picks its row), and the
-# output head scores only the last position. So a prefill of *n* tokens costs about
+# Each weight is multiplied by each token's numbers once and added to a sum: 2 floating-point
+# operations (FLOPs) per weight per token. The embedding table only looks up rows, and the
+# output head scores only the last position, so a prefill of *n* tokens costs about
 #
 # $$\text{FLOPs} \approx 2 \times \text{non-embedding parameters} \times n .$$
 #
-# `perf.prefill_cost` counts them exactly from the model's shape, attention included; for
-# prompts up to a few hundred tokens the rule of thumb is within a few percent (attention's
-# share grows with the prompt's length):
+# `perf.prefill_cost` counts exactly, attention included; up to a few hundred tokens the rule
+# of thumb is within a few percent (attention's share grows with the prompt):
 
 # %%
 non_embedding = spec.n_params - spec.vocab_size * spec.hidden_size
@@ -329,10 +303,9 @@ for n in (16, 128, 256):
           f"counted {perf.prefill_cost(spec, n).flops / 1e9:6.1f} GFLOP")
 
 # %% [markdown]
-# And the bytes it must move? Every weight is read from memory once per pass, whatever the
-# prompt's length; only the few per-token extras (embedding rows, keys and values) grow with
-# it. `perf.prefill_cost` counts those too. Dividing FLOPs by bytes gives the **arithmetic
-# intensity**: how much arithmetic the processor gets to do for each byte it fetches.
+# And the bytes? Every weight is read once per pass, whatever the prompt's length; only a few
+# per-token extras (embedding rows, keys and values) grow with it. The **arithmetic
+# intensity** is FLOPs ÷ bytes: the arithmetic the processor does for each byte it fetches.
 
 # %%
 print(f"{'tokens':>6} {'GFLOP':>8} {'MB moved':>9} {'FLOP per byte':>14}")
@@ -341,22 +314,20 @@ for n in (1, 8, 64, 128, 512):
     print(f"{n:6} {c.flops / 1e9:8.2f} {c.bytes / 1e6:9.1f} {c.intensity:14.1f}")
 
 # %% [markdown]
-# The bytes barely move while the FLOPs grow with the tokens, so the intensity grows in step
-# with the prompt's length. Which limit a pass meets first follows from three measured times
-# (the rule `perf.pass_verdict`, used by every lesson from here on):
+# The bytes barely move, so the intensity grows with the prompt. The rule `perf.pass_verdict`,
+# used from here on, weighs three measured times:
 #
-# - the **memory floor**: its bytes ÷ this machine's read speed (the shortest time the reading
-#   allows);
-# - the **compute floor**: its FLOPs ÷ its peak FLOP/s, the speed of a large matrix product
-#   (the shortest time the arithmetic allows);
-# - the **fixed cost** per pass: a model of the same depth whose layers are only 64 numbers
-#   wide, which has almost nothing to read or compute (`perf.fixed_cost`).
+# - the **memory floor**: bytes ÷ this machine's read speed, the shortest time the reading
+#   allows;
+# - the **compute floor**: FLOPs ÷ peak FLOP/s (a large matrix product's speed), the shortest
+#   time the arithmetic allows;
+# - the **fixed cost** per pass: a model as deep but only 64 numbers wide, with almost nothing
+#   to read or compute (`perf.fixed_cost`).
 #
 # A pass is *overhead-bound* if the fixed cost is at least half its measured time; otherwise
-# *compute-bound* if its compute floor is at least its memory floor, else *memory-bound*. The
-# peaks and the fixed cost are measured once per machine (a few seconds, the first time a
-# lesson asks) and reused, each with its spread; where the spreads straddle one of the rule's
-# lines, it says **too close to call**.
+# *compute-bound* if its compute floor is at least its memory floor, else *memory-bound*. Each
+# time has a spread; where the spreads straddle one of the rule's lines, it says **too close
+# to call**.
 #
 # **Predict.** What will the rule say about the 16-token prefill of your sweep?
 
@@ -384,14 +355,12 @@ compare_prediction(prediction_regime, verdict, options=list(perf.REGIMES),
                         "FLOPs ÷ peak FLOP/s against bytes ÷ read speed")
 
 # %% [markdown]
-# Read the word with the percentages beside it. **MFU** (model FLOPs utilisation) is the
-# share of the pass its arithmetic would take at the peak, **MBU** (model bandwidth
-# utilisation) the share its reading would take at full read speed. A verdict compares the two
-# floors, the *ideal* times; it does not say that the arithmetic units ran flat out. Where
-# both shares are well under half, the printed verdict says so and names the rest: the fixed
-# cost, and kernels running below the roofs. Much of that rest is paid once per pass (the
-# line's *a*); the slope below says how near the peak the per-token arithmetic runs. The
-# two ways of taking the shortest pass apart, side by side:
+# **MFU** (model FLOPs utilisation) is the share of the pass its arithmetic would take at the
+# peak; **MBU** (model bandwidth utilisation), the share its reading would take at full read
+# speed. A verdict compares *ideal* times, not whether the arithmetic units ran flat out.
+# Where both shares are well under half, it names the rest: the fixed cost, and kernels
+# running below the roofs, much of it paid once per pass (the line's *a*). The shortest pass,
+# taken apart both ways:
 
 # %% tags=["nbval-ignore-output"]
 larger = max(verdict.mfu, verdict.mbu)  # the longer floor's share of the pass
@@ -407,18 +376,12 @@ print("most of this pass is a, paid once per pass whatever its length" if a.low 
       "a is about half of this pass, within its spread")
 
 # %% [markdown]
-# The per-token part (*b* × tokens) is each token's arithmetic; *a* holds the fixed cost and
-# much of the rest, the part of a pass no floor accounts for. So the rising speed per token
-# and the verdict tell one story: what a pass pays once is shared by more tokens as the prompt
-# grows, and the verdict's word only says which *floor* is the longer one.
-#
 # ### What *a* is made of
 #
-# A hypothesis: most of *a* − fixed cost is the layers' weight products themselves, whose
-# kernels take nearly as long on a few rows as on many. Each layer multiplies by seven weight
-# matrices (q, k, v, o, gate, up, down). Time those products alone (`perf.kernel_spread`, 5
-# runs), on 2 rows (the fewest a matrix-matrix kernel takes) and on as many rows as the
-# sweep's shortest prompt has tokens, and set them beside *a* − fixed cost:
+# Hypothesis: most of *a* − fixed cost is the weight products, whose kernels take nearly as
+# long on a few rows as on many. Time each layer's seven (q, k, v, o, gate, up, down) alone
+# (`perf.kernel_spread`, 5 runs) on 2 rows (the fewest a matrix-matrix kernel takes) and on as
+# many rows as the shortest prompt has tokens:
 
 # %%
 mats = [m.weight for m in lm.model.model.layers.modules() if isinstance(m, torch.nn.Linear)]
@@ -453,14 +416,12 @@ print(f"2 rows take {flat:.0%} of {tokens[0]} rows' time, and {share:.0%} of a �
     else "the products cost far less on 2 rows: not what a pass pays whatever its length"))
 
 # %% [markdown]
-# The rule's memory floor counts the weights at a plain read's speed; the rates above are what
-# the products' kernels reach on a few rows. Where the last line says the hypothesis holds,
-# that gap is much of the verdict's "kernels running below the roofs", paid however few the
-# tokens.
+# The memory floor counts the weights at a plain read's speed; the rates above are what the
+# kernels reach on a few rows. Where the hypothesis holds, that gap is much of the verdict's
+# "kernels running below the roofs", paid however few the tokens.
 #
-# The slope is the other half: each extra token adds its own arithmetic. The cleanest
-# reading of it is the sweep's last step: from 64 to 128 tokens, the extra FLOPs ÷ the extra
-# time, against the peak. Both are medians with spreads:
+# The slope is the other half, each extra token's arithmetic: read it at the sweep's last
+# step, 64 to 128 tokens, as extra FLOPs ÷ extra time, against the peak:
 
 # %% tags=["nbval-ignore-output"]
 extra_s = forward[-1] - forward[-2]  # the pass's extra time for the extra tokens, with spread
@@ -479,10 +440,9 @@ else:
 
 # %% [markdown]
 # So a prefill is two costs: *a*, paid once per pass, and each token's arithmetic, at the
-# speed the last line names. A slope can even come out above the "peak": the peak is the
-# median speed of one square matrix product (sized to time in a few seconds), with its own
-# spread, not a limit no kernel can pass, and a product of another shape can run faster.
-# Lesson 06 draws its roof at the same medians.
+# speed just printed. It can even beat the "peak", the median speed of one square matrix
+# product, which is not a limit no kernel can pass. Lesson 06 draws its roof at the same
+# medians.
 #
 # **Predict.** The next cell records a prompt twice as long as your sweep's longest (beyond
 # the slider's reach), three times. Compared with the line *a* + *b* · tokens, with the spread
@@ -516,18 +476,15 @@ compare_prediction(prediction_line, line_verdict, options=LINE,
                         "that at twice the length")
 
 # %% [markdown]
-# A line is a rule of thumb over the lengths it was fitted on: the last line above says how
-# this one fared beyond them.
+# A line is a rule of thumb over the lengths it was fitted on.
 #
 # ### The same prefill on a GPU
 #
-# Where the line between the two regimes falls depends on the machine. The **ridge point**,
-# peak FLOP/s ÷ read speed, is the intensity at which the two floors are equal. This
-# machine's comes from its measured peaks; an NVIDIA H100's is **computed** from its
-# published datasheet (`perf.H100_SXM`: 989 TFLOP/s of bfloat16 arithmetic, 3.35 TB/s of
-# memory), not measured here. GPUs serve in bfloat16 (2 bytes per number), so the GPU column
-# uses the same model shape in bfloat16. The rule on each pass's floors alone (no fixed cost:
-# the datasheet gives none; this machine's floors with their spreads):
+# The **ridge point**, peak FLOP/s ÷ read speed, is the intensity at which the two floors are
+# equal; it depends on the machine. Yours is measured; an NVIDIA H100's is **computed** from
+# its datasheet (`perf.H100_SXM`: 989 TFLOP/s of bfloat16 arithmetic, 3.35 TB/s of memory).
+# GPUs serve in bfloat16 (2 bytes per number), so the GPU column uses this model's shape in
+# bfloat16, and floors only (the datasheet gives no fixed cost):
 
 # %% tags=["nbval-ignore-output"]
 gpu = perf.H100_SXM
@@ -548,22 +505,18 @@ print(f"the two machines disagree at {', '.join(map(str, differ))} tokens" if di
       "the two machines agree at every length here")
 
 # %% [markdown]
-# A machine whose arithmetic is fast compared with its memory (the H100's ridge, printed
-# above, is in the hundreds) needs far longer prompts before the arithmetic, not the reading,
-# is the longer floor; the "here" column shows from which length it is on yours (the ridge is
-# a ratio: slower arithmetic or faster memory lowers it, and the arithmetic becomes the longer
-# floor at shorter prompts). "Prefill is compute-bound" is a statement about a prompt length *and* a
-# machine, which is why this course prints the rule's verdict on your numbers instead of
+# The H100's arithmetic is so fast next to its memory (its ridge is in the hundreds) that the
+# arithmetic becomes the longer floor only at far longer prompts; the "here" column shows
+# where it does on yours. "Prefill is compute-bound" is a statement about a prompt length
+# *and* a machine, so this course prints the rule's verdict on your numbers instead of
 # asserting it. Lesson 06 draws both phases on one chart, the roofline.
 #
 # ### The same prefill on a GPU, measured once
 #
-# The course also ships prompt sweeps measured on an NVIDIA H200 (`perf.gpu_reference`;
-# models built from their configs with random weights, so the times are real and the text is
-# not), judged by the same rule with the H200's measured peaks and its host's fixed cost: a
-# prefill is timed by the wall clock, which on a GPU includes the host's Python launching the
-# kernels, so its fixed cost is the host's too (a model as deep, 64 wide, timed the same way in
-# the memory-wall run, minutes apart).
+# The course ships prompt sweeps measured on an NVIDIA H200 (`perf.gpu_reference`;
+# random-weight models, so the times are real and the text is not), judged with the H200's
+# measured peaks. There the wall clock includes the host's Python launching the kernels, so
+# the fixed cost is the host's (timed in the memory-wall run).
 #
 # **Predict.** For an 8-billion-weight model (Llama-3.1-8B's shape) on the H200, from which
 # prompt length does the rule call prefill compute-bound outright (not "too close to call")?
@@ -598,12 +551,11 @@ print(f"{perf.GPU_MODELS[0]}: {min(r.seconds.median for r in small) * 1e3:.0f} t
       f"{small[-1].tokens:,} tokens, MFU at most {max(r.mfu for r in small):.0%}")
 
 # %% [markdown]
-# Where the measured GPU differs from its datasheet: the datasheet has no host. On the H200
-# the host launches every layer's kernels one by one, and for the 8B those launches outlast
-# the arithmetic of short prompts; only from a few thousand tokens is the arithmetic the
-# longer part, at the MFU printed: a figure of the GPU, whatever the host was doing. For the
-# course model's shape the arithmetic never catches up within 4,096 tokens: every prefill took
-# about the same time, the host's launches', a figure of that host in that minute.
+# The datasheet has no host. On the H200 the host launches every layer's kernels one by one,
+# outlasting the 8B's arithmetic on short prompts; only from a few thousand tokens is the
+# arithmetic longer, at the MFU printed (a figure of the GPU). For the course model's shape
+# the arithmetic never catches up within 4,096 tokens: every prefill took about the host's
+# launch time (a figure of that host in that minute).
 #
 # ## Next
 #

@@ -15,14 +15,13 @@
 # %% [markdown]
 # # 06 · Batching and the throughput/latency trade-off
 #
-# Lesson 04 took a decode step apart: to make **one** token, a step reads **every** weight from
-# memory, pays a fixed cost, and does only a little arithmetic with each weight it reads.
+# A decode step (lesson 04) reads **every** weight from memory to make **one** token, pays a
+# fixed cost, and does little arithmetic with each weight it reads.
 #
-# A server has a way to share that cost: answer several people at once. If B requests each
-# need their next token, one step can read the weights once and use them B times. This is
-# **batching**. This lesson measures what it buys (tokens per second for everyone together)
-# and what it costs (a longer wait for each person), then places both phases on a chart of
-# this machine's limits.
+# A server can share that cost: if B requests each need their next token, one step reads the
+# weights once and uses them B times. This is **batching**. This lesson measures what it buys
+# (tokens per second for everyone together) and what it costs (a longer wait for each person),
+# then places both phases on a chart of this machine's limits.
 
 # %%
 import ipywidgets as widgets
@@ -39,9 +38,8 @@ spec = lm.spec
 # %% [markdown]
 # ## See it: more requests per step
 #
-# `perf.batch_size_sweep` runs the decode loop of lesson 04 with a batch dimension: B copies of
-# one prompt, 8 new tokens each, with B = 1, 2, 4, 8 and 16 (after a warm-up run; it takes a
-# few seconds).
+# `perf.batch_size_sweep` runs lesson 04's decode loop on B copies of one prompt, 8 new tokens
+# each, for B = 1, 2, 4, 8 and 16 (after a warm-up; a few seconds).
 #
 # **Predict.** A batch of 16 makes 16 tokens per step where a batch of 1 makes one. How many
 # times more tokens per second, all requests together, will the batch of 16 make?
@@ -54,10 +52,9 @@ sweep = perf.batch_size_sweep(lm, [1, 2, 4, 8, 16], max_new_tokens=8, progress=F
 sweep_figure(sweep)
 
 # %% [markdown]
-# Left: **throughput**, the tokens per second of all requests together. Right: **latency**,
-# how long each request waits for its next token. Each point is the median of the batch's 7
-# decode steps, its bar the middle half of them. The same numbers as ratios to a batch of one,
-# with their spreads:
+# Left: **throughput**, the tokens per second of all requests together. Right: **latency**, how
+# long each request waits for its next token. Each point is the median of the batch's 7 decode
+# steps, its bar the middle half. As ratios to a batch of one, with their spreads:
 
 # %% tags=["nbval-ignore-output"]
 step = dict(zip(sweep.column("batch_size"), sweep.spread("decode_step_s")))  # B → Spread (s)
@@ -76,25 +73,23 @@ compare_prediction(prediction_gain_16, gain[16].median, rel_tol=0.25,
                    hint="16 tokens per step, but does a step of 16 take as long as a step of 1?")
 
 # %% [markdown]
-# When does batching pay? That takes a criterion, and a server can choose among several (a cap
-# on the wait, a cost per token). This lesson's: the throughput's gain against the growth of
-# each request's wait, beyond their spreads ("gain > wait"). A batch marked "gain < wait" may
-# still make more tokens per second than a batch of one; it only costs each request more than
-# it buys everyone. The last line says from which batch size the gain won in your sweep.
+# When does batching pay? A server could choose a cap on the wait, or a cost per token; this
+# lesson weighs the throughput's gain against the growth of each request's wait, beyond their
+# spreads ("gain > wait"). A "gain < wait" batch may still make more tokens per second than a
+# batch of one; it only costs each request more than it buys everyone.
 #
-# The same sweep as one curve, the trade-off a server chooses on: each request's wait per
-# token across, everyone's tokens per second up, one point per batch size.
+# The same sweep as one curve, the trade-off a server chooses on: wait per token across,
+# everyone's tokens per second up.
 
 # %% tags=["nbval-ignore-output"]
 throughput_latency_figure(sweep)
 
 # %% [markdown]
-# What does a batch look like from the inside? Pick a batch size with the slider: each row is
-# one request of that batch (the sweep's prompt and 8 new tokens each, run now with
-# `perf.generate_batch`). The blue bar is the prefill, which ends with every request's first
-# token; each orange tick is a decode step handing every request its next token at the same
-# moment. The grey bars show when each request would have finished had the requests been
-# served one after another instead, each as fast as a batch of 1.
+# Inside a batch: pick a batch size; each row is one request (the sweep's prompt and 8 new
+# tokens, run now with `perf.generate_batch`). The blue bar is the prefill, ending with every
+# request's first token; each orange tick is a decode step giving every request its next token
+# at once. Grey bars: when each request would have finished if served one after another, each
+# as fast as a batch of 1.
 
 # %%
 runs = {}  # batch size → one batch of that size, 8 new tokens per request
@@ -113,8 +108,8 @@ LinkedView({"batch": batch}, [batch],
            lambda v: views.batch_timeline_figure(batch_run(v["batch"]), batch_run(1)))
 
 # %% [markdown]
-# Each request's last token, batched and one after another, for the batches you have picked so
-# far (pick more, then run this cell again):
+# Each request's last token, batched and one after another, for the batches picked so far (pick
+# more, then run this cell again):
 
 # %% tags=["nbval-ignore-output"]
 for b in sorted(runs):
@@ -124,10 +119,10 @@ for b in sorted(runs):
           f"{alone[0]:5.0f} ms, the last at {alone[-1]:5.0f} ms")
 
 # %% [markdown]
-# If each request's wait grew, why, when the weights are read once either way? From B=1 to
-# B=2 the arithmetic doubles, but it was a small part of a step (lesson 04). Time the kernel
-# itself: the largest weight matrix, the output head, multiplied by 1, 2, 4 and 16 rows
-# (`perf.linear_seconds`, 5 runs each: the kernel every weight matrix of a step runs).
+# If each request's wait grew, why, with the weights read once either way? From B=1 to B=2 the
+# arithmetic doubles, but it was a small part of a step (lesson 04). Time the kernel every
+# weight matrix runs, on the largest, the output head, with 1, 2, 4 and 16 rows
+# (`perf.linear_seconds`, 5 runs each).
 #
 # **Predict.** Multiplied by 2 rows instead of 1, the output head's product will take...
 
@@ -156,22 +151,18 @@ compare_prediction(prediction_rows, rows_verdict, options=ROWS,
                         "what a one-row product's time is made of, and is it the same kernel?")
 
 # %% [markdown]
-# One row is a *matrix-vector* product; two or more rows take a *matrix-matrix* kernel, a
-# different piece of code. Compare the GB/s of 1 and 2 rows. Where the matrix-matrix kernel
-# streams the weights more slowly, the step jumps as soon as the batch leaves 1: the kernel
-# changed, not the amount of arithmetic that matters. Past that jump, each extra request adds
-# its own arithmetic, its own KV cache to read and its own activations, and the last line
-# compares the jump with the sweep's. The kernel's speed can change again with the number of
-# rows: where 4 rows take less time than 2 in the head timings above, a batch of 4 can step
-# faster than a batch of 2 (compare the sweep's wait column).
+# One row is a *matrix-vector* product; two or more take another kernel, *matrix-matrix*. Where
+# it streams the weights more slowly (compare the GB/s of 1 and 2 rows), the step jumps as soon
+# as the batch leaves 1: the kernel changed, not the amount of arithmetic that matters. Past
+# that jump, each extra request adds its own arithmetic, KV cache and activations. Where 4 rows
+# beat 2 above, a batch of 4 can step faster than a batch of 2 (see the sweep's wait column).
 #
 # ## Understand it: one weight read serves B tokens
 #
-# Count the work of one decode step. Every weight takes part in one multiply and one add per
-# token, so a step does about 2 × parameters × B FLOPs. The weights are read once whatever B
-# is. Arithmetic per byte (the **arithmetic intensity**) therefore grows with B. By hand
-# (every weight read once, the KV cache ignored), and by the library's full count
-# (`perf.decode_cost`, which also counts the KV cache):
+# Each weight does one multiply and one add per token, so a decode step does about
+# 2 × parameters × B FLOPs, yet reads the weights once whatever B is. Arithmetic per byte, the
+# **arithmetic intensity**, therefore grows with B. By hand (the weights only) and by the
+# library's full count (`perf.decode_cost`, with the KV cache):
 
 # %%
 ctx = sweep.column("decode_context_tokens")[0]  # tokens in each sequence mid-sweep
@@ -185,22 +176,20 @@ for b in (1, 2, 4, 8, 16, 32, 64, 256):
           f"{cost.intensity:5.1f} FLOP/byte (by hand {by_hand:5.1f})")
 
 # %% [markdown]
-# The FLOPs grow B-fold while the bytes hardly move, so the intensity rises in step with B
-# (half a FLOP per byte per request here: 2 FLOPs per weight, 4 bytes per float32 weight). At
-# large B the library's count falls behind the by-hand one: each request brings its own KV
-# cache, and those bytes do grow with B. Keep that in mind for the end of the lesson.
+# The FLOPs grow B-fold while the bytes hardly move: half a FLOP per byte per request here
+# (2 FLOPs per weight, 4 bytes per float32 weight). At large B the full count falls behind:
+# each request's own KV cache adds bytes (more at the end).
 
 # %% [markdown]
 # ## Measure it: prefill and decode on this machine's roofline
 #
-# How much arithmetic per byte does it take to keep this machine's arithmetic units busy? Use
-# the two ceilings lessons 03 and 04 used, measured once on this machine and reused
-# (`perf.machine_peaks()`, `perf.cached_peaks()`): the speed of a large matrix product
-# (FLOP/s) and the read speed of memory (bytes/s). Their ratio is the **ridge point**: the
-# FLOPs this machine can do in the time it reads one byte. Where a pass's intensity is below
-# it, its memory floor (bytes ÷ read speed) is longer than its compute floor (FLOPs ÷ peak);
-# above it, the other way round. The rule of lessons 03 and 04 adds the fixed cost per step
-# (`perf.fixed_cost`, measured once per machine).
+# How much arithmetic per byte keeps this machine's arithmetic units busy? Take its two
+# ceilings from lessons 03 and 04 (`perf.machine_peaks()`, `perf.cached_peaks()`): a large
+# matrix product's FLOP/s and memory's read speed in bytes/s. Their ratio is the
+# **ridge point**: the FLOPs this machine can do in the time it reads one byte. Below it, a
+# pass's memory floor (bytes ÷ read speed) outlasts its compute floor (FLOPs ÷ peak); above
+# it, the reverse. The rule of lessons 03 and 04 adds the fixed cost per step
+# (`perf.fixed_cost`).
 #
 # **Predict.** What will the rule say about the decode step of the batch of 16, on your
 # machine?
@@ -231,8 +220,8 @@ roofline_figure(roof)
 
 # %% [markdown]
 # Hover over a point for its time, **MFU** (model FLOPs utilisation: achieved FLOP/s ÷ peak)
-# and **MBU** (model bandwidth utilisation: achieved bytes/s ÷ peak). Each pass with the
-# rule's verdict, every time with its spread (the short reply's prefill is a single run):
+# and **MBU** (model bandwidth utilisation: achieved bytes/s ÷ peak). Each pass with the rule's
+# verdict (the short reply's prefill is a single run):
 
 # %% tags=["nbval-ignore-output"]
 timed = {"prefill": viz.Spread.exact(trace.timing.prefill_forward_s),  # one run
@@ -254,10 +243,10 @@ compare_prediction(prediction_regime_16, verdicts["decode B=16"], options=list(p
                         "the batch make longer, and does the fixed cost shrink with it?")
 
 # %% [markdown]
-# The black line is the roof, drawn at the two peaks' medians. No pass can beat what the
-# machine can really do, but the roof is itself a measurement with a spread, and a kernel of
-# another shape than the peak's matrix product can be faster (lesson 03's slope can come out
-# above the peak). Whether any of your points sits above the roof, and by how much:
+# The black line is the roof, at the two peaks' medians. No pass can beat the machine, but the
+# roof is a measurement with a spread, and a kernel of another shape than the peak's can be
+# faster (lesson 03's slope can come out above the peak). Your points above the roof, if any,
+# and by how much:
 
 # %% tags=["nbval-ignore-output"]
 for p in roof.points:
@@ -282,23 +271,20 @@ print(f"at the full read speed those bytes would take {one.bytes / peaks.bytes_p
 
 # %% [markdown]
 # An MBU of, say, 25% means the step moved its bytes at a quarter of the speed this machine
-# reads one big block, so three quarters of its time went elsewhere: the fixed cost, kernels that
-# stream more slowly than a plain read (the 1-row and 2-row timings above), and a little
-# arithmetic. MFU reads the same way for FLOPs. Neither is "how busy the memory was": they
-# compare the counted work with the time it took.
+# reads one big block: three quarters of its time went elsewhere (the fixed cost, slower
+# kernels like the 1-row and 2-row timings above, a little arithmetic). MFU reads the same way
+# for FLOPs; both compare counted work with the time it took, not "how busy the memory was".
 #
-# Where each point sits across the chart does not depend on the machine: it is counted FLOPs
-# ÷ counted bytes. Prefill reuses each weight for every prompt token, so the longer the
-# prompt, the further right it sits; decode at batch 1 sits far to the left, and each doubling
-# of the batch moves it right.
+# A point's place across the chart, counted FLOPs ÷ counted bytes, is the same on any machine:
+# prefill reuses each weight for every prompt token, so longer prompts sit further right;
+# decode at batch 1 sits far left, each doubling of the batch moving it right.
 #
 # ### Where the verdict turns, and where a knee would be
 #
-# Where decode's intensity reaches the ridge, its compute floor passes its memory floor: the
-# batch size at which the rule's verdict turns from memory-bound to compute-bound. That is a
-# statement about floors. A **knee** in the measured steps is another thing: the batch size
-# past which each step grows in proportion to B, because the arithmetic now fills it. Both,
-# from your numbers:
+# Where decode's intensity reaches the ridge, its compute floor passes its memory floor and the
+# rule's verdict turns from memory-bound to compute-bound: a statement about floors. A **knee**
+# in the measured steps is another thing: the batch size past which each step grows in
+# proportion to B, because the arithmetic now fills it. Both, from your numbers:
 
 # %% tags=["nbval-ignore-output"]
 print(f"the floors cross at B ≈ {ridge.median / intensity[1]:.0f} "
@@ -321,11 +307,10 @@ fill = verdicts["decode B=16"].step.median * peaks.flops_per_s / perf.decode_cos
 print(f"the arithmetic at the peak would fill the B=16 step at B ≈ {fill:.0f}")
 
 # %% [markdown]
-# Past the batch size where the floors cross, the rule calls a step compute-bound: its compute
-# floor is now the longer floor. The measured step need not grow in proportion to B there: a
-# step whose time is mostly fixed cost and slow streaming has room to absorb more arithmetic.
-# By the counts and the peaks, its time would grow in proportion to B only once the
-# arithmetic itself fills the step: near the batch size printed last, if the peak held there.
+# Past the crossing the rule says compute-bound, yet the step need not grow in proportion to B:
+# fixed cost and slow streaming leave room to absorb more arithmetic. By the counts and the
+# peaks, the arithmetic would fill the step near the batch size printed last, if the peak held
+# there.
 #
 # **Predict.** The next cell runs batches of 16 and 32 again, side by side. How many times
 # longer will a step of 32 take than a step of 16?
@@ -354,8 +339,8 @@ compare_prediction(prediction_step_32, grew, options=STEP_32,
                         "part of the step of 16?")
 
 # %% [markdown]
-# For comparison, the same chart recorded on the project's own machine and shipped with the
-# course (dashed), recorded by `benchmarks/perf_lab.py`; where and how:
+# For comparison, the same chart recorded on the project's own machine by
+# `benchmarks/perf_lab.py` and shipped with the course (dashed); where and how:
 
 # %%
 reference = perf.load_reference("cpu-roofline")
@@ -369,12 +354,12 @@ roofline_figure(roof, reference)
 # %% [markdown]
 # ### The knee on a GPU, measured once
 #
-# A CPU's ridge is low, a few to a few tens of FLOP per byte, so on a CPU the floors cross at
-# small batches (where on yours, the sweep above says). A GPU's ridge is in the hundreds, so the knee needs a large model and large batches. The course ships one
-# H200's batch sweep of Llama-3.1-8B's shape (random weights, bfloat16; lesson 04 explains the
-# two times it holds: the step's wall time, and the GPU's busy time, the sum of its kernels).
-# The knee by counting: the batch whose compute floor reaches its memory floor, with the
-# H200's peaks as measured and as its datasheet prints them:
+# A CPU's ridge is low, a few to a few tens of FLOP per byte, so its floors cross at small
+# batches (where on yours: the sweep above). A GPU's ridge is in the hundreds: the knee needs a
+# large model and large batches. The course ships an H200's batch sweep of Llama-3.1-8B's shape
+# (random weights, bfloat16), timed by wall clock and by busy time, the sum of the GPU's
+# kernels (lesson 04). The counted knee, where compute floor meets memory floor, from the
+# H200's measured and datasheet peaks:
 
 # %%
 gpu_sweep = perf.gpu_reference("busy-sweep", "llama-3.1-8b")
@@ -391,14 +376,13 @@ for what, flops, read in (("measured", h200.flops_per_s, h200.bytes_per_s),
           f"; no knee past {perf.knee_context(big, flops / read):,.0f} tokens per request")
 
 # %% [markdown]
-# The knee holds only for short requests. Each request brings its own cache, and reading one
-# cached token buys only a few FLOPs, so past a context the last line computes
-# (`perf.knee_context`) no batch, however large, reaches the ridge: there, decode stays
-# memory-bound at any batch size.
+# The knee holds only for short requests: reading one token of a request's own cache buys only
+# a few FLOPs, so past the context printed last (`perf.knee_context`) no batch, however large,
+# reaches the ridge.
 #
-# **Predict.** The rule, applied to the GPU's busy time at each batch (the kernels' own time:
-# the gaps while the host launches them are not in it, so the host's fixed cost is left out),
-# names the first compute-bound batch of the sweep (1, 16, 64, 256, 512, 1,024). Where is it?
+# **Predict.** The rule, applied to the GPU's busy time at each batch (no launch gaps, so no
+# host fixed cost), names the first compute-bound batch of the sweep (1, 16, 64, 256, 512,
+# 1,024). Where is it?
 
 # %%
 KNEE = ["at 16 or below", "above 16, at 256 or below", "above 256, at 1,024 or below",
@@ -423,27 +407,26 @@ compare_prediction(prediction_knee, knee, options=KNEE,
 
 # %% [markdown]
 # The GPU's own time shows the knee where the counting puts it: nearly flat while the weights
-# dominate (each extra request rides on the same 15 GB read), then growing with the batch once
-# the arithmetic is the longer floor. The wall clock shows no knee at all: every batch took
-# around a tenth of a second, with no trend, the host launching the same kernels for 1 request
-# or 1,024. The roofline of the busy time, under the H200's measured roofs:
+# dominate (each extra request rides on the same 15 GB read), then growing with the batch. The
+# wall clock shows no knee: every batch took around a tenth of a second, the host launching the
+# same kernels for 1 request or 1,024. The busy time's roofline, under the H200's measured
+# roofs:
 
 # %%
 roofline_figure(perf.busy_roofline(gpu_sweep))
 
 # %% [markdown]
-# Where the measured GPU differs from its datasheet: the datasheet has no host, so it cannot
-# say that the step's wall time was mostly launches (lesson 13 measures the remedy, a CUDA
-# graph, on the same GPU); and its two peaks are each higher than what was measured, by
-# different amounts (printed above), so its ridge, and the knee counted from it, move too.
+# The datasheet, having no host, cannot say that the wall time was mostly launches (lesson 13
+# measures the remedy, a CUDA graph, on the same GPU); and its peaks, each higher than measured
+# by a different amount, move its ridge and knee.
 #
 # ## Where this leads: the memory wall
 #
-# Batching raised decode's intensity because the weights were shared. The KV cache is not
-# shared: every request reads its own. At a realistic context of 2,048 tokens, with the rule on
-# each step's floors alone (no fixed cost) on this machine, with the peaks' spreads, and on an
-# NVIDIA H100 (**computed** from its datasheet, `perf.H100_SXM`, in bfloat16; not measured),
-# and the size of the batch's caches on the H100:
+# Batching raised decode's intensity because the weights were shared; the KV cache is not:
+# every request reads its own. At a realistic 2,048 tokens, the rule on each step's floors
+# alone (no fixed cost), on this machine (with the peaks' spreads) and on an NVIDIA H100
+# (**computed** from its datasheet, `perf.H100_SXM`, in bfloat16), with the batch's caches'
+# size on the H100:
 
 # %% tags=["nbval-ignore-output"]
 gpu, bf16 = perf.H100_SXM, perf.config_spec("smollm2-135m", dtype="bfloat16")
@@ -458,9 +441,9 @@ for b in (1, 8, 64, 256, 1024):  # the rule on each step's floors (perf.floors_v
 
 # %% [markdown]
 # The intensity stalls at a few FLOPs per byte, however large the batch: past a point each
-# extra request brings bytes (its cache) in proportion to its FLOPs. Whether that stall is
-# above or below the ridge depends on the machine: a processor whose ridge sits below it can
-# cross it, one whose ridge sits above it never does at this context. On yours:
+# extra request brings bytes (its cache) in proportion to its FLOPs. Whether the ridge lies
+# below the stall (crossed) or above it (never, at this context) depends on the machine. On
+# yours:
 
 # %% tags=["nbval-ignore-output"]
 stall = perf.decode_cost(spec, 2048, batch=1024).intensity
@@ -476,11 +459,10 @@ print(f"here the ridge sits below the stall: the 'here' column turns compute-bou
 
 # %% [markdown]
 # The ridge is the float32 peak ÷ the read speed, so a CPU with slower arithmetic for the same
-# memory has a lower ridge and crosses sooner; one with faster arithmetic (or slower memory), a
-# higher ridge, may never cross. And memory caps the batch too, before any ridge: each
-# request's cache must fit beside what is already held. Lesson 05's count, at 2,048 tokens: in
-# a 2 GB session beside this kernel as it is now (weights included); on the H100 beside the
-# weights alone, an upper bound:
+# memory crosses sooner; one with faster arithmetic (or slower memory) may never cross. Memory
+# caps the batch first: each request's cache must fit beside what is already held. Lesson 05's
+# count, at 2,048 tokens: in a 2 GB session beside this kernel (weights included); on the H100
+# beside the weights alone, an upper bound:
 
 # %% tags=["nbval-ignore-output"]
 import psutil
@@ -493,14 +475,13 @@ for m, free, where in ((spec, 2e9 - held, f"2 GB minus this kernel's {held / 1e9
           f"{m.dtype} cache each)")
 
 # %% [markdown]
-# So the batches of 1,024 in the table fit on the H100 but never in a Binder session, where
-# the cap comes long before the stall. And the H100's ridge, printed above, is far to the
-# right of any stall: the faster a machine's arithmetic is next to its memory, the further
-# right its ridge, and the longer decode stays memory-bound however it is batched. That gap is
-# called **the memory wall**: the tricks that fight it (fewer bytes per weight, smaller
-# caches, smarter batching) all aim at moving fewer bytes per token. Lesson 08 measures it;
-# lesson 12 shows, from datasheets, how the ridge has moved right across GPU generations:
-# arithmetic has grown faster than bandwidth (from V100 to B200, ×18 against ×8.9).
+# So the batches of 1,024 fit on the H100 but never in a Binder session, where the cap comes
+# long before the stall. The H100's ridge lies far right of any stall: the faster a machine's
+# arithmetic next to its memory, the further right its ridge, and the longer decode stays
+# memory-bound however it is batched. That gap is **the memory wall**; what fights it
+# (fewer bytes per weight, smaller caches, smarter batching) moves fewer bytes per token.
+# Lesson 08 measures it; lesson 12 shows from datasheets that arithmetic has grown faster than
+# bandwidth across GPU generations (from V100 to B200, ×18 against ×8.9).
 #
 # ## Next
 #

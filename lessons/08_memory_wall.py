@@ -15,16 +15,16 @@
 # %% [markdown]
 # # 08 · The memory wall
 #
-# Lesson 04 counted what one decode step does: it reads every weight of the model to make a
-# single token, and does only about one multiply-add per weight. It also printed a puzzle: the
-# *memory floor* (the model's bytes divided by the machine's bandwidth) came out shorter than
-# the measured time per token. Something else takes the rest of the step.
+# Lesson 04 found that a decode step reads every weight to make one token, doing about one
+# multiply-add per weight, and left a puzzle: the *memory floor* (bytes ÷ bandwidth) came out
+# shorter than the measured time per token.
 #
-# This lesson solves the puzzle with measurements. It times decode steps of models from 12
-# million to 1.7 billion parameters, in two number formats, and splits each step into three
-# parts: a **fixed cost** every step pays whatever the model's size, **reading the bytes**,
-# and **the arithmetic**. A written rule then says which part limits each step, on your
-# machine. The remedies it points to are measured in [12 · Fewer bytes](12_fewer_bytes.ipynb) and [13 · Less overhead, more tokens per pass](13_less_overhead.ipynb).
+# This lesson times decode steps of models from 12 million to 1.7 billion parameters, in two
+# number formats, and splits each step into a **fixed cost** every step pays whatever the
+# model's size, **reading the bytes**, and **the arithmetic**. A written rule says which part
+# limits each step on your machine; its remedies are measured in
+# [12 · Fewer bytes](12_fewer_bytes.ipynb) and
+# [13 · Less overhead, more tokens per pass](13_less_overhead.ipynb).
 
 # %%
 import viz
@@ -33,9 +33,8 @@ from viz import perf, views
 # %% [markdown]
 # ## See it: time per token against bytes per token
 #
-# The chart below was recorded on the project's 2-core CPU (models of up to 7 GB do not fit in
-# a Binder session, so they come as reference data shipped with the course). How it was
-# recorded:
+# The chart ships with the course, recorded on the project's 2-core CPU (models of up to 7 GB
+# do not fit in a Binder session). How it was recorded:
 
 # %%
 ref = perf.load_reference("cpu-memory-wall")
@@ -44,33 +43,32 @@ for key in ("command", "date", "machine", "threads", "threads_note", "load_avera
     print(f"{key:>20}: {ref.recorded[key]}")
 
 # %% [markdown]
-# Each dot is one model in one number format: **bytes read per decode step** across, **time
-# per decode step** up, both on log scales. Circles are float32 (4 bytes per weight), diamonds
-# bfloat16 (2 bytes). The black line is the memory floor: bytes ÷ the measured read bandwidth.
-# The dashed purple lines are the fixed cost, measured with a model of the same depth but a
-# tiny width. The green line is a straight-line fit through all the dots. Hover over a dot for
-# its floors; the label beside it is its **MBU** (model bandwidth utilisation: bytes ÷ time ÷
-# peak bandwidth).
+# Each dot is one model in one number format: **bytes read per decode step** across, **time per
+# decode step** up, both on log scales. Circles are float32 (4 bytes per weight), diamonds
+# bfloat16 (2 bytes). Black line: the memory floor (bytes ÷ the measured read bandwidth).
+# Dashed purple: the fixed cost, measured with a model of the same depth but a tiny width.
+# Green: a straight-line fit (below). Hover over a dot for its floors; its label is its **MBU**
+# (model bandwidth utilisation: bytes ÷ time ÷ peak bandwidth).
 
 # %%
 views.wall_figure(ref)
 
 # %% [markdown]
-# The colour of a dot is the verdict of a rule you will meet in a moment. The same numbers as a
-# table, with the rule's verdict in the last column:
+# A dot's colour is the verdict of a rule explained below. The same numbers as a table, the
+# verdict last:
 
 # %%
 print(ref)
 
 # %% [markdown]
-# Read the table from top to bottom. The tiny-width models take milliseconds per step while
-# reading almost nothing; the largest models take hundreds of milliseconds, and there the step
-# time grows with the bytes. In between, the fixed cost and the bytes share the step.
+# The tiny-width models take milliseconds per step while reading almost nothing; the largest
+# take hundreds of milliseconds, growing with the bytes; in between, the fixed cost and the
+# bytes share the step.
 #
 # ## Understand it: three floors and one rule
 #
-# Take one point, the shape of the course's model (SmolLM2-135M) in float32, and compute its
-# three floors by hand from what was measured:
+# The three floors of the course model's shape (SmolLM2-135M) in float32, by hand from what was
+# measured:
 
 # %%
 p = ref.point("SmolLM2-135M fp32")
@@ -83,16 +81,16 @@ print(f"fixed cost    {p.fixed_cost_s * 1e3:6.1f} ms (a {p.n_layers}-layer model
 print(f"measured step {p.seconds * 1e3:6.1f} ms")
 
 # %% [markdown]
-# The memory floor uses the bandwidth of *reading*: a sum over a buffer far larger than the
-# processor's last-level cache, the way decode reads weights (the size sweep below shows where
-# the cache stops helping on your machine). How each peak was measured is stored with it:
+# The memory floor divides by the **read bandwidth**: the bytes per second of a sum over a
+# buffer far larger than the processor's last-level cache, as decode reads weights (the size
+# sweep below shows where the cache stops helping). How each peak was measured:
 
 # %%
 print(ref.peaks_how)
 
 # %% [markdown]
-# Now the rule, written out. It compares the measured step time *t* with the fixed cost *F*,
-# the memory floor *M* and the compute floor *C*:
+# The rule compares the measured step time *t* with the fixed cost *F*, the memory floor *M*
+# and the compute floor *C*:
 #
 # 1. if the fixed cost is at least half the step, the step is **overhead-bound**: a model with
 #    almost no weights pays that much too, so fewer bytes would barely help;
@@ -111,14 +109,12 @@ verdicts = [my_regime(q.seconds, ref.memory_floor_s(q), ref.compute_floor_s(q), 
 print("same verdict as perf.regime on every point:", verdicts == list(ref.regimes().values()))
 
 # %% [markdown]
-# The library's version, `perf.regime`, is the same rule with input checks. Every figure in it
-# is measured, so each has a spread; `ref.explain(p)` applies the rule with the spreads
-# (`perf.verdict`), prints the comparison that decided it and how far it was from the
-# boundary, and says **too close to call** where a boundary (the fixed cost at half the step,
-# or the two floors equal) lies inside the spreads. One more case: a floor that comes out
-# longer than the whole measured step is no floor for that step (the peak behind it, measured
-# with one large kernel, is not what this step's kernels reached), so the verdict leaves it
-# out and says so:
+# `perf.regime` is the same rule with input checks. Every figure is measured, so has a spread:
+# `ref.explain(p)` applies the rule with the spreads (`perf.verdict`), prints the deciding
+# comparison and its margin, and says **too close to call** where a boundary (fixed cost at
+# half the step, or the two floors equal) lies inside the spreads. A floor longer than the
+# whole measured step is no floor for it (its peak, from one large kernel, is not what this
+# step's kernels reached); the verdict leaves it out and says so:
 
 # %%
 for label in ("30 layers × 64 fp32", "SmolLM2-135M fp32", "SmolLM2-1.7B bf16",
@@ -126,19 +122,18 @@ for label in ("30 layers × 64 fp32", "SmolLM2-135M fp32", "SmolLM2-1.7B bf16",
     print(f"{label:<24} {ref.explain(ref.point(label))}")
 
 # %% [markdown]
-# The last line is a batch of 32 requests decoded together (lesson 06): 32 times the
-# arithmetic for almost the same bytes. On the reference CPU it shows the third verdict. Where
-# a verdict says "memory-bound" beside an MBU well under 100 %, the explanation says what the
-# word means: the reading is the larger of the two floors, not a step that runs at the roof.
+# The last line, a batch of 32 requests decoded together (lesson 06), does 32 times the
+# arithmetic for almost the same bytes: on the reference CPU, the third verdict. "Memory-bound"
+# beside an MBU well under 100 % means the reading is the larger floor, not that the step runs
+# at the roof.
 #
 # ### Two numbers explain a decode step
 #
-# If a step is a fixed cost plus streaming its bytes, then time = fixed + bytes ÷ rate: a
-# straight line. Fit it by least squares (the green line in the chart) through the points it
-# models: the model shapes decoding one request at a time whose verdict is not compute-bound
-# (not the tiny fixed-cost models, not the batch of 32), in **one** number format (float32
-# here), since a line has one rate and two formats' kernels need not stream at the same bytes
-# per second:
+# If a step is a fixed cost plus streaming its bytes, time = fixed + bytes ÷ rate: a straight
+# line. Fit it by least squares through the points it models: one-request shapes not
+# compute-bound (not the tiny fixed-cost models, not the batch of 32), in **one** number format
+# (float32 here), since a line has one rate and two formats' kernels need not stream equally
+# fast:
 
 # %%
 fit = ref.fit()
@@ -156,24 +151,20 @@ print(f"the course model's own step streams at "
       f"{course.fixed_cost_s * 1e3:.1f} ms")
 
 # %% [markdown]
-# The intercept is where the line meets zero bytes. It is not a fixed cost: the line is pulled
-# by the largest models, so it need not equal, or even lie between, the measured fixed costs
-# (the last line sets it beside one). The slope is the rate at which the weights stream across
-# the models, set mostly by the large ones, lesson 04's **streaming rate** taken across many
-# models; a small model's own rate can differ (last line). The slope line also compares it
-# with two others: the memory's own read speed, and the speed at
-# which the *kernel that reads the weights* (`torch.nn.functional.linear` with one row, what a
-# batch-1 step runs for every weight matrix) gets through one large matrix on its own. The
-# closer the streaming rate is to the kernel's than to the memory's, the more of the gap
-# belongs to the kernel library rather than to the hardware; it is one reason MBU stays well
-# under 100 % even where the bytes dominate.
+# The intercept (the time at zero bytes) is not a fixed cost: the largest models pull the line,
+# so it need not equal, or even lie between, the measured fixed costs (see the last line). The
+# slope is lesson 04's **streaming rate** across many models; a small model's own rate can
+# differ (last line). It is compared with the memory's read speed and with the *kernel that
+# reads the weights* (`torch.nn.functional.linear` with one row, run by a batch-1 step for
+# every weight matrix) on one large matrix alone. The closer to the kernel's, the more of the
+# gap belongs to the kernel library, not the hardware: one reason MBU stays well under 100 %
+# even where the bytes dominate.
 #
 # ### What fewer bytes per weight would buy
 #
-# If only the bytes changed, each model's step would be its fixed cost plus the rest of its
-# measured step scaled with the bytes (`perf.bytes_whatif`). Drag the slider from 4 bytes
-# (float32) to half a byte (4-bit weights). Hover over a bar for the share of the step that is
-# fixed cost.
+# If only the bytes changed, each step would be its fixed cost plus the rest scaled with the
+# bytes (`perf.bytes_whatif`). Slide from 4 bytes (float32) to half a byte (4-bit weights);
+# hover over a bar for the fixed cost's share.
 
 # %%
 import ipywidgets as widgets
@@ -183,11 +174,10 @@ bpw = widgets.SelectionSlider(options=[4, 2, 1, 0.5], value=4, description="byte
 views.LinkedView({"b": bpw}, [bpw], lambda v: views.bytes_whatif_figure(ref, v["b"]))
 
 # %% [markdown]
-# The big models shrink almost in proportion; the small ones hit their fixed cost. These bars
-# are predictions, not measurements. Whether fewer bytes really pay depends on a kernel that
-# reads them *directly*, as fast per byte: the reference also tried 8-bit weights with a quantization library (each
-# pair below timed back to back in a run of its own, so its baseline need not equal the
-# table's point for the same model).
+# The big models shrink almost in proportion; the small ones hit their fixed cost. These are
+# predictions: fewer bytes pay only with a kernel that reads them *directly*, as fast per byte.
+# The reference tried 8-bit weights with a quantization library (each pair timed back to back
+# in its own run, so its baseline need not equal the table's):
 
 # %%
 for q in ref.quantized:
@@ -199,12 +189,9 @@ print(*ref.notes, sep="\n")
 # %% [markdown]
 # ## Measure it: your own wall
 #
-# First your machine's peaks. `perf.machine_peaks()` measures them **once per machine** (a few
-# seconds, sized so that it finishes on any CPU) and keeps them in viz's cache folder, so this
-# lesson and every other one use the same numbers; when a later lesson reuses them it first
-# checks them with a quick fresh read, and measures again if they no longer hold (another
-# program is using the machine, or it has become quieter). Each figure is the median of
-# several runs, with the middle half of the runs as its spread.
+# First your machine's peaks, measured **once per machine** by `perf.machine_peaks()`, reused
+# by every lesson and re-checked with a quick fresh read (measured again if they no longer
+# hold). Each is a median with its spread.
 
 # %% tags=["nbval-ignore-output"]
 peaks = perf.machine_peaks()
@@ -215,9 +202,9 @@ if peaks.status.startswith("measured again"):
           "rested on the old figures. Run it again to see them with these.")
 
 # %% [markdown]
-# The read bandwidth depends on the size of the buffer: a buffer that fits in the cache is
-# read from the cache. Measure it over four sizes (a few seconds), and set the fresh 256 MiB
-# figure beside the one every floor uses:
+# The read bandwidth depends on the buffer's size: a buffer that fits in the cache is read from
+# the cache. Measure four sizes, and set the fresh 256 MiB figure beside the one every floor
+# uses:
 
 # %% tags=["nbval-ignore-output"]
 sizes = perf.bandwidth_by_size([16 << 20, 64 << 20, 256 << 20, 512 << 20], repeats=5)
@@ -231,17 +218,15 @@ print(f"256 MiB now {fresh.text(1e-9, 'GB/s')}, in the peaks {kept.text(1e-9, 'G
          "than then"))
 
 # %% [markdown]
-# On a machine where other programs run, the same buffer read twice can differ by tens of
-# percent. Compare each median with its fastest run above: one lucky run is enough to move the
-# fastest, while the median needs half of them. That is why viz takes the median, and why the
-# lessons print spreads.
+# Where other programs run, the same buffer read twice can differ by tens of percent; one lucky
+# run moves the fastest, the median needs half of them. Hence medians and spreads.
 #
 # Now decode steps on your machine. `perf.measure_wall` builds each model from its published
-# shape with random weights (the same kernels and bytes as the real model; meaningless text),
-# times its decode steps after a two-token prompt, and frees it. The fixed cost of each depth
-# comes from `perf.machine_overhead`: tiny-width models of the same depth, measured **once per
-# machine** (the same figure lessons 03–07 used). Two models in float32: a 12-million-parameter
-# one (the course model's depth at a width of 128) and the course model's shape.
+# shape with random weights (the real model's kernels and bytes, meaningless text), times its
+# decode steps after a two-token prompt. Each depth's fixed cost comes from
+# `perf.machine_overhead` (measured **once per machine**, as in lessons 03–07). Two models in
+# float32: a 12-million-parameter one (the course model's depth at a width of 128) and the
+# course model's shape.
 
 # %% tags=["nbval-ignore-output"]
 floors = [perf.machine_overhead("float32", [1, 30, 32]),
@@ -276,8 +261,8 @@ viz.compare_prediction(prediction_bf16, bf16_verdict, options=BF16,
                             "does a kernel read 2-byte numbers as fast per byte as 4-byte ones?")
 
 # %% [markdown]
-# Did only the bytes change? Each step taken apart, with the fixed cost measured for each
-# number format, and the matrix-vector kernel's own reading speed in each (from the peaks):
+# Did only the bytes change? Each step taken apart, with each format's fixed cost and the
+# matrix-vector kernel's reading speed (from the peaks):
 
 # %% tags=["nbval-ignore-output"]
 for q in (f32, b16):
@@ -300,18 +285,15 @@ print("here the rest of the step " + ("shrank at least in proportion to the byte
       "did not shrink: half the bytes, no time saved"))
 
 # %% [markdown]
-# Half the bytes shorten the part of the step that streams them by as much as the kernels'
-# bytes per second allow: the same bytes per second, and that part halves; fewer, and it
-# shrinks less; more (a kernel that was slow in float32), and it can shrink more than half.
-# The lines above say which happened here, and the fixed cost of the two formats is measured
-# apart, not assumed equal. How it goes depends on the CPU. On one with bfloat16 instructions
-# (AVX-512 BF16, or AMX) bfloat16's kernels are fast. On one without them (AVX2 only, like many
-# laptops), bfloat16's large matrix products run tens of times slower than float32's (the
-# finding above says what this CPU's did). A decode step runs matrix-vector products instead,
-# another kernel: whether bfloat16's is fast there is the matrix-vector line above. On one
-# AVX2-only machine tried for this course, the output head's product took 12.0 ms in both
-# formats, and half the bytes saved nothing: fewer bytes help only with a kernel that reads
-# them.
+# Half the bytes shorten the streaming part as much as the kernels' bytes per second allow: at
+# the same rate it halves; slower, it shrinks less; faster (a kernel slow in float32), more
+# than half. The lines above say which happened here. It depends on the CPU: with bfloat16
+# instructions (AVX-512 BF16, or AMX), bfloat16's kernels are fast; without (AVX2 only, like
+# many laptops), its large matrix products run tens of times slower than float32's (see the
+# finding above). Decode runs matrix-vector products, another kernel: see the matrix-vector
+# line. On one AVX2-only machine tried for this course, the output head's product took 12.0 ms
+# in both formats, and half the bytes saved nothing: fewer bytes help only with a kernel that
+# reads them.
 #
 # ✏️ **Predict again.** The SmolLM2-360M shape in bfloat16 reads this many times the bytes of
 # the 135M shape in bfloat16, and has 32 layers against 30:
@@ -343,8 +325,8 @@ viz.compare_prediction(prediction_360m, bigger, options=BIGGER,
                             "stays about the same?")
 
 # %% [markdown]
-# Last, the batch of 32 from the reference, on your machine: 32 requests decoded together, 32
-# times the arithmetic per weight read (a two-token prompt keeps its prefill short).
+# Last, the reference's batch of 32 on your machine: 32 times the arithmetic per weight read (a
+# two-token prompt keeps its prefill short).
 
 # %% tags=["nbval-ignore-output"]
 mine = mine.merged(perf.measure_wall(["smollm2-135m"], ["float32"], batch_sizes=[32],
@@ -352,8 +334,8 @@ mine = mine.merged(perf.measure_wall(["smollm2-135m"], ["float32"], batch_sizes=
                                      overhead=floors))
 
 # %% [markdown]
-# Your points beside the reference (hollow, dotted floors). The line drawn is your fit over
-# all your points now, the one printed here:
+# Your points (hollow, dotted floors) beside the reference, and the line of your fit over all
+# of them, printed here:
 
 # %% tags=["nbval-ignore-output"]
 print(mine.fit())
@@ -362,8 +344,8 @@ views.wall_figure(mine, ref)
 # %% [markdown]
 # ### What you can do about each kind of step
 #
-# The rule's verdict on each of your points, with the comparison that decided it and its
-# margin, and what would shorten such a step:
+# The rule's verdict on each of your points, its deciding comparison and margin, and what would
+# shorten such a step:
 
 # %% tags=["nbval-ignore-output"]
 for q in mine.points:
@@ -372,19 +354,17 @@ for name in perf.REGIMES:
     print(f"{name}: {perf.REMEDIES[name]}")
 
 # %% [markdown]
-# Batching shares one weight read among many requests (lesson 06 measured what it costs each
-# of them); fewer bytes per weight pay only with a kernel that reads them directly; and the
-# fixed cost is what a model of the same depth pays with almost no weights: launching each
-# layer's many small operations, which compilers (`torch.compile`) and, on a GPU, CUDA graphs
-# (one recorded launch for the whole step) are built to shrink.
+# Batching shares one weight read among many requests (lesson 06 measured its cost to each);
+# fewer bytes need a kernel that reads them directly; the fixed cost, launching each layer's
+# many small operations, is what compilers (`torch.compile`) and, on a GPU, CUDA graphs (one
+# recorded launch for the whole step) are built to shrink.
 #
 # ### The same wall on a GPU, measured once
 #
-# The course ships the same measurement made on an NVIDIA H200 (bfloat16 and float32, models
-# built from their configs with random weights, timed by the wall clock as above). On a GPU
-# that wall clock is the **host's**: its Python launches each of a step's kernels one after
-# another, and the fixed cost (a model as deep, 64 wide, timed in the same run) is the host's
-# cost of launching a step of that depth.
+# The course ships the same measurement on an NVIDIA H200 (bfloat16 and float32, random
+# weights, wall-clock timed). On a GPU that clock is the **host's**: its Python launches a
+# step's kernels one after another, and the fixed cost (a model as deep, 64 wide, same run) is
+# the host's cost of launching a step of that depth.
 
 # %%
 gpu_wall = perf.gpu_wall()
@@ -423,25 +403,19 @@ viz.compare_prediction(prediction_gpu_8b, gpu_8b_verdict, options=list(perf.REGI
 
 # %% [markdown]
 # The same three floors, a different balance. The GPU reads an 8B step's 15 GB in a few
-# milliseconds, so the memory floor is short for every model here, and the host's fixed cost
-# (launching each layer's kernels one by one: the "fixed cost" column) is about half of every
-# step or more, large model or small: the dots lie almost flat, many times the bytes for a
-# small multiple of the time, and no straight line fits them (the R² above). These are figures
-# of the host in that run, and it drifted from minute to minute (lesson 04 lists the same
-# step timed in other runs). Without the host, the GPU streamed the 8B's weights at the MBU
-# printed last (lesson 04's busy time); lesson 13 removes the launches with a CUDA graph and
-# measures what is left.
+# milliseconds, so every memory floor is short, and the host's fixed cost is about half of
+# every step or more, large model or small: the dots lie almost flat, and no straight line fits
+# them (the R² above). The host drifted from minute to minute (lesson 04 lists other runs).
+# Without the host, the GPU streamed the 8B's weights at the MBU printed last (lesson 04's busy
+# time); lesson 13 removes the launches with a CUDA graph and measures what is left.
 #
 # ## The remedies, measured
 #
-# The rule names what would shorten a step: fewer bytes (read by a kernel made for them), less
-# fixed cost (fewer, fused operations), or more tokens from each read of the weights.
-# Lessons 12 and 13 apply each one and measure it: [12 · Fewer bytes](12_fewer_bytes.ipynb), the
-# course model in six number formats through transformers and llama.cpp;
-# [13 · Less overhead, more tokens per pass](13_less_overhead.ipynb), a decode step taken apart
-# with torch's profiler and compiled with `torch.compile`, speculative decoding, and the GPU's
-# measured step beside the same step computed from a datasheet. The course model, for the
-# check below (the measured models above are gone):
+# Each remedy is applied and measured: [12 · Fewer bytes](12_fewer_bytes.ipynb), the course
+# model in six number formats through transformers and llama.cpp;
+# [13 · Less overhead, more tokens per pass](13_less_overhead.ipynb), a decode step profiled
+# and compiled with `torch.compile`, speculative decoding, and the GPU's measured step beside
+# one computed from a datasheet. The course model, for the check below:
 
 # %%
 lm = viz.load_model(device="cpu")  # the processor whose limits the lesson measures
@@ -449,9 +423,8 @@ lm = viz.load_model(device="cpu")  # the processor whose limits the lesson measu
 # %% [markdown]
 # ## Check yourself
 #
-# Your three predictions were checked where you made them: the bfloat16 step, the 360M step
-# from your line, and the word the rule gives the 8B's step on a GPU. One more. Everything above ran with
-# this many threads (torch's default on your machine):
+# Your three predictions were checked where you made them. One more: everything above ran with
+# this many threads (torch's default here):
 
 # %% tags=["nbval-ignore-output"]
 print(f"{peaks.threads} threads")
@@ -483,13 +456,13 @@ print(f"one thread against {peaks.threads}: " + (
 
 # %% [markdown]
 # A decode step of this model is hundreds of small kernels, each reading a few megabytes; the
-# line above says whether splitting each of them over the cores paid on your machine.
+# line above says whether splitting each over the cores paid here.
 
 # %% [markdown]
 # ## Next
 #
-# Back to [04 · Decode](04_decode.ipynb) (the memory floor this lesson explained) and
-# [06 · Batching](06_batching.ipynb) (sharing a weight read among requests); the remedies
-# measured are in lessons [12](12_fewer_bytes.ipynb) and [13](13_less_overhead.ipynb). Next,
-# [09 · Continuous batching and pages →](09_continuous_batching.ipynb): many users, one server, and what batching and the KV
-# cache look like when requests come and go.
+# Back to [04 · Decode](04_decode.ipynb) (the memory floor explained here) and
+# [06 · Batching](06_batching.ipynb) (sharing a weight read); the remedies, in lessons
+# [12](12_fewer_bytes.ipynb) and [13](13_less_overhead.ipynb). Next,
+# [09 · Continuous batching and pages →](09_continuous_batching.ipynb): many users, one server,
+# and what batching and the KV cache look like when requests come and go.

@@ -15,20 +15,15 @@
 # %% [markdown]
 # # 09 · Continuous batching and pages
 #
-# In [06 · Batching](06_batching.ipynb) a batch was B copies of one prompt that started
-# together and ended together, and [08 · The memory wall](08_memory_wall.ipynb) showed what
-# limits each decode step. A real server sees something else: people send requests whenever
-# they like, with short and long prompts, asking for short and long answers. A request should
-# not wait for a batch to fill up, nor for the longest answer in it to end.
+# In [06 · Batching](06_batching.ipynb) B copies of one prompt started and ended together, each
+# step limited as [08 · The memory wall](08_memory_wall.ipynb) showed. A real server's requests
+# come at any time, of any length, and none should wait for a batch to fill or its longest
+# answer to end.
 #
-# This lesson starts a real server on your machine — `transformers serve`, the same program
-# you would run yourself, with the course model — and talks to it the way any application
-# does: over HTTP, one token at a time as it streams in. You will time requests as their
-# users see them, watch the server's scheduler decide, step by step, who goes into each
-# forward pass (**continuous batching**), see where each request's KV cache lives
-# (**paged attention**), and measure what serving many at once buys and costs against serving
-# one at a time. [10 · Load-testing a server](10_load_testing.ipynb) then loads it the way
-# engineers do.
+# Here you time a real server, `transformers serve` with the course model, as users see it;
+# watch its scheduler fill each forward pass (**continuous batching**); see where each
+# request's KV cache lives (**paged attention**); and measure what serving many at once buys and
+# costs. [10 · Load-testing a server](10_load_testing.ipynb) then loads it as engineers do.
 
 # %%
 import os
@@ -40,10 +35,8 @@ import viz
 from viz import perf, serve, views
 
 # %% [markdown]
-# `serve.serve(...)` starts the server on `127.0.0.1` (this machine only), offline, waits until
-# it answers, and sends it one warm-up request. `record=True` asks it to also write down its
-# own timestamps and every step of its scheduler (it takes some seconds: the cell prints how
-# many).
+# `serve.serve(...)` starts the server offline on `127.0.0.1` and warms it up; `record=True`
+# also logs its timestamps and every scheduler step (some seconds: the cell prints how many).
 
 # %% tags=["nbval-ignore-output"]
 began = time.perf_counter()
@@ -55,40 +48,31 @@ print(f"ready after {time.perf_counter() - began:.1f} s; "
 # %% [markdown]
 # ## See it: one request, as its user sees it
 #
-# `record_request` sends one chat message and notes the moment each piece of the answer
-# arrives. (It works with any server that speaks the OpenAI API; the end of the lesson points
-# it at others.)
+# `record_request` sends one chat message over HTTP and notes when each piece of the answer
+# arrives (any OpenAI-API server will do).
 
 # %% tags=["nbval-ignore-output"]
 one = serve.record_request(server, "What is the capital of France?", max_tokens=16)
 print(one.summary())
 
 # %% [markdown]
-# Four numbers describe how a streamed answer feels. They are defined once, in
-# `viz.serve.metrics`, as vLLM's and GuideLLM's benchmarks define them:
+# `viz.serve.metrics` defines these as vLLM's and GuideLLM's benchmarks do: **TTFT** now holds
+# the network and any queue besides lesson 03's prefill; **E2E**, end to end, runs to the last
+# piece; **TPOT**, (E2E − TTFT) ÷ (tokens − 1), is lesson 04's decode step seen from outside;
+# and **ITL**, inter-token latency, is each gap between two pieces of text.
 #
-# - **TTFT**, time to first token: from sending the request to the first piece of text. It
-#   holds the network, any queue, and the prefill of lesson 03.
-# - **ITL**, inter-token latency: each gap between two pieces of text.
-# - **TPOT**, time per output token: (E2E − TTFT) ÷ (tokens − 1), the average pace after the
-#   first token — lesson 04's decode step, seen from outside.
-# - **E2E**, end to end: from sending to the last piece.
-#
-# A run's summary also counts the requests that met an objective (a first token within 1 s,
-# then a token every 150 ms at most, on average): lesson 10 explains that count, **goodput**,
-# and sets the objective from your own machine's figures.
+# The summary also counts requests meeting an objective (a first token within 1 s, then a
+# token every 150 ms at most, on average): lesson 10's **goodput**.
 
 # %% [markdown]
 # ## See it: a workload, stated the way engineers state it
 #
-# Whoever load-tests a server says first what the load is: "128 tokens in, 24 out, 4 streams"
-# — prompts of about 128 tokens, answers of 24, and 4 users each sending their next request as
-# soon as the last one is answered. `serve.Workload.synthetic` builds such prompts from real
-# text (lesson 01's paragraph) with the model's own tokenizer, to the exact token; here their
-# lengths vary around 128 (a normal distribution, seeded), as real prompts do.
+# "128 tokens in, 24 out, 4 streams": prompts of about 128 tokens, answers of 24, and 4 users
+# each sending a new request once answered. `serve.Workload.synthetic` cuts them, exact to the
+# token, from lesson 01's paragraph, varying around 128 like real prompts.
 #
-# ✏️ **Change the workload** — the prompt length, the answer length, the streams — and run
-# the lesson from here again: the sections below show where it meets the server's limits.
+# ✏️ **Change the workload** — prompt length, answer length, streams — and rerun the lesson
+# from here: the sections below show where it meets the server's limits.
 
 # %%
 PROMPT_TOKENS, OUTPUT_TOKENS, STREAMS = 128, 24, 4  # ← tokens in, tokens out, streams
@@ -98,11 +82,9 @@ workload = serve.Workload.synthetic(
 print(f"workload: {workload}, {STREAMS} streams")
 
 # %% [markdown]
-# `run_load` keeps that many requests in flight (when one ends, the next starts) until twice as
-# many are done. The server counts each prompt with the chat template around it (~30 tokens
-# more). It sends each answer's length as `max_tokens`; `transformers serve` accepts nothing
-# that would hold the model to it, so an answer may end earlier, at the model's end of text —
-# the summary says how many did.
+# `run_load` keeps that many requests in flight until twice as many are done. Prompts count
+# their chat template (~30 tokens more). `transformers serve` cannot hold the model to
+# `max_tokens`, so answers may end earlier, at the end of text (the summary counts them).
 
 # %% tags=["nbval-ignore-output"]
 run = serve.run_load(server, concurrency=STREAMS, n_requests=2 * STREAMS, workload=workload,
@@ -112,20 +94,18 @@ lengths = [r.prompt_tokens for r in run.requests if r.prompt_tokens]
 print(f"prompts of {min(lengths)} to {max(lengths)} tokens (the chat template included)")
 
 # %% [markdown]
-# The same eight requests, every metric side by side. Benchmarks name these differently, and
-# numbers that look alike can mean different things: GuideLLM's "time per output token"
-# includes the wait for the first token (the *normalized* column here), its "inter-token
-# latency" is the TPOT column, and vLLM's ITL is every gap pooled over all requests.
-# A short answer with a long prompt shows it best: its normalized TPOT is far above its TPOT.
+# Benchmarks name these differently: GuideLLM's "time per output token" includes the wait for
+# the first token (the *normalized* column), its "inter-token latency" is TPOT, and vLLM's ITL
+# pools all requests' gaps. A short answer to a long prompt has a normalized TPOT far above its
+# TPOT.
 
 # %% tags=["nbval-ignore-output"]
 print(serve.request_metrics_text(run.requests))
 
 # %% [markdown]
-# One row per request: **grey** while it waits (on the network, for tokenization, for room
-# in the server), **blue** for its prefill, **orange** while it decodes, and a tick for each
-# piece of text that reached the client. Look for ticks of different rows that line up: one
-# forward pass produced a token for each of them at the same moment.
+# One row per request: **grey** waiting (network, tokenization, room in the server), **blue**
+# prefill, **orange** decoding, a tick per piece of text received. Ticks aligned across rows
+# came from one forward pass.
 
 # %% tags=["nbval-ignore-output"]
 views.request_timeline_figure(run)
@@ -133,10 +113,9 @@ views.request_timeline_figure(run)
 # %% [markdown]
 # ## Understand it: what static batching wastes
 #
-# Lesson 06's batching is *static*: a batch starts together, every prompt is padded to the
-# longest one, and every row stays in the batch until the longest answer is done. With the
-# prompt and answer lengths these requests really had, as many at a time as there were
-# streams:
+# Lesson 06's batching is *static*: a batch starts together, prompts are padded to the longest,
+# and every row stays until the longest answer ends. With these requests' real lengths, as many
+# at a time as there were streams:
 
 # %% tags=["nbval-ignore-output"]
 waste = run.static_batching_waste(batch_size=STREAMS)
@@ -145,26 +124,22 @@ print(f"useful token slots {waste.useful_slots}, padding {waste.padding_slots}, 
 print(f"static batching would waste {waste.wasted_fraction:.0%} of its slots")
 
 # %% [markdown]
-# **Continuous batching** wastes neither kind. Before every forward pass the scheduler looks
-# at who is there: a request that just finished leaves at once, a waiting one joins as soon
-# as there is room, and prompts are packed one after another with no padding. Two budgets
-# limit each pass: a number of tokens (the dashed line below) and free KV-cache pages. A
-# prompt longer than what is left of the token budget is split into chunks over several
-# passes (**chunked prefill**), so decoding requests never wait for a whole long prompt: they
-# go on getting a token every pass, though a pass that carries a chunk takes longer (timed
-# later in the lesson).
+# **Continuous batching** wastes neither kind: before each forward pass, finished requests
+# leave, waiting ones join if there is room, and prompts are packed end to end, unpadded. A
+# pass is limited by a token budget (the dashed line below) and free KV-cache pages; a prompt
+# longer than the budget left is split over passes (**chunked prefill**), so decoding requests
+# still get a token every pass, though a pass with a chunk takes longer.
 #
-# The server recorded every pass. Columns are passes, rows are requests: light blue is a chunk
-# of a prompt, blue the prompt's last chunk (it yields the first token), orange one decode
-# token, grey waiting. Above: tokens per pass against the budget, and the free pages.
+# Columns are passes, rows requests: light blue a prompt chunk, blue its last (yielding the
+# first token), orange a decode token, grey waiting; above, tokens per pass against the budget,
+# and free pages.
 
 # %% tags=["nbval-ignore-output"]
 names = views.request_names(run)
 views.schedule_figure(run.schedule, names)
 
 # %% [markdown]
-# The same record in words, the first passes of the run: who is in each one, and how many
-# tokens each brings.
+# The first passes in words: who is in each, with how many tokens.
 
 # %% tags=["nbval-ignore-output"]
 for step in run.schedule.steps[:10]:
@@ -175,29 +150,25 @@ for step in run.schedule.steps[:10]:
 # %% [markdown]
 # ## Understand it: the KV cache in pages
 #
-# Every running request needs its keys and values (lesson 05) for every token so far, and
-# answers grow one token at a time to a length nobody knows in advance. A server could
-# reserve one contiguous block per request for its longest possible length: the model's whole
-# context, 8,192 tokens here, unless the server is told a smaller limit. Instead, the cache is
-# cut into **pages** of 16 tokens; a request gets a page when it needs one, and keeps a
-# **page table** saying which pages hold its tokens, in order. Attention reads the pages
-# through that table. Pages are freed the moment a request ends.
+# A request's keys and values (lesson 05) grow a token at a time, to a length nobody knows in
+# advance. One contiguous block each would have to hold the model's whole context, 8,192 tokens
+# here, unless the server is told a smaller limit. Instead the cache is cut into **pages** of
+# 16 tokens: a request gets a page when it needs one, its **page table** lists its pages in
+# order, and attention reads them through it (**paged attention**). Pages are freed when a
+# request ends.
 #
-# Move the slider: each square is a page, coloured by the request holding it, grey when
-# free. A ◆ marks a page that several requests share: every prompt here begins with the same
-# system message from the chat template, so its first pages are computed once and reused
-# (in the list of passes above, a prompt that brings fewer tokens than it has found the rest
-# already there).
+# Move the slider: squares are pages, coloured by request, grey when free. ◆ marks a page
+# several requests share: the chat template's system message, which begins every prompt,
+# computed once and reused.
 
 # %% tags=["nbval-ignore-output"]
 views.page_table_figure(run.schedule, names)
 
 # %% [markdown]
-# At the busiest pass of the run, how many token slots did the pages hold, against a block
-# per request of its whole context, or of its prompt plus its answer limit? Each request
-# counts its own tokens, the shared prefix included, so its page table lists a shared page as
-# a block would hold its own copy: the three rows compare alike. In memory, a shared page is
-# stored once (the first line counts the distinct pages too).
+# At the busiest pass, how many token slots did the pages hold, against a block per request of
+# its whole context or its prompt plus answer limit? Page tables count a shared page once per
+# request, like blocks, so the rows compare alike; memory stores it once (the first line counts
+# distinct pages).
 
 # %% tags=["nbval-ignore-output"]
 steps = range(len(run.schedule.steps))
@@ -217,14 +188,11 @@ print(f"answers that ran to their limit: {sum(r.finish_reason == 'length' for r 
       f" of {len(run.requests)}")
 
 # %% [markdown]
-# A block of the whole context leaves almost all of it unused: these requests hold a few
-# hundred tokens at most, against 8,192. A block of prompt + answer limit comes as close
-# to the pages as the answers come to their limits (the last line counts those that reached
-# theirs): a server that knows only generous limits, or none, gains the most from pages. What
-# pages cost: the last page of each request is partly empty (at most 15 slots; larger pages
-# make shorter tables but leave more empty), the attention kernel must gather keys and values
-# through the page table instead of reading one block, and the whole pool is reserved when
-# the server starts — here:
+# A whole-context block leaves almost all unused: a few hundred tokens held at most, against
+# 8,192. A prompt + answer-limit block comes as close as the answers come to their limits (see
+# the last line): pages help most where limits are generous or unknown. Their cost: a partly
+# empty last page (at most 15 slots, more with larger pages, which make shorter tables),
+# attention gathering through the page table, and a pool reserved at start — here:
 
 # %%
 kv = run.schedule.total_pages * run.schedule.bytes_per_page
@@ -237,12 +205,10 @@ print(f"room for {run.schedule.total_pages * run.schedule.page_size:,} tokens in
 # %% [markdown]
 # ## Measure it: your workload against the step budget and the KV pool
 #
-# Two budgets limit every pass: its tokens (128 here) and the KV pool (64 pages of 16
-# tokens). A prompt longer than what is left of a pass's budget waits for the next pass, in
-# part or whole: with the workload as it ships, a prompt is ~155 tokens with its template,
-# more than a whole pass. And every request holds its prompt and its answer in pages:
-# 4 × (155 + 24) tokens fit the pool of 1,024; 8 streams of 256-token prompts would not, and
-# requests would then wait for pages while the pass still has room.
+# Each pass carries at most 128 tokens; the KV pool holds 64 pages of 16 tokens. As shipped, a
+# prompt (~155 tokens with its template) exceeds a pass, so part of it waits for the next.
+# 4 × (155 + 24) tokens of prompts and answers fit the pool of 1,024; 8 streams of 256-token
+# prompts would not.
 #
 # ✏️ **Predict.** For the workload you set above, which limit held requests back in more
 # passes: "the step budget", "the KV pool", or "neither"?
@@ -258,19 +224,15 @@ viz.compare_prediction(prediction_limit, held_back, options=list(serve.LIMITS),
                             "streams × (prompt + answer) against the pool's tokens")
 
 # %% [markdown]
-# Try `PROMPT_TOKENS, OUTPUT_TOKENS, STREAMS = 256, 24, 8` in the workload cell: the pool
-# (1,024 tokens) then holds three or four such requests at once, and the others wait for a
-# request to end and free its pages, though passes have room. With `32, 24, 2` neither limit
-# bites. A server's sizing is a workload decision: `serve.serve(num_pages=...,
-# max_batch_tokens=...)` sets both.
+# Try `PROMPT_TOKENS, OUTPUT_TOKENS, STREAMS = 256, 24, 8`: the pool (1,024 tokens) holds three
+# or four such requests; the rest wait for pages though passes have room. With `32, 24, 2`
+# neither limit bites. `serve.serve(num_pages=..., max_batch_tokens=...)` sizes both.
 
 # %% [markdown]
 # ## Measure it: one at a time against continuous batching
 #
-# Now the comparison that matters to whoever runs a server. One workload, 64 tokens in and 12
-# out (short answers keep the lesson short), goes to the server at 1, 4 and 8 streams, and then
-# to a second server that serves **one request at a time** (`continuous_batching=False`: the
-# others queue).
+# One workload, 64 tokens in and 12 out, goes at 1, 4 and 8 streams to this server, then to one
+# that serves **one request at a time** (`continuous_batching=False`).
 #
 # ✏️ **Predict before you measure.** At 8 streams, how many times more tokens per second (all
 # requests together) will continuous batching make than the one-at-a-time server?
@@ -303,8 +265,8 @@ viz.compare_prediction(prediction_itl, itl_ratio.median, rel_tol=0.25,
                             "lesson 06's decode step grew from B=4 to B=8")
 
 # %% [markdown]
-# The one-at-a-time server, with exactly the same loads (the first server is stopped first, to
-# stay within a Binder session's 2 GB):
+# The one-at-a-time server, same loads (the first server stops first, to fit a Binder
+# session's 2 GB):
 
 # %% tags=["nbval-ignore-output"]
 server_peak = server.peak_rss_bytes()
@@ -317,9 +279,9 @@ for r in alone:
     print(f"one at a time, {r.load_label}: {r.summary().output_tokens_per_s:.1f} tokens/s")
 
 # %% [markdown]
-# A run's tokens per second is one figure; its spread below comes from its requests' paces
-# (the middle half of each server's TPOTs), and where it reaches across a boundary of the
-# three answers, either side counts.
+# Tokens per second being one figure per run, the ratio's spread comes from the requests'
+# paces (each server's middle half of TPOTs); across a boundary between answers, either side
+# counts.
 
 # %% tags=["nbval-ignore-output"]
 ratio = serve.throughput_ratio(batched[-1], alone[-1])  # 8 streams: batched ÷ one at a time
@@ -333,11 +295,9 @@ viz.compare_prediction(prediction_ratio, measured_ratio,
 # %% [markdown]
 # ## Measure it: a second engine, llama.cpp
 #
-# A different engine makes the other trade. llama.cpp's server (the `llama-cpp-python`
-# package) serves the model's own 4-bit file, the GGUF this course's model comes in (98 MB of
-# weights against 538 MB in float32), with kernels that compute on the 4-bit weights directly;
-# its Python server runs **one request at a time**, as the second `transformers serve` did.
-# The same three loads:
+# llama.cpp's server (`llama-cpp-python`) makes the other trade: the model's 4-bit GGUF file
+# (98 MB of weights against 538 MB in float32), kernels computing on 4-bit weights directly,
+# and **one request at a time**. The same three loads:
 #
 # ✏️ **Predict.** At 8 streams, will llama.cpp (one at a time, 4-bit weights) make "fewer",
 # "about as many" or "more" tokens per second than `transformers serve` with continuous
@@ -377,11 +337,10 @@ else:
     print("llama.cpp is not installed here: this check needs it (see the message above)")
 
 # %% [markdown]
-# And the trade-off in one picture, as engineers read it: up is each user's speed (tokens per
-# second while their answer streams), across is everybody's together, one point per load (the
-# 1, 4 and 8 streams above), one line per engine and setting. A line that lies up and to the
-# right of another's serves both its users and its owner better. Fewer bytes per token move a
-# line up (every user is faster); batching moves it right (more users at once, each slower).
+# Up is each user's speed (tokens per second while their answer streams), across is
+# everybody's; a point per load, a line per engine and setting. A line further up and right
+# serves users and owner better: fewer bytes per token move a line up, batching moves it right
+# (more users, each slower).
 
 # %% tags=["nbval-ignore-output"]
 views.pareto_figure([alone, batched] + ([llama_runs] if llama_runs else []))
@@ -389,29 +348,24 @@ views.pareto_figure([alone, batched] + ([llama_runs] if llama_runs else []))
 # %% [markdown]
 # ## Understand it: where the extra wait went
 #
-# The gaps between tokens at 8 streams, both servers (one at a time, a request's gaps are
-# those of a request alone; its wait is in the queue, before its first token):
+# Gaps between tokens at 8 streams, both servers (one at a time, the gaps are a lone
+# request's; the wait is in the queue, before the first token):
 
 # %% tags=["nbval-ignore-output"]
 views.itl_distribution_figure([alone[-1], batched[-1]])
 
 # %% [markdown]
-# Each gap between two tokens of a request ends with the pass that made the later token. The
-# server timed every pass and every token, so `itl_breakdown()` takes a run's mean ITL apart
-# into three parts that add up to it:
+# The server timed every pass, and a gap ends with the pass that made its later token, so
+# `itl_breakdown()` splits the mean ITL into three parts that sum to it:
 #
-# - **decode passes**: the gap when the pass gives every decoding request its next token and
-#   nothing else (a pass of 8 carries 8 tokens where a pass of 1 carries one);
-# - **passes with prompt chunks**: what passes that also prefill part of a new prompt add
-#   (their share of the gaps × how much longer they are), since every decoding request waits
-#   for them;
-# - **on the way to the client**: each token is streamed out over HTTP and read by this
-#   notebook, which shares the CPU with the server. A delay that stays the same adds nothing
-#   to the gaps, so only its growth counts (the delay itself is printed beside it); being a
-#   difference between two clocks' gaps, it can come out slightly below zero.
+# - **decode passes**: the gap when a pass only decodes (a pass of 8 carries 8 tokens);
+# - **passes with prompt chunks**: their share of the gaps × their extra length (every
+#   decoding request waits for them);
+# - **on the way to the client**: HTTP streaming to this notebook, which shares the CPU with the
+#   server. Only the delay's growth counts, as a steady delay adds nothing to the gaps (the
+#   delay is printed beside it); a difference of two clocks' gaps, it can dip slightly below zero.
 #
-# A request whose tokens reached the client two in one piece is left out (the first line
-# says so).
+# Requests whose tokens arrived two in one piece are left out.
 #
 # ✏️ **Predict.** Which part of the mean ITL grew the most from 1 stream to 8?
 
@@ -432,11 +386,9 @@ viz.compare_prediction(prediction_where, grew_most, options=list(serve.ITL_PARTS
                             "carry their prompts, and how many decode their answers?")
 
 # %% [markdown]
-# Lesson 06 timed a batch of 8 too: 8 copies of one prompt, 16 tokens of context, on the
-# model's ordinary code path in the notebook's own process; its "wait per token" at B=8
-# compares that step with a step of 1. Here is the server's decode pass of 8 against its pass
-# of 1, what its requests' longer contexts add by the counts of lessons 05–06, and how busy
-# each side kept the CPU during the 8-stream run:
+# Lesson 06's "wait per token" at B=8 compared a step of 8 copies of one prompt with a step of
+# 1. Below: the server's decode pass of 8 against 1, what its longer contexts add (lessons
+# 05–06's counts), and each side's CPU use at 8 streams:
 
 # %% tags=["nbval-ignore-output"]
 pass_ratio = crowd.decode_gap / alone_1.decode_gap  # medians, and the worst case of the spreads
@@ -453,17 +405,12 @@ print(f"cores kept busy: this notebook {crowd.client_cores:.2f}, the server "
       f"{crowd.server_cores:.2f}, of {os.cpu_count()}")
 
 # %% [markdown]
-# Compare that pass ratio with lesson 06's wait per token at B=8 on your machine. Where the
-# server's pass grew more, three things differ from lesson 06:
+# Compare that pass ratio with lesson 06's wait per token at B=8. Where the server's grew more,
+# three things differ: **the context** (prompts against lesson 06's 16 tokens, counted above);
+# **the code path** (one flat sequence of tokens, attention reading keys and values through
+# page tables); **the process** (threads streaming tokens over HTTP on this notebook's cores).
 #
-# - **the context**: the server's requests hold their prompts, lesson 06's 16 tokens; the
-#   counts above say how many more bytes and FLOPs that makes;
-# - **the code path**: continuous batching runs the requests as one flat sequence of tokens,
-#   whose attention reads each request's keys and values through its page table;
-# - **the process**: the server's other threads stream every token out over HTTP while it
-#   computes, on the same cores as this notebook (the last line says how busy each kept them).
-#
-# Every server (one at a time) and this notebook fit in a Binder session (about 2 GB), measured:
+# Measured: each server, run alone, fits with this notebook in a Binder session (about 2 GB):
 
 # %% tags=["nbval-ignore-output"]
 kernel_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
@@ -479,11 +426,9 @@ print(f"together at most {total / 2**20:,.0f} MiB: "
 # %% [markdown]
 # ## Understand it: lesson 06's step, the engine's pass, the server's pass
 #
-# With both servers stopped there is room for the model in this notebook, so the three can be
-# timed apart at the server's context: lesson 06's decode loop (a padded batch of 8 copies of
-# a prompt that long), then transformers' continuous-batching engine run in this notebook —
-# the server's code path without its HTTP process — on 8 copies of it, each against its own
-# batch of 1.
+# With both servers stopped, this notebook can time lesson 06's padded decode loop and
+# transformers' continuous-batching engine (the server's code path without HTTP) at the
+# server's context: 8 copies of such a prompt, each against a batch of 1.
 #
 # ✏️ **Predict.** Which multiplies the pass of 8 more: "the code path" (the engine here ÷
 # lesson 06's loop) or "the process" (the HTTP server ÷ the engine here)?
@@ -521,18 +466,16 @@ viz.compare_prediction(prediction_path, larger, options=["the code path", "the p
                             "answer counts")
 
 # %% [markdown]
-# Which of the two adds more differs from machine to machine and from run to run: where the
-# engine's flat sequence and its page tables cost more than lesson 06's padded batch, the code
-# path shows a ratio above ×1; where the HTTP process's own threads compete with the model for
-# two cores, the process does. Ratios near ×1.0 with overlapping spreads, as can happen, mean
-# neither added much at 8 streams. Your numbers above say which it was on yours. Either way the server's ITL at
-# 8 streams is accounted for: the decode passes (lesson 06's step, times what the code path and
-# the process add), the passes with prompt chunks, and the way to the client, as printed.
+# Which adds more varies by machine and run: the code path where the engine's flat sequence
+# costs more than lesson 06's padded batch; the process where the HTTP server's threads compete
+# with the model for two cores; neither where ratios sit near ×1.0, spreads overlapping. Either
+# way the 8-stream ITL is accounted for: lesson 06's step times the code path and the process,
+# plus prompt chunks and the way to the client.
 
 # %% [markdown]
 # ## Where next
 #
-# [10 · Load-testing a server →](10_load_testing.ipynb): requests that arrive at random, a
-# rate sweep up to where the server cannot keep up, an objective set from your machine's
-# figures, and what a token costs. From there, [11 · Long contexts](11_long_context.ipynb)
-# shows pages like the ones shared above saving the prefill of whatever prompts have in common.
+# [10 · Load-testing a server →](10_load_testing.ipynb): random arrivals, a rate sweep past
+# what the server can take, an objective from your machine's figures, what a token costs.
+# [11 · Long contexts](11_long_context.ipynb) shows shared pages like these saving the prefill
+# of what prompts share.
