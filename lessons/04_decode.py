@@ -20,9 +20,8 @@
 # per forward pass, and each pass needs the token chosen by the pass before it.
 #
 # In this lesson you will step through a real reply with the explorer, write the decode loop
-# yourself in a few lines, time each step on your machine, and take a step's time apart:
-# reading the model's weights from memory, a fixed cost paid by every step, and a little
-# arithmetic.
+# yourself, time each step on your machine, and take a step's time apart: reading the weights
+# from memory, a fixed cost paid by every step, and a little arithmetic.
 
 # %%
 import numpy as np
@@ -56,8 +55,7 @@ print(trace.generated_text)
 #   grows by one token per step, and the step's latency: how long the reader waited for it.
 #
 # The explorer opens at step 1, the first decode pass. Step 0, one notch to the left, is the
-# prefill: it reads the whole prompt, so its latency bar is usually the tallest. Every other
-# step is one decode pass.
+# prefill: it reads the whole prompt, so its latency bar is usually the tallest.
 
 # %% tags=["nbval-ignore-output"]
 views.explorer_figure(trace)
@@ -76,8 +74,8 @@ for s in trace.steps[:6]:
 #
 # Decode is a loop of four moves: **predict** (a forward pass scores every possible next
 # token), **choose** (here greedy: take the highest score), **append** (add the token to the
-# reply) and **feed back** (the new token is the next pass's only input). The cache keeps the
-# keys and values of every token seen so far, so a pass needs only the newest token.
+# reply) and **feed back** (the new token is the next pass's only input). The cache keeps every
+# earlier token's keys and values, so a pass needs only the newest token.
 
 # %%
 from transformers import DynamicCache
@@ -97,8 +95,8 @@ def greedy_reply(prompt_ids, n_tokens):
 
 # %% [markdown]
 # Run it for four tokens and compare with what `viz.record` chose. The library's loop, with
-# timing and everything it records, is in [`viz/record.py`](../viz/record.py) (step 4; in a
-# cell, `viz.record??` shows it).
+# its timing and records, is in [`viz/record.py`](../viz/record.py) (step 4; in a cell,
+# `viz.record??` shows it).
 
 # %%
 mine = greedy_reply(trace.prompt_ids, 4)
@@ -126,9 +124,8 @@ print("runner-up first:", repr(lm.tokenizer.decode(other)))
 #
 # ## Measure it: how fast does it write?
 #
-# The explorer's latency panel, as numbers. **TPOT** (time per output token) is the average
-# gap between two tokens after the first; its inverse is the streaming speed in tokens per
-# second.
+# **TPOT** (time per output token) is the average gap between two tokens after the first; its
+# inverse is the streaming speed in tokens per second.
 
 # %%
 gaps = trace.inter_token_latencies_s
@@ -141,10 +138,9 @@ print("TPOT is the mean gap:", np.isclose(trace.tpot_s, np.mean(gaps)),
       "| tokens/s = 1 / TPOT:", np.isclose(trace.decode_tokens_per_s, 1 / trace.tpot_s))
 
 # %% [markdown]
-# The same on a time axis, with the summary card: one prefill bar, then a row of decode steps
-# (the lines above gave the fastest, the median and the slowest of them). Hover for each one's
-# duration. The card, like the lines above, is
-# this one run, with no spread.
+# The same on a time axis, with the summary card: one prefill bar, then a row of decode steps;
+# hover for each one's duration. The card, like the lines above, is this one run, with no
+# spread.
 
 # %% tags=["nbval-ignore-output"]
 display(views.summary_html(trace))
@@ -154,9 +150,9 @@ views.timeline_figure(trace)
 # ### Where the time goes: bytes, arithmetic or a fixed cost?
 #
 # One decode step pushes **one** token through every layer. Each weight is used once: a
-# multiply and an add, 2 FLOPs per parameter. But to use a weight, the processor must first
-# fetch it from memory, and each weight is `spec.bytes_per_element` bytes. On top of that the
-# step reads the KV cache. `perf.decode_cost` counts both for the reply's last step:
+# multiply and an add, 2 FLOPs per parameter. But each weight must first be fetched from
+# memory, `spec.bytes_per_element` bytes of it, and the step also reads the KV cache.
+# `perf.decode_cost` counts both for the reply's last step:
 
 # %%
 cost = perf.decode_cost(spec, trace.steps[-1].seq_len)
@@ -172,16 +168,15 @@ print(f"  intensity       {cost.intensity:13.2f} FLOP per byte")
 #
 # - the **memory floor**: the step's bytes ÷ this machine's read speed;
 # - the **compute floor**: its FLOPs ÷ the peak FLOP/s of a matrix product;
-# - the **fixed cost** per step: a model of the same depth whose layers are only 64 numbers
-#   wide, which has almost nothing to read or compute (`perf.fixed_cost`).
+# - the **fixed cost** per step: a model as deep but only 64 numbers wide, with almost nothing
+#   to read or compute (`perf.fixed_cost`).
 #
-# The peaks and the fixed cost are measured **once per machine** and reused by every lesson
-# (`perf.machine_peaks()`, `perf.fixed_cost(30)`); the first lesson that asks measures them,
-# in a few seconds. Each is the median of several runs, printed with its **spread**: the range
-# the middle half of the runs fell in. The rule (`perf.pass_verdict`) names what limits the
-# step: *overhead-bound* if the fixed cost is at least half of it, else *compute-bound* if the
-# compute floor is at least the memory floor, else *memory-bound*. Where the spreads straddle
-# one of those two lines, it says **too close to call** instead of guessing.
+# The peaks and the fixed cost are measured **once per machine**, in a few seconds, and reused
+# by every lesson (`perf.machine_peaks()`, `perf.fixed_cost(30)`). Each is the median of
+# several runs with its **spread**, the range the middle half fell in. The rule
+# (`perf.pass_verdict`): *overhead-bound* if the fixed cost is at least half the step, else
+# *compute-bound* if the compute floor is at least the memory floor, else *memory-bound*; where
+# the spreads straddle one of those two lines, **too close to call**.
 #
 # **Predict.** What will the rule say about a decode step on your machine?
 
@@ -209,12 +204,11 @@ compare_prediction(prediction_regime, verdict, options=list(perf.REGIMES),
                    hint="compare the fixed cost with half the step, then the two floors")
 
 # %% [markdown]
-# Now take the step apart. Set the fixed cost aside and suppose the time left was all spent
-# bringing in the bytes: that gives the **streaming rate** of the weights,
-# bytes ÷ (step − fixed cost) (`perf.streaming_rate`). Set it beside the **peak** a plain read
-# of one large block reaches, and beside the speed of the very kernel a decode step runs for
-# each weight matrix, a matrix-vector product, measured on one large matrix (from the same
-# measurement of the machine).
+# Now take the step apart. Suppose the time left after the fixed cost was all spent bringing
+# in the bytes: that gives the weights' **streaming rate**, bytes ÷ (step − fixed cost)
+# (`perf.streaming_rate`). Set it beside the **peak** of a plain read of one large block, and
+# beside the kernel a decode step runs for each weight matrix, a matrix-vector product,
+# measured on one large matrix.
 #
 # **Predict.** The weights' streaming rate in a decode step will be...
 
@@ -258,12 +252,10 @@ print(f"the fixed cost is {verdict.fixed_share.median:.0%} of the step; the arit
 
 # %% [markdown]
 # So a decode step is three things: a **fixed cost** that every step pays whatever the model's
-# width (what a model of the same depth with almost no weights pays), the **weights streaming
-# in** at the rate the lines above compare with a plain read and a single large
-# matrix-vector product (the step's matrices are smaller than that test matrix, and each is a
-# kernel of its own), and a sliver of **arithmetic**. No implementation can get far below the
-# memory floor without moving fewer bytes per token; the fixed cost and the gap between the
-# streaming rate and the peak are what separates a real step from that floor.
+# width, the **weights streaming in** at the rate compared above (the step's matrices are
+# smaller than the test matrix, each a kernel of its own), and a sliver of **arithmetic**. No
+# implementation can get far below the memory floor without moving fewer bytes per token; the
+# fixed cost and the gap between the streaming rate and the peak separate a real step from it.
 #
 # [08 · The memory wall](08_memory_wall.ipynb) measures those two numbers across models from
 # tens of millions to billions of weights and with fewer bytes per weight, and fits
@@ -313,10 +305,10 @@ compare_prediction(prediction_busy, busy, options=BUSY,
                    hint="divide the busy time by the CUDA-graph step")
 
 # %% [markdown]
-# With the launches out of the way, a step takes about what its kernels take. And the eager
-# step's wall time? It is the host's, and the host drifted: the same eager step, as each
-# shipped file timed it (only the memory-wall run measured the host's cost of launching a step
-# of that depth beside it: a model as deep, 64 wide):
+# With the launches out of the way, a step takes about what its kernels take. The eager step's
+# wall time is the host's, and the host drifted: the same eager step, as each shipped file
+# timed it (only the memory-wall run also timed the host's launch cost, on a model as deep, 64
+# wide):
 
 # %%
 walls = perf.eager_walls("llama-3.1-8b")
@@ -328,17 +320,16 @@ print(f"the slowest ÷ the fastest: ×{max(medians) / min(medians):.1f}")
 
 # %% [markdown]
 # The same step, several times apart from one minute to the next (the last line): a figure of
-# the host's state, not of the GPU, which is why the course compares GPUs by the busy time and
-# the CUDA-graph step. Two steps, two lessons. The 8B's graph step is within a factor of two of
-# its memory floor (the MBU printed above): on the GPU too, a decode step of a large model is
-# its weights streaming in, at a few terabytes a second instead of your machine's tens of
-# gigabytes. For the course model's shape even the GPU's own time is far above its memory
-# floor: a thousand kernels of a couple of microseconds each outlast reading 270 MB. Is that
-# the GPU's form of the **fixed cost**? The rule asks for one measured on a model as deep and
-# tiny wide, timed the same way, which this run did not measure. What the files do give is a
-# bound: no kernel's fixed part can be longer than the course model's shape's kernels took on
-# average (`perf.kernel_time_bound`), so the rule still applies where that bound is under half
-# the busy time:
+# the host's state, not the GPU's, which is why the course compares GPUs by the busy time and
+# the CUDA-graph step. The 8B's graph step is within a factor of two of its memory floor (the
+# MBU above): on the GPU too, a large model's decode step is its weights streaming in, at a few
+# terabytes a second instead of your machine's tens of gigabytes. For the course model's shape
+# even the GPU's own time is far above its memory floor: a thousand kernels of a couple of
+# microseconds each outlast reading 270 MB. Is that the GPU's **fixed cost**? The rule needs
+# one measured on a model as deep and tiny wide, timed the same way, which this run lacks. The
+# files do give a bound: no kernel's fixed part can be longer than the course model's shape's
+# kernels took on average (`perf.kernel_time_bound`), so the rule still applies where that
+# bound is under half the busy time:
 
 # %%
 for name in perf.GPU_MODELS:
@@ -351,7 +342,7 @@ for name in perf.GPU_MODELS:
 # ### Does a longer context slow each step?
 #
 # Each step also reads the KV cache, which grows with the text: 46,080 bytes per token here
-# (lesson 05 shows where the number comes from). `perf.context_length_sweep` prefills prompts
+# (lesson 05 derives it). `perf.context_length_sweep` prefills prompts
 # of 16 and 256 tokens, then times the decode steps after each.
 #
 # **Predict.** Compared with a step after 16 tokens of context, a step after 256 tokens will
@@ -386,17 +377,16 @@ print(f"the cache would match the weights at {spec.weight_bytes / spec.kv_bytes_
       f" tokens; the model reads at most {spec.context_length:,}")
 
 # %% [markdown]
-# At these lengths the cache adds a few percent to the bytes a step reads, so whatever the
-# step times above show beyond that is not the bytes: the machine's noise (the spreads say how
-# much) or attention's own arithmetic, which lesson 11 times apart at up to 8,191 tokens. For this small model the cache would only match the weights beyond the
-# longest text it accepts (last line above). How the cache grows, and what it saves, is
-# lesson 05's story.
+# At these lengths the cache adds a few percent to a step's bytes, so whatever the step times
+# above show beyond that is not the bytes: the machine's noise (the spreads say how
+# much) or attention's own arithmetic, which lesson 11 times apart at up to 8,191 tokens. For
+# this small model the cache would only match the weights beyond the longest text it accepts
+# (last line above). How the cache grows, and what it saves: lesson 05.
 #
 # ### How long is a long answer?
 #
 # How many tokens is a 500-word answer? Lesson 01 measured the tokens per word of a paragraph
-# of everyday English; `perf.tokens_per_word` measures the same paragraph again with this
-# model's tokenizer:
+# of everyday English; `perf.tokens_per_word` measures it again with this model's tokenizer:
 
 # %%
 ratio = perf.tokens_per_word(lm.tokenizer)
@@ -405,9 +395,9 @@ print(f"{ratio:.2f} tokens per word: a 500-word answer is about {answer_tokens} 
 
 # %% [markdown]
 # (The guide this course follows quotes a rule of thumb of 700; text full of numbers, names or
-# code would come closer to it, lesson 01 showed why.) An answer costs one prefill, then one
+# code comes closer, as lesson 01 showed.) An answer costs one prefill, then one
 # decode step for each token after the first. Drag the slider to see what an answer of any
-# length would cost on this machine, from your own TTFT and TPOT.
+# length costs on this machine, from your own TTFT and TPOT.
 
 # %%
 import ipywidgets as widgets

@@ -15,10 +15,9 @@
 # %% [markdown]
 # # 11 · Long contexts and prefix caching
 #
-# The prompts in this course so far were short: a question, a few hundred tokens of filler.
-# Real conversations are not. A chat carries a system prompt, perhaps a document, and every
-# earlier turn, and it sends all of it again with each new question. Two things change when
-# the context gets long:
+# The prompts so far were short. Real conversations are not: a chat carries a system prompt,
+# perhaps a document, and every earlier turn, and sends all of it again with each new
+# question. Two things change when the context gets long:
 #
 # - **prefill** no longer costs the same per token: each new position attends to every position
 #   before it, so attention's work grows with the *square* of the prompt while the rest grows
@@ -26,8 +25,8 @@
 # - **decode** reads the KV cache as well as the weights at every step, and at this model's
 #   longest context the cache is most of the weights' size.
 #
-# And one remedy follows: if many prompts begin alike, keep the keys and values of that
-# beginning and compute only what is new. That is **prefix caching**, and every serving
+# One remedy: when prompts begin alike, keep the keys and values of that beginning and
+# compute only what is new. That is **prefix caching**, and every serving
 # engine does it.
 
 # %% tags=["nbval-ignore-output"]
@@ -55,9 +54,9 @@ print(f"{spec.name}: {spec.kv_bytes_per_token():,} bytes of keys and values per 
 # ## See it: prefill of long prompts, attention taken out
 #
 # `perf.long_prefill_sweep` prefills prompts of 256 to 2,048 tokens, and a clock *inside* the
-# model's attention function (`viz.compat.timed_attention`) separates the seconds spent in
-# attention proper — scores q·kᵀ, softmax, the weighted sum of v — from everything else in
-# the pass: the projections and the MLP, whose work is the weights met once per token.
+# model's attention function (`viz.compat.timed_attention`) separates attention proper
+# (scores q·kᵀ, softmax, the weighted sum of v) from the rest of the pass: the projections
+# and the MLP, whose work is the weights met once per token.
 #
 # Before it runs: what share of a 2,048-token prefill do you expect attention to take?
 
@@ -80,9 +79,8 @@ compare_prediction(prediction_share, measured_band, options=SHARE,
 # %% [markdown]
 # ## Understand it: the square and the line
 #
-# The middle panel above is the time **per prompt token**: flat would mean every token costs
-# the same. Where it rises, attention is why: the 1,000th token attends to 1,000 earlier
-# ones, the 2,000th to 2,000. Counted (`perf.prefill_cost`), with L layers, n_h query heads of
+# The middle panel is the time **per prompt token**; where it rises, attention is why: the
+# 1,000th token attends to 1,000 earlier ones, the 2,000th to 2,000. Counted (`perf.prefill_cost`), with L layers, n_h query heads of
 # d numbers each and a prompt of n tokens, attention does 4·L·n_h·d·(1 + 2 + … + n) FLOPs,
 # which grows with n²; the matrix products with the weights do 2 FLOPs per weight per token,
 # 2·n·L·P_layer with P_layer the weights of one layer, which grows with n. They meet near
@@ -105,20 +103,19 @@ big = perf.config_spec("llama-3.1-8b")
 print(f"counted for {big.name}: {perf.attention_crossover(big):,} tokens")
 
 # %% [markdown]
-# The GFLOP/s lines say how fast each part does its arithmetic. Where attention's rate is the
-# lower one, its time passes the rest's before its FLOPs do, and the measured crossing comes
-# before the counted one. A small model meets its crossover within its own context (8,192
+# Where attention's rate (GFLOP/s) is the lower one, its time passes the rest's before its
+# FLOPs do, and the measured crossing comes before the counted one. A small model meets its crossover within its own context (8,192
 # tokens here); Llama-3.1-8B's shape only far beyond a typical prompt.
 
 # %% [markdown]
 # ## Measure it: a decode step at 8,192 tokens
 #
-# Filling a cache of 8,000 positions by a real prefill would take the time the fit above
-# extrapolates for it, so `perf.long_decode_sweep` fills it with random keys and values of the
-# model's own shapes (`viz.compat.synthetic_cache`). The step's kernels and the bytes they read
-# are real; only the values are random, and nothing in a step looks at them. Check that at
-# 2,048 tokens, where a real prefill takes a few seconds: a step over the cache it leaves,
-# and one over a random cache as long, interleaved.
+# A real prefill of 8,000 positions would take the time the fit above extrapolates, so
+# `perf.long_decode_sweep` fills the cache with random keys and values of the model's own
+# shapes (`viz.compat.synthetic_cache`). The kernels and the bytes they read are real; only
+# the values are random, and nothing in a step looks at them. Checked at 2,048 tokens (a real
+# prefill of a few seconds): a step over the cache it leaves, and one over a random cache as
+# long, interleaved.
 
 # %% tags=["nbval-ignore-output"]
 check = perf.synthetic_check(lm, 2048, repeats=5)
@@ -163,10 +160,10 @@ views.long_decode_figure(long_decode, peaks)
 
 # %% [markdown]
 # The fixed cost of each pass (lesson 04) does not grow with the cache, so by bytes alone the
-# points would sit below the dotted line. Take each step apart with the slider: the step
-# over an empty cache beside it, attention's growth (the clock again), the cache's own copy
-# and what is left. The cache here is transformers' `DynamicCache`, which grows by
-# concatenation: adding one token copies the whole cache once more before attention reads it.
+# points would sit below the dotted line. Take each step apart with the slider: the empty-cache
+# step beside it, attention's growth (the clock again), the cache's own copy and what is left.
+# transformers' `DynamicCache` grows by concatenation: adding one token copies the whole cache
+# before attention reads it.
 
 # %% tags=["nbval-ignore-output"]
 views.long_decode_widget(long_decode)
@@ -188,10 +185,9 @@ print(f"the rule on that step: {v.regime}; reading its bytes at the peak would t
       f"{v.memory_floor.median * 1e3:.1f} ms of it (MBU {v.mbu:.0%})")
 
 # %% [markdown]
-# What is left over is not taken apart here (the copy inside the pass writes memory the
-# allocator hands out fresh, which the copy timed alone does not). A paged cache, like the
-# server's in lesson 09, writes only the new token into its page and never copies the rest:
-# attention's growth stays, the copy goes.
+# What is left over is not taken apart here (inside the pass the copy writes freshly
+# allocated memory; timed alone it does not). A paged cache (lesson 09) writes only the new
+# token into its page: attention's growth stays, the copy goes.
 #
 # ## Measure it: a smaller cache
 #
@@ -206,8 +202,8 @@ print(f"the rule on that step: {v.regime}; reading its bytes at the peak would t
 #   of one position) that share a scale and a shift. The newest tokens wait in float32 (a
 #   "residual window") until 128 have gathered; then the whole cache is quantized again.
 #
-# Counted from each backend's layout (`perf.kv_quant_bytes`; the tests check it against the
-# bytes the live tensors hold), scales and shifts included:
+# Counted from each backend's layout, scales and shifts included (`perf.kv_quant_bytes`; the
+# tests check it against the live tensors' bytes):
 
 # %%
 QUANTS = [perf.KVQuant(8), perf.KVQuant(4)]  # fp8, and quanto's int4 in groups of 64
@@ -222,9 +218,9 @@ print(f"int4's window adds up to {window / 1e6:.1f} MB: 127 positions in float32
 
 # %% [markdown]
 # A step over the int4 cache reads about a third fewer bytes than one over the float32
-# cache. `perf.kv_quant_sweep` times the step over each quantized cache at `CONTEXT` cached
-# tokens the way the float32 sweep above was timed: random keys and values (quantized by the
-# backend's own code, as a prefill's would be), each step beside a step over an empty cache.
+# cache. `perf.kv_quant_sweep` times each quantized cache's step at `CONTEXT` cached tokens
+# as the float32 sweep was timed: random keys and values (quantized by the backend's own
+# code, as a prefill's would be), each step beside an empty-cache step.
 #
 # Before it runs: at 8,191 cached tokens, the step over the int4 cache will be...
 
@@ -253,18 +249,17 @@ compare_prediction(prediction_int4, faster, options=FASTER,
                         "of it, and where does the result go?")
 
 # %% [markdown]
-# On one chart: each cache's step against the bytes it must read, from the step over an empty
-# cache (the weights alone) out to `CONTEXT`, beside the float32 sweep above, and the memory
-# floor.
+# On one chart: each cache's step against the bytes it must read, from the empty cache (the
+# weights alone) out to `CONTEXT`, beside the float32 sweep and the memory floor.
 
 # %% tags=["nbval-ignore-output"]
 views.kv_quant_figure(quant, peaks, float_sweep=long_decode)
 
 # %% [markdown]
 # Where the time went: transformers' quantized caches have no kernel that reads the small
-# numbers directly. Every step turns the whole cache back into float32 (dequantizes it) into
-# a new tensor, and attention reads that: the step reads the small cache, writes a float32
-# copy as large as the float32 cache, and reads it again.
+# numbers directly. Every step turns the whole cache back into float32 (dequantizes it) in
+# a new tensor for attention: it reads the small cache, writes a float32 copy as large as the
+# float32 cache, and reads it again.
 
 # %% tags=["nbval-ignore-output"]
 for q in QUANTS:
@@ -286,15 +281,14 @@ print("here the int4 cache's fewer bytes " + (
 
 # %% [markdown]
 # Fewer bytes buy time only where a kernel reads them as they are, or where reading float32
-# costs more than turning the small numbers back into it: the lesson of
-# [08](08_memory_wall.ipynb) and [12](12_fewer_bytes.ipynb) for the weights (lesson 08's int8
-# weights, dequantized before every product, made the step slower too), told again for the
-# cache. What a quantized cache buys without such a kernel is memory: the bytes per token
-# counted above, so that many times more conversations fit in the count below.
+# costs more than turning the small numbers back into it, as lessons [08](08_memory_wall.ipynb)
+# and [12](12_fewer_bytes.ipynb) show for the weights (lesson 08's int8 weights, dequantized
+# before every product, slowed the step too). Without such a kernel a quantized cache buys
+# memory: fewer bytes per token, so many times more conversations fit in the count below.
 #
-# And it costs accuracy. The random cache above says nothing about that; a real prompt
-# does. `perf.kv_quant_agreement` prefills a real document and a question, then decodes 16
-# greedy tokens over the float32 cache and over each quantized one.
+# And it costs accuracy, which a random cache cannot show. `perf.kv_quant_agreement`
+# prefills a real document and a question, then decodes 16 greedy tokens over the float32
+# cache and over each quantized one.
 #
 # fp8 keeps 8 bits a value, int4 only 4. Which one follows the float32 cache's greedy
 # answer for more tokens?
@@ -340,9 +334,9 @@ for name in ("llama-3.2-1b", "llama-3.1-8b", "smollm2-1.7b"):
 
 # %% [markdown]
 # SmolLM2-1.7B has no GQA (as many key/value heads as query heads): its two counts are the
-# same. A server that reserved the longest context for every conversation would hold the
-# 8,192-token count; conversations are mostly shorter, and one that hands out pages of 16
-# tokens as each conversation grows (lesson 09) holds as many as their real lengths allow:
+# same. A server reserving the longest context for every conversation holds the 8,192-token
+# count; conversations are mostly shorter, and one handing out pages of 16 tokens as they
+# grow (lesson 09) holds as many as their real lengths allow:
 
 # %% tags=["nbval-ignore-output"]
 reserved = perf.kv_fit(spec, 8192, spec.weight_bytes + free).conversations
@@ -357,10 +351,10 @@ print(f"here: {reserved} conversations with 8,192 positions reserved each; {page
 #
 # ## See it: a prefix computed once
 #
-# Many prompts share their beginning. `perf.prefix_cache_sweep` takes one 512-token prompt
-# and pretends its first share was already prefilled by an earlier request (untimed): the
-# time to first token with that prefix recomputed, and with its keys and values reused, the
-# last tokens prefilled over them. The first token is checked to come out the same.
+# `perf.prefix_cache_sweep` takes one 512-token prompt, treats a share of its beginning as
+# prefilled by an earlier request (untimed), and times the first token with that prefix
+# recomputed, and with its keys and values reused and only the last tokens prefilled. The
+# first token is checked to come out the same.
 #
 # Before it runs: with 95 % of the prompt cached, how many times faster is the first token?
 
@@ -399,9 +393,9 @@ compare_prediction(prediction_speedup, band_95, options=SPEEDUP,
 # ## Measure it: a chat that re-sends its history
 #
 # The OpenAI-style API a server speaks is stateless: each turn sends the whole conversation
-# again. `perf.chat_turns` plays four turns; each turn's time to first token with the history
-# recomputed, and with the keys and values kept from the turn before: the longest run of
-# identical token ids from the start, token by token (an engine matches whole pages, below).
+# again. `perf.chat_turns` plays four turns and times each first token with the history
+# recomputed, and with the keys and values kept from the turn before, as far as the token ids
+# match from the start (an engine matches whole pages, below).
 
 # %% tags=["nbval-ignore-output"]
 chat = perf.chat_turns(lm, ["What is a KV cache?", "Why does it grow with the text?",
@@ -423,10 +417,10 @@ print("the saving grows with every turn, beyond the spreads" if all(grows) else
 # ## Understand it: prefix sharing inside a serving engine
 #
 # The engine behind `transformers serve --continuous-batching` (lesson 09) keeps its cache in
-# pages of 16 tokens and shares **full pages** whose token ids match an earlier request's,
-# page for page. `serve.measure_prefix_sharing` sends four requests that share a long system
-# prompt through that engine in this process, one after another, with sharing on and off
-# (the server always has it on).
+# pages of 16 tokens and shares **full pages** whose token ids match an earlier request's.
+# `serve.measure_prefix_sharing` sends four requests that share a long system prompt through
+# that engine in this process, one after another, with sharing on and off (the server always
+# has it on).
 
 # %%
 tok = lm.tokenizer
@@ -468,20 +462,17 @@ print(f"the first two prompts share their first {common} token ids; the engine r
       f"{sharing.on[1].reused_tokens}: {sharing.on[1].reused_tokens // 16} whole pages of 16")
 
 # %% [markdown]
-# Only whole pages are shared, and only where every token id in the page matches: the last,
-# partial page of the common prefix is computed again. The hit rate is what vLLM and SGLang
-# report as their prefix-cache hit rate: prompt tokens
-# found in the cache ÷ prompt tokens sent. The first request finds nothing; every later one
-# reuses the system prompt's full pages and computes only the rest. To time the same over
-# HTTP, with a real server: `python benchmarks/long_context.py --server` (requests whose
-# system prompt the server has seen before, against ones whose system prompt differs).
+# Only whole pages are shared, and only where every token id matches: the last, partial
+# page of the common prefix is computed again. The hit rate, as vLLM and SGLang report it, is
+# prompt tokens found in the cache ÷ prompt tokens sent. The first request finds nothing;
+# every later one reuses the system prompt's full pages and computes only the rest. Over
+# HTTP, with a real server: `python benchmarks/long_context.py --server` (system prompts the
+# server has seen before, against new ones).
 #
 # ## Check yourself
 #
-# The six predictions above (attention's share, the 8k step, the int4 cache's step and its
-# greedy answer, the speed-up of a cached prefix, the engine's first token) were checked
-# against your machine. Two more to answer
-# in words, from this lesson's numbers:
+# The six predictions above were checked against your machine. Two more, in words, from this
+# lesson's numbers:
 #
 # 1. At 8,191 cached tokens, where did the step's growth go on your machine: attention's
 #    reading of the cache, or the rest? What would a paged cache change?

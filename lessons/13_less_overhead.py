@@ -96,14 +96,14 @@ compare_prediction(prediction_matrix, matrix_share, rel_tol=0.25,
 # - **CUDA graphs** (on a GPU) record a step's kernel launches once and replay them with one
 #   call; serving engines (vLLM, SGLang) do this for every batch size they serve.
 # - **An engine written for inference**: llama.cpp builds each step as one C++ graph. Lesson 12
-#   measured it already: transformers float32 against llama.cpp F32 read the same bytes, and
-#   the ratio between them is this remedy plus a better-streaming kernel.
+#   measured it: transformers float32 and llama.cpp F32 read the same bytes, so the ratio
+#   between them is this remedy plus a better-streaming kernel.
 
 # %% [markdown]
 # ## Measure it: compile the step
 #
 # A compiled graph is made for the shapes it saw. The usual KV cache grows by one position a
-# step, so every step would have new shapes and torch.compile would trace again and again. A
+# step, so every step would have new shapes for torch.compile to trace again. A
 # **static cache** fixes that: room for every position is allocated once, each step writes
 # one, and a mask hides the rest, so every step has the same shapes and is traced once.
 #
@@ -150,7 +150,7 @@ prediction_course = None  # ← eager step ÷ compiled step, for the course mode
 
 # %% [markdown]
 # Compiling the course model takes longer than this lesson should (about 35 s more on two
-# cores), so the figure below is the project's reference machine's, measured by
+# cores), so the figure below is the reference machine's, measured by
 # `benchmarks/remedies.py` and labelled. Set `COMPILE_COURSE_MODEL = True` to measure it on
 # yours.
 
@@ -176,8 +176,9 @@ compare_prediction(prediction_course, course_compiled.speedup.median, rel_tol=0.
 # a tenth or so, sometimes too close to call on a busy machine. Where the fixed cost *is* the
 # step — a small model on a fast GPU, whose weights stream in a fraction of a millisecond —
 # the same remedy (there: CUDA graphs, or `torch.compile(mode="reduce-overhead")`) is what
-# sets the speed (the last section measures it on a GPU). And compiling has its price: the time printed above, paid again whenever the
-# shapes change (serving engines compile one graph per batch size they serve, once, at start).
+# sets the speed (measured in the last section). And compiling has its price: the time printed
+# above, paid again whenever the shapes change (serving engines compile one graph per batch size
+# they serve, once, at start).
 
 # %% [markdown]
 # ## More tokens per pass: speculative decoding
@@ -227,10 +228,9 @@ assert all(c.identical for c in lookups.values()), "greedy text must not change"
 # %% [markdown]
 # The histogram shows what a pass can make: 1 token when every guess is rejected (or none was
 # found), 11 when all ten guesses are right. Copying, a pass often accepts all ten guesses
-# (read how many in the histogram) and the rest accept some; the story's passes accept next
-# to nothing — and they are *slower* than plain ones, because each
-# pass with a guess runs 11 positions through the model instead of 1 and the weights, read
-# once either way, are no longer the only cost. Speculative decoding pays exactly when the
+# and the rest accept some; the story's passes accept next to nothing — and they are *slower*
+# than plain ones, because each pass with a guess runs 11 positions through the model instead
+# of 1 and the weights, read once either way, are no longer the only cost. Speculative decoding pays exactly when the
 # guesses are right often enough to cover that extra work. A small **draft model** guessing
 # for any text is the general form (transformers' `assistant_model`); the course has no
 # smaller model with this one's vocabulary, so it is not measured here.
@@ -310,26 +310,25 @@ compare_prediction(prediction_graph, graph_ratio, rel_tol=0.25,
 views.graph_step_figure(steps)
 
 # %% [markdown]
-# What was measured: replayed as a CUDA graph, each step took about what the eager step's
-# kernels took, summed (the ratios above). What is not known from this run: `reduce-overhead`
-# also fused operations, so the graph's kernels are not the eager step's, and the timed call
-# included the compiler's guards, a copy of the output and a wait for the GPU every step.
-# Whether fusion shortened the GPU's own time while those extras lengthened it by as much, or
-# neither, needs a profile of the compiled step (its kernels, counted and timed by kind),
-# which this run did not make. The eager step's wall time, timed in turns with the graph, is
-# the host's: Python launching a thousand kernels one by one, a pace that drifted several
-# times over within the session (lesson 04), so the course does not turn it into a speed-up.
+# Replayed as a CUDA graph, each step took about as long as the eager step's kernels, summed
+# (the ratios above). What this run cannot tell: `reduce-overhead` also fused operations, so
+# the graph's kernels are not the eager step's, and the timed call included the compiler's
+# guards, a copy of the output and a wait for the GPU every step. Whether fusion shortened the
+# GPU's own time while those extras lengthened it by as much, or neither, needs a profile of
+# the compiled step, which this run did not make. The eager step's wall time, timed in turns
+# with the graph, is the host's: Python launching a thousand kernels one by one, a pace that
+# drifted several times over within the session (lesson 04), so the course does not turn it
+# into a speed-up.
 #
 # Where the measurement differs from the computation: the computed ideal has no fixed cost at
 # all, and the graph does not get there. For the 8B the replayed step reads its weights within
 # a factor of two of the memory floor (the MBU above); for the course model's shape the step
 # stays many times its floor: a graph removes the host's launching, not the GPU's own time in
 # each of the step's many short kernels. That is why serving engines both capture graphs and
-# fuse kernels, and why a small model gains the most from both. And the compile's price is
-# paid once, in the seconds printed above: a server pays it at start, for every batch size it
-# will serve. (The 8B's greedy tokens differ between the eager and the graph step, the course
-# model's do not: with random weights the text means nothing either way, and this run did not
-# take the difference apart.)
+# fuse kernels, and why a small model gains the most from both. A server pays the compile's
+# price, printed above, once at start. (The 8B's greedy tokens differ between the eager and
+# the graph step, the course model's do not: with random weights the text means nothing either
+# way, and this run did not take the difference apart.)
 
 # %% [markdown]
 # ## Check yourself
