@@ -58,9 +58,10 @@ lab: setup
 	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(ROOT_FLAG) $(LAB_FLAGS)
 
 # Every test: unit tests, the pairing/size checks, the Binder build emulation, the browser
-# test, then nbval over notebooks/ (with each lesson's peak memory), and nbval again on the
-# lessons whose outputs are deterministic with other kernels (tests/test_other_kernels.py runs
-# `make test-other-kernels` beside the browser's lessons). Each lesson runs once in the
+# test, then nbval over notebooks/ (with each lesson's peak memory), then nbval again on the
+# lessons whose outputs are deterministic with other kernels (after the rest, not beside the
+# browser's lessons: on two cores, run side by side, the two took 370 s and the lessons twice
+# as long; one after the other they take less in all). Each lesson runs once in the
 # first pass: nbval compares the run the browser test made and saved (tools/nbval_replay.py),
 # and runs a lesson in a kernel of its own only where there is no such run (no browser here).
 # --durations: every run shows where its time goes. TEST_WORKERS: pytest-xdist workers (2: one
@@ -74,12 +75,12 @@ XDIST_ENV := $(if $(filter-out 0,$(TEST_WORKERS)),OMP_WAIT_POLICY=PASSIVE)
 test: setup browser lint
 	$(XDIST_ENV) $(BIN)/python -m pytest tests notebooks $(NBVAL) -p tools.nbval_replay \
 		--nbval-replay artifacts/browser/runs --durations=25 $(XDIST)
+	$(MAKE) --no-print-directory test-other-kernels
 
 # Another CPU's kernels round floats differently in the last bits: the saved notebooks (executed
 # natively) must still pass nbval there. torch's plainest kernels stand in for another CPU
 # (ATen without vector instructions, oneDNN at SSE4.1, MKL at SSE4.2), on the lessons whose
-# compared outputs are computed, not timed; from an empty folder of measurements. `make test`
-# runs it from tests/test_other_kernels.py, beside the lessons in the browser.
+# compared outputs are computed, not timed; from an empty folder of measurements.
 OTHER_KERNELS := ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 MKL_ENABLE_INSTRUCTIONS=SSE4_2
 OTHER_KERNEL_LESSONS := $(wildcard notebooks/01_*.ipynb notebooks/02_*.ipynb \
 	notebooks/05_*.ipynb notebooks/07_*.ipynb notebooks/14_*.ipynb)

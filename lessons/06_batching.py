@@ -358,8 +358,21 @@ roofline_figure(roof, reference)
 # batches (where on yours: the sweep above). A GPU's ridge is in the hundreds: the knee needs a
 # large model and large batches. The course ships an H200's batch sweep of Llama-3.1-8B's shape
 # (random weights, bfloat16), timed by wall clock and by busy time, the sum of the GPU's
-# kernels (lesson 04). The counted knee, where compute floor meets memory floor, from the
-# H200's measured and datasheet peaks:
+# kernels (lesson 04).
+#
+# **Predict.** In bfloat16 each weight is 2 bytes and does 2 FLOPs per request, so a decode step
+# of B requests does about B FLOPs per byte of weights it reads. The rule, applied to the GPU's
+# busy time at each batch (no launch gaps, so no host fixed cost), names the first
+# compute-bound batch of the sweep (1, 16, 64, 256, 512, 1,024). Where is it?
+
+# %%
+KNEE = ["at 16 or below", "above 16, at 256 or below", "above 256, at 1,024 or below",
+        "none: memory-bound up to 1,024"]
+prediction_knee = None  # ← your guess: one of KNEE, copied exactly
+
+# %% [markdown]
+# The counted knee, where compute floor meets memory floor, from the H200's measured and
+# datasheet peaks:
 
 # %%
 gpu_sweep = perf.gpu_reference("busy-sweep", "llama-3.1-8b")
@@ -378,16 +391,7 @@ for what, flops, read in (("measured", h200.flops_per_s, h200.bytes_per_s),
 # %% [markdown]
 # The knee holds only for short requests: reading one token of a request's own cache buys only
 # a few FLOPs, so past the context printed last (`perf.knee_context`) no batch, however large,
-# reaches the ridge.
-#
-# **Predict.** The rule, applied to the GPU's busy time at each batch (no launch gaps, so no
-# host fixed cost), names the first compute-bound batch of the sweep (1, 16, 64, 256, 512,
-# 1,024). Where is it?
-
-# %%
-KNEE = ["at 16 or below", "above 16, at 256 or below", "above 256, at 1,024 or below",
-        "none: memory-bound up to 1,024"]
-prediction_knee = None  # ← your guess: one of KNEE, copied exactly
+# reaches the ridge. The rule on the busy time, batch by batch:
 
 # %%
 rows = perf.busy_rows(gpu_sweep)

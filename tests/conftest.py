@@ -150,7 +150,6 @@ BINDER_TEST = "tests/test_binder.py::test_binder_build_emulated"
 HEAVY_FILES = ("tests/test_browser.py", "tests/test_report_browser.py",
                "tests/test_figure_text.py", "tests/test_fallbacks.py")
 BROWSER_LESSON = "tests/test_browser.py::test_lesson_runs_in_the_browser["
-OTHER_KERNELS_TEST = "tests/test_other_kernels.py"
 # `make test` runs on two pytest-xdist workers (`-n 2`, the Makefile's TEST_WORKERS), with the
 # scheduler below: a lesson's browser run and nbval's comparison of that run
 # (tools/nbval_replay.py) must happen on one worker, in that order, so the lessons form one
@@ -202,8 +201,6 @@ def _run_order(nodeid: str, workers: bool) -> int:
         return 2 if nodeid == BINDER_TEST else 1 if heavy else 0
     if _lesson_of(nodeid):
         return 0
-    if nodeid.startswith(OTHER_KERNELS_TEST):  # minutes of its own: started first, beside them
-        return 1
     return 4 if nodeid.split("::")[0] == BINDER_TEST.split("::")[0] else 3 if heavy else 2
 
 
