@@ -135,6 +135,12 @@ def figures(tiny_gqa) -> dict:
     out["kv-quant-beside"] = views.kv_quant_figure(
         quant, peaks, float_sweep=long_decode_example(tiny_gqa)[0])
     out.update(lens_figures())  # lesson 14
+    out.update(serving_and_remedy_figures(tiny_gqa))  # lessons 09, 10, 12, 13
+    # empty states: a message that says why, wrapped, whatever its length
+    one = viz.record(tiny_gqa, "x", max_new_tokens=1, lens=True, embeddings=False)
+    out["empty-early-exit"] = views.early_exit_figure(one)
+    out["empty-embeddings"] = views.embeddings_figure(one)
+    out["empty-attention"] = views.attention_figure(one)
     # Lesson 10: what a token costs, the CPU reference beside the H200's (long labels too)
     cpu_cost = perf.cost(perf.load_reference("cpu-batch-sweep"), 0.10,
                          prefill=perf.load_reference("cpu-prompt-sweep"))
@@ -145,6 +151,38 @@ def figures(tiny_gqa) -> dict:
     mine.label, mine.environment.device_name = LONG_LABEL, LONG_DEVICE
     out["cost-long-labels"] = views.cost_figure(perf.cost(mine, 0.10), cpu_cost)
     return out
+
+
+def serving_and_remedy_figures(tiny_gqa) -> dict:
+    """Lessons 09 and 10's serving views on load runs and sweeps made by hand (the serving
+    tests' own), a schedule recorded on the tiny model; lessons 12 and 13's on the shipped
+    references."""
+    from test_serve_metrics import make_run, rec
+    from test_serve_sweep import make_sweep
+    from viz.serve import record_schedule
+
+    def run(label, gap):
+        return make_run([rec(i, 0.2 * i, [0.2 * i + 0.3 + gap * k for k in range(6)],
+                             0.2 * i + 0.3 + gap * 5, out=6) for i in range(6)], label=label)
+
+    batched, alone = run("continuous batching", 0.08), run("one at a time", 0.05)
+    schedule, _ = record_schedule(tiny_gqa.model, [[3] * 40, [4] * 40, [5] * 40],
+                                  max_new_tokens=3, page_size=16, num_blocks=32,
+                                  max_batch_tokens=48)
+    formats = perf.load_reference("cpu-formats")
+    return {
+        "request-timeline": views.request_timeline_figure(batched),
+        "serving-tradeoff": views.serving_tradeoff_figure([alone, batched]),
+        "itl-distribution": views.itl_distribution_figure([alone, batched]),
+        "schedule": views.schedule_figure(schedule),
+        "page-table": views.page_table_figure(schedule),
+        "rate-sweep": views.rate_sweep_figure([make_sweep("continuous batching"),
+                                               make_sweep("one at a time")]),
+        "pareto": views.pareto_figure([[alone], [batched]]),
+        "formats": views.formats_figure(formats, formats.read_bytes_per_s),
+        "generations": views.generations_figure(perf.generations_table()),
+        "graph-step": views.graph_step_figure(perf.graph_steps()),
+    }
 
 
 def ridge_figures() -> dict:
@@ -403,3 +441,30 @@ def kv_quant_example(tiny_gqa, with_float: bool = True):
     quant.columns.update({k: [v[i] for i in keep] for k, v in columns.items()})
     quant.spreads = {}
     return quant, long_decode_example(tiny_gqa)[1]
+
+
+def test_every_plotly_view_is_deterministic(tiny_gqa, monkeypatch):
+    """nbval compares a saved figure's JSON with a fresh one: every plotly view must build the
+    same JSON from the same input, with no random trace uid. Each `views.*_figure` (all of
+    them, from `views.__all__`) is called twice on the inputs `figures` and `device_figures`
+    give it."""
+    names = [n for n in views.__all__ if n.endswith("_figure")]
+    called: dict[str, int] = {}
+    differ: list[str] = []
+
+    def twice(name, view):
+        def wrapper(*args, **kwargs):
+            first, second = view(*args, **kwargs), view(*args, **kwargs)
+            a, b = first.to_json(), second.to_json()
+            if a != b or '"uid"' in a:
+                differ.append(name)
+            called[name] = called.get(name, 0) + 1
+            return first
+        return wrapper
+
+    for name in names:
+        monkeypatch.setattr(views, name, twice(name, getattr(views, name)))
+    figures(tiny_gqa)
+    device_figures(tiny_gqa)
+    assert not differ, f"not the same JSON twice (or a uid): {sorted(set(differ))}"
+    assert set(called) == set(names), f"not drawn by figures() or device_figures(): {sorted(set(names) - set(called))}"

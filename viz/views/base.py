@@ -8,6 +8,7 @@ figures use a small fixed layout (no default template: notebooks stay small and 
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
@@ -254,6 +255,9 @@ def plotly_layout(title: str, height: int = 380, **extra) -> dict[str, Any]:
     return layout
 
 
+EMPTY_LINE_CHARS = 80  # an empty figure's message, wrapped: ~560 px at 12 px (notebooks: 650+)
+
+
 def empty_figure(title: str, message: str, height: int = 160):
     """A plotly figure that says why it is empty (the sensible empty state, instead of an error)."""
     import plotly.graph_objects as go
@@ -263,8 +267,9 @@ def empty_figure(title: str, message: str, height: int = 160):
     fig = go.Figure(layout=plotly_layout(title, height=height, showlegend=False))
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
-    fig.add_annotation(text=esc(message), x=0.5, y=0.5, xref="paper", yref="paper",
-                       showarrow=False, font={"color": "#555555"})
+    lines = textwrap.wrap(message, EMPTY_LINE_CHARS) or [""]  # a long message never runs off
+    fig.add_annotation(text="<br>".join(esc(line) for line in lines), x=0.5, y=0.5,
+                       xref="paper", yref="paper", showarrow=False, font={"color": "#555555"})
     return fig
 
 

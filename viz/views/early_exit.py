@@ -17,7 +17,11 @@ from viz.lens import agreement_by_layer, check_lens
 from viz.perf.early_exit import EarlyExitComparison, lens_draft_grid
 from viz.trace import Trace
 from viz.views import palette
-from viz.views.base import check_trace, plotly_layout
+from viz.views.base import check_trace, empty_figure, plotly_layout
+
+
+NO_DECODE = ("a one-token reply has no decode step for a draft to guess: record a longer one, "
+             "viz.record(lm, prompt, lens=True, max_new_tokens=16)")
 
 
 def early_exit_data(trace: Trace, ks: Sequence[int] = (1, 2, 4, 8),
@@ -26,6 +30,8 @@ def early_exit_data(trace: Trace, ks: Sequence[int] = (1, 2, 4, 8),
     agreement at each, the predicted tokens per full pass and acceptance per k, and the
     measured comparisons' (L, k, tokens per pass, acceptance). Lesson 14."""
     lens = check_lens(check_trace(trace))
+    if len(trace.steps) < 2:
+        raise ValueError(NO_DECODE)
     for c in measured:
         if not isinstance(c, EarlyExitComparison):
             raise ValueError(f"measured takes results of viz.perf.compare_early_exit(...), not "
@@ -56,6 +62,9 @@ def early_exit_figure(trace: Trace, ks: Sequence[int] = (1, 2, 4, 8),
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
+    if len(check_trace(trace).steps) < 2 and trace.lens is not None:
+        return empty_figure(f"Early exit, read from the logit lens: {trace.model.name}",
+                            NO_DECODE)
     d = early_exit_data(trace, ks, measured)
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
                         subplot_titles=("a draft's acceptance: the lens agrees",
