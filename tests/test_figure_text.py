@@ -318,12 +318,63 @@ def page_html(figs: dict, widths: dict | None = None) -> str:
             "</script></body></html>")
 
 
+PLOTLY_VIEWS = [n for n in views.__all__ if n.endswith("_figure")]  # every plotly view
+
+
+def built_twice(build):
+    """`build()` with every plotly view called twice on the same input: (what build returned,
+    {view name: calls}, names of the views whose two figures' JSON differed or held a uid)."""
+    called: dict[str, int] = {}
+    differ: set[str] = set()
+
+    def twice(name, view):
+        def wrapper(*args, **kwargs):
+            first, second = view(*args, **kwargs), view(*args, **kwargs)
+            text = first.to_json()
+            if text != second.to_json() or '"uid"' in text:
+                differ.add(name)
+            called[name] = called.get(name, 0) + 1
+            return first
+        return wrapper
+
+    with pytest.MonkeyPatch.context() as patch:
+        for name in PLOTLY_VIEWS:
+            patch.setattr(views, name, twice(name, getattr(views, name)))
+        return build(), called, differ
+
+
 @pytest.fixture(scope="module")
-def measured(browser, tiny_gqa, tmp_path_factory):
+def built(tiny_gqa):
+    """Every figure of the check (`figures` and `device_figures`), each view called twice."""
+    return built_twice(lambda: (figures(tiny_gqa), device_figures(tiny_gqa)))
+
+
+def test_every_plotly_view_is_deterministic(built):
+    """nbval compares a saved figure's JSON with a fresh one: every plotly view must build the
+    same JSON from the same input, with no random trace uid. Every `views.*_figure` (from
+    `views.__all__`) is drawn by this check, each call made twice."""
+    _, called, differ = built
+    assert not differ, f"not the same JSON twice (or a uid): {sorted(differ)}"
+    assert set(called) == set(PLOTLY_VIEWS), \
+        f"not drawn by figures() or device_figures(): {sorted(set(PLOTLY_VIEWS) - set(called))}"
+
+
+def test_a_view_that_changes_is_caught(monkeypatch):
+    counter = iter(range(10))
+    original = views.sweep_figure
+    monkeypatch.setattr(views, "sweep_figure",
+                        lambda s: original(s).update_layout(title=str(next(counter))))
+    sweep = perf.load_reference("cpu-prompt-sweep")
+    _, called, differ = built_twice(lambda: views.sweep_figure(sweep))
+    assert called == {"sweep_figure": 1} and differ == {"sweep_figure"}
+
+
+@pytest.fixture(scope="module")
+def measured(browser, built, tmp_path_factory):
     """name → the text problems of each figure, and the page's script errors: `figures` at
     WIDTH_PX, `device_figures` (names beginning "names-") at NARROW_PX."""
-    named = device_figures(tiny_gqa)
-    figs = {**figures(tiny_gqa), **named}
+    (plain, named), _, _ = built
+    figs = {**plain, **named}
     path = tmp_path_factory.mktemp("figures") / "figures.html"
     path.write_text(page_html(figs, {name: NARROW_PX for name in named}), encoding="utf-8")
     page = browser.new_page()
@@ -441,30 +492,3 @@ def kv_quant_example(tiny_gqa, with_float: bool = True):
     quant.columns.update({k: [v[i] for i in keep] for k, v in columns.items()})
     quant.spreads = {}
     return quant, long_decode_example(tiny_gqa)[1]
-
-
-def test_every_plotly_view_is_deterministic(tiny_gqa, monkeypatch):
-    """nbval compares a saved figure's JSON with a fresh one: every plotly view must build the
-    same JSON from the same input, with no random trace uid. Each `views.*_figure` (all of
-    them, from `views.__all__`) is called twice on the inputs `figures` and `device_figures`
-    give it."""
-    names = [n for n in views.__all__ if n.endswith("_figure")]
-    called: dict[str, int] = {}
-    differ: list[str] = []
-
-    def twice(name, view):
-        def wrapper(*args, **kwargs):
-            first, second = view(*args, **kwargs), view(*args, **kwargs)
-            a, b = first.to_json(), second.to_json()
-            if a != b or '"uid"' in a:
-                differ.append(name)
-            called[name] = called.get(name, 0) + 1
-            return first
-        return wrapper
-
-    for name in names:
-        monkeypatch.setattr(views, name, twice(name, getattr(views, name)))
-    figures(tiny_gqa)
-    device_figures(tiny_gqa)
-    assert not differ, f"not the same JSON twice (or a uid): {sorted(set(differ))}"
-    assert set(called) == set(names), f"not drawn by figures() or device_figures(): {sorted(set(names) - set(called))}"
