@@ -13,6 +13,7 @@ cell runs).
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -139,6 +140,24 @@ def test_make_notebooks_adds_pictures_that_convert_and_pass_nbval(browser, tmp_p
     assert "5 passed" in proc.stdout  # four cells and the peak memory
     bare = nbval()
     assert bare.returncode != 0 and "image/svg+xml" in bare.stdout
+
+
+def test_a_tall_figure_is_pictured_whole(browser):
+    """The picture of a figure taller than the drawing window holds all of it: figures of 840
+    to 1,017 px (lesson 01's map, 03's layer diagram, 07's table) were cut at 800 px."""
+    import io
+
+    import plotly.graph_objects as go
+    from PIL import Image
+
+    fig = go.Figure(go.Scatter(x=[0, 1], y=[0, 1]))
+    fig.update_layout(height=1200, margin={"t": 20, "b": 20}, paper_bgcolor="white",
+                      xaxis_title="the bottom edge's title")
+    with fallbacks.painter(context=browser) as paint:
+        png = paint.figure(json.loads(fig.to_json()))
+        short = paint.figure(json.loads(fig.update_layout(height=300).to_json()))
+    assert Image.open(io.BytesIO(png)).height >= 1150
+    assert 250 <= Image.open(io.BytesIO(short)).height < 400  # the window is put back
 
 
 def test_a_notebook_without_pictures_is_reported():

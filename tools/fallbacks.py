@@ -169,7 +169,17 @@ class Painter:
           }
         }""", plots)
         self.page.wait_for_timeout(50)
-        return _small_png(self.page.locator("#stage").screenshot())
+        # A screenshot of an element stops at the window's bottom edge: the window is made as
+        # tall as the stage (figures of 775 to 1,017 px were cut at 800: the layer diagram's
+        # last row, the embeddings map's axis title, the capstone's table).
+        height = self.page.evaluate("() => document.getElementById('stage').scrollHeight")
+        size = self.page.viewport_size
+        if height + 40 > size["height"]:
+            self.page.set_viewport_size({"width": size["width"], "height": height + 40})
+        try:
+            return _small_png(self.page.locator("#stage").screenshot())
+        finally:
+            self.page.set_viewport_size(size)
 
     def figure(self, fig: dict) -> bytes:
         """A PNG of one plotly figure (its initial frame, sliders drawn as they start)."""
