@@ -66,7 +66,7 @@ views.timeline_figure(trace)
 # ### Drag the prompt length
 #
 # Each slider position runs a real prefill of exactly that many tokens and adds a point (the
-# big dot: your last choice). Each point is one run, so a busy moment on the CPU shows as a
+# big dot: your last choice; 16, 128 and 192 tokens are measured first). Each point is one run, so a busy moment on the CPU shows as a
 # point off the curve; the sweep below repeats each length.
 
 # %%
@@ -98,6 +98,8 @@ def prefill_chart(values):
 
 
 # %%
+for n in (16, 128, 192):  # three lengths measured before you drag: the chart starts with a shape
+    prefill_chart({"prompt tokens": n})
 length = widgets.IntSlider(value=64, min=8, max=192, step=8, description="prompt tokens",
                            continuous_update=False, style={"description_width": "initial"})
 LinkedView({"prompt tokens": length}, [length], prefill_chart)
