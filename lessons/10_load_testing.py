@@ -134,7 +134,9 @@ print(random_alone.summary())
 print(single_sweep)
 
 # %% [markdown]
-# Both sweeps on one chart, against the requests per second each load completed. Where the
+# Both sweeps on one chart, against the requests per second each load completed (a line joins
+# its points along that axis; hover one for its load: a saturated load can complete fewer
+# requests per second than a lighter one). Where the
 # solid goodput line leaves the dotted throughput line, requests start to miss the objective;
 # ✕ marks a saturated rate. (The one-at-a-time sweep ran each load once: it has no bars.)
 

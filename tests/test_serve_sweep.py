@@ -176,6 +176,25 @@ def test_sweep_views_draw_the_medians_and_intervals():
         pareto_data([sweep, "run.json"])
 
 
+def test_the_rate_sweep_never_doubles_back_on_its_axis():
+    # A saturated load can complete fewer requests per second than a lighter one (lesson 10's
+    # saved sweep: 1.3/s at 2 streams, then 1.16/s at a higher offered rate); joined in load
+    # order the lines went back and forth. Joined along the axis, each line only moves right,
+    # through every load that completed a request.
+    from viz.views.load_sweep import _by_load
+
+    sweep = make_sweep()
+    # the offered rate's requests take long: it completes fewer per second than one at a time
+    sweep.points[2].runs = [run_of([req(i, 0.3 * i, 1.0 + 0.8 * i) for i in range(4)], "rate",
+                                   3.0, "cb")]
+    rows = [r for r in _by_load(rate_sweep_data(sweep)) if r["requests_per_s"]["median"]]
+    by_load = [r["requests_per_s"]["median"] for r in rows]
+    assert by_load != sorted(by_load)  # 1.11, 0.85, 3.64 requests/s
+    for trace in rate_sweep_figure(sweep).data:
+        assert list(trace.x) == sorted(by_load)
+        assert sorted(trace.text) == sorted(r["load"] for r in rows)
+
+
 def test_first_miss_walks_the_loads_from_the_lightest():
     sweep = make_sweep()
     # One at a time: TTFT 0.2 s, TPOT 0.1 s, within TTFT ≤ 0.5 and TPOT ≤ 0.2. The 3.0/s rate

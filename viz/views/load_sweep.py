@@ -3,6 +3,8 @@
 - `rate_sweep_figure(sweeps)`: against the completed requests per second, three panels:
   TTFT (p50 and p90), TPOT (p50 and p90) with the objective's limits, and goodput beside
   throughput — where goodput leaves the throughput line, requests start to miss the objective.
+  Each sweep's points are joined in the order of that axis, not of the loads (a saturated load
+  may complete fewer requests per second than a lighter one); the hover names each load.
   A load's point is the median of its repeats; its bar, the confidence interval of the median.
   A saturated load is marked ✕.
 - `pareto_figure(items)`: the throughput/latency trade-off in one picture: each user's output
@@ -87,8 +89,12 @@ def rate_sweep_figure(sweeps: Any):
     top = 0.0
     for k, sweep in enumerate(sweeps):
         colour = palette.CYCLE[k % len(palette.CYCLE)]
-        rows = [r for r in _by_load(rate_sweep_data(sweep))
-                if r["requests_per_s"]["median"] is not None]
+        # joined from the fewest completed requests per second to the most: a saturated load
+        # can complete fewer than a lighter one, and joined in the order of the loads the line
+        # doubled back on its own axis (the hover names each point's load)
+        rows = sorted((r for r in _by_load(rate_sweep_data(sweep))
+                       if r["requests_per_s"]["median"] is not None),
+                      key=lambda r: r["requests_per_s"]["median"])
         x = [r["requests_per_s"]["median"] for r in rows]
         top = max([top, *x])
         symbols = ["x" if r["saturated"] else "circle" for r in rows]
