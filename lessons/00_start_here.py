@@ -131,8 +131,9 @@ print(f"as float32, in memory:        {spec.weight_bytes / 1e6:5.0f} MB "
       f"({spec.weight_bytes / q4_1_bytes:.1f}× more)")
 
 # %% [markdown]
-# The model computes in float32, so every forward pass reads the float32 bytes: the 4-bit file
-# only made the download small. Every byte count in this course is the float32 one (lessons 08
+# (The file itself holds 97 MB of weights: its embedding table is kept more finely.) The model
+# computes in float32, so every forward pass reads the float32 bytes: the 4-bit file only made
+# the download small. Every byte count in this course is the float32 one (lessons 08
 # and 12 measure what reading fewer bytes per weight buys).
 
 # %% [markdown]

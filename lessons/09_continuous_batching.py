@@ -296,7 +296,7 @@ viz.compare_prediction(prediction_ratio, measured_ratio,
 # ## Measure it: a second engine, llama.cpp
 #
 # llama.cpp's server (`llama-cpp-python`) makes the other trade: the model's 4-bit GGUF file
-# (98 MB of weights against 538 MB in float32), kernels computing on 4-bit weights directly,
+# (97 MB of weights against 538 MB in float32), kernels computing on 4-bit weights directly,
 # and **one request at a time**. The same three loads:
 #
 # ✏️ **Predict.** At 8 streams, will llama.cpp (one at a time, 4-bit weights) make "fewer",
