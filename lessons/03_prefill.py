@@ -443,8 +443,8 @@ else:
 # %% [markdown]
 # So a prefill is two costs: *a*, paid once per pass, and each token's arithmetic, at the
 # speed just printed. It can even beat the "peak", the median speed of one square matrix
-# product, which is not a limit no kernel can pass. Lesson 06 draws its roof at the same
-# medians.
+# product: a median, not a hard limit (a kernel of another shape can run faster). Lesson 06
+# draws its roof at the same medians.
 #
 # **Predict.** The next cell records a prompt twice as long as your sweep's longest (beyond
 # the slider's reach), three times. Compared with the line *a* + *b* · tokens, with the spread
@@ -556,8 +556,9 @@ print(f"{perf.GPU_MODELS[0]}: {min(r.seconds.median for r in small) * 1e3:.0f} t
 # The datasheet has no host. On the H200 the host launches every layer's kernels one by one,
 # outlasting the 8B's arithmetic on short prompts; only from a few thousand tokens is the
 # arithmetic longer, at the MFU printed (a figure of the GPU). For the course model's shape
-# the arithmetic never catches up within 4,096 tokens: every prefill took about the host's
-# launch time (a figure of that host in that minute).
+# the arithmetic never catches up within 4,096 tokens: every prefill took about the same
+# time, whatever its length, set by the host launching its kernels (a figure of that host in
+# that minute; the 21 ms above is a model 64 wide, whose kernels do almost nothing).
 #
 # ## Next
 #

@@ -153,9 +153,10 @@ compare_prediction(prediction_rows, rows_verdict, options=ROWS,
 # %% [markdown]
 # One row is a *matrix-vector* product; two or more take another kernel, *matrix-matrix*. Where
 # it streams the weights more slowly (compare the GB/s of 1 and 2 rows), the step jumps as soon
-# as the batch leaves 1: the kernel changed, not the amount of arithmetic that matters. Past
+# as the batch leaves 1: what matters is that the kernel changed, not the amount of arithmetic. Past
 # that jump, each extra request adds its own arithmetic, KV cache and activations. Where 4 rows
-# beat 2 above, a batch of 4 can step faster than a batch of 2 (see the sweep's wait column).
+# beat 2 above, a batch of 4 may step no slower than a batch of 2 (compare the sweep's wait
+# column: the head is one product of many in a step).
 #
 # ## Understand it: one weight read serves B tokens
 #

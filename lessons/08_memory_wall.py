@@ -123,7 +123,7 @@ for label in ("30 layers × 64 fp32", "SmolLM2-135M fp32", "SmolLM2-1.7B bf16",
 
 # %% [markdown]
 # The last line, a batch of 32 requests decoded together (lesson 06), does 32 times the
-# arithmetic for almost the same bytes: on the reference CPU, the third verdict. "Memory-bound"
+# arithmetic for almost the same bytes: on the reference CPU, compute-bound. "Memory-bound"
 # beside an MBU well under 100 % means the reading is the larger floor, not that the step runs
 # at the roof.
 #
@@ -334,8 +334,8 @@ mine = mine.merged(perf.measure_wall(["smollm2-135m"], ["float32"], batch_sizes=
                                      overhead=floors))
 
 # %% [markdown]
-# Your points (hollow, dotted floors) beside the reference, and the line of your fit over all
-# of them, printed here:
+# Your points (hollow, dotted floors) beside the reference, and the line of your fit, printed
+# here with the points it was fitted on:
 
 # %% tags=["nbval-ignore-output"]
 print(mine.fit())

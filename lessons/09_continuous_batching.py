@@ -205,10 +205,10 @@ print(f"room for {run.schedule.total_pages * run.schedule.page_size:,} tokens in
 # %% [markdown]
 # ## Measure it: your workload against the step budget and the KV pool
 #
-# Each pass carries at most 128 tokens; the KV pool holds 64 pages of 16 tokens. As shipped, a
-# prompt (~155 tokens with its template) exceeds a pass, so part of it waits for the next.
-# 4 × (155 + 24) tokens of prompts and answers fit the pool of 1,024; 8 streams of 256-token
-# prompts would not.
+# Each pass carries at most 128 tokens (the **step budget**); the **KV pool** holds 64 pages of
+# 16 tokens, 1,024 tokens of keys and values. A prompt that does not fit a pass waits, in part,
+# for the next; a request whose pages do not fit the pool waits for pages. Your workload's
+# prompts gain about 30 tokens from the chat template.
 #
 # ✏️ **Predict.** For the workload you set above, which limit held requests back in more
 # passes: "the step budget", "the KV pool", or "neither"?
@@ -290,7 +290,9 @@ print(f"at 8 streams continuous batching made ×{ratio.median:.1f} ({ratio.low:.
       f"{ratio.high:.1f}) the tokens per second: {measured_ratio}")
 viz.compare_prediction(prediction_ratio, measured_ratio,
                        options=["under 1.5×", "1.5× to 4×", "more than 4×"],
-                       hint="one-at-a-time decodes one request per weight read; lesson 06")
+                       hint="one at a time, a pass makes one token; batched, 8 share each "
+                            "pass, but that pass takes longer: divide 8 by how much longer "
+                            "(the wait per token above)")
 
 # %% [markdown]
 # ## Measure it: a second engine, llama.cpp

@@ -50,8 +50,9 @@ print(f"ready after {time.perf_counter() - began:.1f} s; "
 # ## See it: an objective, and the requests that meet it
 #
 # A run of many requests is judged by its **goodput** (DistServe's measure): the requests per
-# second that met a **service-level objective** (SLO), a first token within some limit and then
-# a token at least that often on average (TTFT ≤ a limit and TPOT ≤ another). One run, 4
+# second that met a **service-level objective** (SLO): a first token within one limit, then
+# the next tokens no further apart, on average, than another (TTFT ≤ a limit and TPOT ≤
+# another). One run, 4
 # requests at once, each 64 tokens in and 8 out, judged by an objective picked for now
 # (TTFT ≤ 1 s and TPOT ≤ 150 ms): its summary counts them.
 
@@ -256,9 +257,9 @@ views.cost_figure(bill, cpu, h200)
 # %% [markdown]
 # Money is one cost of a token; energy is another. Where the machine exposes an energy
 # counter — RAPL on Intel and recent AMD CPUs, NVML on NVIDIA GPUs — `perf.energy_meter`
-# reads it around a measurement: here, the continuous-batching server's whole rate sweep, the
-# whole machine (server and client) for every answer token the sweep made. Most cloud VMs expose none:
-# then the cell says so, and no number is made up.
+# reads it around a measurement: here, the continuous-batching server's whole rate sweep, and
+# the energy the whole machine (server and client) spent per answer token the sweep made.
+# Most cloud VMs expose no counter: then the cell says so, and no number is made up.
 
 # %% tags=["nbval-ignore-output"]
 made = sum(q.output_tokens or 0 for r in sweep.runs for q in r.requests if q.ok)

@@ -283,8 +283,8 @@ print("here the int4 cache's fewer bytes " + (
 # Fewer bytes buy time only where a kernel reads them as they are, or where reading float32
 # costs more than turning the small numbers back into it, as lessons [08](08_memory_wall.ipynb)
 # and [12](12_fewer_bytes.ipynb) show for the weights (lesson 08's int8 weights, dequantized
-# before every product, slowed the step too). Without such a kernel a quantized cache buys
-# memory: fewer bytes per token, so many times more conversations fit in the count below.
+# before every product, bought far less than their bytes). Without such a kernel a quantized
+# cache buys memory: fewer bytes per token, so more conversations fit in the same memory.
 #
 # And it costs accuracy, which a random cache cannot show. `perf.kv_quant_agreement`
 # prefills a real document and a question, then decodes 16 greedy tokens over the float32
@@ -386,7 +386,7 @@ compare_prediction(prediction_speedup, band_95, options=SPEEDUP,
                         "(lesson 03's intercept)?")
 
 # %% [markdown]
-# The last line says why the speed-up stays below the tokens saved: a pass reads every weight
+# The line before the check says why the speed-up stays below the tokens saved: a pass reads every weight
 # and pays its fixed cost however few tokens it carries, so a pass of a few dozen tokens costs
 # a few times a pass of one, not dozens of times.
 #

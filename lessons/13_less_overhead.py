@@ -65,7 +65,7 @@ views.step_profile_figure(profile)
 # %% tags=["nbval-ignore-output"]
 matrix_share = profile.share("matrix products")
 rest_ms = (profile.profiled_step_s - profile.seconds("matrix products")) * 1e3
-ops = sum(p.ops for p in profile.parts)
+ops = sum(p.ops for p in profile.parts if p.category != "matrix products")
 print(f"matrix products {matrix_share:.0%} of the step; everything else {rest_ms:.1f} ms in "
       f"{ops:,} top-level operations ({rest_ms * 1e3 / ops:.1f} µs each, on average)")
 print(f"lesson 08's fixed cost for 30 layers in float32: "
@@ -80,12 +80,13 @@ compare_prediction(prediction_matrix, matrix_share, rel_tol=0.25,
 # %% [markdown]
 # ## Understand it: paying per operation
 #
-# A decode step of this model is about 1,700 top-level operations, and torch launches each one
+# A decode step of this model is about 1,700 top-level operations (the matrix products with
+# the others printed above), and torch launches each one
 # from Python: it reads the arguments, picks a kernel for their shapes and types, allocates the
 # output, and only then computes. For a 576-wide vector most kernels finish in microseconds, so
 # the launching is much of the work. Lesson 08's fixed cost measures the launching alone (the
 # same depth, almost no width); the rest of the step above is that, plus the small operations'
-# own work at this width, plus what profiling adds (its last line). None of it shrinks with the
+# own work at this width, plus what profiling adds (its own line, above the gaps). None of it shrinks with the
 # bytes: fewer bytes shorten the matrix products only.
 #
 # The remedies all do the same thing: decide the whole step once, then run it without asking
@@ -110,7 +111,7 @@ compare_prediction(prediction_matrix, matrix_share, rel_tol=0.25,
 # `perf.measure_compiled_step` compiles one decode step that way and times it against the
 # same step run eager, in turns. It measures lesson 08's fixed-cost model: the course model's
 # 30 layers at a width of 64, whose weights take no time to read, so its step *is* the fixed
-# cost. Compiling (tracing, then writing and building C++) takes about 35 s on two
+# cost. Compiling (tracing, then writing and building C++) takes most of a minute on two
 # cores; the time is printed.
 #
 # ✏️ **Predict.** How many times faster will the compiled fixed-cost step be than the eager one
@@ -128,7 +129,7 @@ if missing:
     compiled = None
     print(missing)
 else:
-    compiled = perf.measure_compiled_step(narrow)  # ~35 s, most of it compiling
+    compiled = perf.measure_compiled_step(narrow)  # most of a minute, most of it compiling
     print(compiled)
 
 # %%
@@ -141,16 +142,16 @@ compare_prediction(prediction_compiled, compiled.speedup.median, rel_tol=0.3,
 # one after another, and the cache is still written each step). Now the course model itself:
 # its step reads 538 MB, so the same saving in milliseconds is a smaller share of it.
 #
-# ✏️ **Predict.** Compiling the course model saves about the same milliseconds per step as
-# above. How many times faster will its step be? (Its eager step: the profiled step above, or
+# ✏️ **Predict.** Say compiling the course model saved about the same milliseconds per step as
+# above. How many times faster would its step be? (Its eager step: the profiled step above, or
 # lesson 12's transformers float32 row.)
 
 # %%
 prediction_course = None  # ← eager step ÷ compiled step, for the course model
 
 # %% [markdown]
-# Compiling the course model takes longer than this lesson should (about 35 s more on two
-# cores), so the figure below is the reference machine's, measured by
+# Compiling the course model takes longer than this lesson should (most of a minute more on
+# two cores), so the figure below is the reference machine's, measured by
 # `benchmarks/remedies.py` and labelled. Set `COMPILE_COURSE_MODEL = True` to measure it on
 # yours.
 
@@ -221,17 +222,18 @@ print(f"the story: {story.lookup.tokens_per_pass:.2f} tokens per pass; speed-up 
       f"×{story.speedup_spread.text(digits=2)}: {story.speedup_verdict}")
 
 # %%
-compare_prediction(prediction_per_pass, per_pass, rel_tol=0.3,
-                   hint="how much of the reply is the list itself?")
 assert all(c.identical for c in lookups.values()), "greedy text must not change"
+compare_prediction(prediction_per_pass, per_pass, rel_tol=0.3,  # the cell's last line: shown
+                   hint="how much of the reply is the list itself?")
 
 # %% [markdown]
 # The histogram shows what a pass can make: 1 token when every guess is rejected (or none was
-# found), 11 when all ten guesses are right. Copying, a pass often accepts all ten guesses
-# and the rest accept some; the story's passes accept next to nothing — and they are *slower*
-# than plain ones, because each pass with a guess runs 11 positions through the model instead
-# of 1 and the weights, read once either way, are no longer the only cost. Speculative decoding pays exactly when the
-# guesses are right often enough to cover that extra work. A small **draft model** guessing
+# found), 11 when all ten guesses are right. Copying, some passes accept all ten guesses and
+# others none (the histogram says how many of each); the story's passes accept next to
+# nothing — and they are *slower* than plain ones, because each pass with a guess runs 11
+# positions through the model instead of 1 and the weights, read once either way, are no
+# longer the only cost. Speculative decoding pays exactly when the guesses are right often
+# enough to cover that extra work. A small **draft model** guessing
 # for any text is the general form (transformers' `assistant_model`); the course has no
 # smaller model with this one's vocabulary, so it is not measured here.
 

@@ -220,3 +220,31 @@ def test_a_run_puts_the_environment_back_even_after_an_error(monkeypatch):
             assert os.environ["VIZ_TEST_SET"] == os.environ["VIZ_TEST_UNSET"] == "during"
             raise RuntimeError("a lesson failed")
     assert os.environ["VIZ_TEST_SET"] == "before" and "VIZ_TEST_UNSET" not in os.environ
+
+
+def checks_hidden(source: str) -> bool:
+    """True when a cell calls compare_prediction(...) as a statement that is not its last: the
+    verdict it returns is then never shown (only a cell's last expression is displayed)."""
+    import ast
+
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:  # IPython syntax (magics): not a check cell of ours
+        return False
+    calls = [n for n in body if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)
+             and getattr(n.value.func, "id", "") == "compare_prediction"]
+    return bool(calls) and calls[-1] is not body[-1]
+
+
+def test_a_check_hidden_by_a_later_statement_is_found():
+    assert checks_hidden("compare_prediction(p, x)\nassert x")
+    assert not checks_hidden("assert x\ncompare_prediction(p, x)")
+    assert not checks_hidden("print(1)")
+
+
+@pytest.mark.parametrize("lesson", course.lesson_paths(), ids=lambda p: p.name)
+def test_every_check_shows_its_verdict(lesson):
+    # lesson 13's prompt-lookup check once ended in an assert: its verdict never showed
+    hidden = [i for i, c in enumerate(course.read_lesson(lesson).cells)
+              if c.cell_type == "code" and checks_hidden(c.source)]
+    assert not hidden, f"cells {hidden}: compare_prediction(...) must be the cell's last line"

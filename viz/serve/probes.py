@@ -25,7 +25,6 @@ import contextvars
 import inspect
 import json
 import threading
-import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -236,7 +235,20 @@ def record_schedule(model: Any, prompts: list[list[int]], *, max_new_tokens: int
                                    max_batch_tokens=max_batch_tokens, use_async_batching=False,
                                    use_cuda_graph=False, allow_block_sharing=bool(prefix_sharing))
     outputs: dict[str, list[int]] = {}
-    with StepRecorder() as rec:
+    # Arrivals every k steps, exactly: at the k-th step the engine's thread waits (in the
+    # recorder's sink, after recording the step) until the next request is added, so it joins
+    # the very next pass. Polling from this thread instead, a busy machine let the engine run
+    # 20 steps past the target before the request came.
+    target: list[Optional[int]] = [None]
+    reached, added = threading.Event(), threading.Event()
+
+    def gate(_line) -> None:
+        if target[0] is not None and len(rec.lines) >= target[0]:
+            target[0] = None
+            reached.set()
+            added.wait(timeout=60)
+
+    with StepRecorder(sink=gate if arrive_every_steps else None) as rec:
         manager = model.init_continuous_batching(generation_config=gen,
                                                  continuous_batching_config=cfg)
         manager.start()
@@ -247,16 +259,22 @@ def record_schedule(model: Any, prompts: list[list[int]], *, max_new_tokens: int
                 i, p = pending.pop(0)
                 ids.append(manager.add_request(p, request_id=f"req_{i}",
                                                max_new_tokens=max_new_tokens))
+                added.set()  # the engine, if it waits at the gate, goes on with this request
                 if one_at_a_time:
                     _collect(manager, outputs, len(ids), deadline=now() + 600)
                 if arrive_every_steps and pending:
-                    target = len(rec.lines) + arrive_every_steps
+                    reached.clear()
+                    added.clear()
+                    target[0] = len(rec.lines) + arrive_every_steps
                     deadline = now() + 120
-                    while len(rec.lines) < target and now() < deadline \
+                    while not reached.wait(0.01) and now() < deadline \
                             and manager.is_running():
-                        time.sleep(0.001)
+                        pass
+                    target[0] = None
             _collect(manager, outputs, len(ids), deadline=now() + 600)
         finally:
+            target[0] = None
+            added.set()  # never leave the engine waiting at the gate
             manager.stop(block=True, timeout=10)
     if len(outputs) < len(prompts):
         raise RuntimeError(f"only {len(outputs)} of {len(prompts)} requests finished"

@@ -167,6 +167,7 @@ def roofline_figure(roofline: Roofline, *others: Roofline):
 
 
 RIDGE_FONT_PX = 10
+LABEL_BOX_FONT_PX = 12.5  # the point labels are drawn at 11 px
 
 
 def _ridge_text(r: dict) -> str:
@@ -215,8 +216,10 @@ def _label_positions(data: dict, size_px: tuple[float, float]) -> dict[tuple[int
     w, h = size_px
     xs = to_pixels([p["x"] for _, _, p in pts], x_lo, x_hi, w, log=True)
     ys = to_pixels([p["y"] for _, _, p in pts], y_lo, y_hi, h, log=True, flip=True)
+    # boxes for 12.5-px text round the 11-px labels: a margin for the browser's own text
+    # metrics (two rooflines' "decode B=2", placed a pixel apart, touched in Chromium)
     where = place_labels(list(zip(xs, ys)), [p["label"] for _, _, p in pts], (w, h),
-                         boxes=_ridge_boxes(data, size_px))
+                         font_px=LABEL_BOX_FONT_PX, boxes=_ridge_boxes(data, size_px))
     return {(k, i): pos for (k, i, _), pos in zip(pts, where)}
 
 
