@@ -62,7 +62,8 @@ def early_exit_figure(trace: Trace, ks: Sequence[int] = (1, 2, 4, 8),
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    if len(check_trace(trace).steps) < 2 and trace.lens is not None:
+    check_lens(check_trace(trace))  # no lens: early_exit_data's error, not an empty state
+    if len(trace.steps) < 2:
         return empty_figure(f"Early exit, read from the logit lens: {trace.model.name}",
                             NO_DECODE)
     d = early_exit_data(trace, ks, measured)
