@@ -47,23 +47,23 @@
 # | lesson | the question | you will | builds on | time |
 # |---|---|---|---|---|
 # | **The core path** | *what every reply is made of: tokens, prefill, decode, the KV cache, batching, the memory wall* | | | |
-# | [00 · Start here: watch a language model answer](00_start_here.ipynb) | what happens when a model answers? | run a real model and read its reply as prefill plus decode, with TTFT and TPOT | — | 8 min |
+# | [00 · Start here: watch a language model answer](00_start_here.ipynb) | what happens when a model answers? | run a real model and read its reply as prefill plus decode, with TTFT and TPOT | — | 9 min |
 # | [01 · From text to vectors](01_from_text_to_vectors.ipynb) | what does the model actually read? | cut text into tokens and ids, and find each token's vector in the embedding table | 00 | 7 min |
 # | [02 · Predicting the next token](02_predicting_the_next_token.ipynb) | how is one token chosen? | compute the next token's probabilities by hand and choose greedily or by sampling | 01 | 8 min |
-# | [03 · Prefill](03_prefill.ipynb) | why is there a pause before the first word? | measure how TTFT grows with the prompt, and what limits a prefill pass | 02 | 9 min |
+# | [03 · Prefill](03_prefill.ipynb) | why is there a pause before the first word? | measure how TTFT grows with the prompt, and what limits a prefill pass | 02 | 10 min |
 # | [04 · Decode](04_decode.ipynb) | what sets the speed of the words that follow? | write the decode loop, time its steps, and take a step apart into fixed cost and bytes | 03 | 9 min |
 # | [05 · The KV cache](05_kv_cache.ipynb) | what does the model remember between steps? | see what the KV cache stores, how fast it grows, and what it saves each step | 04 | 9 min |
-# | [06 · Batching and the throughput/latency trade-off](06_batching.ipynb) | why do several replies at once cost less each? | measure what batching buys in tokens per second and costs in latency; place both phases on a roofline | 04, 05 | 9 min |
+# | [06 · Batching and the throughput/latency trade-off](06_batching.ipynb) | why do several replies at once cost less each? | measure what batching buys in tokens per second and costs in latency; place both phases on a roofline | 04, 05 | 10 min |
 # | [07 · Capstone: your prompt, from text to answer](07_capstone.ipynb) | your prompt, the whole pipeline | follow your own prompt through the whole pipeline on one dashboard | 06 | 7 min |
 # | [08 · The memory wall](08_memory_wall.ipynb) | why is decode speed set by bytes per token? | time models from 12 M to 1.7 B weights and name what limits each step with one rule | 04, 06 | 10 min |
 # | **Going further** | *serving many users, long contexts, the remedies, what the layers know, and the whole course on one page* | | | |
 # | [09 · Continuous batching and pages](09_continuous_batching.ipynb) | how does a server answer many people at once? | start a real server, watch continuous batching and paged attention pass by pass, and measure what serving many at once buys against one at a time | 06, 08 | 10 min |
 # | [10 · Load-testing a server](10_load_testing.ipynb) | how many users can a server take, and what does a token cost? | load-test a server the way engineers do: random arrivals, a rate sweep to saturation, an objective from your own figures, goodput, and $ per million tokens | 09 | 9 min |
 # | [11 · Long contexts and prefix caching](11_long_context.ipynb) | what changes when the prompt is thousands of tokens long? | measure attention's square in long prompts, the cache's share of a long step, a quantized cache, and prefix caching | 05, 08 | 10 min |
-# | [12 · Fewer bytes](12_fewer_bytes.ipynb) | do fewer bytes per weight make decode faster? | measure one model in six number formats against the memory wall, what they change in the text, and the wall across GPU generations | 08 | 6 min |
-# | [13 · Less overhead, more tokens per pass](13_less_overhead.ipynb) | what else makes decode faster: less overhead, more tokens per pass? | take a decode step apart, compile it, replay it as a CUDA graph (measured on an H200), and measure speculative decoding's tokens per pass | 08, 12 | 10 min |
-# | [14 · The logit lens: where the answer forms, and a draft from it](14_logit_lens.ipynb) | where inside the model does the answer appear, and can the early layers draft it? | watch the answer form layer by layer, and draft tokens with the model's own early layers | 02, 13 | 7 min |
-# | [15 · The whole course on one page](15_the_whole_course.ipynb) | what does the whole course say about my machine? | measure every figure of the course's story again in under a minute and read them on one page: both phases and their limits, the KV cache, batching, the wall, a token's price, and which lever buys the most | 10, 13 | 3 min |
+# | [12 · Fewer bytes](12_fewer_bytes.ipynb) | do fewer bytes per weight make decode faster? | measure one model in six number formats against the memory wall, what they change in the text (on your own prompt too), and the wall across GPU generations | 08 | 8 min |
+# | [13 · Less overhead, more tokens per pass](13_less_overhead.ipynb) | what else makes decode faster: less overhead, more tokens per pass? | take a decode step apart, compile it, replay it as a CUDA graph (measured on an H200), and measure speculative decoding's tokens per pass at each draft length | 08, 12 | 11 min |
+# | [14 · The logit lens: where the answer forms, and a draft from it](14_logit_lens.ipynb) | where inside the model does the answer appear, and can the early layers draft it? | watch the answer form layer by layer, and draft tokens with the model's own early layers, at the layer you choose | 02, 13 | 8 min |
+# | [15 · The whole course on one page](15_the_whole_course.ipynb) | what does the whole course say about my machine? | measure every figure of the course's story again in under a minute and read them on one page: both phases and their limits, the KV cache, batching, the wall, a token's price, and which lever buys the most; then the same story for a prompt of your own | 10, 13 | 4 min |
 # <!-- course-map:end -->
 
 # %% [markdown]
@@ -72,7 +72,7 @@
 # `viz.load_model()` loads the default model from the local cache that `make lab` filled. The
 # course loads it on the processor (`device="cpu"`) even where a GPU is present: every lesson
 # sets its timings beside this processor's own measured limits, so both must come from the same
-# chip. (Lessons 08 and 13 set a GPU's figures beside yours.)
+# chip. (Lessons 03, 04, 06, 08 and 13 set a GPU's figures beside yours.)
 
 # %%
 import viz
@@ -83,7 +83,9 @@ lm
 
 # %% [markdown]
 # A model is a stack of identical layers, each holding numbers (parameters) learned in
-# training. *KV heads* fewer than attention heads means some heads share their keys and values
+# training. Inside each layer, *attention heads* let every token look back at the tokens
+# before it; each head keeps a *key* and a *value* per token for that (lesson 03 draws them).
+# *KV heads* fewer than attention heads means some heads share their keys and values
 # (grouped-query attention, lesson 05).
 
 # %%
@@ -125,13 +127,18 @@ print("the embedding table:   ", most_levels(lm.model.get_input_embeddings().wei
 # scale and a 2-byte minimum), about 5 bits a weight.
 
 # %%
+from viz.perf import gguf_weight_bytes
+
 q4_1_bytes = spec.n_params * 20 // 32  # were every weight stored as Q4_1
 print(f"every weight as Q4_1:   about {q4_1_bytes / 1e6:5.0f} MB")
 print(f"as float32, in memory:        {spec.weight_bytes / 1e6:5.0f} MB "
       f"({spec.weight_bytes / q4_1_bytes:.1f}× more)")
+file_bytes = gguf_weight_bytes()  # every tensor of the shipped 4-bit file
+print(f"the file's weights, counted:  {file_bytes / 1e6:5.0f} MB")
 
 # %% [markdown]
-# (The file itself holds 97 MB of weights: its embedding table is kept more finely.) The model
+# (The file's own weights are a little more than every weight in Q4_1: its embedding table is
+# kept more finely.) The model
 # computes in float32, so every forward pass reads the float32 bytes: the 4-bit file only made
 # the download small. Every byte count in this course is the float32 one (lessons 08
 # and 12 measure what reading fewer bytes per weight buys).
@@ -155,6 +162,10 @@ print(trace.generated_text)
 print(f"{trace.n_generated} tokens")
 
 # %% [markdown]
+# The count includes the token that ends the reply (`<|im_end|>`, the model's *end of turn*,
+# not printed with the text): `viz.record` stops when the model chooses it, or at
+# `max_new_tokens`, whichever comes first.
+#
 # Drag the slider (or press ▶): each position is one forward pass of the model. The panels show
 # the text so far with the new token marked, the candidates the model scored at that step, the
 # size of its memory of the conversation (the KV cache, lesson 05) and how long the step took.
@@ -258,6 +269,8 @@ print(f"the first call was slower than every warm one ({setup:.1f}× their media
 # title and its dashed line use the name **TPOT**, *time per output token*: the mean time
 # between two tokens after the first. The median above is the middle one of those gaps; one
 # slow step pulls the mean up and leaves the median where it was (lesson 04 takes TPOT apart).
+# It draws the one reply recorded above, so its TTFT is that run's, not the median of the five
+# warm ones.
 
 # %% tags=["nbval-ignore-output"]
 views.timeline_figure(trace)
@@ -320,8 +333,8 @@ compare_prediction(prediction_longer, longer, options=LONGER,
 # **2. A shorter budget, drawn at random.** A model can also *draw* each token at random,
 # weighted by its probabilities, instead of taking the most likely one (lesson 02 shows how);
 # `viz.record(..., temperature=0.8, seed=1)` does that with a seeded random-number generator.
-# The next cell draws a reply to your prompt that way with `max_new_tokens=24`, then draws
-# again, with the same seed, with `max_new_tokens=12`.
+# The cell after your prediction draws a reply to your prompt that way with
+# `max_new_tokens=24`, then draws again, with the same seed, with `max_new_tokens=12`.
 #
 # **Predict.** The 12-token reply will be...
 

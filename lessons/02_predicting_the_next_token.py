@@ -171,8 +171,9 @@ for k, p in ((None, None), (5, None), (None, 0.9), (None, 0.5)):
 # there?
 
 # %%
+HALF = ["under 0.1", "between 0.1 and 0.5", "over 0.5"]
 TOP_P = ["fewer than 20", "between 20 and 500", "more than 500"]
-prediction_top_at_half = None  # ← your guess: a probability between 0 and 1
+prediction_top_at_half = None  # ← your guess: one of HALF, copied exactly
 prediction_top_p = None  # ← your guess: one of TOP_P, copied exactly
 
 # %%
@@ -184,18 +185,22 @@ half = sampling_distribution(logits_then, 0.5).max().item()  # its favourite at 
 kept = (sampling_distribution(logits_then, 1.0, top_p=0.9) > 0).sum().item()
 print(f"step {least.index} (chose {least.token_text!r}, p = {least.prob:.2f}): at temperature 0.5 "
       f"p = {half:.2f}; top_p=0.9 keeps {kept:,} tokens (step 0: {can_pick[None, 0.9]:,})")
+half_verdict = viz.band(half, [0.1, 0.5], HALF)  # the range the favourite lands in
 top_p_verdict = TOP_P[0] if kept < 20 else TOP_P[1] if kept <= 500 else TOP_P[2]
 
 # %%
-compare_prediction(prediction_top_at_half, half, rel_tol=0.25,
+compare_prediction(prediction_top_at_half, half_verdict, options=HALF,
                    hint="at T = 0.5 each probability is squared, then all 49,152 squares are "
-                        "scaled to add up to 1: estimate what the squares of the tokens the "
-                        "table does not list add to that sum")
+                        "scaled to add up to 1. The ten bars at that step (See it's slider) "
+                        "square to about 0.005 together, the favourite's 0.04² = 0.0016 of "
+                        "it; the other tokens' squares, each tiny, add about a third more")
 
 # %%
 compare_prediction(prediction_top_p, top_p_verdict, options=TOP_P,
-                   hint="top-p keeps the most likely tokens until they hold 0.9 of the "
-                        "probability: how much did that step's favourite hold?")
+                   hint="top-p keeps the most likely tokens until they hold 0.9: at that "
+                        "step the ten likeliest held about a fifth together (the slider of "
+                        "See it: the grey bar is the rest); further down the list most tokens "
+                        "hold under 0.1 % each: how many does it take to gather the other 0.7?")
 
 # %% [markdown]
 # One setting, very different cuts: top-p follows the shape of each step's distribution,
@@ -288,10 +293,12 @@ for name, s in (("most sure", sure), ("least sure", unsure)):
 # the choice only reads the scores: thousands of times fewer numbers.
 #
 # **Predict.** How many times longer than choosing a token (at temperature 0.8, as in the
-# sampled runs) does one forward pass take?
+# sampled runs) does one forward pass take? The pass touches a few thousand times as many
+# numbers (printed below); is its time in proportion?
 
 # %%
-prediction_cost_ratio = None  # ← your guess: forward pass time ÷ choice time
+COST = ["under 100 times", "100 to 1,000 times", "over 1,000 times"]
+prediction_cost_ratio = None  # ← your guess: one of COST, copied exactly
 
 # %% [markdown]
 # The timings on this machine: the decode passes of the greedy reply, and the choices of the
@@ -308,18 +315,21 @@ print(f"one forward pass:  {forward.text(1e3, 'ms')}   uses all {lm.spec.n_param
 print(f"choosing a token:  {choose.text(1e3, 'ms', digits=2)}   looks at {logits.numel():,} scores")
 print(f"numbers touched, forward / choice: {lm.spec.n_params / logits.numel():,.0f} times")
 print(f"time, forward / choice:            {cost_ratio.text(unit='times', digits=0)}")
+cost_verdict = viz.band(cost_ratio, [100, 1000], COST)  # where the ratio's spread lies
 
 # %%
-compare_prediction(prediction_cost_ratio, cost_ratio.median, rel_tol=0.5,
+compare_prediction(prediction_cost_ratio, cost_verdict, options=COST,
                    hint="time is not always in proportion to the numbers touched: what does "
                         "each of the two do with every number it reads, and what does it pay "
                         "whatever their count?")
 
 # %% [markdown]
 # Why is the ratio of times not the ratio of numbers? Take each time apart. First this
-# machine's **peaks**, the fastest it reads memory and multiplies matrices, measured once per
+# machine's **peaks**, the fastest it reads memory (GB/s) and multiplies matrices (GFLOP/s:
+# billions of floating-point operations, a multiply or an add, per second), measured once per
 # machine (`perf.machine_peaks()`: a few seconds the first time a lesson asks, then saved, and
-# checked each time it is reused; the first line says which happened), and the **fixed cost**
+# checked the first time a session reuses them, unless the whole course is executed in one run,
+# as for the saved copy: the first line says which happened), and the **fixed cost**
 # of a pass: the time of a model with the same 30 layers but almost no weights
 # (`perf.fixed_cost`, measured once too; lesson 03 explains it). If the measurement prints a
 # note about bfloat16 (a 16-bit number format that some CPUs multiply far more slowly than
@@ -351,7 +361,11 @@ print(f"forward pass {forward.text(1e3, 'ms')}:")
 print(f"    {lm.spec.weight_bytes / 1e6:.0f} MB of weights at the read peak  {read.text(1e3, 'ms')}")
 print(f"    the fixed cost of a 30-layer pass     {fixed.text(1e3, 'ms')}")
 print(f"    what is left                          {left.text(1e3, 'ms')}")
-print("    if the rest were all reading, the weights would have streamed more slowly than a plain read"
+print("    what is left is more than either: the weights streaming in more slowly than a plain "
+      "read, and the work between reads (lesson 04 takes it apart)"
+      if left.low > max(read.high, fixed.high) else
+      "    what is left: the weights streaming in more slowly than a plain read, and the work "
+      "between reads (lesson 04 takes it apart)"
       if left.low > 0 else "    the first two account for the whole pass, within the spreads")
 
 # %% tags=["nbval-ignore-output"]
@@ -367,7 +381,8 @@ for name, t in piece_s.items():
 # weight from memory (the first line: the least that takes here), pays a fixed cost on top,
 # whatever its weights (the second), and spends what is left on everything else it does
 # (lessons 03 and 04 take that apart). A choice reads few bytes: the multiples say how much
-# longer than that read each of its pieces takes. The three go over the same 49,152 numbers,
+# longer than that read each of its pieces takes. (Timed alone, the pieces add up to less
+# than the choice inside `viz.record`, which also does some Python around them.) The three go over the same 49,152 numbers,
 # yet their times differ: what a piece does with the numbers, not how many it reads, sets its
 # time.
 

@@ -54,7 +54,7 @@ print(trace.generated_ids)
 # %% [markdown]
 # Each bar is the cache after one step, stacked by layer (layer 0 at the bottom). The black
 # line is the formula worked out below; the grey dashed line is what the same model would
-# hold without grouped-query attention. Hover over a bar to read one layer.
+# hold without grouped-query attention (GQA, explained below). Hover over a bar to read one layer.
 
 # %%
 views.kv_figure(trace)
@@ -140,7 +140,7 @@ print(f"per token: {spec.kv_bytes(1):,} bytes with GQA, {without_gqa:,} without 
 # mix of the **values**. The weights say where the step looked. `trace` kept them (mean over
 # the query heads, for every step and layer), and `views.attention_figure` draws one layer:
 # top, one step's weight on each position (prompt tokens blue, generated ones orange); below,
-# every step as a row. Drag the slider or press ▶ (no kernel needed).
+# every step as a row. Drag the slider or press ▶ (it runs in the page: no Python needed).
 #
 # **Predict.** Step 10 is a decode step, fed one token. Which positions does its query spread
 # its weights over, in layer 15?
@@ -345,7 +345,8 @@ if extra_s.low > 0:
 
 # %% [markdown]
 # The first cell splits the cached step as lesson 04 did: a fixed cost, then the weights
-# streaming in at the rate printed (set beside one large matrix-vector product's), while its
+# streaming in at the rate printed (set beside one large matrix-vector product's: the step's
+# many small products stream well below it, as lesson 04 measured), while its
 # arithmetic at the peak would take the sliver printed last. The extra arithmetic of an
 # uncached step multiplies a whole matrix of tokens by each weight it reads, the kind of
 # product whose speed lesson 03 measured with its slope. The time ratio is
@@ -386,9 +387,9 @@ speed = SPEED[1] if rate_512.overlaps(ref) or abs(vs) <= 0.2 else SPEED[0 if vs 
 
 # %%
 compare_prediction(prediction_512, speed, options=SPEED,
-                   hint="two things grow with the rows: how many rows share each weight read "
-                        "(lesson 03's slope), and the activation and attention work (the table's "
-                        "columns); weigh which one the extra time follows")
+                   hint="the extra arithmetic at about 30 tokens already ran at the share of "
+                        "the peak printed above: how much faster can it still get with more "
+                        "rows?")
 
 # %% [markdown]
 # And a real chat runs to thousands of tokens. At 2,048, an estimate (not a measurement):
@@ -398,7 +399,7 @@ compare_prediction(prediction_512, speed, options=SPEED,
 # %% tags=["nbval-ignore-output"]
 estimate = cached_512.median + extra_flops_at(2048) / rate_512.median
 print(f"2,048 tokens: about {estimate:.1f} s per token without the cache, "
-      f"×{estimate / cached_512.median:.0f} a cached step "
+      f"×{estimate / cached_512.median:.0f} a cached step at 512 "
       f"({extra_flops_at(2048) / 1e9:.0f} GFLOP more per step)")
 
 # %% [markdown]
@@ -451,7 +452,7 @@ for m in (spec, big):
 # That is **per conversation**. The weights are stored once however many people a server
 # answers, but each conversation keeps its own cache. So how many 8,192-token conversations
 # fit on a device? What its memory leaves free, divided by one conversation's cache. In a 2 GB
-# Binder session, what is free is what this kernel (Python, PyTorch, the weights, this lesson's
+# Binder session (the free online service that runs these notebooks), what is free is what this kernel (Python, PyTorch, the weights, this lesson's
 # traces) leaves, measured now; on an 80 GB GPU only the weights are taken out, so that count is
 # an upper bound (the GPU's runtime takes its share too):
 

@@ -69,7 +69,7 @@ pays = [b for b in step if b > 1 and gain[b].low > wait[b].high]
 print(f"throughput outgrew the wait from B={pays[0]}" if pays else "throughput never outgrew the wait")
 
 # %%
-compare_prediction(prediction_gain_16, gain[16].median, rel_tol=0.25,
+compare_prediction(prediction_gain_16, gain[16].median, rel_tol=0.5,  # a rough first guess
                    hint="16 tokens per step, but does a step of 16 take as long as a step of 1?")
 
 # %% [markdown]
@@ -362,9 +362,10 @@ roofline_figure(roof, reference)
 # kernels (lesson 04).
 #
 # **Predict.** In bfloat16 each weight is 2 bytes and does 2 FLOPs per request, so a decode step
-# of B requests does about B FLOPs per byte of weights it reads. The rule, applied to the GPU's
-# busy time at each batch (no launch gaps, so no host fixed cost), names the first
-# compute-bound batch of the sweep (1, 16, 64, 256, 512, 1,024). Where is it?
+# of B requests does about B FLOPs per byte of weights it reads. The H200's ridge, its peak
+# FLOP/s ÷ its bandwidth, is about 180 FLOP per byte as measured (206 from its datasheet). The
+# rule, applied to the GPU's busy time at each batch (no launch gaps, so no host fixed cost),
+# names the first compute-bound batch of the sweep (1, 16, 64, 256, 512, 1,024). Where is it?
 
 # %%
 KNEE = ["at 16 or below", "above 16, at 256 or below", "above 256, at 1,024 or below",

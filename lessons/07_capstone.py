@@ -143,7 +143,9 @@ MEANS = {"overhead-bound": "at least half the pass is the fixed cost every pass 
                            "bytes or FLOPs would barely shorten it",
          "memory-bound": "reading the bytes is the longer floor: no pass beats bytes ÷ read "
                          "speed, and fewer bytes per weight lower it (lesson 08)",
-         "compute-bound": "the arithmetic is the longer floor: no pass beats FLOPs ÷ peak"}
+         "compute-bound": "the arithmetic is the longer floor: no pass beats FLOPs ÷ peak "
+                          "(a comparison of floors, not of shares: a short prompt's pass can "
+                          "still spend most of its time on what it pays once, as below)"}
 for phase, v in verdicts.items():
     words = v.between or (v.regime,)  # too close to call: either word can be the right one
     print(f"{phase}: {v.regime}; " + "; or ".join(f"{w}: {MEANS[w]}" if v.between else MEANS[w]
@@ -196,6 +198,11 @@ print(f"prefill tokens/s: {k / short.median:.0f} at {k} tokens, {4 * k / long.me
       f"{4 * k} tokens")
 
 # %% [markdown]
+# The part that did not grow need not equal a decode step: the line through two points calls
+# fixed whatever did not grow between the two lengths, and a prefill runs other kernels than a
+# decode step (matrix × matrix, attention over the prompt), so the two only show the same
+# kind of cost, paid once per pass.
+#
 # Lesson 03 draws the whole line, TTFT against the prompt's length. The last line shows what
 # it means for a rate: the part paid once is spread over more tokens, so the prefill's tokens
 # per second change with the prompt's length too.
@@ -228,15 +235,19 @@ host = perf.gpu_fixed_cost(gpu_reply.model.n_layers)  # the host's: a model as d
 walls = [wall.median * 1e3 for _, wall, _ in perf.eager_walls()]
 print(f"its recorded reply ran eager at {gpu_reply.decode_step_spread.text(1e3, 'ms')} a step: "
       f"the host, its Python launching {g.kernels:,} kernels one by one. The host's launch cost "
-      f"for a step this deep (a model as deep, 64 wide) was {host.text(1e3, 'ms')} in its "
-      f"memory-wall run; the same eager step took {min(walls):.1f}–{max(walls):.1f} ms across "
-      f"that session's files")
+      f"for a step this deep (a model as deep, 64 wide) was {host.text(1e3, 'ms')} in the "
+      f"run lesson 08 reads; the same eager step took {min(walls):.1f}–{max(walls):.1f} ms across "
+      f"that session's files: the host's pace, not the GPU's, so GPUs are compared by their "
+      f"kernels summed (lesson 04)")
 
 # %% [markdown]
 # A is your reply, B the reference. The prompts differ, so compare decode (TPOT, decode
 # tokens/s): TTFT grows with the prompt's length, and prefill tokens/s changes with it too (just
 # above), so compare those only for prompts of similar length. Each figure in the table is one
-# reply's: set the decode steps' spreads side by side before reading much into a ratio.
+# reply's: set the decode steps' spreads side by side before reading much into a ratio. Two
+# machines sold under the same name still differ: another processor behind the name, another
+# memory speed, other work running at the time (B's label gives the load it was recorded
+# under).
 
 # %% tags=["nbval-ignore-output"]
 ka, kb = len(trace.prompt_tokens), len(reference.prompt_tokens)

@@ -83,7 +83,8 @@ print(f"measured step {p.seconds * 1e3:6.1f} ms")
 # %% [markdown]
 # The memory floor divides by the **read bandwidth**: the bytes per second of a sum over a
 # buffer far larger than the processor's last-level cache, as decode reads weights (the size
-# sweep below shows where the cache stops helping). How each peak was measured:
+# sweep below shows how the rate changes with the buffer's size; on some machines it still
+# drops past 256 MiB). How each peak was measured:
 
 # %%
 print(ref.peaks_how)
@@ -191,7 +192,9 @@ print(*ref.notes, sep="\n")
 #
 # First your machine's peaks, measured **once per machine** by `perf.machine_peaks()`, reused
 # by every lesson and re-checked with a quick fresh read (measured again if they no longer
-# hold). Each is a median with its spread.
+# hold; when the whole course is executed in one run, the check is left out so that every
+# lesson shows the same yardsticks, and the status says "not checked"). Each is a median with
+# its spread.
 
 # %% tags=["nbval-ignore-output"]
 peaks = perf.machine_peaks()
@@ -322,7 +325,8 @@ print(f"SmolLM2-360M bf16: {big.spread.text(1e3, 'ms')} per step, ×{times.media
 # %%
 viz.compare_prediction(prediction_360m, bigger, options=BIGGER,
                        hint="which part of the 135M step grows with the bytes, and which part "
-                            "stays about the same?")
+                            "stays about the same? And larger matrices stream closer to the "
+                            "read peak than small ones (compare the two shapes' MBU)")
 
 # %% [markdown]
 # Last, the reference's batch of 32 on your machine: 32 times the arithmetic per weight read (a

@@ -70,7 +70,11 @@ print(serve.run_load(server, concurrency=4, n_requests=4, workload=short, max_du
 # seed gives the same arrival times) at rates between the two, the lowest first, until the
 # server **saturates**: requests arrive faster than they finish, so each one waits for the work
 # of all those before it, and the wait for a first token grows through the run. The sweep keeps
-# that rate and stops (`sweep_rates`' docstring gives the rule).
+# that rate and stops (`sweep_rates`' docstring gives the rule). The table's last column,
+# **queue**, is that growth: seconds of TTFT gained per second of arrivals (0: the server keeps
+# up; over 0.25 the rate counts as saturated, ✕ in the figure below; "n/a" for the two loads
+# that do not arrive at a rate). On a fast enough machine no rate of the sweep saturates, and
+# the figure has no ✕.
 #
 # Serving figures on a shared machine move by tens of percent from one run to the next, so
 # each load runs 3 times. A figure below is the median of the 3, and in brackets its
@@ -78,7 +82,8 @@ print(serve.run_load(server, concurrency=4, n_requests=4, workload=short, max_du
 # with probability 75 %.
 #
 # The objective now comes from your machine: twice what a request alone takes (the p90 TTFT
-# and the p90 TPOT of the one-at-a-time load). A fixed objective would be met by every request
+# and the p90 TPOT of the one-at-a-time load, over all its requests pooled: the table's p90
+# columns are medians of each run's, so twice them is close, not equal). A fixed objective would be met by every request
 # on a fast machine and by none on a slow one; this one is met alone, so the sweep shows what
 # company does to it.
 #
@@ -214,7 +219,10 @@ for name, example in perf.EXAMPLE_PRICES.items():
 # server recorded every pass, so the two can be timed apart: a pass that carried prompt chunks
 # and nothing else computed a whole prompt at once (lesson 03), while each pass of the answer
 # made one token per request (lesson 04). The output price below is *all-in*: the run's every
-# second — prefills, idle moments, HTTP — shared over its answers' tokens. Priced here: every
+# second — prefills, idle moments, HTTP — shared over its answers' tokens. So the prefill
+# passes are counted twice: alone in the input price, and shared in the output price. A bill
+# split between the two would count them once; the ratio below is a little above what the
+# decode passes alone would give. Priced here: every
 # load of the continuous-batching server's rate sweep (each the median of its 3 runs), from one
 # request at a time to all at once.
 #
@@ -304,7 +312,7 @@ print(f"together at most {total / 2**20:,.0f} MiB: "
 # or from a terminal: `python -m viz load http://gpu-box:8000/v1 --allow-remote --sweep
 # --n-requests 200 --repeats 3 -o vllm-sweep.json`, then `python -m viz report
 # vllm-sweep.json` for one HTML file that opens offline. The GPU this course was lent once
-# (the GPU reference of lessons 03, 04, 06, 07, 08 and 13) ran its measurements in one
+# (the GPU reference of lessons 03, 04, 06, 07, 08, 10 and 13) ran its measurements in one
 # process, with no server, so the course
 # ships no server measured on a GPU: the commands are shown, not run. Your own numbers, saved
 # with `-o`, are the reference.

@@ -282,8 +282,8 @@ print("here the int4 cache's fewer bytes " + (
 # %% [markdown]
 # Fewer bytes buy time only where a kernel reads them as they are, or where reading float32
 # costs more than turning the small numbers back into it, as lessons [08](08_memory_wall.ipynb)
-# and [12](12_fewer_bytes.ipynb) show for the weights (lesson 08's int8 weights, dequantized
-# before every product, bought far less than their bytes). Without such a kernel a quantized
+# and [12](12_fewer_bytes.ipynb) show for the weights (lesson 08's int8 weights bought far
+# less than their bytes). Without such a kernel a quantized
 # cache buys memory: fewer bytes per token, so more conversations fit in the same memory.
 #
 # And it costs accuracy, which a random cache cannot show. `perf.kv_quant_agreement`
@@ -420,7 +420,8 @@ print("the saving grows with every turn, beyond the spreads" if all(grows) else
 # pages of 16 tokens and shares **full pages** whose token ids match an earlier request's.
 # `serve.measure_prefix_sharing` sends four requests that share a long system prompt through
 # that engine in this process, one after another, with sharing on and off (the server always
-# has it on).
+# has it on). Its **hit rate**, as vLLM and SGLang report it, is prompt tokens found in the
+# cache ÷ prompt tokens sent.
 
 # %%
 tok = lm.tokenizer
@@ -463,8 +464,7 @@ print(f"the first two prompts share their first {common} token ids; the engine r
 
 # %% [markdown]
 # Only whole pages are shared, and only where every token id matches: the last, partial
-# page of the common prefix is computed again. The hit rate, as vLLM and SGLang report it, is
-# prompt tokens found in the cache ÷ prompt tokens sent. The first request finds nothing;
+# page of the common prefix is computed again. The first request finds nothing;
 # every later one reuses the system prompt's full pages and computes only the rest. Over
 # HTTP, with a real server: `python benchmarks/long_context.py --server` (system prompts the
 # server has seen before, against new ones).

@@ -43,8 +43,8 @@ print(perf.yardsticks())
 # 4 bits, plus a scale and a minimum per block (0.72 bytes a weight, counting the one 8-bit
 # table). viz's float32 model is that file expanded to 4 bytes a weight. From the same file,
 # llama.cpp's own converter writes **F32** (4 bytes), **F16** (2) and **Q8_0** (8-bit blocks,
-# 1.06 bytes): every format below holds *the same values*; only the bytes, and the program
-# reading them, differ.
+# 1.06 bytes): every format below holds *the same values*, up to the rounding a smaller
+# format adds (what it costs: below); the bytes, and the program reading them, differ.
 #
 # | engine | formats | how a step runs |
 # |---|---|---|
@@ -56,7 +56,7 @@ print(perf.yardsticks())
 # server, so a crash inside it cannot take the kernel down; the first time, writing the three
 # extra files takes a few seconds and ~1 GB of the viz cache).
 #
-# ✏️ **Predict.** llama.cpp's Q4_1 reads 5.5× fewer bytes per token than transformers'
+# ✏️ **Predict.** llama.cpp's Q4_1 reads 5.6× fewer bytes per token than transformers'
 # float32. How many times faster will its decode step be?
 
 # %%
@@ -89,7 +89,7 @@ if q4:
           f"×{f32.weight_bytes / q4.weight_bytes:.1f} fewer bytes")
 
 # %%
-compare_prediction(prediction_q4, speedup_q4.median, rel_tol=0.3,
+compare_prediction(prediction_q4, speedup_q4.median, rel_tol=0.2,
                    hint="split the speed-up: the same bytes in llama.cpp's F32 row first, then "
                         "F32 → Q4_1 inside llama.cpp") if speedup_q4 else \
     print("no llama.cpp rows on this machine: nothing to compare")
@@ -104,10 +104,12 @@ compare_prediction(prediction_q4, speedup_q4.median, rel_tol=0.3,
 # operation (Python and torch's dispatch, hundreds of times a step) and how close each
 # kernel streams to the memory's bandwidth.
 #
-# **The same program, fewer bytes.** Inside llama.cpp, F32 → F16 → Q8_0 → Q4_1 halve and
-# halve the bytes again. The memory wall says the step follows the bytes — until something
-# that does not shrink with them is all that is left: the step's own fixed cost, and the
-# arithmetic of unpacking 4-bit blocks.
+# **The same program, fewer bytes.** Inside llama.cpp, F32 → F16 → Q8_0 → Q4_1 halve the
+# bytes, halve them again, then take off another third. The memory wall says the step follows
+# the bytes — until something that does not shrink with them is all that is left: the step's
+# own fixed cost (llama.cpp's, smaller than the transformers fixed cost in the yardsticks
+# line: its whole Q4_1 step is shorter than that), and the arithmetic of unpacking 4-bit
+# blocks.
 
 # %% tags=["nbval-ignore-output"]
 def ratio_text(a, b):
@@ -135,10 +137,13 @@ for p in formats.points:
 
 # %% [markdown]
 # Read the last lines against the wall: a format "follows the bytes" while the step is
-# memory-bound; where it stops following, the step has reached its floor of fixed cost and
-# unpacking arithmetic (lesson 08's rule in another engine). The achieved GB/s say how close
+# memory-bound and its kernel reads it as fast as the format before; where it stops
+# following, either the step has reached its floor of fixed cost and unpacking arithmetic
+# (lesson 08's rule in another engine), or the kernel reads that format more slowly (its
+# share of the read bandwidth, printed last, drops). The achieved GB/s say how close
 # each program comes to the memory's own speed: a kernel that reads its format at full speed
-# is what makes fewer bytes pay. torch has no such kernel for 4-bit weights on the CPU; its
+# is what makes fewer bytes pay. transformers, as the course runs it, has no such kernel for
+# 4-bit weights on the CPU; torch's
 # 8-bit one (lesson 08's reference, torchao) bought less than its bytes promise — a quarter
 # of the bytes for a step a fifth faster from float32, and slower than bfloat16 — and
 # bfloat16 halves the step only where torch's kernels read it as fast as float32 (the GB/s
@@ -149,14 +154,18 @@ for p in formats.points:
 # %% tags=["nbval-ignore-output"]
 lm = viz.load_model(device="cpu")  # the course model, to decode each format's tokens
 for p in formats.points:
-    same = "reference" if p.label == formats.reference else \
-        f"equal for {p.same_tokens} of {len(p.token_ids)} tokens"
-    print(f"{p.label:<22} {same:<28} {lm.tokenizer.decode(p.token_ids)[:60]!r}")
+    if p.label == formats.reference:
+        print(f"{p.label:<22} the reference: {lm.tokenizer.decode(p.token_ids)!r}")
+    elif p.same_tokens == len(p.token_ids):
+        print(f"{p.label:<22} equal for all {len(p.token_ids)} tokens")
+    else:  # where it departs, and what it writes from there
+        print(f"{p.label:<22} equal for {p.same_tokens} of {len(p.token_ids)} tokens, then "
+              f"{lm.tokenizer.decode(p.token_ids[p.same_tokens:])[:45]!r}")
 
 # %% [markdown]
-# F32 and F16 hold the same values as float32, so their text should be float32's, save where
-# a kernel's order of additions tips a near-tie (the lines above say whether it did on your
-# machine). bfloat16 keeps only 8 significant bits of each value, so its text may depart (with
+# F32 holds the same values as float32 (and F16 all but a very slight rounding of some), so
+# their text should be float32's, save where a kernel's order of additions tips a near-tie
+# (the lines above say whether it did on your machine). bfloat16 keeps only 8 significant bits of each value, so its text may depart (with
 # some CPUs' kernels it does, with others not). Q8_0 and Q4_1 hold the values too (Q8_0 rounds
 # them once more), but llama.cpp's quantized kernels also round the *activations* to 8 bits
 # before multiplying, so each logit moves a little, and where two tokens were nearly tied the
@@ -165,13 +174,61 @@ for p in formats.points:
 # here: the course ships only the 4-bit file.)
 
 # %% [markdown]
+# ### Your prompt, your format
+#
+# The step's speed came from the bytes, and the bytes do not depend on what you ask; whether
+# the text stays float32's does. Type a prompt (then Enter) and pick a format:
+# `perf.measure_formats` decodes 16 greedy tokens of it in float32 and in that format (twice
+# each, a few seconds), and the chart sets the two steps side by side, each text below, in
+# colour from the first token where it departs from float32's. It starts with a question of
+# another kind, in Q4_1 (bfloat16 where llama.cpp is not installed).
+#
+# ✏️ **Predict, then try three prompts of your own.** Which of the title's two figures will
+# move from prompt to prompt: the speed, or the tokens that agree?
+
+# %%
+import ipywidgets as widgets
+
+from viz.views import LinkedView
+
+tokenizer = lm.tokenizer
+del lm  # each run below loads float32, lets it go, then makes the other format: one at a time
+perf.release_memory()  # (two models at once would not fit Binder's 2 GB)
+tried = {}  # (prompt, format) → a run of float32 and that format on the prompt
+
+
+def format_chart(values):
+    key = (values["prompt"].strip(), values["format"])
+    if key not in tried:  # a real decode of the prompt in both formats, on this machine
+        tried[key] = perf.measure_formats(formats=["float32", key[1]], prompt=key[0],
+                                          new_tokens=16, repeats=2)
+    run = tried[key]
+    tokens = {p.label: [tokenizer.decode([i]) for i in p.token_ids] for p in run.points}
+    return views.format_choice_figure(run, tokens)
+
+
+choices = [f for f in perf.available_formats() if f != "float32"]
+prompt_box = widgets.Text(value="Write a haiku about memory bandwidth.", description="prompt",
+                          continuous_update=False, layout={"width": "95%"})
+chosen_format = widgets.Dropdown(options=choices, value=choices[-1], description="format")
+LinkedView({"prompt": prompt_box, "format": chosen_format}, [prompt_box, chosen_format],
+           format_chart)
+
+# %% [markdown]
+# What to look for: the speed moves a little from prompt to prompt (16 tokens are few steps
+# to time, and every step reads the same bytes whatever was asked), the agreement a lot: a
+# reply that runs through near-ties parts early, one with a single obvious answer may not part
+# at all. That is why a format's cost in quality is judged over many prompts (benchmarks,
+# perplexity on a corpus), never on one.
+
+# %% [markdown]
 # ## The wall across generations
 #
 # Fewer bytes, and the next lesson's remedies, exist because a decode step asks for few FLOPs per byte it reads: about
 # half a FLOP per byte for this model in float32, at batch 1. A chip can feed its arithmetic
 # only when a step does at least its **ridge** of FLOPs per byte (peak FLOP/s ÷ bandwidth,
-# lesson 06). Hardware makers publish both peaks; here are five GPU generations and three
-# CPUs from their datasheets (dense figures, the format each is fastest at for inference),
+# lesson 06). Hardware makers publish both peaks; here are five GPUs of four generations
+# and three CPUs from their datasheets (dense figures, the format each is fastest at for inference),
 # with your machine, measured, beside them.
 #
 # ✏️ **Predict.** From NVIDIA's V100 (2017) to its B200 (2024) peak arithmetic grew about

@@ -206,7 +206,7 @@ prediction_per_pass = None  # ← tokens per decode pass, copying the list
 
 # %% tags=["nbval-ignore-output"]
 tokens = {"copy a list": 40, "write a story": 24}  # the list is ~40 tokens long
-lookups = {name: perf.compare_prompt_lookup(lm, prompt, max_new_tokens=tokens[name], repeats=2)
+lookups = {name: perf.compare_prompt_lookup(lm, prompt, max_new_tokens=tokens[name], repeats=3)
            for name, prompt in perf.LOOKUP_PROMPTS.items()}
 for name, c in lookups.items():
     print(f"— {name}\n{c}")
@@ -236,6 +236,60 @@ compare_prediction(prediction_per_pass, per_pass, rel_tol=0.3,  # the cell's las
 # enough to cover that extra work. A small **draft model** guessing
 # for any text is the general form (transformers' `assistant_model`); the course has no
 # smaller model with this one's vocabulary, so it is not measured here.
+
+# %% [markdown]
+# ### Drag the draft length
+#
+# Prompt lookup guessed k = 10 tokens each time. With fewer guesses a pass checks less but
+# can make at most k + 1 tokens; with more, a pass makes more when the guesses are right and
+# checks more positions either way. The slider runs the copying prompt again at the k you
+# choose (plain and prompt lookup, one round each after a warm-up: a few seconds for each new
+# k); k = 1 and 4 are measured first, and k = 10 is the run above (three rounds: its bar).
+#
+# ✏️ **Predict.** With k = 1 (one guess per lookup), copying the list: how many tokens will a
+# decode pass make on average?
+
+# %%
+prediction_k1 = None  # ← tokens per decode pass with one guess per lookup, copying the list
+
+# %% tags=["nbval-ignore-output"]
+import ipywidgets as widgets
+
+from viz.views import LinkedView
+
+by_k = {10: copying}  # draft length k → prompt lookup against plain decode, copying the list
+
+
+def draft_chart(values):
+    k = values["k"]
+    if k not in by_k:  # a real run of both ways at this draft length, on this machine
+        by_k[k] = perf.compare_prompt_lookup(lm, perf.LOOKUP_PROMPTS["copy a list"],
+                                             max_new_tokens=tokens["copy a list"],
+                                             num_lookup_tokens=k, repeats=1)
+    return views.draft_length_figure(by_k, chosen=k)
+
+
+draft_chart({"k": 1})  # measured before you drag: the chart starts with a shape
+k_slider = widgets.IntSlider(value=4, min=1, max=10, description="k: tokens guessed",
+                             continuous_update=False, style={"description_width": "initial"})
+LinkedView({"k": k_slider}, [k_slider], draft_chart)
+
+# %% tags=["nbval-ignore-output"]
+per_pass_k1 = by_k[1].lookup.tokens_per_pass
+print(f"k = 1: {per_pass_k1:.2f} tokens per decode pass; passes by tokens made: "
+      f"{by_k[1].lookup.histogram()}")
+
+# %%
+compare_prediction(prediction_k1, per_pass_k1, rel_tol=0.15,
+                   hint="one guess per pass: a pass makes 2 tokens when the guess is right, "
+                        "1 when not; how often is the next token of a copied list guessed "
+                        "right?")
+
+# %% [markdown]
+# Read the two panels together. The tokens per pass climb with k but fall further below
+# their ceiling the larger k is: a pass can keep only the guesses before the first wrong one,
+# and the copied list runs out. The speed-up follows the tokens per pass, less what checking
+# k + 1 positions costs each pass (on a CPU, more than checking one: the story above).
 
 # %% [markdown]
 # ## The same step on a GPU: computed, then measured
@@ -336,7 +390,8 @@ views.graph_step_figure(steps)
 # ## Check yourself
 #
 # Your predictions were checked where you made them: the matrix products' share, the compiled
-# steps, the tokens per pass, the GPU's verdict and its CUDA graph. One more, in words.
+# steps, the tokens per pass (k = 10 and k = 1), the GPU's verdict and its CUDA graph. One
+# more, in words.
 #
 # ✏️ A service runs the course model on an H100 at batch 1, eager. Of the three remedies of
 # lessons 12 and 13 — fewer bytes, less overhead, more tokens per pass — which would you try

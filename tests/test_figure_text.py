@@ -180,9 +180,31 @@ def serving_and_remedy_figures(tiny_gqa) -> dict:
                                                make_sweep("one at a time")]),
         "pareto": views.pareto_figure([[alone], [batched]]),
         "formats": views.formats_figure(formats, formats.read_bytes_per_s),
+        "format-choice": views.format_choice_figure(*format_choice(formats, ["Q4_1"])),
+        "format-choice-all": views.format_choice_figure(*format_choice(formats, None)),
         "generations": views.generations_figure(perf.generations_table()),
         "graph-step": views.graph_step_figure(perf.graph_steps()),
     }
+
+
+def format_choice(formats, keep):
+    """(a FormatRun of float32 and the `keep` formats (None: all), greedy tokens as text):
+    lesson 12's prompt box with long words, emoji, CJK and a control token, where the other
+    formats depart from float32's text at different tokens."""
+    import dataclasses
+
+    words = ["Rayleigh", " scattering", " 🌈", " 東京", " makes", " shorter", " wavelengths",
+             " scatter", " more,", " so", " the", " sky", " looks", " blue", " (mostly).",
+             "\n", " At", " sunset", " the", " light", " travels", " further", "<|im_end|>"]
+    points = [p for p in formats.points if keep is None or p.format in keep + ["float32"]]
+    run = dataclasses.replace(formats, points=points)
+    tokens = {}
+    for i, p in enumerate(points):
+        text = (words * 2)[:len(p.token_ids)]
+        if i:  # each other format departs at a different token
+            text = text[:p.same_tokens] + [" differently"] * (len(text) - p.same_tokens)
+        tokens[p.label] = text
+    return run, tokens
 
 
 # Lesson 06's rooflines as CI runs measured them: (peak FLOP/s, read bytes/s, passes: (label,
@@ -482,7 +504,8 @@ def test_the_check_finds_an_overlap(browser, tmp_path):
 def lens_figures() -> dict:
     """Lesson 14's views: the logit lens of a 30-layer model (as deep as the course model; its
     weights drawn wide so the layers disagree) with emoji and CJK, its step slider and settle
-    line, early exit read from it, and early exit beside prompt lookup in one histogram."""
+    line, early exit read from it, early exit beside prompt lookup in one histogram, and
+    prompt lookup over its draft length (lesson 13's slider)."""
     from conftest import tiny_config
 
     config = tiny_config(n_layers=30)
@@ -493,12 +516,15 @@ def lens_figures() -> dict:
     early = perf.compare_early_exit(lm, prompt, exit_layer=24, draft_tokens=4,
                                     max_new_tokens=16, chat=False, repeats=1)
     lookup = perf.compare_prompt_lookup(lm, prompt, max_new_tokens=16, chat=False, repeats=1)
+    short = perf.compare_prompt_lookup(lm, prompt, max_new_tokens=16, chat=False, repeats=1,
+                                       num_lookup_tokens=2)
     return {"logit-lens": views.logit_lens_figure(trace),
             "logit-lens-step": views.logit_lens_step_figure(trace),
             "logit-lens-settle": views.logit_lens_settle_figure(trace),
             "early-exit": views.early_exit_figure(trace, measured=[early]),
             "early-exit-beside-lookup": views.accepted_histogram_figure(
-                {"early exit, L=24": early, "prompt lookup": lookup})}
+                {"early exit, L=24": early, "prompt lookup": lookup}),
+            "draft-length": views.draft_length_figure({2: short, 10: lookup}, chosen=2)}
 
 
 def kv_quant_example(tiny_gqa, with_float: bool = True):

@@ -50,6 +50,7 @@ def test_a_gguf_file_is_written_once_and_its_bytes_counted(folder):
     from gguf import GGUFReader
 
     assert gguf_weight_bytes(q4) == sum(int(t.n_bytes) for t in GGUFReader(str(q4)).tensors)
+    assert gguf_weight_bytes() == gguf_weight_bytes(q4)  # no path: the shipped file (lesson 00)
 
 
 def test_a_file_that_is_not_a_whole_gguf_is_named(tmp_path):
@@ -204,3 +205,46 @@ def test_another_model_gets_only_its_own_rows(tiny_gqa):
         measure_formats(tiny_gqa, ("float32", "Q4_1"))
     run = measure_formats(tiny_gqa, ("float32",), prompt="ab", chat=False, new_tokens=3)
     assert [p.label for p in run.points] == ["transformers float32"] and run.model == "tiny-gqa"
+
+
+def test_another_model_s_bfloat16_row_is_its_own(tiny_gqa):
+    """bfloat16 of a model other than the default is that model rounded (it was the default
+    model loaded from its file: 269 MB for a tiny model, and tokens of another vocabulary)."""
+    run = measure_formats(tiny_gqa, ("float32", "bfloat16"), prompt="ab", chat=False,
+                          new_tokens=3, repeats=1)
+    f32, b16 = run.points
+    assert b16.label == "transformers bfloat16"
+    assert b16.weight_bytes * 2 == f32.weight_bytes == tiny_gqa.spec.weight_bytes
+    assert b16.bytes_per_weight == 2.0
+    assert str(next(tiny_gqa.model.parameters()).dtype) == "torch.float32"  # lm untouched
+
+
+def test_the_choice_figure_names_speed_agreement_and_where_the_text_departs():
+    from viz.views.formats import format_choice_data, format_choice_figure
+
+    run = _run([("transformers", "float32", 400, 0.04, 4), ("llama.cpp", "Q4_1", 72, 0.01, 2)])
+    tokens = {"transformers float32": ["The", " sky", " is", " blue"],
+              "llama.cpp Q4_1": ["The", " sky", " looks", " <b>"]}
+    d = format_choice_data(run, tokens)
+    q4 = d["rows"][1]
+    assert q4["speed"] == pytest.approx(4.0) and (q4["same"], q4["of"]) == (2, 4)
+    assert q4["speed_low"] == pytest.approx(0.036 / 0.012)  # the worst case of both spreads
+    fig = format_choice_figure(run, tokens)
+    assert fig.layout.title.text == ("Q4_1 on this prompt: ×4.00 the speed of float32, the "
+                                     "same greedy tokens for 2 of 4")
+    bars = [t for t in fig.data if t.type == "bar"]
+    labels = [t for t in fig.data if t.type == "scatter"]
+    assert [list(t.y) for t in bars] == [["transformers float32"], ["llama.cpp Q4_1"]]
+    assert labels[1].text[0].strip() == "10.0 ms: ×4.00 the speed, 2 of 4 tokens the same"
+    assert list(labels[1].x) == pytest.approx([12.0])  # past the spread's end
+    f32_text, q4_text = [a.text for a in fig.layout.annotations]
+    assert f32_text == "<b>float32</b>: The sky is blue"  # the reference: nothing marked
+    # Q4_1's text marked from its first token that differs; a token's own markup escaped
+    assert q4_text.startswith("<b>Q4_1</b>: The sky<span style=") and "&lt;b&gt;" in q4_text
+    assert " looks</span>" in q4_text
+    assert format_choice_figure(run, tokens).to_json() == fig.to_json()
+    assert not format_choice_figure(run).layout.annotations  # no tokens given: bars alone
+    with pytest.raises(ValueError, match="tokens for \\['llama.cpp F16'\\]"):
+        format_choice_figure(run, {"llama.cpp F16": ["x"]})
+    with pytest.raises(TypeError, match="takes a FormatRun"):
+        format_choice_figure([])

@@ -19,7 +19,8 @@ from viz.perf import from_config
 from viz.perf.speculative import (LOOKUP_PROMPTS, LOOKUP_WHY, GenerateRun, LookupComparison,
                                   compare_prompt_lookup)
 from viz.spread import TOO_CLOSE, Spread
-from viz.views.speculative import accepted_histogram_data, accepted_histogram_figure
+from viz.views.speculative import (accepted_histogram_data, accepted_histogram_figure,
+                                   draft_length_data, draft_length_figure)
 
 K = 10  # transformers' default guesses per lookup
 
@@ -185,6 +186,46 @@ def test_figure_one_trace_per_comparison(lm):
         accepted_histogram_figure([])
     with pytest.raises(ValueError, match="compare_prompt_lookup"):
         accepted_histogram_figure([a.lookup])
+
+
+def _lookup(k: int, counts, plain=(0.30, 0.32), lookup=(0.20, 0.22), prompt="p"):
+    """A comparison at draft length k whose lookup run made `counts` tokens per decode pass."""
+    return LookupComparison(prompt, k, _run(statistics.median(plain)),
+                            _run(statistics.median(lookup), counts), len(plain), list(plain),
+                            list(lookup))
+
+
+def test_draft_length_figure_draws_each_k_under_its_ceiling():
+    """Lesson 13's slider: tokens per pass and the speed-up over k, sorted, each k's ceiling
+    k + 1, the chosen k marked and named in the title; bad input names the fix."""
+    runs = {4: _lookup(4, (5, 5, 1), lookup=(0.15, 0.17)), 1: _lookup(1, (2, 2, 1, 2)),
+            2: _lookup(2, (3, 1, 3), plain=(0.20, 0.22), lookup=(0.30, 0.32))}
+    d = draft_length_data(runs)
+    assert d["k"] == [1, 2, 4] and d["ceiling"] == [2, 3, 5]
+    assert d["tokens_per_pass"] == pytest.approx([7 / 4, 7 / 3, 11 / 3])  # mean of the counts
+    assert d["speedup"] == pytest.approx([0.31 / 0.21, 0.21 / 0.31, 0.31 / 0.16])
+    assert all(lo <= m <= hi for lo, m, hi in zip(d["speedup_low"], d["speedup"],
+                                                  d["speedup_high"]))
+    assert d["verdict"] == ["prompt lookup is faster", "plain decode is faster",
+                            "prompt lookup is faster"]
+    fig = draft_length_figure(runs, chosen=2)
+    measured = [t for t in fig.data if t.name == "prompt lookup, measured"][0]
+    assert list(measured.x) == [1, 2, 4] and list(measured.y) == pytest.approx(d["tokens_per_pass"])
+    chosen = [t for t in fig.data if t.name == "your choice"]
+    assert [list(t.y) for t in chosen] == [pytest.approx([7 / 3]), pytest.approx([0.21 / 0.31])]
+    assert fig.layout.title.text.startswith("k = 2: 2.33 tokens per pass, ×0.68")
+    assert draft_length_figure(runs, chosen=2).to_json() == fig.to_json()
+    assert "k = " not in draft_length_figure(runs).layout.title.text
+    with pytest.raises(ValueError, match="not one of the measured draft lengths"):
+        draft_length_figure(runs, chosen=3)
+    with pytest.raises(ValueError, match="key each comparison by its own num_lookup_tokens"):
+        draft_length_data({3: runs[4]})
+    with pytest.raises(ValueError, match="one prompt's draft lengths at a time"):
+        draft_length_data({1: runs[1], 5: _lookup(5, (1, 1), prompt="other")})
+    with pytest.raises(ValueError, match="draft length k → viz.perf.compare_prompt_lookup"):
+        draft_length_data({})
+    with pytest.raises(ValueError, match="expected a viz.perf.LookupComparison for k=1"):
+        draft_length_data({1: runs[1].lookup})
 
 
 def test_bad_input_names_the_fix(lm):

@@ -332,6 +332,37 @@ def test_explorer_widget_follows_its_slider_at_every_position(trace):
         assert shown["data"][TEXT]["text"] == list(w.figure.data[TEXT].text)
 
 
+def test_a_linked_view_says_it_is_working_while_it_draws():
+    """A render that measures takes seconds: the status says so while it runs (the notebook
+    sees the change at once), then how long it took; a quick one leaves the line empty."""
+    import time
+
+    import ipywidgets as widgets
+    import plotly.graph_objects as go
+
+    from viz.views.widgets import WORKING, LinkedView
+
+    seen = []
+    slider = widgets.IntSlider(value=1, min=1, max=3)
+
+    def render(values):
+        seen.append(view.status.value if seen else None)  # the first call: view not built yet
+        if values["n"] == 2:
+            time.sleep(1.05)
+        if values["n"] == 3:
+            raise ValueError("no such setting")
+        return go.Figure(go.Bar(y=[values["n"]]))
+
+    view = LinkedView({"n": slider}, [slider], render)
+    assert view.children[1] is view.status and "viz-status" in view.status._dom_classes
+    assert view.status.value == ""  # quick: nothing to say
+    slider.value = 2
+    assert seen[-1] == WORKING and "working…" in WORKING
+    assert "done in 1." in view.status.value  # ~1.05 s, shown to a tenth
+    slider.value = 3
+    assert view.error == "no such setting" and view.status.value == ""
+
+
 def test_widget_text_form_is_stable(gqa):
     a = views.explorer_widget(gqa)._repr_mimebundle_()["text/plain"]
     b = views.explorer_widget(gqa)._repr_mimebundle_()["text/plain"]

@@ -168,6 +168,7 @@ def test_linked_text_runs_after_a_pause_not_per_keystroke():
     assert calls == ["a"]  # nothing ran while typing
     timer.fire()
     assert calls == ["a", "abcd"] and v.result == "ABCD" and "done in" in v.status.value
+    assert v.output.outputs[0]["data"] == {"text/plain": "ABCD"}  # a string as it is, no quotes
     v._message(v.box, {"event": "submit"}, [])  # Enter on an unchanged text: not run again
     assert calls == ["a", "abcd"] and "unchanged" in v.status.value
 
@@ -189,6 +190,13 @@ def test_linked_text_shows_recording_while_it_runs_and_errors_in_place(tiny_gqa)
     v.box.value = "   "
     assert "the prompt is empty" in v.error and "empty" in v.status.value
     assert v.output.outputs[0]["data"]["text/html"] == str(v.result)  # the last good one stays
+
+
+def test_linked_text_shows_lines_as_lines_and_other_values_as_their_repr():
+    v = LinkedText(lambda text: f"{text}\nsecond line", "first", pause_s=None)
+    assert v.output.outputs[0]["data"] == {"text/plain": "first\nsecond line"}
+    v = LinkedText(lambda text: [text], "x", pause_s=None)
+    assert v.output.outputs[0]["data"] == {"text/plain": "['x']"}
 
 
 def test_linked_text_rejects_a_bad_pause():

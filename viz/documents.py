@@ -45,12 +45,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import math
 import os
 import tempfile
 import typing
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Union
+
+from viz import checks
 
 # A column of a measured table holds whole numbers and measurements alike.
 Number = Union[int, float]
@@ -140,7 +141,7 @@ def upgrade(cls: type, data: Any) -> dict[str, Any]:
         raise ValueError(f"this is not a viz {what} (no \"kind\": \"{cls.KIND}\"){holds}; "
                          f"{again}")
     version = data.get("schema_version")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+    if not checks.is_whole(version) or version < 1:
         raise ValueError(f"{what} schema_version {version!r} is not valid; {again}")
     if version > cls.SCHEMA_VERSION:
         raise ValueError(f"{what} schema_version {version} is newer than this viz understands "
@@ -237,16 +238,12 @@ def _hints(tp: type) -> dict[str, Any]:
     return typing.get_type_hints(tp)
 
 
-def _is_number(v: Any) -> bool:
-    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
-
-
 # What `build` accepts for each scalar type, and what the error says it should be. One test
 # per type, used for a single field and for a whole list of them at once (a column of
 # numbers is checked in one pass; its index is named only when one is bad).
 _SCALARS: dict[Any, tuple[Callable[[Any], bool], str]] = {
-    float: (_is_number, "a finite number"),
-    int: (lambda v: not isinstance(v, bool) and isinstance(v, int), "an integer"),
+    float: (checks.is_number, "a finite number"),
+    int: (checks.is_whole, "an integer"),
     bool: (lambda v: isinstance(v, bool), "a bool"),
     str: (lambda v: isinstance(v, str), "a str"),
 }

@@ -16,6 +16,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional
 
+from viz import checks
+
 
 @dataclass(frozen=True)
 class Feedback:
@@ -128,11 +130,9 @@ def compare_prediction(prediction: Any, measured: Any, *, unit: str = "", rel_to
             return Feedback(True, f"you predicted {prediction!r}, and that is what was measured.")
         return Feedback(False, f"you predicted {prediction!r}; the measurement says "
                                f"{measured!r}." + (f" Hint: {hint}" if hint else ""))
-    if isinstance(measured, bool) or not isinstance(measured, (int, float)) \
-            or not math.isfinite(measured) or measured == 0:
-        raise ValueError(f"the measured value must be a finite non-zero number, not {measured!r}")
-    if isinstance(prediction, bool) or not isinstance(prediction, (int, float)) \
-            or not math.isfinite(prediction):
+    if not checks.is_number(measured) or measured == 0:
+        checks.refuse("the measured value", "a finite non-zero number", measured)
+    if not checks.is_number(prediction):
         return Feedback(False, f"a prediction should be a number, not {prediction!r}.")
     miss = (prediction - measured) / abs(measured)
     verdict = "too high" if miss > 0 else "too low" if miss < 0 else "exactly right"

@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 
 import torch
 
-from viz import default_model
+from viz import checks, default_model
 from viz.compat import quiet_transformers
 from viz.runtime import dtype_name, environment, resolve_device, resolve_dtype
 from viz.trace import Environment, ModelSpec
@@ -126,8 +126,8 @@ def load_model(name: Optional[str] = None, *, device: Union[str, torch.device] =
     """
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
-    if name is not None and (not isinstance(name, str) or not name.strip()):
-        raise ValueError("name must be a non-empty string, or None for the default model")
+    if name is not None:
+        checks.text("name", name, what="a non-empty string", fix="or None for the default model")
 
     if name is None or name == default_model.DEFAULT_MODEL:
         folder = default_model.default_model_path(download=False)

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 import numpy as np
 import torch
 
+from viz import checks
 from viz.compat import last_logits, live_bytes_per_layer, new_cache, watch_attention
 from viz.lens import lens_of, lens_parts, watch_layers
 from viz.load import LoadedModel
-from viz.runtime import Clock, check_threads, memory_end, memory_start, using_threads
+from viz.runtime import Clock, memory_end, memory_start, using_threads
 from viz.sampling import check_sampling, choose
 from viz.trace import Attention, Embeddings, Settings, Step, Timing, Token, Trace
 
@@ -57,7 +58,7 @@ def record(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 32, chat: bool
     Timing definitions are in `viz.trace.Timing` and `viz.trace.Trace`.
     """
     _check_arguments(lm, prompt, max_new_tokens, temperature, top_k, top_p, seed, log_top)
-    check_threads(threads)
+    checks.threads(threads)
     _check_attention(lm, attention, attention_head)
     _check_lens(lm, lens, lens_top)
     settings = Settings(max_new_tokens=max_new_tokens, chat=chat, temperature=float(temperature),
@@ -203,43 +204,30 @@ def _record(lm: LoadedModel, prompt: str, settings: Settings, embeddings: bool, 
 
 
 # ---- checks ------------------------------------------------------------------------------
-def _is_int(x: Any) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
 def _check_arguments(lm, prompt, max_new_tokens, temperature, top_k, top_p, seed, log_top):
     if not isinstance(lm, LoadedModel):
         raise ValueError("the first argument must be a model from viz.load_model(), "
                          f"not {type(lm).__name__}")
     if not isinstance(prompt, str):
         raise ValueError(f"prompt must be a string, not {type(prompt).__name__}")
-    if not prompt.strip():
-        raise ValueError("the prompt is empty: give the model some text to continue, "
-                         "e.g. viz.record(lm, 'The capital of France is')")
-    if not _is_int(max_new_tokens) or max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be a whole number >= 1, not {max_new_tokens!r}")
+    checks.prompt(prompt, "give the model some text to continue, e.g. "
+                          "viz.record(lm, 'The capital of France is')")
+    checks.whole("max_new_tokens", max_new_tokens, 1)
     check_sampling(temperature, top_k, top_p)
-    if not _is_int(seed):
-        raise ValueError(f"seed must be a whole number, not {seed!r}")
-    if not _is_int(log_top) or log_top < 1:
-        raise ValueError(f"log_top must be a whole number >= 1, not {log_top!r}")
+    checks.whole("seed", seed)
+    checks.whole("log_top", log_top, 1)
 
 
 def _check_attention(lm, attention, head) -> None:
-    if not isinstance(attention, bool):
-        raise ValueError(f"attention must be True or False, not {attention!r}")
-    if not _is_int(head) or not 0 <= head < lm.spec.n_heads:
-        raise ValueError(f"attention_head must be a head number from 0 to "
-                         f"{lm.spec.n_heads - 1} ({lm.spec.name} has {lm.spec.n_heads} query "
-                         f"heads per layer), not {head!r}")
+    checks.flag("attention", attention)
+    n = lm.spec.n_heads
+    checks.whole("attention_head", head, 0, n - 1, noun="a head number",
+                 fix=f"{lm.spec.name} has {n} query heads per layer")
 
 
 def _check_lens(lm, lens, top) -> None:
-    if not isinstance(lens, bool):
-        raise ValueError(f"lens must be True or False, not {lens!r}")
-    if not _is_int(top) or top < 1:
-        raise ValueError(f"lens_top must be a whole number >= 1 (candidates kept per layer; "
-                         f"5 is the default), not {top!r}")
+    checks.flag("lens", lens)
+    checks.whole("lens_top", top, 1, fix="candidates kept per layer; 5 is the default")
     if lens:
         lens_parts(lm.model)  # a ValueError naming the fix for a model the lens cannot read
 

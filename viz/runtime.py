@@ -20,10 +20,11 @@ import os
 import platform
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Union
+from typing import Callable, Iterator, Optional, Union
 
 import torch
 
+from viz import checks
 from viz.trace import Environment, Memory
 from viz.version import __version__
 
@@ -202,26 +203,6 @@ def environment(device: torch.device, dtype: str) -> Environment:
     )
 
 
-# ---- checking settings ------------------------------------------------------------------------
-def check_whole(name: str, value: Any, low: int, what: str = "") -> int:
-    """`value` if it is a whole number >= `low` (not a bool); a ValueError naming the setting,
-    what it means (`what`) and the bound otherwise."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        means = f" ({what})" if what else ""
-        raise ValueError(f"{name} must be a whole number >= {low}{means}, not {value!r}")
-    return value
-
-
-# ---- threads ------------------------------------------------------------------------------
-def check_threads(threads: Optional[int]) -> Optional[int]:
-    """`threads` if it is None or a whole number >= 1; a ValueError naming the fix otherwise."""
-    if threads is None:
-        return None
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"threads must be a whole number >= 1 (or None for torch's current "
-                         f"{torch.get_num_threads()}), not {threads!r}")
-    return threads
-
 
 @contextlib.contextmanager
 def using_threads(threads: Optional[int]) -> Iterator[int]:
@@ -229,7 +210,7 @@ def using_threads(threads: Optional[int]) -> Iterator[int]:
 
     None leaves the count as it is. Yields the count in effect (what a result records).
     """
-    check_threads(threads)
+    checks.threads(threads)
     before = torch.get_num_threads()
     if threads is not None and threads != before:
         torch.set_num_threads(threads)

@@ -7,23 +7,22 @@ what-if view re-shapes a trace's recorded logits with the same function. Taught 
 
 from __future__ import annotations
 
-import math
 from typing import Optional
 
 import torch
 
+from viz import checks
+
 
 def check_sampling(temperature: float, top_k: Optional[int], top_p: Optional[float]) -> None:
     """Raise ValueError, naming the fix, for settings that describe no distribution."""
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
-            or not math.isfinite(temperature) or temperature < 0:
-        raise ValueError(f"temperature must be a number >= 0 (0 = greedy), not {temperature!r}")
-    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
-        raise ValueError(f"top_k must be a whole number >= 1 (or None for no limit), not {top_k!r}")
-    if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, (int, float))
-                              or not 0 < top_p <= 1):
-        raise ValueError(f"top_p must be in (0, 1] (or None for no limit), not {top_p!r}; "
-                         "e.g. 0.9 keeps the most likely tokens until they cover 90%")
+    checks.number("temperature", temperature, 0, fix="0 = greedy")
+    if top_k is not None:
+        checks.whole("top_k", top_k, 1, fix="or None for no limit")
+    if top_p is not None:
+        checks.number("top_p", top_p, 0, 1, open_low=True, noun="",
+                      fix="or None for no limit; e.g. 0.9 keeps the most likely tokens until "
+                          "they cover 90%")
 
 
 def sampling_distribution(logits: torch.Tensor, temperature: float = 1.0,

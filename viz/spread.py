@@ -31,6 +31,8 @@ from typing import Any, Iterable, Sequence, Union
 
 import numpy as np
 
+from viz import checks
+
 Number = Union[int, float]
 
 
@@ -46,14 +48,11 @@ class Spread:
 
     def __post_init__(self):
         for name in ("median", "low", "high"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise ValueError(f"a spread's {name} must be a finite number, not {v!r}")
+            checks.number(f"a spread's {name}", getattr(self, name), noun="a finite number")
         if not self.low <= self.median <= self.high:
             raise ValueError(f"a spread must have low <= median <= high, not {self.low!r} <= "
                              f"{self.median!r} <= {self.high!r}")
-        if isinstance(self.runs, bool) or not isinstance(self.runs, int) or self.runs < 0:
-            raise ValueError(f"runs must be a whole number >= 0, not {self.runs!r}")
+        checks.whole("runs", self.runs, 0)
 
     # ---- making one ---------------------------------------------------------------------
     @classmethod

@@ -36,8 +36,8 @@ from typing import Callable, Optional, Sequence, Union
 
 import torch
 
-from viz.runtime import check_threads, dtype_name, resolve_device, resolve_dtype, time_runs, \
-    using_threads
+from viz import checks
+from viz.runtime import dtype_name, resolve_device, resolve_dtype, time_runs, using_threads
 from viz.spread import Spread
 
 METHODS = ("read", "copy", "matvec")
@@ -104,10 +104,9 @@ def _check_method(method: str) -> str:
 
 
 def _check_buffer(buffer_bytes, device: torch.device) -> int:
-    if isinstance(buffer_bytes, bool) or not isinstance(buffer_bytes, int) or buffer_bytes < MIB:
-        raise ValueError(f"buffer_bytes must be a whole number of bytes >= 1 MiB (use one far "
-                         f"larger than the last-level cache, e.g. 256 << 20), not {buffer_bytes!r}")
-    return buffer_bytes
+    return checks.whole("buffer_bytes", buffer_bytes, MIB,
+                        what="a whole number of bytes >= 1 MiB",
+                        fix="use one far larger than the last-level cache, e.g. 256 << 20")
 
 
 def default_buffer_bytes(device: Union[str, torch.device] = "cpu") -> int:
@@ -127,13 +126,12 @@ def measure_bandwidth(buffer_bytes: Optional[int] = None, method: str = "read", 
     About 0.1 s per method at 256 MiB on a 2-core CPU, plus filling the buffer.
     """
     _check_method(method)
-    check_threads(threads)
+    checks.threads(threads)
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
     nbytes = _check_buffer(default_buffer_bytes(dev) if buffer_bytes is None else buffer_bytes,
                            dev)
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a whole number >= 1, not {repeats!r}")
+    checks.whole("repeats", repeats, 1)
     elem = torch.empty(0, dtype=dt).element_size()
     with using_threads(threads) as n_threads:
         fn, moved, actual = _kernel(method, nbytes, elem, dev, dt)

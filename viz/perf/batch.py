@@ -20,9 +20,10 @@ from typing import Callable, Optional, Sequence, Union
 
 import torch
 
+from viz import checks
 from viz.compat import last_logits, live_bytes_per_layer, new_cache
 from viz.load import LoadedModel
-from viz.runtime import Clock, check_threads, memory_end, memory_start, using_threads
+from viz.runtime import Clock, memory_end, memory_start, using_threads
 from viz.trace import Memory
 
 
@@ -71,7 +72,7 @@ def generate_batch(lm: LoadedModel, prompts: Sequence[Union[str, Sequence[int]]]
     threads: CPU threads for the model's kernels (None: torch's current count).
     clock: a function returning seconds (tests inject one); device work is synchronized first.
     """
-    check_threads(threads)
+    checks.threads(threads)
     with using_threads(threads):
         return _generate(lm, prompts, max_new_tokens, clock)
 
@@ -80,8 +81,7 @@ def _generate(lm: LoadedModel, prompts, max_new_tokens: int,
               clock: Optional[Callable[[], float]]) -> BatchRun:
     if not prompts:
         raise ValueError("give at least one prompt")
-    if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be a whole number >= 1, not {max_new_tokens!r}")
+    checks.whole("max_new_tokens", max_new_tokens, 1)
     prompt_ids = [_ids(lm, p) for p in prompts]
     longest = max(len(p) for p in prompt_ids)
     ctx = lm.spec.context_length

@@ -70,11 +70,10 @@ from typing import Any, Callable, ClassVar, Iterator, Optional
 
 import torch
 
-from viz import compat
+from viz import checks, compat
 from viz.documents import Document
 from viz.load import LoadedModel
-from viz.runtime import (Clock, check_threads, check_whole, cpu_capability, device_name,
-                         release_memory, using_threads)
+from viz.runtime import Clock, cpu_capability, device_name, release_memory, using_threads
 from viz.spread import Band, Spread, band
 
 PROMPT = "The memory wall, measured one decode step at a time: "
@@ -249,12 +248,12 @@ def measure_compiled_step(lm: LoadedModel, *, prompt: str = PROMPT, new_tokens: 
     if not isinstance(lm, LoadedModel):
         raise ValueError(f"expected a viz.LoadedModel, not {type(lm).__name__}: load one with "
                          "viz.load_model() or viz.perf.from_config()")
-    check_whole("new_tokens", new_tokens, 3, "greedy tokens per run (two decode steps at least)")
-    check_whole("repeats", repeats, 1, "timed runs of each way")
-    check_threads(threads)
-    check_whole("compile_threads", compile_threads, 1, "Inductor's compile workers")
-    if not isinstance(prompt, str) or not prompt.strip():
-        raise ValueError("the prompt is empty: give some text")
+    checks.whole("new_tokens", new_tokens, 3,
+                 fix="greedy tokens per run (two decode steps at least)")
+    checks.whole("repeats", repeats, 1, fix="timed runs of each way")
+    checks.threads(threads)
+    checks.whole("compile_threads", compile_threads, 1, fix="Inductor's compile workers")
+    checks.prompt(prompt, "give some text")
     known = torch._dynamo.list_backends(exclude_tags=())
     if not isinstance(backend, str) or backend not in known:
         raise ValueError(f"unknown torch.compile backend {backend!r}: use 'inductor' (fused "

@@ -40,10 +40,10 @@ from typing import Any, Optional, Sequence
 
 import torch
 
-from viz import compat
+from viz import checks, compat
 from viz.load import LoadedModel
 from viz.perf.counts import decode_cost, layer_matmul_params, prefill_cost
-from viz.perf.sweeps import progress_bar, check_fits, check_settings, measured, add_timed
+from viz.perf.sweeps import progress_bar, check_fits, measured, add_timed
 from viz.perf.table import Sweep
 from viz.runtime import release_memory
 from viz.spread import Spread
@@ -82,7 +82,7 @@ def long_prefill_sweep(lm: LoadedModel, lengths: Sequence[int] = (256, 512, 1024
       counted_attention_share  attention FLOPs / all FLOPs of the pass, counted
       attention_flops, matmul_flops   the counts (`viz.perf.counts.prefill_cost`)
     """
-    lengths = check_settings("lengths", lengths, minimum=2)
+    lengths = checks.whole_list("lengths", lengths, 2, increasing=True)
     check_fits(lm, lengths[-1], "the longest prompt")
     forward = compat.last_logits(lm.model)
     ids = {n: prompt_ids(lm, n) for n in lengths}
@@ -235,7 +235,7 @@ def long_decode_sweep(lm: LoadedModel, contexts: Sequence[int] = (0, 2048, 4096,
       weight_bytes     the weights one step reads (`viz.perf.counts.decode_cost`)
       step_bytes       weight_bytes + kv_bytes: the bytes a step must read at least
     """
-    contexts = check_settings("contexts", contexts, minimum=0)
+    contexts = checks.whole_list("contexts", contexts, 0, increasing=True)
     check_fits(lm, contexts[-1] + 1, "the longest context plus its new token")
     forward = compat.last_logits(lm.model)
     token = prompt_ids(lm, 1)
@@ -300,9 +300,7 @@ def synthetic_check(lm: LoadedModel, context_tokens: int = 256, *, repeats: int 
                     threads: Optional[int] = None) -> SyntheticCheck:
     """Time a decode step at `context_tokens` over a really prefilled cache and a random one,
     interleaved, so lesson 11 can show that a random cache stands in for a real one."""
-    if isinstance(context_tokens, bool) or not isinstance(context_tokens, int) \
-            or context_tokens < 1:
-        raise ValueError(f"context_tokens must be a whole number >= 1, not {context_tokens!r}")
+    checks.whole("context_tokens", context_tokens, 1)
     check_fits(lm, context_tokens + 1, "the context plus its new token")
     forward = compat.last_logits(lm.model)
     ids = prompt_ids(lm, context_tokens + 1)
@@ -345,11 +343,8 @@ class KVFit:
 def kv_fit(spec: ModelSpec, context_tokens: int, memory_bytes: int) -> KVFit:
     """Conversations of `context_tokens` whose KV caches fit in `memory_bytes` beside the
     weights (counted: no activations, no fragmentation, nothing else running)."""
-    if isinstance(context_tokens, bool) or not isinstance(context_tokens, int) \
-            or context_tokens < 1:
-        raise ValueError(f"context_tokens must be a whole number >= 1, not {context_tokens!r}")
-    if memory_bytes <= 0:
-        raise ValueError(f"memory_bytes must be > 0, not {memory_bytes!r}")
+    checks.whole("context_tokens", context_tokens, 1)
+    checks.positive("memory_bytes", memory_bytes, noun="a number of bytes")
     weights = spec.weight_bytes  # what the weights occupy, every table (not what a step reads)
     free = max(0, int(memory_bytes) - weights)
     per, per_no = spec.kv_bytes_per_token(), spec.kv_bytes_per_token(spec.n_heads)

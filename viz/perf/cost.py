@@ -58,6 +58,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence, Union
 
+from viz import checks
 from viz.perf.table import Sweep
 from viz.runtime import short_device_name
 from viz.spread import TOO_CLOSE, Spread
@@ -206,11 +207,9 @@ def check_price(price_per_hour: Any) -> tuple[float, str]:
     if isinstance(price_per_hour, ExamplePrice):
         p = price_per_hour
         return p.per_hour, f"an EXAMPLE for {p.machine}: {p.source}, {p.as_of}; type yours"
-    if isinstance(price_per_hour, bool) or not isinstance(price_per_hour, (int, float)) \
-            or not math.isfinite(price_per_hour) or price_per_hour <= 0:
-        raise ValueError(f"the price per hour must be a positive number of dollars, not "
-                         f"{price_per_hour!r}: type what your machine costs an hour, e.g. 0.10 "
-                         "for a 2-vCPU cloud VM (viz.perf.EXAMPLE_PRICES has examples)")
+    checks.positive("the price per hour", price_per_hour, what="a positive number of dollars",
+                    fix="type what your machine costs an hour, e.g. 0.10 for a 2-vCPU cloud VM; "
+                        "viz.perf.EXAMPLE_PRICES has examples")
     return float(price_per_hour), "the price you typed"
 
 

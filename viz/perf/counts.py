@@ -85,6 +85,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from viz import checks
 from viz.trace import ModelSpec
 
 
@@ -192,10 +193,8 @@ def knee_context(spec: ModelSpec, ridge_flop_per_byte: float) -> Optional[float]
     Counted, so like the counts it leaves out the cache's copies (`DynamicCache`'s
     concatenation), which make a long-context step read more still.
     """
-    ridge = float(ridge_flop_per_byte)
-    if not ridge > 0 or ridge == float("inf"):
-        raise ValueError(f"ridge_flop_per_byte must be a finite number > 0, "
-                         f"not {ridge_flop_per_byte!r}")
+    ridge = checks.positive("ridge_flop_per_byte", float(ridge_flop_per_byte),
+                            noun="a finite number")  # float(): a numpy scalar is welcome
     h, L, b = spec.hidden_size, spec.n_layers, spec.bytes_per_element
     per_token_flops = 4 * L * spec.n_heads * spec.head_dim  # attention FLOPs per cached token
     per_token_bytes = 2 * L * spec.n_kv_heads * spec.head_dim * b  # K

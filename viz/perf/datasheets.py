@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Optional, Sequence
 
+from viz import checks
 from viz.perf.configs import config_spec
 from viz.perf.counts import decode_cost
 from viz.perf.machine import MachinePeaks
@@ -69,14 +70,8 @@ class Datasheet:
         """The memory-bound ceiling of batch-1 decode: bytes_per_s ÷ the bytes one step reads
         (`weight_bytes`: the weights, plus the KV cache if you count it). No real step is this
         fast: it is the bound the datasheet allows, with no fixed cost and perfect streaming."""
-        return self.bytes_per_s / _positive("weight_bytes", weight_bytes)
-
-
-def _positive(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 \
-            or value == float("inf"):
-        raise ValueError(f"{name} must be a finite number > 0, not {value!r}")
-    return float(value)
+        return self.bytes_per_s / checks.positive("weight_bytes", weight_bytes,
+                                                  noun="a finite number")
 
 
 def _h100() -> Datasheet:

@@ -59,10 +59,11 @@ from typing import Any, Callable, ClassVar, Iterator, Optional, Sequence
 
 import torch
 
+from viz import checks
 from viz.compat import cache_layers, cache_length, last_logits, new_cache, trim_cache
 from viz.load import LoadedModel
 from viz.perf.speculative import AgainstPlain, DecodeTimes, median_tpot_run, prompt_token_ids
-from viz.runtime import Clock, check_threads, check_whole, using_threads
+from viz.runtime import Clock, using_threads
 from viz.spread import Spread
 from viz.trace import Trace
 
@@ -74,14 +75,11 @@ EARLY_EXIT_WORDS = ("plain decode is faster", "early exit is faster")
 def check_early_exit(n_layers: int, exit_layer: Any, draft_tokens: Any) -> None:
     """A ValueError naming the fix unless 1 <= exit_layer <= n_layers - 1 and draft_tokens >= 1
     (whole numbers)."""
-    if isinstance(exit_layer, bool) or not isinstance(exit_layer, int) \
-            or not 1 <= exit_layer <= n_layers - 1:
-        raise ValueError(f"exit_layer must be a layer number from 1 to {n_layers - 1} (the "
-                         f"draft runs that many of the model's {n_layers} layers, then its "
-                         f"final norm and head; {n_layers} would be the full model), not "
-                         f"{exit_layer!r}")
-    check_whole("draft_tokens", draft_tokens, 1,
-                "k, the tokens drafted before each full pass checks them; try 4")
+    checks.whole("exit_layer", exit_layer, 1, n_layers - 1, noun="a layer number",
+                 fix=f"the draft runs that many of the model's {n_layers} layers, then its "
+                     f"final norm and head; {n_layers} would be the full model")
+    checks.whole("draft_tokens", draft_tokens, 1,
+                 fix="k, the tokens drafted before each full pass checks them; try 4")
 
 
 # ---- the draft model: the full model stopped after L layers -------------------------------
@@ -286,8 +284,8 @@ def plain_generate(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 32,
 
 
 def _check_length(max_new_tokens: Any) -> None:
-    check_whole("max_new_tokens", max_new_tokens, 2,
-                "one new token has no decode pass to draft for")
+    checks.whole("max_new_tokens", max_new_tokens, 2,
+                 fix="one new token has no decode pass to draft for")
 
 
 # ---- the comparison ------------------------------------------------------------------------
@@ -377,9 +375,9 @@ def compare_early_exit(lm: LoadedModel, prompt: str, *, exit_layer: int, draft_t
     torch's current count)."""
     check_early_exit(lm.spec.n_layers, exit_layer, draft_tokens)
     _check_length(max_new_tokens)
-    check_whole("repeats", repeats, 1,
-                "each round times one plain and one early-exit run; 3 or more give a spread")
-    check_threads(threads)
+    checks.whole("repeats", repeats, 1,
+                 fix="each round times one plain and one early-exit run; 3 or more give a spread")
+    checks.threads(threads)
     ids = prompt_token_ids(lm, prompt, chat)
     with using_threads(threads):
         _generate(lm, ids, 0, 0, 3)

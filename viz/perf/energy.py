@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
-from viz.runtime import check_whole
+from viz import checks
 
 POWERCAP = "/sys/class/powercap"
 NO_COUNTER = "this machine exposes no energy counter"
@@ -57,7 +57,7 @@ class Energy:
 
     def per_token(self, tokens: int) -> Optional[float]:
         """Joules per token for `tokens` made during the measurement (None without a counter)."""
-        check_whole("tokens", tokens, 1)
+        checks.whole("tokens", tokens, 1)
         return None if self.joules is None else self.joules / tokens
 
     def text(self, tokens: Optional[int] = None) -> str:

@@ -54,7 +54,8 @@ from viz.documents import Document
 from viz.perf import engine_child
 from viz.perf.engine_child import TIMEOUT_S, EngineCrash
 from viz.perf.prefix import common_prefix
-from viz.runtime import check_threads, check_whole, using_threads
+from viz import checks
+from viz.runtime import using_threads
 from viz.spread import Spread
 
 LLAMA_FORMATS = ("F32", "F16", "Q8_0", "Q4_1")  # GGUF weight formats llama.cpp reads here
@@ -241,14 +242,19 @@ _GGUF_STRING, _GGUF_ARRAY = 8, 9
 _GGUF_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
 
 
-def gguf_weight_bytes(path: str | os.PathLike) -> int:
-    """Bytes of every tensor in a GGUF file (its weights, without the header and vocabulary).
+def gguf_weight_bytes(path: str | os.PathLike | None = None) -> int:
+    """Bytes of every tensor in a GGUF file (its weights, without the header and vocabulary);
+    path None: the default model's shipped 4-bit file (lesson 00 counts it).
 
     Reads only the header: it skips the metadata (the vocabulary's ~100,000 strings) and sums
     each tensor's elements ÷ its type's block size × the block's bytes. (gguf's `GGUFReader`
     gives the same sum, tested, but builds every metadata field first: ~4 s a file here.)"""
     from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
 
+    if path is None:
+        from viz.default_model import default_gguf_path
+
+        path = default_gguf_path()
     with open(path, "rb") as f:
         head = f.read(24)
         if len(head) < 24 or head[:4] != b"GGUF":
@@ -335,6 +341,20 @@ def _torch_point(lm, prompt: str, chat: bool, new_tokens: int, repeats: int,
     return trace, times, ""
 
 
+def _bfloat16_copy(lm):
+    """A model other than the default (no file to load it from again): its weights rounded to
+    bfloat16 in a copy, with its tokenizer."""
+    import copy
+
+    import torch
+
+    from viz.load import wrap
+
+    model = copy.deepcopy(lm.model).to(torch.bfloat16)
+    return wrap(model, lm.tokenizer, name=lm.spec.name, device=lm.device, source=lm.source,
+                random_weights=lm.spec.random_weights)
+
+
 def measure_formats(lm=None, formats: Sequence[str] = FORMATS, *, prompt: str = PROMPT,
                     chat: bool = True, new_tokens: int = 24, repeats: int = 3,
                     threads: Optional[int] = None, gguf_folder: Optional[str] = None,
@@ -344,7 +364,9 @@ def measure_formats(lm=None, formats: Sequence[str] = FORMATS, *, prompt: str = 
     lm: the default model in float32 on the CPU, or None: then it is loaded here and let go
         before the bfloat16 model is made and llama.cpp's files are read, so no two of them
         sit in memory together (the F32 file is as big as the model; making the bfloat16
-        model reads the float32 one: together they would not fit Binder's 2 GB).
+        model reads the float32 one: together they would not fit Binder's 2 GB). Another
+        model (float32, on the CPU) has its own rows only: float32, and bfloat16 made by
+        rounding a copy of its weights.
     formats: any of FORMATS; "float32" is always measured first (the reference).
     new_tokens: greedy tokens per run (new_tokens - 1 decode steps timed); repeats: runs each.
     timeout_s: the longest each llama.cpp child process may run (writing a file, or decoding).
@@ -358,9 +380,9 @@ def measure_formats(lm=None, formats: Sequence[str] = FORMATS, *, prompt: str = 
     from viz.load import load_model
     from viz.runtime import cpu_capability, cpu_name, release_memory
 
-    check_whole("new_tokens", new_tokens, 3)
-    check_whole("repeats", repeats, 1)
-    check_threads(threads)
+    checks.whole("new_tokens", new_tokens, 3)
+    checks.whole("repeats", repeats, 1)
+    checks.threads(threads)
     unknown = [f for f in formats if f not in FORMATS]
     if unknown or not formats:
         raise ValueError(f"formats must be some of {', '.join(FORMATS)}, not {list(formats)!r}")
@@ -388,7 +410,8 @@ def measure_formats(lm=None, formats: Sequence[str] = FORMATS, *, prompt: str = 
             del lm
             release_memory()
         if "bfloat16" in formats:
-            b16 = load_model(device="cpu", dtype="bfloat16")
+            b16 = (load_model(device="cpu", dtype="bfloat16") if name == DEFAULT_MODEL else
+                   _bfloat16_copy(lm))  # the default model from its file, else lm's copy
             try:
                 trace, times, note = _torch_point(b16, prompt, chat, new_tokens, repeats,
                                                   TOO_SLOW * points[0].step.median)

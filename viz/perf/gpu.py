@@ -59,6 +59,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from viz import checks
 from viz.perf.counts import PassCost, decode_cost, prefill_cost
 from viz.perf.peaks import Peaks, peaks_from_machine
 from viz.perf.reference import list_references, load_reference
@@ -275,9 +276,8 @@ def ridge_batch(spec, flops_per_s: float, bytes_per_s: float, context_tokens: in
     memory floor (FLOPs ÷ flops_per_s ≥ bytes ÷ bytes_per_s) at `context_tokens` tokens per
     request; None if no batch up to `largest` does (the KV cache grows with the batch too;
     past `viz.perf.counts.knee_context` tokens per request no batch does)."""
-    for rate, what in ((flops_per_s, "flops_per_s"), (bytes_per_s, "bytes_per_s")):
-        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0:
-            raise ValueError(f"{what} must be a positive number, not {rate!r}")
+    for rate, name in ((flops_per_s, "flops_per_s"), (bytes_per_s, "bytes_per_s")):
+        checks.positive(name, rate, what="a positive number")
     low, high = 1, int(largest)
     compute_wins = lambda b: (decode_cost(spec, context_tokens, b).flops / flops_per_s  # noqa: E731
                               >= decode_cost(spec, context_tokens, b).bytes / bytes_per_s)

@@ -55,15 +55,15 @@ from typing import Any, Optional, Sequence, Union
 
 import torch
 
-from viz import compat
+from viz import checks, compat
 from viz.load import LoadedModel
 from viz.perf.counts import decode_cost
 from viz.perf.context import prompt_ids
 from viz.perf.peaks import Peaks
 from viz.perf.roofline import pass_verdict
-from viz.perf.sweeps import add_timed, check_fits, check_settings, measured, progress_bar
+from viz.perf.sweeps import add_timed, check_fits, measured, progress_bar
 from viz.perf.table import Sweep
-from viz.runtime import check_whole, release_memory
+from viz.runtime import release_memory
 from viz.spread import Spread
 from viz.trace import ModelSpec
 
@@ -83,17 +83,13 @@ class KVQuant:
 
     def __post_init__(self):
         allowed = sorted(b for bits in compat.QUANTIZED_BACKENDS.values() for b in bits)
-        if isinstance(self.nbits, bool) or self.nbits not in allowed:
-            raise ValueError(
-                f"nbits={self.nbits!r} is not a bit width transformers' quantized cache "
-                f"offers: use 4 or 2 (optimum-quanto's integers in groups; transformers "
-                f"refuses 8 from quanto) or 8 (its own fp8 backend)")
-        for name, low in (("group_size", 1), ("residual_length", 2)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be a whole number >= {low}, not {value!r}"
-                                 + (" (at 1 every step would quantize the whole cache again)"
-                                    if name == "residual_length" else ""))
+        checks.one_of("nbits", self.nbits, allowed,
+                      fix="the bit widths transformers' quantized cache offers: use 4 or 2 "
+                          "(optimum-quanto's integers in groups; transformers refuses 8 from "
+                          "quanto) or 8 (its own fp8 backend)")
+        checks.whole("group_size", self.group_size, 1)
+        checks.whole("residual_length", self.residual_length, 2,
+                     fix="at 1 every step would quantize the whole cache again")
 
     @property
     def backend(self) -> str:
@@ -142,7 +138,7 @@ def kv_quant_bytes(spec: ModelSpec, tokens: int, quant: Optional[KVQuant] = None
     """Bytes a cache of `tokens` positions holds, `window_tokens` of them in quanto's
     full-precision window (the rest quantized), counted from the layout in the module
     docstring. `quant=None`: the float cache (`ModelSpec.kv_bytes`)."""
-    check_whole("tokens", tokens, 0)
+    checks.whole("tokens", tokens, 0)
     if quant is None:
         return spec.kv_bytes(tokens)
     quant.check(spec)
@@ -217,7 +213,7 @@ def kv_quant_sweep(lm: LoadedModel, contexts: Sequence[int] = (2048, 8191),
       dequantized_bytes  the float copy each step writes and attention reads (0: float)
       flops            the step's FLOPs (`decode_cost`) + dequantizing every cached value
     """
-    contexts = check_settings("contexts", contexts, minimum=1)
+    contexts = checks.whole_list("contexts", contexts, increasing=True)
     check_fits(lm, contexts[-1] + 1, "the longest context plus its new token")
     kinds: list[Optional[KVQuant]] = ([None] if float_cache else []) + \
         [as_quant(q) for q in quants]
@@ -417,7 +413,7 @@ def kv_quant_agreement(lm: LoadedModel, quants: Sequence[Union[int, KVQuant]] = 
     question) over the float cache and over each quantized cache: how many tokens agree, and
     how far the logits moved at the first step that read the quantized keys and values.
     `steps` tokens each (the prefill's included), EOS not stopping them. Lesson 11."""
-    check_whole("steps", steps, 2, "the prefill's token and at least one step over the cache")
+    checks.whole("steps", steps, 2, fix="the prefill's token and at least one step over the cache")
     kinds = [as_quant(q) for q in quants]
     for k in kinds:
         k.check(lm.spec)

@@ -53,11 +53,12 @@ from typing import Any, ClassVar, Optional, Sequence, Union
 
 import torch
 
+from viz import checks
 from viz.documents import Document
 from viz.perf.bandwidth import (Bandwidth, bandwidth_v1_to_v2, default_buffer_bytes,
                                 measure_bandwidth)
-from viz.runtime import (check_threads, cpu_capability, cpu_features, device_name, dtype_name,
-                         resolve_device, resolve_dtype, time_runs, using_threads)
+from viz.runtime import (cpu_capability, cpu_features, device_name, dtype_name, resolve_device,
+                         resolve_dtype, time_runs, using_threads)
 from viz.spread import Spread
 
 # The matmul grows until one run takes at least this long (long enough to time well) ...
@@ -89,7 +90,7 @@ def machine_key(device: Union[str, torch.device] = "cpu",
     cpu = dev.type == "cpu"  # a GPU's speed does not depend on its host's instructions
     return {"device": dev.type, "device_name": device_name(dev),
             "cpu_count": os.cpu_count() or 0,
-            "threads": check_threads(threads) or torch.get_num_threads(),
+            "threads": checks.threads(threads) or torch.get_num_threads(),
             "torch_version": torch.__version__, "cpu_features": cpu_features() if cpu else [],
             "cpu_capability": cpu_capability() if cpu else ""}
 
@@ -160,10 +161,8 @@ def measure_matmul(dtype: Union[str, torch.dtype] = "float32", device: Union[str
     """
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a whole number >= 1, not {repeats!r}")
-    if not isinstance(budget_s, (int, float)) or isinstance(budget_s, bool) or budget_s <= 0:
-        raise ValueError(f"budget_s must be a number of seconds > 0, not {budget_s!r}")
+    checks.whole("repeats", repeats, 1)
+    checks.positive("budget_s", budget_s, noun="a number of seconds")
     top = int(max_n or MAX_N.get(dev.type, 2048))
     if start_n < 16 or top < 16:
         raise ValueError(f"sizes must be at least 16: start_n {start_n}, max_n {top}")
@@ -409,7 +408,7 @@ def machine_peaks(device: Union[str, torch.device] = "cpu", *, threads: Optional
     buffer_bytes, repeats, budget_s: the measurement's sizes (see `measure_machine_peaks`).
     `MachinePeaks.status` says which of these happened. Lesson 08.
     """
-    check_threads(threads)
+    checks.threads(threads)
     if check is None:
         check = os.environ.get(CHECK_ENV, "1").strip() != "0"
     dev = resolve_device(device)

@@ -28,10 +28,11 @@ from typing import ClassVar, Optional, Sequence, Union
 
 import torch
 
+from viz import checks
 from viz.documents import Document
 from viz.perf.machine import cache_file, machine_key, same_machine
 from viz.perf.wall import NARROW_VOCAB, NARROW_WIDTH, OverheadFloor, measure_overhead
-from viz.runtime import check_threads, resolve_device, using_threads
+from viz.runtime import resolve_device, using_threads
 from viz.spread import Spread
 
 # Each depth: this many recordings of this many decode steps (after one warm-up recording).
@@ -81,12 +82,9 @@ def machine_overhead(dtype: str = "float32", depths: Sequence[int] = (30,), *,
     tokens) and added. refresh=True measures every one of `depths` again. The floor returned
     holds exactly `depths`, with each depth's spread. Lessons 03–08.
     """
-    check_threads(threads)
+    checks.threads(threads)
     dev = resolve_device(device)
-    wanted = sorted(set(depths))
-    if not wanted or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in wanted):
-        raise ValueError(f"depths must be a non-empty list of whole numbers >= 1, not "
-                         f"{list(depths)!r}")
+    wanted = sorted(set(checks.whole_list("depths", depths)))
     with using_threads(threads) as n:
         file = fixed_costs_path(dev, n)
         costs = _load(file, dev, n)

@@ -26,6 +26,7 @@ from typing import Optional, Union
 
 import torch
 
+from viz import checks
 from viz.perf.machine import BUDGET_S, MachinePeaks, machine_peaks, measure_machine_peaks
 from viz.runtime import dtype_name, resolve_device, resolve_dtype, time_runs
 from viz.spread import Spread
@@ -109,8 +110,7 @@ def measure_peaks(device: Union[str, torch.device] = "auto",
     """
     dev = resolve_device(device)
     dt = dtype_name(resolve_dtype(dtype, dev))
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a whole number >= 1, not {repeats!r}")
+    checks.whole("repeats", repeats, 1)
     machine = measure_machine_peaks(dev, buffer_bytes=buffer_bytes, repeats=repeats,
                                     threads=threads, dtypes=[dt], budget_s=budget_s,
                                     max_n=max_n)
@@ -144,8 +144,7 @@ def time_kernel(fn, *, repeats: int = 7, device: Union[str, torch.device] = "cpu
 def kernel_spread(fn, *, repeats: int = 7, device: Union[str, torch.device] = "cpu") -> Spread:
     """Seconds of one call of `fn` with its spread: `repeats` calls after one untimed warm-up,
     their median and middle half (`viz.Spread`). What `time_kernel` reports the median of."""
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a whole number >= 1, not {repeats!r}")
+    checks.whole("repeats", repeats, 1)
     times, _ = time_runs(fn, resolve_device(device), repeats)
     return Spread.of(times)
 
@@ -153,8 +152,7 @@ def kernel_spread(fn, *, repeats: int = 7, device: Union[str, torch.device] = "c
 def linear_spread(weight: torch.Tensor, rows: int, *, repeats: int = 7) -> Spread:
     """`linear_seconds` with its spread: the median of `repeats` calls and their middle half
     (lessons 03, 06: how fast the kernel of every weight matrix streams it, 1 row or several)."""
-    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
-        raise ValueError(f"rows must be a whole number >= 1, not {rows!r}")
+    checks.whole("rows", rows, 1)
     if not isinstance(weight, torch.Tensor) or weight.dim() != 2:
         raise ValueError("weight must be a 2-D tensor (out features × in features), e.g. "
                          "lm.model.lm_head.weight")

@@ -26,7 +26,7 @@ from typing import Any, Optional, Sequence
 
 import torch
 
-from viz import compat
+from viz import checks, compat
 from viz.load import LoadedModel
 from viz.perf.context import prompt_ids
 from viz.perf.sweeps import progress_bar, check_fits, measured, add_timed
@@ -38,17 +38,6 @@ def _first_token(forward, ids: torch.Tensor, cache) -> tuple[float, torch.Tensor
     start = time.perf_counter()
     logits = forward(ids, cache)
     return time.perf_counter() - start, logits[0]
-
-
-def _check_shares(shares: Sequence[float]) -> list[float]:
-    shares = list(shares)
-    if not shares or any(isinstance(s, bool) or not isinstance(s, (int, float))
-                         or not 0 <= s < 1 for s in shares):
-        raise ValueError(f"shares must be a non-empty list of fractions in [0, 1), not {shares!r}"
-                         " (at least one token of each prompt must be new)")
-    if sorted(set(shares)) != shares:
-        raise ValueError(f"shares must be increasing with no repeats, not {shares!r}")
-    return shares
 
 
 @measured
@@ -72,10 +61,10 @@ def prefix_cache_sweep(lm: LoadedModel, prompt_tokens: int = 512,
       same_first_token    1 if both choose the same greedy first token, else 0
       max_logit_gap       the largest difference between the two passes' last logits
     """
-    if isinstance(prompt_tokens, bool) or not isinstance(prompt_tokens, int) \
-            or prompt_tokens < 2:
-        raise ValueError(f"prompt_tokens must be a whole number >= 2, not {prompt_tokens!r}")
-    shares = _check_shares(shares)
+    checks.whole("prompt_tokens", prompt_tokens, 2)
+    shares = checks.number_list("shares", shares, 0, 1, open_high=True, noun="fractions",
+                                increasing=True,
+                                fix="at least one token of each prompt must be new")
     check_fits(lm, prompt_tokens, "the prompt")
     forward = compat.last_logits(lm.model)
     ids = prompt_ids(lm, prompt_tokens)
@@ -173,8 +162,7 @@ def chat_turns(lm: LoadedModel, questions: Sequence[str], *, reply_tokens: int =
     questions = list(questions)
     if not questions or any(not isinstance(q, str) or not q.strip() for q in questions):
         raise ValueError("questions must be a non-empty list of non-empty strings, one per turn")
-    if isinstance(reply_tokens, bool) or not isinstance(reply_tokens, int) or reply_tokens < 1:
-        raise ValueError(f"reply_tokens must be a whole number >= 1, not {reply_tokens!r}")
+    checks.whole("reply_tokens", reply_tokens, 1)
     if not getattr(lm.tokenizer, "chat_template", None):
         raise ValueError(f"{lm.spec.name}'s tokenizer has no chat template: chat_turns needs an "
                          "instruction-tuned model (the default one has it)")

@@ -73,11 +73,10 @@ from typing import Any, ClassVar, Iterator, Optional
 
 import torch
 
-from viz import compat
+from viz import checks, compat
 from viz.documents import Document
 from viz.load import LoadedModel
-from viz.runtime import (Clock, check_threads, check_whole, device_name, short_device_name,
-                         using_threads)
+from viz.runtime import Clock, device_name, short_device_name, using_threads
 
 MATRIX, ATTENTION, NORMS, SMALL, GAPS = "matrix products", "attention", "norms", "small ops", "gaps"
 DEVICE_WAIT = "waiting for the GPU"
@@ -333,8 +332,8 @@ def quiet_stderr() -> Iterator[None]:
 
 def context_ids(lm: LoadedModel, n: int, text: Optional[str] = None) -> torch.Tensor:
     """Exactly `n` token ids (batch 1): `text` (default: a filler sentence) repeated and cut."""
-    if text is not None and (not isinstance(text, str) or not text.strip()):
-        raise ValueError("the prompt is empty: give some text, or prompt=None for filler text")
+    if text is not None:
+        checks.prompt(text, "give some text, or prompt=None for filler text")
     piece = lm.tokenizer(text or FILLER, add_special_tokens=False)["input_ids"]
     ids = list(piece) * (n // len(piece) + 1)
     return torch.tensor([ids[:n]], device=lm.device)
@@ -357,10 +356,10 @@ def profile_decode_step(lm: LoadedModel, *, context: int = 32, steps: int = 5, w
     if not isinstance(lm, LoadedModel):
         raise ValueError(f"expected a viz.LoadedModel, not {type(lm).__name__}: load one with "
                          "viz.load_model()")
-    check_whole("context", context, 1, "tokens in the KV cache before the profiled steps")
-    check_whole("steps", steps, 1, "decode steps to profile")
-    check_whole("warmup", warmup, 0, "untimed decode steps first")
-    check_threads(threads)
+    checks.whole("context", context, 1, fix="tokens in the KV cache before the profiled steps")
+    checks.whole("steps", steps, 1, fix="decode steps to profile")
+    checks.whole("warmup", warmup, 0, fix="untimed decode steps first")
+    checks.threads(threads)
     limit = lm.spec.context_length
     needed = context + warmup + steps
     if limit and needed > limit:

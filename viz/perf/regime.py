@@ -20,10 +20,10 @@ beginner can read (`Verdict.line`), `verdict.details()` the whole comparison wit
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Union
 
+from viz import checks
 from viz.spread import TOO_CLOSE, Spread
 
 REGIMES = ("overhead-bound", "memory-bound", "compute-bound")
@@ -48,13 +48,9 @@ def utilisation(floor_s: float, seconds: float) -> float:
 
 def check_seconds(name: str, value: Any, positive: bool) -> float:
     """`value` as a float if it is a finite number of seconds (> 0 if `positive`, else >= 0);
-    a ValueError naming it otherwise."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number of seconds, not {value!r}")
-    if value < 0 or (positive and value == 0):
-        raise ValueError(f"{name} must be {'> 0' if positive else '>= 0'} seconds, "
-                         f"not {value!r}")
-    return float(value)
+    a ValueError naming it otherwise, one for not a number and one for out of range."""
+    checks.number(name, value, noun="a finite number of seconds")
+    return float(checks.number(name, value, 0, open_low=positive, noun=""))
 
 
 def regime(seconds: float, memory_floor_s: float, compute_floor_s: float,
@@ -81,9 +77,7 @@ def regime(seconds: float, memory_floor_s: float, compute_floor_s: float,
     m = check_seconds("memory_floor_s", memory_floor_s, positive=True)
     c = check_seconds("compute_floor_s", compute_floor_s, positive=False)
     f = check_seconds("fixed_cost_s", fixed_cost_s, positive=False)
-    if isinstance(overhead_share, bool) or not isinstance(overhead_share, (int, float)) \
-            or not 0 < overhead_share <= 1:
-        raise ValueError(f"overhead_share must be a fraction in (0, 1], not {overhead_share!r}")
+    checks.number("overhead_share", overhead_share, 0, 1, open_low=True, noun="a fraction")
     if f >= overhead_share * t:
         return "overhead-bound"
     return "compute-bound" if c >= m else "memory-bound"
@@ -228,9 +222,9 @@ class Verdict:
             larger = "reading" if self.regime == "memory-bound" else "arithmetic"
             text += (f". The word names the larger floor ({larger}), not a step at a roof: "
                      f"at the peaks, reading the bytes would take {self.mbu:.0%} of the step "
-                     f"(MBU) and the arithmetic {self.mfu:.0%} (MFU); the rest is the fixed "
-                     f"cost ({share.median:.0%}) and kernels running below the roofs "
-                     f"(~{rest:.0%})")
+                     f"(MBU) and the arithmetic {self.mfu:.0%} (MFU), the two overlapping; "
+                     f"besides the {larger}, the step is the fixed cost ({share.median:.0%}) "
+                     f"and kernels running below the roofs (~{rest:.0%})")
         return text
 
     def __str__(self) -> str:

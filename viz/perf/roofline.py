@@ -26,12 +26,13 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Optional, Sequence
 
+from viz import checks
 from viz.perf.counts import PassCost, decode_cost, prefill_cost
 from viz.perf.peaks import Peaks, cached_peaks, peaks_v1_to_v2
 from viz.perf.regime import Figure, Verdict, explain_regime, regime, utilisation, verdict
 from viz.perf.sweeps import batch_size_sweep, prompt_of_length
 from viz.record import record
-from viz.runtime import check_threads, using_threads
+from viz.runtime import using_threads
 from viz.documents import Document
 from viz.spread import Spread
 from viz.trace import Environment, ModelSpec, Trace
@@ -233,7 +234,7 @@ def measure_roofline(lm, prompt: str = "Explain in one paragraph why the sky is 
     prompt_sweep: a `viz.perf.prompt_length_sweep` of `lm`: one prefill point per length.
     threads: CPU threads for everything measured here (None: torch's current count).
     """
-    with using_threads(check_threads(threads)):
+    with using_threads(checks.threads(threads)):
         return _measure_roofline(lm, prompt, prompt_tokens, max_new_tokens, batch_sizes, peaks,
                                  trace, batch, prompt_sweep, progress, label)
 

@@ -63,8 +63,9 @@ from typing import Any, ClassVar, Optional, Sequence
 
 import torch
 
+from viz import checks
 from viz.load import LoadedModel
-from viz.runtime import check_threads, using_threads
+from viz.runtime import using_threads
 from viz.spread import Band, Spread, band
 
 
@@ -254,9 +255,7 @@ class _Stamps:
 def prompt_token_ids(lm: LoadedModel, prompt: str, chat: bool) -> list[int]:
     """`prompt`'s token ids, in the chat template if `chat`: what both ways of guessing
     (prompt lookup here, early exit in `viz.perf.early_exit`) decode from."""
-    if not isinstance(prompt, str) or not prompt.strip():
-        raise ValueError("the prompt is empty: give the model some text, e.g. "
-                         "'What is the capital of France?'")
+    checks.prompt(prompt, "give the model some text, e.g. 'What is the capital of France?'")
     tok = lm.tokenizer
     if chat:
         if not getattr(tok, "chat_template", None):
@@ -317,17 +316,13 @@ def compare_prompt_lookup(lm: LoadedModel, prompt: str, *, max_new_tokens: int =
     num_lookup_tokens: k, the guesses per lookup (transformers' default is 10).
     threads: CPU threads (None: torch's current count).
     """
-    fixes = {"max_new_tokens": "one new token has no decode pass to compare; ask for more",
-             "num_lookup_tokens": "k is how many tokens each lookup guesses; 10 is "
-                                  "transformers' default",
-             "repeats": "each round times one plain and one lookup run; 3 or more give a "
-                        "spread"}
-    for name, value, low in (("max_new_tokens", max_new_tokens, 2),
-                             ("num_lookup_tokens", num_lookup_tokens, 1), ("repeats", repeats, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"{name} must be a whole number >= {low}, not {value!r} "
-                             f"({fixes[name]})")
-    check_threads(threads)
+    checks.whole("max_new_tokens", max_new_tokens, 2,
+                 fix="one new token has no decode pass to compare; ask for more")
+    checks.whole("num_lookup_tokens", num_lookup_tokens, 1,
+                 fix="k is how many tokens each lookup guesses; 10 is transformers' default")
+    checks.whole("repeats", repeats, 1,
+                 fix="each round times one plain and one lookup run; 3 or more give a spread")
+    checks.threads(threads)
     ids = torch.tensor([prompt_token_ids(lm, prompt, chat)], device=lm.device)
     with using_threads(threads):
         _generate(lm, ids, 3, 0)

@@ -22,16 +22,17 @@ from __future__ import annotations
 
 import functools
 import statistics
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from tqdm import tqdm
 
+from viz import checks
 from viz.load import LoadedModel
 from viz.perf.batch import generate_batch
 from viz.perf.counts import decode_cost, prefill_cost
 from viz.perf.table import Sweep
 from viz.record import record
-from viz.runtime import check_threads, using_threads
+from viz.runtime import using_threads
 from viz.spread import Spread
 
 FILLER = ("The quick brown fox jumps over the lazy dog, and the model reads every word of this "
@@ -45,8 +46,7 @@ def prompt_of_length(tokenizer, n: int, text: str = FILLER) -> str:
     Repeats `text`, cuts its tokens after the right count and decodes them; the cut is moved
     by a token or two where re-tokenizing the decoded text would merge differently.
     """
-    if not isinstance(n, int) or n < 1:
-        raise ValueError(f"a prompt length must be a whole number >= 1, not {n!r}")
+    checks.whole("a prompt length", n, 1)
 
     def count(s: str) -> int:
         return len(tokenizer(s)["input_ids"])
@@ -63,35 +63,15 @@ def prompt_of_length(tokenizer, n: int, text: str = FILLER) -> str:
     raise ValueError(f"could not build a prompt of exactly {n} tokens with this tokenizer")
 
 
-def check_settings(name: str, values: Iterable[int], minimum: int = 1) -> list[int]:
-    values = list(values)
-    if not values or any(isinstance(v, bool) or not isinstance(v, int) or v < minimum
-                         for v in values):
-        raise ValueError(f"{name} must be a non-empty list of whole numbers >= {minimum}, "
-                         f"not {values!r}")
-    if sorted(set(values)) != values:
-        raise ValueError(f"{name} must be increasing with no repeats, not {values!r}")
-    return values
-
-
 def measured(sweep: Callable[..., Sweep]) -> Callable[..., Sweep]:
     """Run a sweep with its `threads=` in effect (then restored) and `repeats` checked: every
     run of the sweep, and the environment its result records, use that thread count."""
     @functools.wraps(sweep)
     def run(*args, **kwargs) -> Sweep:
-        repeats = kwargs.get("repeats", 1)
-        if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-            raise ValueError(f"repeats must be a whole number >= 1, not {repeats!r}")
-        with using_threads(check_threads(kwargs.get("threads"))):
+        checks.whole("repeats", kwargs.get("repeats", 1), 1)
+        with using_threads(checks.threads(kwargs.get("threads"))):
             return sweep(*args, **kwargs)
     return run
-
-
-def _check_tokens(max_new_tokens: Any, minimum: int, why: str) -> None:
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) \
-            or max_new_tokens < minimum:
-        raise ValueError(f"max_new_tokens must be a whole number >= {minimum}"
-                         f"{f' ({why})' if why else ''}, not {max_new_tokens!r}")
 
 
 def check_fits(lm: LoadedModel, longest: int, what: str) -> None:
@@ -133,7 +113,7 @@ def prompt_length_sweep(lm: LoadedModel, lengths: Sequence[int] = (8, 16, 32, 64
       prefill_flops          counted FLOPs of that pass (`viz.perf.counts.prefill_cost`)
       achieved_flops_per_s   prefill_flops / prefill_forward_s
     """
-    lengths = check_settings("lengths", lengths)
+    lengths = checks.whole_list("lengths", lengths, increasing=True)
     check_fits(lm, lengths[-1] + 1, "the longest prompt")
     prompts = {n: prompt_of_length(lm.tokenizer, n) for n in lengths}
     runs: dict[int, list[Any]] = {n: [] for n in lengths}
@@ -187,8 +167,8 @@ def context_length_sweep(lm: LoadedModel, contexts: Sequence[int] = (16, 64, 256
       decode_bytes           counted bytes one step moves (weights + KV cache)
       achieved_bytes_per_s   decode_bytes / decode_forward_s
     """
-    contexts = check_settings("contexts", contexts)
-    _check_tokens(max_new_tokens, 2, "one decode step at least")
+    contexts = checks.whole_list("contexts", contexts, increasing=True)
+    checks.whole("max_new_tokens", max_new_tokens, 2, fix="one decode step at least")
     check_fits(lm, contexts[-1] + max_new_tokens, "the longest context plus its new tokens")
     prompts = {c: prompt_of_length(lm.tokenizer, c) for c in contexts}
     runs: dict[int, list[Any]] = {c: [] for c in contexts}
@@ -243,7 +223,7 @@ def cache_sweep(lm: LoadedModel, prompt: str = "The KV cache saves work because"
       cached_flops, uncached_flops          counted FLOPs of that step's pass
       same_token                 1 where both runs chose the same token (greedy: always)
     """
-    _check_tokens(max_new_tokens, 1, "")
+    checks.whole("max_new_tokens", max_new_tokens, 1)
     runs: dict[bool, list[Any]] = {True: [], False: []}
     kw = dict(max_new_tokens=max_new_tokens, stop_at_eos=False, embeddings=False, log_top=1)
     with progress_bar(1 + 2 * repeats, "cache on/off", progress) as bar:
@@ -303,8 +283,8 @@ def batch_size_sweep(lm: LoadedModel, batch_sizes: Sequence[int] = (1, 2, 4, 8, 
       aggregate_decode_tokens_per_s    B / decode_step_s
       kv_bytes                         KV cache after the last step, read from the tensors
     """
-    batch_sizes = check_settings("batch_sizes", batch_sizes)
-    _check_tokens(max_new_tokens, 2, "one decode step at least")
+    batch_sizes = checks.whole_list("batch_sizes", batch_sizes, increasing=True)
+    checks.whole("max_new_tokens", max_new_tokens, 2, fix="one decode step at least")
     if prompt_tokens is not None:
         prompt = prompt_of_length(lm.tokenizer, prompt_tokens)
     runs: dict[int, list[Any]] = {b: [] for b in batch_sizes}

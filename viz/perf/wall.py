@@ -32,21 +32,21 @@ reference is `viz/data/cpu-memory-wall.json`, recorded by `benchmarks/memory_wal
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Optional, Sequence, Union
 
 import numpy as np
 
+from viz import checks
 from viz.documents import Document
 from viz.perf.machine import MachinePeaks, machine_peaks
 from viz.perf.regime import (OVERHEAD_SHARE, Verdict, check_seconds, regime,
                               utilisation, verdict)
 from viz.perf.configs import config_spec, from_config, read_config
 from viz.perf.counts import decode_cost
-from viz.runtime import (check_threads, device_name, release_memory, resolve_device,
-                         short_device_name, using_threads)
+from viz.runtime import (device_name, release_memory, resolve_device, short_device_name,
+                         using_threads)
 from viz.spread import Spread
 from viz.trace import Environment, ModelSpec
 
@@ -141,10 +141,7 @@ def fit_wall(step_bytes: Sequence[float], seconds: Sequence[float]) -> WallFit:
                          "or dtypes")
     for name, values in (("step_bytes", x), ("seconds", y)):
         for v in values:
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
-                    or v <= 0:
-                raise ValueError(f"every value of {name} must be a finite number > 0, not "
-                                 f"{v!r}")
+            checks.positive(f"every value of {name}", v, noun="a finite number")
     xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if np.ptp(xs) == 0:
         raise ValueError("all points read the same number of bytes: a slope needs points of "
@@ -254,9 +251,8 @@ def narrow_config(config: Union[str, dict], hidden_size: int = NARROW_WIDTH, *,
     bytes to read: its step time is the fixed per-step cost of that depth.
     """
     entry = read_config(config)
-    if isinstance(hidden_size, bool) or not isinstance(hidden_size, int) or hidden_size < 8 \
-            or hidden_size % 8:
-        raise ValueError(f"hidden_size must be a multiple of 8 that is >= 8, not {hidden_size!r}")
+    if not checks.is_whole(hidden_size) or hidden_size < 8 or hidden_size % 8:
+        checks.refuse("hidden_size", "a multiple of 8 that is >= 8", hidden_size)
     c = dict(entry["config"])
     head_dim = min(64, hidden_size)
     c.update(hidden_size=hidden_size, intermediate_size=3 * hidden_size,
@@ -265,9 +261,7 @@ def narrow_config(config: Union[str, dict], hidden_size: int = NARROW_WIDTH, *,
     if vocab_size is not None:
         c["vocab_size"] = int(vocab_size)
     if n_layers is not None:
-        if isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 1:
-            raise ValueError(f"n_layers must be a whole number >= 1, not {n_layers!r}")
-        c["num_hidden_layers"] = n_layers
+        c["num_hidden_layers"] = checks.whole("n_layers", n_layers, 1)
     depth = c["num_hidden_layers"]
     return {"name": name or f"{depth} layers × width {hidden_size}", "source":
             f"{entry.get('source', entry['name'])} (narrowed by viz.perf.wall.narrow_config)",
@@ -293,17 +287,11 @@ def measure_point(lm, *, max_new_tokens: int = 16, repeats: int = 2, prompt: str
     from viz.perf.batch import generate_batch
     from viz.record import record
 
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) \
-            or max_new_tokens < 2:
-        raise ValueError(f"max_new_tokens must be a whole number >= 2 (one decode step at "
-                         f"least), not {max_new_tokens!r}")
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a whole number >= 1, not {repeats!r}")
-    if kind not in ("shape", "fixed cost"):
-        raise ValueError(f"kind must be 'shape' or 'fixed cost', not {kind!r}")
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ValueError(f"batch must be a whole number >= 1, not {batch!r}")
-    check_threads(threads)
+    checks.whole("max_new_tokens", max_new_tokens, 2, fix="one decode step at least")
+    checks.whole("repeats", repeats, 1)
+    checks.one_of("kind", kind, ("shape", "fixed cost"))
+    checks.whole("batch", batch, 1)
+    checks.threads(threads)
     times: list[float] = []
     contexts: list[int] = []
     with using_threads(threads):
@@ -345,7 +333,7 @@ def measure_overhead(depths: Sequence[int], dtype: str = "float32", *, base: Uni
     Returns the floor and the tiny models' own points (each overhead-bound by construction:
     its fixed cost is its own time). About 1 s per depth on a 2-core CPU.
     """
-    depths = sorted(set(_check_depths(depths)))
+    depths = sorted(set(checks.whole_list("depths", depths)))
     points = []
     for n in depths:
         lm = from_config(narrow_config(base, hidden_size, vocab_size=vocab_size, n_layers=n),
@@ -362,13 +350,6 @@ def measure_overhead(depths: Sequence[int], dtype: str = "float32", *, base: Uni
                                f"with a {vocab_size}-token vocabulary at each depth",
                           spreads=[p.spread for p in points])
     return floor, points
-
-
-def _check_depths(depths) -> list[int]:
-    depths = list(depths)
-    if not depths or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in depths):
-        raise ValueError(f"depths must be a non-empty list of whole numbers >= 1, not {depths!r}")
-    return depths
 
 
 # ---- the run ------------------------------------------------------------------------------------
@@ -617,23 +598,21 @@ def measure_wall(shapes: Sequence[Union[str, dict]] = ("smollm2-135m",),
     """
     from tqdm import tqdm
 
-    check_threads(threads)
+    checks.threads(threads)
     shapes, dtypes = list(shapes), list(dtypes)
     if not shapes or not dtypes:
         raise ValueError("measure_wall needs at least one shape and one dtype, e.g. "
                          "measure_wall(['smollm2-135m'], dtypes=['float32'])")
     entries = [read_config(s) for s in shapes]  # a bad name fails here, before any timing
-    batches = list(batch_sizes)
-    if not batches or any(isinstance(b, bool) or not isinstance(b, int) or b < 1
-                          for b in batches):
-        raise ValueError(f"batch_sizes must be whole numbers >= 1, not {batch_sizes!r}")
+    batches = checks.whole_list("batch_sizes", batch_sizes, what="whole numbers >= 1")
     dev = resolve_device(device)
     with using_threads(threads) as n_threads:
         peaks = peaks or machine_peaks(dev, threads=n_threads)
         for dt in dtypes:
             peaks.flops(dt)  # a dtype without a measured peak fails before any timing
         depths = sorted({e["config"]["num_hidden_layers"] for e in entries}
-                        | set(_check_depths(overhead_depths) if overhead_depths else []))
+                        | set(checks.whole_list("depths", overhead_depths)
+                              if overhead_depths else []))
         bar = tqdm(total=len(dtypes) * (1 + len(entries)), desc="memory wall", unit="model",
                    disable=not progress, leave=False)
         floors, points = {}, []
@@ -690,8 +669,7 @@ def computed_wall(shapes: Sequence[Union[str, dict]], *, device_name: str, bytes
     step with no overhead at all, what CUDA graphs aim at).
         gpu = computed_wall(shapes, **H100_SXM, fixed_cost_per_layer_s=...)
     """
-    if not (isinstance(bytes_per_s, (int, float)) and bytes_per_s > 0):
-        raise ValueError(f"bytes_per_s must be > 0, not {bytes_per_s!r}")
+    checks.positive("bytes_per_s", bytes_per_s, noun="")
     if dtype not in flops_per_s or not flops_per_s[dtype] > 0:
         raise ValueError(f"flops_per_s needs a peak > 0 for {dtype!r}, got {flops_per_s!r}")
     check_seconds("fixed_cost_per_layer_s", fixed_cost_per_layer_s, positive=False)
@@ -728,9 +706,7 @@ def bytes_whatif(run: WallRun, bytes_per_weight: float) -> list[dict[str, Any]]:
     a measurement: fewer bytes only pay with a kernel that reads them as fast (lesson 08). One
     row per model (its float32 point when measured).
     """
-    if isinstance(bytes_per_weight, bool) or not isinstance(bytes_per_weight, (int, float)) \
-            or not 0 < bytes_per_weight <= 8:
-        raise ValueError(f"bytes_per_weight must be a number in (0, 8], not {bytes_per_weight!r}")
+    checks.number("bytes_per_weight", bytes_per_weight, 0, 8, open_low=True)
     chosen: dict[str, WallPoint] = {}
     for p in run.points:
         if p.kind != "shape" or p.batch != 1:

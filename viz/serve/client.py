@@ -27,7 +27,6 @@ import asyncio
 import datetime
 import ipaddress
 import json
-import math
 import platform
 import re
 import threading
@@ -37,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Optional
 from urllib.parse import urlparse, urlunparse
 
+from viz import checks
 from viz.documents import Document
 from viz.serve.metrics import RequestRecord, ServerTiming
 
@@ -90,9 +90,8 @@ def check_url(url: Any, allow_remote: bool = False) -> str:
     the fix for anything else, and for a host that is not this machine unless allowed."""
     if hasattr(url, "url") and not isinstance(url, str):  # an EmbeddedServer
         url = url.url
-    if not isinstance(url, str) or not url.strip():
-        raise ServeError(f"the server URL must be a string such as 'http://127.0.0.1:8000/v1', "
-                         f"not {url!r}")
+    checks.text("the server URL", url, what="a string such as 'http://127.0.0.1:8000/v1'",
+                error=ServeError)
     parsed = urlparse(url.strip())
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         raise ServeError(f"{url!r} is not an http(s) URL: write it like "
@@ -121,9 +120,8 @@ class Timeouts:
 
     def __post_init__(self):
         for name in ("connect_s", "stall_s", "request_s"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
-                raise ServeError(f"timeout {name} must be a number of seconds > 0, not {v!r}")
+            checks.positive(f"timeout {name}", getattr(self, name), noun="a number of seconds",
+                            error=ServeError)
 
 
 def make_client(base_url: str, timeouts: Timeouts, api_key: Optional[str] = None):
@@ -168,8 +166,7 @@ async def served_models(client, base_url: str) -> tuple[list[str], str]:
 async def resolve_target(client, base_url: str, model: Optional[str], endpoint: str,
                          server_label: str = "") -> Target:
     """Check the server answers and serves `model` (None: the first model it lists)."""
-    if endpoint not in ENDPOINTS:
-        raise ServeError(f"endpoint must be one of {ENDPOINTS}, not {endpoint!r}")
+    checks.one_of("endpoint", endpoint, ENDPOINTS, error=ServeError)
     models, software = await served_models(client, base_url)
     if not models:
         raise ServeError(f"{base_url} lists no models: load one into the server first")
@@ -592,12 +589,9 @@ def record_request(url: Any, prompt: str, *, model: Optional[str] = None,
     transformers serve ignores the request). raise_on_error: a failed request raises its
     ServeError (False: return the record with `request.error` set).
     """
-    if not isinstance(prompt, str) or not prompt.strip():
-        raise ServeError("the prompt is empty: give the text to send")
-    _check_int("max_tokens", max_tokens)
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
-            or not temperature >= 0 or not math.isfinite(temperature):
-        raise ServeError(f"temperature must be a number >= 0, not {temperature!r}")
+    checks.prompt(prompt, "give the text to send", error=ServeError)
+    checks.whole("max_tokens", max_tokens, 1, error=ServeError)
+    checks.number("temperature", temperature, 0, error=ServeError)
     base_url = check_url(url, allow_remote)
     timeouts = timeouts or Timeouts()
     label_from_server = getattr(url, "label", "") if not isinstance(url, str) else ""
@@ -624,11 +618,6 @@ def record_request(url: Any, prompt: str, *, model: Optional[str] = None,
     if rec.error is not None and raise_on_error:
         raise ServeError(rec.error, rec.error_kind or "input", rec.http_status)
     return record
-
-
-def _check_int(name: str, value: Any, low: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ServeError(f"{name} must be a whole number >= {low}, not {value!r}")
 
 
 def _server_hint(server: Any) -> Optional[Callable[[RequestRecord], str]]:

@@ -18,6 +18,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from viz import checks
 from viz.serve.client import ServeError
 from viz.serve.items import MAX_TOKENS, Item
 
@@ -64,15 +65,15 @@ def _item(p: Path, number: int, line: str) -> Item:
     if (text is None) == (messages is None):
         raise ServeError(f"{where} needs \"prompt\" (a text) or \"messages\" (a chat), one "
                          f"of the two: e.g. {EXAMPLE}")
-    if text is not None and (not isinstance(text, str) or not text.strip()):
-        raise ServeError(f"{where}: \"prompt\" must be a non-empty text, not {text!r}")
+    if text is not None:
+        checks.text(f'{where}: "prompt"', text, error=ServeError)
     if messages is not None:
         _check_messages(where, messages)
     out = obj.get("output_tokens", obj.get("max_tokens"))
-    if out is not None and (isinstance(out, bool) or not isinstance(out, int)
-                            or not 1 <= out <= MAX_TOKENS):
-        raise ServeError(f"{where}: \"output_tokens\" must be a whole number of tokens >= 1, "
-                         f"not {out!r}")
+    if out is not None:  # too few and too many named apart
+        for low, high in ((1, None), (None, MAX_TOKENS)):
+            checks.whole(f'{where}: "output_tokens"', out, low, high,
+                         noun="a whole number of tokens", error=ServeError)
     name = obj.get("name", f"line {number}")
     return Item(name=str(name), text=text, messages=messages,
                 max_tokens=out if out is not None else 0)

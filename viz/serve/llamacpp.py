@@ -49,6 +49,7 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
+from viz import checks
 from viz.runtime import cpu_features, cpu_name
 from viz.serve.client import ServeError, is_loopback, record_request
 from viz.serve.server import ManagedProcess, ServerInfo
@@ -105,8 +106,7 @@ class LlamaCppServer(ManagedProcess):
             name = path.stem
         threads = n_threads if n_threads is not None else (os.cpu_count() or 1)
         for what, v, low in (("n_ctx", n_ctx, 64), ("n_threads", threads, 1)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < low:
-                raise ServeError(f"{what} must be a whole number >= {low}, not {v!r}")
+            checks.whole(what, v, low, error=ServeError)
         if not is_loopback(host):
             raise ServeError(f"refusing to listen on {host}: this server is for this machine "
                              "(127.0.0.1)")

@@ -30,13 +30,13 @@ Introduced in lesson 09 (Serving many users).
 from __future__ import annotations
 
 import copy
-import math
 import random
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Optional, Sequence
 
+from viz import checks
 from viz.documents import Document
 from viz.serve.client import (ClientInfo, ServeError, Target, Timeouts, attach_server_timing,
                               check_url, make_client, now, request_id, resolve_target,
@@ -237,17 +237,6 @@ def prompt_order(n: int, prompts: list[Prompt], seed: int) -> list[Prompt]:
     return [prompts[order[i % len(order)]] for i in range(n)]
 
 
-def check_number(name: str, value: Any, low: float, high: float, whole: bool) -> None:
-    """Refuse `value` unless it is a (whole, if `whole`) number from `low` to `high`: a
-    ServeError naming the setting and its range."""
-    bad = isinstance(value, bool) or not isinstance(value, (int, float)) or \
-        (whole and not isinstance(value, int)) or not math.isfinite(value) or \
-        not low <= value <= high
-    if bad:
-        kind = "a whole number" if whole else "a number"
-        raise ServeError(f"{name} must be {kind} from {low:g} to {high:g}, not {value!r}")
-
-
 def _check_load(concurrency, rate, max_concurrency, n_requests, max_duration_s, max_tokens,
                 temperature, seed) -> None:
     """run_load's settings, each checked: a ServeError naming the bad one and its range."""
@@ -255,21 +244,20 @@ def _check_load(concurrency, rate, max_concurrency, n_requests, max_duration_s, 
         raise ServeError("give either concurrency= (streams kept busy) or rate= (requests "
                          "per second), exactly one of them")
     if concurrency is not None:
-        check_number("concurrency", concurrency, 1, MAX_CONCURRENCY, True)
+        checks.whole("concurrency", concurrency, 1, MAX_CONCURRENCY, error=ServeError)
     if rate is not None:
-        check_number("rate", rate, 1e-6, 1e4, False)
+        checks.number("rate", rate, 1e-6, 1e4, error=ServeError)
     if max_concurrency is not None:
         if rate is None:
             raise ServeError("max_concurrency caps a rate= run; with concurrency= it is the "
                              "concurrency itself")
-        check_number("max_concurrency", max_concurrency, 1, MAX_CONCURRENCY, True)
-    check_number("n_requests", n_requests, 1, MAX_REQUESTS, True)
-    check_number("max_duration_s", max_duration_s, 1e-3, MAX_DURATION_S, False)
+        checks.whole("max_concurrency", max_concurrency, 1, MAX_CONCURRENCY, error=ServeError)
+    checks.whole("n_requests", n_requests, 1, MAX_REQUESTS, error=ServeError)
+    checks.number("max_duration_s", max_duration_s, 1e-3, MAX_DURATION_S, error=ServeError)
     if max_tokens is not None:
-        check_number("max_tokens", max_tokens, 1, 1e6, True)
-    check_number("temperature", temperature, 0, 1e3, False)
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ServeError(f"seed must be a whole number, not {seed!r}")
+        checks.whole("max_tokens", max_tokens, 1, 1e6, error=ServeError)
+    checks.number("temperature", temperature, 0, 1e3, error=ServeError)
+    checks.whole("seed", seed, error=ServeError)
 
 
 def resolve_workload(workload: Optional[Workload], prompts: Any,
@@ -278,7 +266,7 @@ def resolve_workload(workload: Optional[Workload], prompts: Any,
     answer cap — the shipped set when `prompts` is None."""
     if workload is None:
         if max_tokens is not None:
-            check_number("max_tokens", max_tokens, 1, 1e6, True)
+            checks.whole("max_tokens", max_tokens, 1, 1e6, error=ServeError)
         cap = None if max_tokens is None else Lengths(max_tokens)
         if prompts is None:
             return Workload.shipped(cap)

@@ -37,10 +37,10 @@ second. Introduced in lesson 09 (Serving many users).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
+from viz import checks
 from viz.spread import TOO_CLOSE, Band, Spread, band  # noqa: F401 (Band, band: re-exported)
 
 PERCENTILES = (50, 90, 99)
@@ -178,9 +178,7 @@ class SLO:
             v = getattr(self, name)
             if v is None and name == "e2e_s":
                 continue
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 \
-                    or not math.isfinite(v):
-                raise ValueError(f"SLO {name} must be a number of seconds > 0, not {v!r}")
+            checks.positive(f"SLO {name}", v, noun="a number of seconds")
 
     def met_by(self, r: RequestRecord) -> bool:
         """The request completed, and within every limit. A one-token answer has no TPOT:
@@ -384,8 +382,7 @@ def static_batching_waste(prompt_tokens: Sequence[int], output_tokens: Sequence[
     packed without padding, and a finished request leaves at once. Lesson 09."""
     if len(prompt_tokens) != len(output_tokens) or not prompt_tokens:
         raise ValueError("give one prompt length and one answer length per request (at least one)")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a whole number >= 1, not {batch_size!r}")
+    checks.whole("batch_size", batch_size, 1)
     useful = padding = idle = 0
     for k in range(0, len(prompt_tokens), batch_size):
         p, o = list(prompt_tokens[k:k + batch_size]), list(output_tokens[k:k + batch_size])

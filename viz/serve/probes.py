@@ -28,6 +28,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from viz import checks
 from viz.serve.scheduler import (Schedule, UnsupportedTransformers, check_transformers_version,
                                  now, schedule_from_lines, supported_range)
 
@@ -227,8 +228,7 @@ def record_schedule(model: Any, prompts: list[list[int]], *, max_new_tokens: int
         raise ValueError("prompts must be a non-empty list of non-empty token-id lists")
     for name, v in (("max_new_tokens", max_new_tokens), ("page_size", page_size),
                     ("num_blocks", num_blocks), ("max_batch_tokens", max_batch_tokens)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be a whole number >= 1, not {v!r}")
+        checks.whole(name, v, 1)
     check_transformers_version()
     gen = GenerationConfig(do_sample=False, max_new_tokens=max_new_tokens, eos_token_id=-1)
     cfg = ContinuousBatchingConfig(page_size=page_size, num_blocks=num_blocks,

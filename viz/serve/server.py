@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from viz import checks
 from viz.runtime import cpu_features, cpu_name
 from viz.serve.client import ServeError, is_loopback, record_request
 from viz.serve.probes import read_json_lines
@@ -367,8 +368,7 @@ class EmbeddedServer(ManagedProcess):
                                  "and needs a local transformers model folder (with "
                                  "config.json); leave model out for the default model")
             name = folder.name
-        if dtype not in DTYPES:
-            raise ServeError(f"dtype must be one of {DTYPES}, not {dtype!r}")
+        checks.one_of("dtype", dtype, DTYPES, error=ServeError)
         if not isinstance(device, str) or not re.fullmatch(r"auto|cpu|cuda(:\d+)?|mps", device):
             raise ServeError(f"device must be 'cpu', 'cuda', 'cuda:N', 'mps' or 'auto', "
                              f"not {device!r}")
@@ -378,8 +378,7 @@ class EmbeddedServer(ManagedProcess):
             resolve_device(device.split(":")[0])  # ValueError if it is not on this machine
         for label, v in (("page_size", page_size), ("num_pages", num_pages),
                          ("max_batch_tokens", max_batch_tokens)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ServeError(f"{label} must be a whole number >= 1, not {v!r}")
+            checks.whole(label, v, 1, error=ServeError)
         if page_size < 4:
             raise ServeError("page_size must be at least 4 tokens (transformers' minimum)")
         if not allow_remote and not is_loopback(host):

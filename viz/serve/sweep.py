@@ -48,9 +48,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Optional, Sequence
 
+from viz import checks
 from viz.documents import Document
 from viz.serve.client import ServeError, Target, utc_now
-from viz.serve.loadgen import LoadRun, check_number, resolve_workload, run_load, run_v1_to_v2
+from viz.serve.loadgen import LoadRun, resolve_workload, run_load, run_v1_to_v2
 from viz.serve.metrics import SLO, LoadSummary, percentiles
 from viz.serve.protocol import server_handle
 from viz.serve.server import ServerInfo
@@ -116,8 +117,7 @@ class SweepPoint:
     saturated: bool = False  # the server fell behind at this load (kind "rate" only)
 
     def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ValueError(f"a sweep point's kind must be one of {KINDS}, not {self.kind!r}")
+        checks.one_of("a sweep point's kind", self.kind, KINDS)
 
     @property
     def label(self) -> str:
@@ -352,12 +352,12 @@ def sweep_rates(url: Any, *, n_requests: int = 8, n_rates: int = 3, repeats: int
     out: save the sweep there (JSON) after every run, so an interrupted sweep keeps its runs.
     Other keywords go to every `run_load` (model, endpoint, timeouts, allow_remote, api_key).
     """
-    check_number("n_requests", n_requests, 2, 10_000, True)
-    check_number("n_rates", n_rates, 1, 50, True)
-    check_number("repeats", repeats, 1, 100, True)
-    check_number("slo_factor", slo_factor, 1.0, 100.0, False)
-    check_number("saturation", saturation, 0.01, 0.99, False)
-    check_number("budget_s", budget_s, 1.0, 7 * 24 * 3600.0, False)
+    checks.whole("n_requests", n_requests, 2, 10_000, error=ServeError)
+    checks.whole("n_rates", n_rates, 1, 50, error=ServeError)
+    checks.whole("repeats", repeats, 1, 100, error=ServeError)
+    checks.number("slo_factor", slo_factor, 1.0, 100.0, error=ServeError)
+    checks.number("saturation", saturation, 0.01, 0.99, error=ServeError)
+    checks.number("budget_s", budget_s, 1.0, 7 * 24 * 3600.0, error=ServeError)
     for bad in ("concurrency", "rate", "max_concurrency", "n_requests", "seed", "slo", "out"):
         if bad in kwargs:
             raise ServeError(f"sweep_rates sets {bad}= itself for each run")

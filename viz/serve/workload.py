@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from viz import checks
 from viz.serve.client import ServeError
 from viz.serve.items import MAX_TOKENS, Item  # noqa: F401 (Item: what build returns)
 from viz.serve.jsonl import read_jsonl
@@ -74,8 +75,7 @@ class Lengths:
     high: int = 0  # the longest a request gets (0: the kind's default)
 
     def __post_init__(self):
-        if self.kind not in LENGTH_KINDS:
-            raise ServeError(f"a length's kind is one of {LENGTH_KINDS}, not {self.kind!r}")
+        checks.one_of("a length's kind", self.kind, LENGTH_KINDS, error=ServeError)
         if self.kind == "fixed":
             _check_tokens("a length", self.mean)
             self.low = self.high = int(self.mean)
@@ -88,9 +88,9 @@ class Lengths:
             self.mean, self.stdev = (self.low + self.high) / 2, 0.0
         else:
             _check_tokens("a normal length's mean", self.mean, whole=False)
-            if _bad_number(self.stdev) or not self.stdev > 0:
-                raise ServeError(f"a normal length's standard deviation must be a number of "
-                                 f"tokens > 0, not {self.stdev!r} (0: give a fixed length)")
+            checks.positive("a normal length's standard deviation", self.stdev,
+                            noun="a number of tokens", fix="0: give a fixed length",
+                            error=ServeError)
             self.low = self.low or max(1, math.floor(self.mean - 3 * self.stdev))
             self.high = self.high or math.ceil(self.mean + 3 * self.stdev)
             _check_tokens("a normal length's low clip", self.low)
@@ -125,9 +125,8 @@ class Lengths:
                     raise ServeError(f"{what}: {e}") from None
                 raise ServeError(f"{what} must be a number of tokens (\"64\") or a range "
                                  f"(\"32..96\"), not {value!r}") from None
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ServeError(f"{what} must be a whole number of tokens, a range \"32..96\" or "
-                             f"serve.Lengths(...), not {value!r}")
+        checks.whole(what, value, what='a whole number of tokens, a range "32..96" or '
+                                        'serve.Lengths(...)', error=ServeError)
         try:
             return cls(value)
         except ServeError as e:
@@ -150,14 +149,11 @@ class Lengths:
         return f"{self.mean:g} ± {self.stdev:g} ({self.low}–{self.high})"
 
 
-def _bad_number(v: Any) -> bool:
-    return isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
-
-
 def _check_tokens(what: str, v: Any, whole: bool = True) -> None:
-    if _bad_number(v) or (whole and v != int(v)) or not 1 <= v <= MAX_TOKENS:
-        raise ServeError(f"{what} must be a whole number of tokens from 1 to {MAX_TOKENS:,}, "
-                         f"not {v!r}: a request needs at least one token in and one out")
+    """A length in tokens; a float of whole value (64.0) counts as whole."""
+    if not checks.is_number(v) or (whole and v != int(v)) or not 1 <= v <= MAX_TOKENS:
+        checks.refuse(what, f"a whole number of tokens {checks.span(1, MAX_TOKENS)}", v,
+                      "a request needs at least one token in and one out", ServeError)
 
 
 # ---- the course's prompt set -------------------------------------------------------------------
@@ -197,14 +193,10 @@ class Workload:
     #   ({"name", "prompt", "max_tokens"} each)
 
     def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ServeError(f"a workload's kind is one of {KINDS}, not {self.kind!r}")
+        checks.one_of("a workload's kind", self.kind, KINDS, error=ServeError)
         if self.kind in ("synthetic", "chat") and self.prompt_tokens is None:
             raise ServeError(f"a {self.kind} workload needs prompt_tokens (e.g. 64)")
-        if isinstance(self.turns, bool) or not isinstance(self.turns, int) \
-                or not 1 <= self.turns <= MAX_TURNS:
-            raise ServeError(f"turns must be a whole number from 1 to {MAX_TURNS}, not "
-                             f"{self.turns!r}")
+        checks.whole("turns", self.turns, 1, MAX_TURNS, error=ServeError)
         if self.kind != "chat" and self.turns != 1:
             raise ServeError("turns= goes with a chat workload (Workload.chat)")
 

@@ -52,12 +52,14 @@ from viz.views.whatif import whatif_data, whatif_figure, whatif_static, whatif_w
 from viz.views.widgets import LinkedText, LinkedView, figure_output
 from viz.views.wall import (bytes_whatif_data, bytes_whatif_figure, wall_data, wall_figure,
                              wall_table)
-from viz.views.formats import formats_data, formats_figure
+from viz.views.formats import (format_choice_data, format_choice_figure, formats_data,
+                               formats_figure)
 from viz.views.generations import generations_data, generations_figure
 from viz.views.compiled import (compiled_data, compiled_figure, graph_step_data,
                                 graph_step_figure)
 from viz.views.step_profile import step_profile_data, step_profile_figure
-from viz.views.speculative import accepted_histogram_data, accepted_histogram_figure
+from viz.views.speculative import (accepted_histogram_data, accepted_histogram_figure,
+                                   draft_length_data, draft_length_figure)
 from viz.views.lens import (logit_lens_data, logit_lens_figure, logit_lens_settle_figure,
                             logit_lens_step_figure)
 from viz.views.early_exit import early_exit_data, early_exit_figure
@@ -86,9 +88,11 @@ __all__ = [
     "serving_tradeoff_data", "itl_distribution_figure", "itl_distribution_data",
     "schedule_figure", "schedule_data", "page_table_figure", "page_table_data",
     "request_names", "rate_sweep_figure", "rate_sweep_data", "pareto_figure", "pareto_data",
-    "formats_figure", "formats_data", "generations_figure", "generations_data",
+    "formats_figure", "formats_data", "format_choice_figure", "format_choice_data",
+    "generations_figure", "generations_data",
     "step_profile_figure", "step_profile_data", "accepted_histogram_figure",
-    "accepted_histogram_data", "compiled_figure", "compiled_data", "graph_step_figure",
+    "accepted_histogram_data", "draft_length_figure", "draft_length_data", "compiled_figure",
+    "compiled_data", "graph_step_figure",
     "graph_step_data",
     "cost_figure", "cost_data",
 ]

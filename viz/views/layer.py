@@ -25,6 +25,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
+from viz import checks
 from viz.trace import ModelSpec
 from viz.views import palette
 from viz.views.base import nbytes, new_figure, plotly_layout
@@ -84,8 +85,7 @@ def _check(spec: Any, prompt_tokens: Any, cached_tokens: Any) -> ModelSpec:
         raise ValueError(f"layer_diagram draws a viz.ModelSpec (lm.spec or trace.model), not "
                          f"{type(spec).__name__}")
     for name, v in (("prompt_tokens", prompt_tokens), ("cached_tokens", cached_tokens)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be a whole number >= 1, not {v!r}")
+        checks.whole(name, v, 1)
     return spec
 
 

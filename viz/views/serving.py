@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
+from viz import checks
 from viz.serve.client import request_index
 from viz.serve.loadgen import LoadRun
 from viz.serve.scheduler import Schedule, SchedulerStep
@@ -194,8 +195,7 @@ SYMBOLS = ["circle", "square", "diamond", "triangle-up", "star", "cross", "x", "
 
 def serving_tradeoff_data(runs: Sequence[LoadRun], latency: str = "tpot") -> list[dict[str, Any]]:
     """Per run: {series, load, latency_ms, tokens_per_s, goodput_per_s, ttft_ms}."""
-    if latency not in LATENCY:
-        raise ValueError(f"latency must be one of {sorted(LATENCY)}, not {latency!r}")
+    checks.one_of("latency", latency, sorted(LATENCY))
     out = []
     for run in _check_runs(runs):
         s = run.summary()
@@ -408,10 +408,7 @@ def page_table_data(schedule: Schedule, step: int) -> dict[str, Any]:
     its cache}, "slots": page slots held, "wasted_slots": held slots not (yet) filled}.
     Pages are indexed 0 .. total_pages − 1."""
     _check_schedule(schedule)
-    if isinstance(step, bool) or not isinstance(step, int) or \
-            not 0 <= step < len(schedule.steps):
-        raise ValueError(f"step must be a whole number from 0 to {len(schedule.steps) - 1}, "
-                         f"not {step!r}")
+    checks.whole("step", step, 0, len(schedule.steps) - 1)
     s: SchedulerStep = schedule.steps[step]
     owner: list[Optional[str]] = [None] * schedule.total_pages
     held_tokens: dict[str, int] = {}
@@ -496,10 +493,9 @@ def page_table_figure(schedule: Schedule, names: Optional[dict[str, str]] = None
     import plotly.graph_objects as go
 
     _check_schedule(schedule)
-    if start is not None and (isinstance(start, bool) or not isinstance(start, int)
-                              or not 0 <= start < len(schedule.steps)):
-        raise ValueError(f"start must be a step of the schedule, 0 to "
-                         f"{len(schedule.steps) - 1}, not {start!r}")
+    if start is not None:
+        last = len(schedule.steps) - 1
+        checks.whole("start", start, 0, last, what=f"a step of the schedule, 0 to {last}")
     number = {rid: _request_number(rid, i) for i, rid in enumerate(schedule.request_ids())}
     colours = palette.CYCLE[:-1] + [palette.YELLOW]
     k = len(colours)

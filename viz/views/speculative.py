@@ -1,5 +1,6 @@
-"""The speculative-decoding view: how many tokens each decode pass made with prompt lookup
-(lesson 13) or with early-exit drafts (lesson 14), in one figure.
+"""The speculative-decoding views: how many tokens each decode pass made with prompt lookup
+(lesson 13) or with early-exit drafts (lesson 14), in one figure; and prompt lookup over its
+draft length k (`draft_length_figure`, lesson 13's slider).
 
 Plain greedy decode makes exactly one token per forward pass. Prompt lookup checks up to k
 guessed tokens in one pass and keeps the model's own next token plus every guess before the
@@ -14,7 +15,7 @@ Numbers: `viz.perf.speculative` (`compare_prompt_lookup`, `GenerateRun.histogram
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 from viz.perf.early_exit import EarlyExitComparison
 from viz.perf.speculative import LookupComparison
@@ -100,4 +101,88 @@ def accepted_histogram_figure(comparisons: Comparisons):
                            f"{k + 1})", tickmode="linear", tick0=1, dtick=1,
                      range=[0.5, k + 1.5])
     fig.update_yaxes(title="decode passes", rangemode="tozero")
+    return fig
+
+
+def draft_length_data(comparisons: Mapping[int, LookupComparison]) -> dict[str, Any]:
+    """The numbers `draft_length_figure` draws: prompt lookup on one prompt at several draft
+    lengths k (a dict k → `compare_prompt_lookup(..., num_lookup_tokens=k)`), sorted by k: the
+    tokens each decode pass made on average, its ceiling k + 1 (every guess accepted), and the
+    speed-up over plain decode with its spread (middle half of the rounds) and verdict."""
+    if not isinstance(comparisons, Mapping) or not comparisons:
+        raise ValueError("give a dict draft length k → viz.perf.compare_prompt_lookup(lm, prompt, "
+                         "num_lookup_tokens=k), for one prompt and one k or more")
+    prompts = set()
+    for k, c in comparisons.items():
+        if not isinstance(c, LookupComparison):
+            raise ValueError(f"expected a viz.perf.LookupComparison for k={k!r}, not "
+                             f"{type(c).__name__}: make one with viz.perf.compare_prompt_lookup"
+                             f"(lm, prompt, num_lookup_tokens={k!r})")
+        if k != c.num_lookup_tokens:
+            raise ValueError(f"the entry for k={k!r} guessed {c.num_lookup_tokens} tokens per "
+                             "lookup: key each comparison by its own num_lookup_tokens")
+        prompts.add(c.prompt)
+    if len(prompts) > 1:
+        raise ValueError(f"the comparisons are of {len(prompts)} prompts: draw one prompt's "
+                         "draft lengths at a time (its tokens per pass depend on the prompt)")
+    ks = sorted(comparisons)
+    spreads = [comparisons[k].speedup_spread for k in ks]
+    return {"prompt": prompts.pop(), "k": ks,
+            "tokens_per_pass": [comparisons[k].lookup.tokens_per_pass for k in ks],
+            "ceiling": [k + 1 for k in ks],
+            "speedup": [s.median for s in spreads], "speedup_low": [s.low for s in spreads],
+            "speedup_high": [s.high for s in spreads],
+            "verdict": [comparisons[k].speedup_verdict.word for k in ks]}
+
+
+def draft_length_figure(comparisons: Mapping[int, LookupComparison],
+                        chosen: Optional[int] = None):
+    """Plotly, two panels over the draft length k (guesses per lookup): the tokens each decode
+    pass made, under its ceiling of k + 1, and the speed-up over plain decode with its spread,
+    against 1 (no faster). `chosen`: a k to mark (a slider's value). Lesson 13's slider.
+    Returned, never displayed."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    d = draft_length_data(comparisons)
+    if chosen is not None and chosen not in d["k"]:
+        raise ValueError(f"chosen={chosen!r} is not one of the measured draft lengths {d['k']}")
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.14,
+                        subplot_titles=["tokens per decode pass", "speed-up over plain decode"])
+    top = max(d["k"]) + 1
+    fig.add_trace(go.Scatter(x=[0.5, top - 0.5], y=[1.5, top + 0.5], mode="lines",
+                             line={"color": palette.MUTED, "dash": "dot"},
+                             name="ceiling: every guess accepted (k + 1)", hoverinfo="skip"),
+                  row=1, col=1)
+    fig.add_trace(go.Scatter(x=d["k"], y=d["tokens_per_pass"], mode="lines+markers",
+                             marker={"color": palette.DECODE, "size": 9},
+                             line={"color": palette.DECODE}, name="prompt lookup, measured",
+                             hovertemplate="k = %{x}: %{y:.2f} tokens per pass<extra></extra>"),
+                  row=1, col=1)
+    fig.add_trace(go.Scatter(
+        x=d["k"], y=d["speedup"], mode="lines+markers", marker={"color": palette.PREFILL,
+                                                                 "size": 9},
+        line={"color": palette.PREFILL}, name="speed-up (bars: middle half of the rounds)",
+        error_y={"type": "data", "symmetric": False,
+                 "array": [h - m for h, m in zip(d["speedup_high"], d["speedup"])],
+                 "arrayminus": [m - lo for m, lo in zip(d["speedup"], d["speedup_low"])]},
+        customdata=d["verdict"],
+        hovertemplate="k = %{x}: ×%{y:.2f}, %{customdata}<extra></extra>"), row=1, col=2)
+    fig.add_hline(y=1.0, line={"color": palette.MUTED, "dash": "dash"}, row=1, col=2)
+    title = "prompt lookup at each draft length k"
+    if chosen is not None:
+        i = d["k"].index(chosen)
+        for col, y in ((1, d["tokens_per_pass"][i]), (2, d["speedup"][i])):
+            fig.add_trace(go.Scatter(x=[chosen], y=[y], mode="markers", showlegend=col == 1,
+                                     marker={"color": palette.CHOSEN, "size": 15},
+                                     name="your choice", hoverinfo="skip"), row=1, col=col)
+        title = (f"k = {chosen}: {d['tokens_per_pass'][i]:.2f} tokens per pass, "
+                 f"×{d['speedup'][i]:.2f} ({d['verdict'][i]})")
+    fig.update_layout(**plotly_layout(title, height=380))
+    for annotation in fig.layout.annotations:  # the panel titles: the figure's font, smaller
+        annotation.font = {"size": 12}
+    fig.update_xaxes(title="k: tokens guessed per lookup", tickmode="linear", tick0=1, dtick=1,
+                     range=[0.5, top - 0.5])
+    fig.update_yaxes(rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(rangemode="tozero", row=1, col=2)
     return fig

@@ -15,7 +15,10 @@ from typing import Any, Callable, Optional
 
 import ipywidgets as widgets
 
+from viz import checks
+
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
+WORKING = '<span style="color:#E69F00"><b>working…</b></span>'  # a LinkedView while it redraws
 CONFIG = {"displaylogo": False, "responsive": True}
 
 
@@ -34,7 +37,9 @@ class LinkedView(widgets.VBox):
     controls: name → value widget (sliders); `render(values)` returns a `go.Figure`.
     After each change `.figure` is the figure on screen and `.values` the values it was drawn
     from; `.error` holds the message if a setting could not be drawn (shown instead of a
-    figure; the views' own tests check it stays None at every slider position).
+    figure; the views' own tests check it stays None at every slider position). A status line
+    (`.status`, class "viz-status") says "working…" while `render` runs — a render that
+    measures takes seconds — then how long it took, when that was a second or more.
     """
 
     def __init__(self, controls: dict[str, widgets.ValueWidget], rows: list[widgets.Widget],
@@ -42,10 +47,12 @@ class LinkedView(widgets.VBox):
         self.controls = dict(controls)
         self._render = render
         self.output = widgets.Output(layout={"min_height": "300px"})
+        self.status = widgets.HTML()
+        self.status.add_class("viz-status")
         self.figure = None
         self.values: dict[str, Any] = {}
         self.error: Optional[str] = None
-        super().__init__(children=[*rows, self.output])
+        super().__init__(children=[*rows, self.status, self.output])
         for w in controls.values():
             w.observe(self._changed, names="value")
         self.redraw()
@@ -54,16 +61,24 @@ class LinkedView(widgets.VBox):
         self.redraw()
 
     def redraw(self) -> None:
+        import time
+
         self.values = {name: w.value for name, w in self.controls.items()}
+        self.status.value = WORKING
+        start = time.perf_counter()
         try:
             self.figure = self._render(self.values)
         except ValueError as e:  # a setting the view cannot draw: say so, in place of the figure
             self.error = str(e)
             self.output.outputs = ({"output_type": "display_data", "metadata": {},
                                     "data": {"text/plain": f"cannot draw this setting: {e}"}},)
+            self.status.value = ""
             return
         self.error = None
         self.output.outputs = (figure_output(self.figure),)
+        took = time.perf_counter() - start
+        self.status.value = f'<span style="color:#555">done in {took:.1f} s</span>' \
+            if took >= 1 else ""
 
 
 class LinkedText(widgets.VBox):
@@ -71,7 +86,8 @@ class LinkedText(widgets.VBox):
     at every keystroke — with a visible status, and shows what `run` returned below it.
 
     run: text → something to show: a plotly figure, an object with `_repr_html_` (a view's
-        HTML), or anything else (shown as text). A ValueError it raises (an empty prompt, say)
+        HTML), a string (shown as it is, lines and all), or anything else (shown as its
+        repr). A ValueError it raises (an empty prompt, say)
         is shown in the status line instead.
     pause_s: seconds of no typing after which the text is run (None: only Enter or leaving the
         box runs it). The status reads "recording…" while `run` works, then how long it took.
@@ -86,10 +102,9 @@ class LinkedText(widgets.VBox):
                  pause_s: Optional[float] = 0.8,
                  schedule: Optional[Callable[[float, Callable[[], None]], Any]] = None,
                  width: str = "95%"):
-        if pause_s is not None and (isinstance(pause_s, bool) or
-                                    not isinstance(pause_s, (int, float)) or pause_s <= 0):
-            raise ValueError(f"pause_s must be a number of seconds > 0, or None to run only on "
-                             f"Enter, not {pause_s!r}")
+        if pause_s is not None:
+            checks.positive("pause_s", pause_s, noun="a number of seconds",
+                            fix="or None to run only on Enter")
         self._run, self.pause_s = run, pause_s
         self._schedule = schedule or _call_later
         self._pending: Any = None
@@ -158,7 +173,7 @@ def _display(result: Any) -> dict[str, Any]:
     """One display_data output for what a LinkedText's function returned."""
     if hasattr(result, "to_plotly_json"):
         return figure_output(result)
-    data = {"text/plain": repr(result)}
+    data = {"text/plain": result if isinstance(result, str) else repr(result)}  # text as it is
     if hasattr(result, "_repr_html_"):
         data["text/html"] = result._repr_html_()
     return {"output_type": "display_data", "metadata": {}, "data": data}
