@@ -127,17 +127,13 @@ print("the embedding table:   ", most_levels(lm.model.get_input_embeddings().wei
 # scale and a 2-byte minimum), about 5 bits a weight.
 
 # %%
-from viz.perf import gguf_weight_bytes
-
 q4_1_bytes = spec.n_params * 20 // 32  # were every weight stored as Q4_1
 print(f"every weight as Q4_1:   about {q4_1_bytes / 1e6:5.0f} MB")
 print(f"as float32, in memory:        {spec.weight_bytes / 1e6:5.0f} MB "
       f"({spec.weight_bytes / q4_1_bytes:.1f}× more)")
-file_bytes = gguf_weight_bytes()  # every tensor of the shipped 4-bit file
-print(f"the file's weights, counted:  {file_bytes / 1e6:5.0f} MB")
 
 # %% [markdown]
-# (The file's own weights are a little more than every weight in Q4_1: its embedding table is
+# (The file itself holds 97 MB of weights, as lesson 12 counts them: its embedding table is
 # kept more finely.) The model
 # computes in float32, so every forward pass reads the float32 bytes: the 4-bit file only made
 # the download small. Every byte count in this course is the float32 one (lessons 08

@@ -329,7 +329,10 @@ for n in (1, 8, 64, 128, 512):
 # A pass is *overhead-bound* if the fixed cost is at least half its measured time; otherwise
 # *compute-bound* if its compute floor is at least its memory floor, else *memory-bound*. Each
 # time has a spread; where the spreads straddle one of the rule's lines, it says **too close
-# to call**.
+# to call**. The two peaks are the machine's **roofs**: no pass reads or computes faster. A
+# pass runs as many small programs, one per operation (a matrix product, a norm...), each
+# called a **kernel**; the processor that calls them, running Python, is the **host** (on a
+# CPU the same chip; lesson 04 on a GPU).
 #
 # **Predict.** What will the rule say about the 16-token prefill of your sweep?
 

@@ -373,8 +373,9 @@ KNEE = ["at 16 or below", "above 16, at 256 or below", "above 256, at 1,024 or b
 prediction_knee = None  # ← your guess: one of KNEE, copied exactly
 
 # %% [markdown]
-# The counted knee, where compute floor meets memory floor, from the H200's measured and
-# datasheet peaks:
+# Where the floors cross, counted from the H200's measured and datasheet peaks (printed as
+# "knee at B=", the batch where the knee would be if the steps followed their floors; the
+# busy times after it say whether they do):
 
 # %%
 gpu_sweep = perf.gpu_reference("busy-sweep", "llama-3.1-8b")

@@ -20,7 +20,8 @@ from viz.lens import lens_of, lens_parts, watch_layers
 from viz.load import LoadedModel
 from viz.runtime import Clock, memory_end, memory_start, using_threads
 from viz.sampling import check_sampling, choose
-from viz.trace import Attention, Embeddings, Settings, Step, Timing, Token, Trace
+from viz.trace import (Attention, Embeddings, Lens, Memory, Settings, Step, Timing, Token,
+                       Trace)
 
 
 def record(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 32, chat: bool = False,
@@ -92,114 +93,169 @@ class _Pass:
 def _record(lm: LoadedModel, prompt: str, settings: Settings, embeddings: bool, label: str,
             clock: Optional[Callable[[], float]], attention_head: int = 0,
             lens_top: int = 5) -> Trace:
-    max_new_tokens, use_cache = settings.max_new_tokens, settings.use_cache
-    temperature, top_k, top_p = settings.temperature, settings.top_k, settings.top_p
-    model, tok, spec = lm.model, lm.tokenizer, lm.spec
+    """`record` once its arguments are checked: the loop (`_generate`), the bookkeeping after
+    it (`_read_out`), then the `Trace`."""
+    model = lm.model
     timer = Clock(lm.device, clock)
-    generator = torch.Generator().manual_seed(settings.seed)  # the sampler's only randomness
-    eos = set(lm.eos_token_ids) if settings.stop_at_eos else set()
-    forward = last_logits(model)  # (input ids, cache) → scores of the next token
     memory = memory_start(lm.device)
-    passes: list[_Pass] = []  # one per forward pass, read out into Steps after the loop
 
     # With attention=True, hooks keep each pass's attention weights for the newest query;
     # with lens=True, each layer's output at the newest position (for the logit lens).
     with torch.inference_mode(), watch_attention(model, settings.attention) as looked, \
             watch_layers(model, settings.lens) as residual:
-        start = timer.now()
-        # 1. Tokenize: text -> token ids (with each token's character span in the text).
-        prompt_text = _render(tok, prompt, settings.chat)
-        enc = tok(prompt_text, add_special_tokens=not settings.chat)
-        prompt_ids: list[int] = list(enc["input_ids"])
-        input_ids = torch.tensor([prompt_ids], device=lm.device)
-        t_tokenized = timer.now()
-        _check_length(spec, len(prompt_ids), max_new_tokens)
+        run = _generate(lm, prompt, settings, timer, looked, residual)
+        memory = memory_end(lm.device, memory)
+        # Bookkeeping after the loop, so it does not slow the steps it measures.
+        out = _read_out(lm, settings, run, timer.name, embeddings, attention_head, lens_top)
+    return _trace(lm, prompt, settings, run, out, memory, label)
 
-        # 2. Prefill: ONE forward pass over the whole prompt. Every prompt token is processed in
-        #    parallel; each layer's keys and values are written into the KV cache. The logits at
-        #    the last position score every possible next token.
-        cache = new_cache(model) if use_cache else None
-        logits = forward(input_ids, cache)[0]
+
+@dataclass
+class _Run:
+    """What the loop leaves behind, for the bookkeeping after it."""
+
+    prompt_text: str  # the text the model read (the prompt, or the chat template around it)
+    prompt_ids: list[int]
+    generated: list[int]  # the reply's token ids
+    passes: list[_Pass]  # one per forward pass
+    tokenize_s: float  # seconds spent tokenizing the prompt
+    stop: str  # "eos" or "max_new_tokens"
+
+
+def _generate(lm: LoadedModel, prompt: str, settings: Settings, timer: Clock,
+              looked, residual) -> _Run:
+    """The loop `model.generate` runs, written out by hand: tokenize, prefill, then one decode
+    pass per token. `looked` / `residual`: the attention and lens hooks (None when off)."""
+    max_new_tokens, use_cache = settings.max_new_tokens, settings.use_cache
+    temperature, top_k, top_p = settings.temperature, settings.top_k, settings.top_p
+    model, tok, spec = lm.model, lm.tokenizer, lm.spec
+    generator = torch.Generator().manual_seed(settings.seed)  # the sampler's only randomness
+    eos = set(lm.eos_token_ids) if settings.stop_at_eos else set()
+    forward = last_logits(model)  # (input ids, cache) → scores of the next token
+    passes: list[_Pass] = []  # one per forward pass, read out into Steps after the loop
+
+    start = timer.now()
+    # 1. Tokenize: text -> token ids (with each token's character span in the text).
+    prompt_text = _render(tok, prompt, settings.chat)
+    enc = tok(prompt_text, add_special_tokens=not settings.chat)
+    prompt_ids: list[int] = list(enc["input_ids"])
+    input_ids = torch.tensor([prompt_ids], device=lm.device)
+    t_tokenized = timer.now()
+    _check_length(spec, len(prompt_ids), max_new_tokens)
+
+    # 2. Prefill: ONE forward pass over the whole prompt. Every prompt token is processed in
+    #    parallel; each layer's keys and values are written into the KV cache. The logits at
+    #    the last position score every possible next token.
+    cache = new_cache(model) if use_cache else None
+    logits = forward(input_ids, cache)[0]
+    t_forward = timer.now()
+
+    # 3. Choose the first token from those logits (greedy or sampled). This is the moment
+    #    the user sees something: the time to first token.
+    token, sample_prob = choose(logits, temperature, top_k, top_p, generator)
+    t_emit = timer.now()
+    generated = [token]
+    passes.append(_Pass(logits=logits, token=token, sample_prob=sample_prob,
+                        seq_len=len(prompt_ids), input_tokens=len(prompt_ids),
+                        kv_bytes_per_layer=live_bytes_per_layer(cache, spec.n_layers),
+                        forward_s=t_forward - t_tokenized, sample_s=t_emit - t_forward,
+                        emitted_at_s=t_emit - start,
+                        attention=looked.take() if looked else None,
+                        layers=residual.take() if residual else None))
+
+    # 4. Decode: one token per forward pass, until end-of-sequence or max_new_tokens.
+    while len(generated) < max_new_tokens and token not in eos:
+        t0 = timer.now()
+        if use_cache:
+            # Feed only the newest token. Its query attends to the keys and values of every
+            # earlier token, which the cache already holds; this pass appends its own.
+            step_ids = torch.tensor([[token]], device=lm.device)
+        else:
+            # Without a cache the model must re-read the whole sequence every step.
+            step_ids = torch.tensor([prompt_ids + generated], device=lm.device)
+        logits = forward(step_ids, cache)[0]  # scores for the token after the newest one
         t_forward = timer.now()
-
-        # 3. Choose the first token from those logits (greedy or sampled). This is the moment
-        #    the user sees something: the time to first token.
+        # Sample the next token, append it, and go round again with it as the input.
         token, sample_prob = choose(logits, temperature, top_k, top_p, generator)
         t_emit = timer.now()
-        generated = [token]
+        generated.append(token)
         passes.append(_Pass(logits=logits, token=token, sample_prob=sample_prob,
-                            seq_len=len(prompt_ids), input_tokens=len(prompt_ids),
+                            seq_len=len(prompt_ids) + len(generated) - 1,
+                            input_tokens=step_ids.shape[1],
                             kv_bytes_per_layer=live_bytes_per_layer(cache, spec.n_layers),
-                            forward_s=t_forward - t_tokenized, sample_s=t_emit - t_forward,
+                            forward_s=t_forward - t0, sample_s=t_emit - t_forward,
                             emitted_at_s=t_emit - start,
                             attention=looked.take() if looked else None,
                             layers=residual.take() if residual else None))
 
-        # 4. Decode: one token per forward pass, until end-of-sequence or max_new_tokens.
-        while len(generated) < max_new_tokens and token not in eos:
-            t0 = timer.now()
-            if use_cache:
-                # Feed only the newest token. Its query attends to the keys and values of every
-                # earlier token, which the cache already holds; this pass appends its own.
-                step_ids = torch.tensor([[token]], device=lm.device)
-            else:
-                # Without a cache the model must re-read the whole sequence every step.
-                step_ids = torch.tensor([prompt_ids + generated], device=lm.device)
-            logits = forward(step_ids, cache)[0]  # scores for the token after the newest one
-            t_forward = timer.now()
-            # Sample the next token, append it, and go round again with it as the input.
-            token, sample_prob = choose(logits, temperature, top_k, top_p, generator)
-            t_emit = timer.now()
-            generated.append(token)
-            passes.append(_Pass(logits=logits, token=token, sample_prob=sample_prob,
-                                seq_len=len(prompt_ids) + len(generated) - 1,
-                                input_tokens=step_ids.shape[1],
-                                kv_bytes_per_layer=live_bytes_per_layer(cache, spec.n_layers),
-                                forward_s=t_forward - t0, sample_s=t_emit - t_forward,
-                                emitted_at_s=t_emit - start,
-                                attention=looked.take() if looked else None,
-                                layers=residual.take() if residual else None))
-        memory = memory_end(lm.device, memory)
+    stop = "eos" if generated[-1] in eos else "max_new_tokens"  # why the loop ended
+    return _Run(prompt_text=prompt_text, prompt_ids=prompt_ids, generated=generated,
+                passes=passes, tokenize_s=t_tokenized - start, stop=stop)
 
-        # Bookkeeping after the loop, so it does not slow the steps it measures.
-        timing = Timing(
-            tokenize_s=t_tokenized - start,
-            prefill_forward_s=passes[0].forward_s,
-            prefill_sample_s=passes[0].sample_s,
-            ttft_s=passes[0].emitted_at_s,
-            end_to_end_s=passes[-1].emitted_at_s,
-            clock=timer.name,
-        )
-        stop = "eos" if generated[-1] in eos else "max_new_tokens"
-        vectors = _embeddings(model, prompt_ids + generated) if embeddings else None
 
-        texts = _TokenTexts(tok)
-        output_text = tok.decode(generated, skip_special_tokens=False)
-        k = min(settings.log_top, spec.vocab_size)
-        steps = [_step(i, p, k, texts, spec, generated, output_text, tok)
-                 for i, p in enumerate(passes)]
-        attention = _attention(passes, spec, attention_head) if settings.attention else None
-        # The logit lens: the final norm and head applied to every layer's kept vector.
-        lens = (lens_of(model, [p.layers for p in passes], generated,
-                        min(lens_top, spec.vocab_size), lambda t: (texts(t), texts.piece(t)))
-                if settings.lens else None)
+@dataclass
+class _ReadOut:
+    """The bookkeeping after the loop: what the `Trace` holds besides the loop's own record."""
+
+    timing: Timing
+    embeddings: Optional[Embeddings]
+    texts: _TokenTexts
+    output_text: str
+    steps: list[Step]
+    attention: Optional[Attention]
+    lens: Optional[Lens]
+
+
+def _read_out(lm: LoadedModel, settings: Settings, run: _Run, clock_name: str,
+              embeddings: bool, attention_head: int, lens_top: int) -> _ReadOut:
+    """Read the loop's passes out into Steps, timings, embeddings, attention and lens."""
+    model, tok, spec = lm.model, lm.tokenizer, lm.spec
+    passes, generated = run.passes, run.generated
+    timing = Timing(
+        tokenize_s=run.tokenize_s,
+        prefill_forward_s=passes[0].forward_s,
+        prefill_sample_s=passes[0].sample_s,
+        ttft_s=passes[0].emitted_at_s,
+        end_to_end_s=passes[-1].emitted_at_s,
+        clock=clock_name,
+    )
+    vectors = _embeddings(model, run.prompt_ids + generated) if embeddings else None
+
+    texts = _TokenTexts(tok)
+    output_text = tok.decode(generated, skip_special_tokens=False)
+    k = min(settings.log_top, spec.vocab_size)
+    steps = [_step(i, p, k, texts, spec, generated, output_text, tok)
+             for i, p in enumerate(passes)]
+    attention = _attention(passes, spec, attention_head) if settings.attention else None
+    # The logit lens: the final norm and head applied to every layer's kept vector.
+    lens = (lens_of(model, [p.layers for p in passes], generated,
+                    min(lens_top, spec.vocab_size), lambda t: (texts(t), texts.piece(t)))
+            if settings.lens else None)
+    return _ReadOut(timing=timing, embeddings=vectors, texts=texts, output_text=output_text,
+                    steps=steps, attention=attention, lens=lens)
+
+
+def _trace(lm: LoadedModel, prompt: str, settings: Settings, run: _Run, out: _ReadOut,
+           memory: Memory, label: str) -> Trace:
+    """The recorded reply, put together."""
+    tok = lm.tokenizer
     return Trace(
-        model=spec,
+        model=lm.spec,
         environment=lm.environment(),  # the thread count `threads=` set is still in effect
         settings=settings,
         prompt=prompt,
-        prompt_text=prompt_text,
-        prompt_tokens=_prompt_tokens(tok, prompt_text, prompt_ids, texts),
-        steps=steps,
-        output_text=output_text,
-        generated_text=tok.decode(generated, skip_special_tokens=True),
-        stop_reason=stop,
-        timing=timing,
-        embeddings=vectors,
+        prompt_text=run.prompt_text,
+        prompt_tokens=_prompt_tokens(tok, run.prompt_text, run.prompt_ids, out.texts),
+        steps=out.steps,
+        output_text=out.output_text,
+        generated_text=tok.decode(run.generated, skip_special_tokens=True),
+        stop_reason=run.stop,
+        timing=out.timing,
+        embeddings=out.embeddings,
         memory=memory,
         label=label,
-        attention=attention,
-        lens=lens,
+        attention=out.attention,
+        lens=out.lens,
     )
 
 

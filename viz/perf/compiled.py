@@ -245,6 +245,37 @@ def measure_compiled_step(lm: LoadedModel, *, prompt: str = PROMPT, new_tokens: 
     mode: "default", or "reduce-overhead" on a CUDA device: the compiled step is also
       captured into a CUDA graph and replayed with one launch (torch.compile's own mode).
     """
+    _check_arguments(lm, prompt, new_tokens, repeats, threads, backend, compile_threads, mode)
+    ids = _prompt_ids(lm, prompt, new_tokens)
+    n = ids.shape[1]
+    import torch._inductor.config as inductor_config
+
+    with using_threads(threads) as n_threads, torch.no_grad():
+        folder = empty_inductor_cache() if cold else contextlib.nullcontext()
+        with folder, inductor_config.patch(compile_threads=compile_threads):
+            compile_s, times, made, graphs = _compile_and_time(lm, ids, new_tokens, repeats,
+                                                               backend, mode)
+            _clear_compiled()  # after _compile_and_time has let go of the compiled step
+    release_memory()  # hand the compiler's memory back (Binder's 2 GB)
+
+    spec, model, dev = lm.spec, lm.model, lm.device
+    return CompiledStep(
+        model=spec.name, n_layers=spec.n_layers, hidden_size=spec.hidden_size, dtype=lm.dtype,
+        weight_bytes=int(sum(p.numel() * p.element_size() for p in model.parameters())),
+        random_weights=spec.random_weights, device=str(dev), device_name=device_name(dev),
+        threads=n_threads, prompt_tokens=n, new_tokens=new_tokens, repeats=repeats,
+        backend=backend, compile_s=float(compile_s), cold=bool(cold), graphs=graphs,
+        compile_threads=compile_threads, mode=mode,
+        recorded=Spread.of(times["recorded"]), eager=Spread.of(times["eager"]),
+        compiled=Spread.of(times["compiled"]), token_ids=made["recorded"],
+        same_tokens=made["recorded"] == made["eager"] == made["compiled"],
+        torch_version=torch.__version__, cpu_capability=cpu_capability(),
+        measured_at=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+
+
+def _check_arguments(lm, prompt, new_tokens, repeats, threads, backend, compile_threads,
+                     mode) -> None:
+    """`measure_compiled_step`'s argument checks, and whether this machine can compile."""
     if not isinstance(lm, LoadedModel):
         raise ValueError(f"expected a viz.LoadedModel, not {type(lm).__name__}: load one with "
                          "viz.load_model() or viz.perf.from_config()")
@@ -270,6 +301,10 @@ def measure_compiled_step(lm: LoadedModel, *, prompt: str = PROMPT, new_tokens: 
         missing = compiler_missing()
         if missing:
             raise RuntimeError(missing)
+
+
+def _prompt_ids(lm: LoadedModel, prompt: str, new_tokens: int) -> torch.Tensor:
+    """The prompt's token ids, (1, n) on the model's device, checked to fit with `new_tokens`."""
     ids = torch.tensor([lm.tokenizer(prompt)["input_ids"]], device=lm.device)
     n = ids.shape[1]
     limit = lm.spec.context_length
@@ -277,8 +312,16 @@ def measure_compiled_step(lm: LoadedModel, *, prompt: str = PROMPT, new_tokens: 
         raise ValueError(f"the prompt's {n} tokens + {new_tokens} new ones do not fit "
                          f"{lm.spec.name}'s {limit} positions: use a shorter prompt or fewer "
                          f"new_tokens")
+    return ids
 
+
+def _compile_and_time(lm: LoadedModel, ids: torch.Tensor, new_tokens: int, repeats: int,
+                      backend: str, mode: str
+                      ) -> tuple[float, dict[str, list[float]], dict[str, list[int]], int]:
+    """Compile the step, then time the three ways in turns: the compile's seconds, each way's
+    step seconds and greedy tokens, and the graphs torch.compile made."""
     model, dev = lm.model, lm.device
+    n = ids.shape[1]
     forward = compat.last_logits(model)
     clock = Clock(dev)
     length = n + new_tokens  # the static cache holds every position a run writes
@@ -310,54 +353,37 @@ def measure_compiled_step(lm: LoadedModel, *, prompt: str = PROMPT, new_tokens: 
 
     times: dict[str, list[float]] = {w: [] for w in WAYS}
     made: dict[str, list[int]] = {}
-    import torch._inductor.config as inductor_config
+    _clear_compiled()
+    graphs_before = _graphs()
+    compiled = _compile(step, backend, mode)
+    # The first compiled call compiles: prefill eager, then one step, timed whole.
+    shared = compat.static_cache(model, length)
+    token = forward(ids, shared, position_ids=torch.arange(n, device=dev)[None]) \
+        .argmax(-1, keepdim=True)
+    t0 = clock.now()
+    compiled(token, shared, torch.tensor([[n]], device=dev))
+    compile_s = clock.now() - t0
+    fns = {"recorded": recorded_step, "eager": step, "compiled": compiled}
+    for way in WAYS:  # warm-up: one short run each (allocations, kernel choice)
+        run(way, fns[way], 3)
+    for _ in range(repeats):
+        for way in WAYS:
+            seconds, tokens = run(way, fns[way], new_tokens)
+            times[way] += seconds
+            made.setdefault(way, tokens)
+    graphs = _graphs() - graphs_before
+    return compile_s, times, made, graphs
 
-    with using_threads(threads) as n_threads, torch.no_grad():
-        folder = empty_inductor_cache() if cold else contextlib.nullcontext()
-        with folder, inductor_config.patch(compile_threads=compile_threads):
-            _clear_compiled()
-            graphs_before = _graphs()
-            compiled = torch.compile(step, backend=backend, fullgraph=True, dynamic=False,
-                                     mode=None if mode == "default" else mode)
-            if mode == "reduce-overhead":
-                graph = compiled
 
-                def compiled(token, cache, position):
-                    # A CUDA graph writes its output into the graph's own memory, which its
-                    # next replay overwrites: keep a copy (one token id) to feed back in.
-                    return graph(token, cache, position).clone()
-            # The first compiled call compiles: prefill eager, then one step, timed whole.
-            shared = compat.static_cache(model, length)
-            token = forward(ids, shared, position_ids=torch.arange(n, device=dev)[None]) \
-                .argmax(-1, keepdim=True)
-            t0 = clock.now()
-            compiled(token, shared, torch.tensor([[n]], device=dev))
-            compile_s = clock.now() - t0
-            fns = {"recorded": recorded_step, "eager": step, "compiled": compiled}
-            for way in WAYS:  # warm-up: one short run each (allocations, kernel choice)
-                run(way, fns[way], 3)
-            for _ in range(repeats):
-                for way in WAYS:
-                    seconds, tokens = run(way, fns[way], new_tokens)
-                    times[way] += seconds
-                    made.setdefault(way, tokens)
-            graphs = _graphs() - graphs_before
-            compiled = fns = shared = None  # let go (a closure above read it: not `del`)
-            graph = None
-            _clear_compiled()
-    release_memory()  # hand the compiler's memory back (Binder's 2 GB)
+def _compile(step: Callable, backend: str, mode: str) -> Callable:
+    """`step` compiled by torch.compile (traced on its first call)."""
+    compiled = torch.compile(step, backend=backend, fullgraph=True, dynamic=False,
+                             mode=None if mode == "default" else mode)
+    if mode == "reduce-overhead":
+        graph = compiled
 
-    spec = lm.spec
-    return CompiledStep(
-        model=spec.name, n_layers=spec.n_layers, hidden_size=spec.hidden_size, dtype=lm.dtype,
-        weight_bytes=int(sum(p.numel() * p.element_size() for p in model.parameters())),
-        random_weights=spec.random_weights, device=str(dev), device_name=device_name(dev),
-        threads=n_threads, prompt_tokens=n, new_tokens=new_tokens, repeats=repeats,
-        backend=backend, compile_s=float(compile_s), cold=bool(cold), graphs=graphs,
-        compile_threads=compile_threads, mode=mode,
-        recorded=Spread.of(times["recorded"]), eager=Spread.of(times["eager"]),
-        compiled=Spread.of(times["compiled"]), token_ids=made["recorded"],
-        same_tokens=made["recorded"] == made["eager"] == made["compiled"],
-        torch_version=torch.__version__, cpu_capability=cpu_capability(),
-        measured_at=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
-
+        def compiled(token, cache, position):
+            # A CUDA graph writes its output into the graph's own memory, which its
+            # next replay overwrites: keep a copy (one token id) to feed back in.
+            return graph(token, cache, position).clone()
+    return compiled

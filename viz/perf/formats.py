@@ -244,7 +244,7 @@ _GGUF_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12:
 
 def gguf_weight_bytes(path: str | os.PathLike | None = None) -> int:
     """Bytes of every tensor in a GGUF file (its weights, without the header and vocabulary);
-    path None: the default model's shipped 4-bit file (lesson 00 counts it).
+    path None: the default model's shipped 4-bit file.
 
     Reads only the header: it skips the metadata (the vocabulary's ~100,000 strings) and sums
     each tensor's elements ÷ its type's block size × the block's bytes. (gguf's `GGUFReader`
@@ -380,12 +380,7 @@ def measure_formats(lm=None, formats: Sequence[str] = FORMATS, *, prompt: str = 
     from viz.load import load_model
     from viz.runtime import cpu_capability, cpu_name, release_memory
 
-    checks.whole("new_tokens", new_tokens, 3)
-    checks.whole("repeats", repeats, 1)
-    checks.threads(threads)
-    unknown = [f for f in formats if f not in FORMATS]
-    if unknown or not formats:
-        raise ValueError(f"formats must be some of {', '.join(FORMATS)}, not {list(formats)!r}")
+    _check_formats(formats, new_tokens, repeats, threads)
     own = lm is None
     lm = load_model(device="cpu") if own else lm
     if lm.spec.dtype != "float32" or str(lm.device) != "cpu":
@@ -425,25 +420,46 @@ def measure_formats(lm=None, formats: Sequence[str] = FORMATS, *, prompt: str = 
             if progress:
                 print(f"  transformers bfloat16: {points[-1].step.text(1e3, 'ms', 1)}",
                       flush=True)
-        for fmt in (f for f in LLAMA_FORMATS if f in formats):
-            try:
-                path = gguf_file(fmt, folder=gguf_folder, timeout_s=timeout_s)
-                ids, times = llama_greedy(path, ref.prompt_ids, new_tokens, repeats=repeats,
-                                          threads=n_threads, timeout_s=timeout_s)
-            except EngineCrash as e:  # this format's child died: say so, go on with the next
-                failures.append(FormatFailure("llama.cpp", fmt, e.summary, e.advice,
-                                              e.stderr_tail))
-                if progress:
-                    print(f"  llama.cpp {fmt}: failed: {e.summary}", flush=True)
-                continue
-            wb = gguf_weight_bytes(path)
-            points.append(FormatPoint("llama.cpp", fmt, wb, wb / n_params, Spread.of(times),
-                                      ids, common_prefix(ids, ref_ids)))
-            if progress:
-                print(f"  llama.cpp {fmt}: {points[-1].step.text(1e3, 'ms', 1)}", flush=True)
+        _llama_points(formats, ref.prompt_ids, ref_ids, n_params, new_tokens, repeats,
+                      n_threads, gguf_folder, timeout_s, progress, points, failures)
     return FormatRun(model=name, n_params=n_params, prompt=prompt, chat=chat,
                      new_tokens=new_tokens, repeats=repeats, threads=n_threads,
                      reference="transformers float32", points=points, failures=failures,
                      machine=f"{cpu_name()} ({os.cpu_count()} CPUs, torch kernels "
                              f"{cpu_capability()}), measured "
                              f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
+
+
+def _check_formats(formats: Sequence[str], new_tokens: int, repeats: int,
+                   threads: Optional[int]) -> None:
+    """`measure_formats`'s argument checks (the model's are its own)."""
+    checks.whole("new_tokens", new_tokens, 3)
+    checks.whole("repeats", repeats, 1)
+    checks.threads(threads)
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown or not formats:
+        raise ValueError(f"formats must be some of {', '.join(FORMATS)}, not {list(formats)!r}")
+
+
+def _llama_points(formats: Sequence[str], prompt_ids: list[int], ref_ids: list[int],
+                  n_params: int, new_tokens: int, repeats: int, n_threads: int,
+                  gguf_folder: Optional[str], timeout_s: float, progress: bool,
+                  points: list[FormatPoint], failures: list[FormatFailure]) -> None:
+    """llama.cpp's rows, each of its formats in `formats` in turn: appended to `points`, or,
+    where its child process crashed, to `failures` (and on with the next)."""
+    for fmt in (f for f in LLAMA_FORMATS if f in formats):
+        try:
+            path = gguf_file(fmt, folder=gguf_folder, timeout_s=timeout_s)
+            ids, times = llama_greedy(path, prompt_ids, new_tokens, repeats=repeats,
+                                      threads=n_threads, timeout_s=timeout_s)
+        except EngineCrash as e:  # this format's child died: say so, go on with the next
+            failures.append(FormatFailure("llama.cpp", fmt, e.summary, e.advice,
+                                          e.stderr_tail))
+            if progress:
+                print(f"  llama.cpp {fmt}: failed: {e.summary}", flush=True)
+            continue
+        wb = gguf_weight_bytes(path)
+        points.append(FormatPoint("llama.cpp", fmt, wb, wb / n_params, Spread.of(times),
+                                  ids, common_prefix(ids, ref_ids)))
+        if progress:
+            print(f"  llama.cpp {fmt}: {points[-1].step.text(1e3, 'ms', 1)}", flush=True)

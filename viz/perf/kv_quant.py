@@ -215,20 +215,7 @@ def kv_quant_sweep(lm: LoadedModel, contexts: Sequence[int] = (2048, 8191),
     """
     contexts = checks.whole_list("contexts", contexts, increasing=True)
     check_fits(lm, contexts[-1] + 1, "the longest context plus its new token")
-    kinds: list[Optional[KVQuant]] = ([None] if float_cache else []) + \
-        [as_quant(q) for q in quants]
-    if not kinds:
-        raise ValueError("nothing to measure: give quants, or float_cache=True")
-    names = [FLOAT if k is None else k.name for k in kinds]
-    if len(set(names)) != len(names):
-        raise ValueError(f"each cache once: {names}")
-    for k in kinds:
-        if k is None:
-            continue
-        k.check(lm.spec)
-        missing = compat.quantized_cache_missing(k.backend)
-        if missing:
-            raise ImportError(missing)
+    kinds, names = _kinds(lm, quants, float_cache)
     bits = [8 * lm.spec.bytes_per_element if k is None else k.nbits for k in kinds]
     forward = compat.last_logits(lm.model)
     token = prompt_ids(lm, 1)
@@ -241,20 +228,8 @@ def kv_quant_sweep(lm: LoadedModel, contexts: Sequence[int] = (2048, 8191),
             progress_bar(len(contexts) * len(kinds), "kv quant decode", progress) as bar:
         for c in contexts:
             for quant, b in zip(kinds, bits):
-                release_memory()
-                cache, quantize_s = _build(lm, c, quant)
-                _step_seconds(forward, cache, token, c)  # warm-up, not kept
-                steps, empty = [], []
-                for _ in range(repeats):
-                    steps.append(_step_seconds(forward, cache, token, c))
-                    empty.append(_step_seconds(forward, compat.new_cache(lm.model), token, 0))
-                dequant = []
-                for _ in range(repeats if quant is not None else 0):
-                    start = time.perf_counter()
-                    compat.dequantize_cache(cache)
-                    dequant.append(time.perf_counter() - start)
-                del cache
-                release_memory()
+                quantize_s, steps, empty, dequant = _time_cache(lm, forward, token, c, quant,
+                                                                repeats)
                 add_timed(cols, spreads, "decode_step_s", steps)
                 add_timed(cols, spreads, "empty_step_s", empty)
                 add_timed(cols, spreads, "growth", [s / e for s, e in zip(steps, empty)])
@@ -280,6 +255,50 @@ def kv_quant_sweep(lm: LoadedModel, contexts: Sequence[int] = (2048, 8191),
     return Sweep(name="kv_quant_decode", x="context_tokens", columns=cols, model=lm.spec,
                  environment=lm.environment(), settings=settings, label=label,
                  spreads=spreads)
+
+
+def _kinds(lm: LoadedModel, quants: Sequence[Union[int, KVQuant]],
+           float_cache: bool) -> tuple[list[Optional[KVQuant]], list[str]]:
+    """`kv_quant_sweep`'s caches (None: the float one, first) and their names, each checked
+    against the model and its backend's package."""
+    kinds: list[Optional[KVQuant]] = ([None] if float_cache else []) + \
+        [as_quant(q) for q in quants]
+    if not kinds:
+        raise ValueError("nothing to measure: give quants, or float_cache=True")
+    names = [FLOAT if k is None else k.name for k in kinds]
+    if len(set(names)) != len(names):
+        raise ValueError(f"each cache once: {names}")
+    for k in kinds:
+        if k is None:
+            continue
+        k.check(lm.spec)
+        missing = compat.quantized_cache_missing(k.backend)
+        if missing:
+            raise ImportError(missing)
+    return kinds, names
+
+
+def _time_cache(lm: LoadedModel, forward, token: torch.Tensor, context: int,
+                quant: Optional[KVQuant],
+                repeats: int) -> tuple[float, list[float], list[float], list[float]]:
+    """One cache of `context` positions built, then timed: (the seconds its quantization took,
+    `repeats` steps over it, as many over an empty cache beside them, its dequantizations).
+    Freed before returning, so at most one cache is in memory."""
+    release_memory()
+    cache, quantize_s = _build(lm, context, quant)
+    _step_seconds(forward, cache, token, context)  # warm-up, not kept
+    steps, empty = [], []
+    for _ in range(repeats):
+        steps.append(_step_seconds(forward, cache, token, context))
+        empty.append(_step_seconds(forward, compat.new_cache(lm.model), token, 0))
+    dequant = []
+    for _ in range(repeats if quant is not None else 0):
+        start = time.perf_counter()
+        compat.dequantize_cache(cache)
+        dequant.append(time.perf_counter() - start)
+    del cache
+    release_memory()
+    return quantize_s, steps, empty, dequant
 
 
 def check_kv_quant_sweep(sweep: Any) -> Sweep:

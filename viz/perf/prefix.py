@@ -191,12 +191,8 @@ def chat_turns(lm: LoadedModel, questions: Sequence[str], *, reply_tokens: int =
                 if r < repeats - 1:
                     compat.trim_cache(kept, reused)
             # the kept cache now holds the whole prompt: make the reply with it
-            reply = [int(l_full.argmax())]
-            for i in range(reply_tokens - 1):
-                position = torch.tensor([[len(ids) + i]], device=lm.device)
-                step = forward(torch.tensor([[reply[-1]]], device=lm.device), kept,
-                               position_ids=position)
-                reply.append(int(step[0].argmax()))
+            reply = _reply(forward, kept, int(l_full.argmax()), len(ids), reply_tokens,
+                           lm.device)
             kept_ids = ids + reply[:-1]  # the last token chosen is not in the cache yet
             compat.trim_cache(kept, len(kept_ids))
             messages.append({"role": "assistant",
@@ -205,6 +201,25 @@ def chat_turns(lm: LoadedModel, questions: Sequence[str], *, reply_tokens: int =
                                cached=cached,
                                same=int(l_full.argmax()) == int(l_cached.argmax())))
             bar.update()
+    return _chat_sweep(lm, turns, questions, reply_tokens, repeats, label)
+
+
+def _reply(forward, kept: Any, first: int, n_prompt: int, reply_tokens: int,
+           device: torch.device) -> list[int]:
+    """The greedy reply of `reply_tokens` tokens, `first` and then one decode step per token
+    over the kept cache (which holds the `n_prompt` prompt tokens)."""
+    reply = [first]
+    for i in range(reply_tokens - 1):
+        position = torch.tensor([[n_prompt + i]], device=device)
+        step = forward(torch.tensor([[reply[-1]]], device=device), kept,
+                       position_ids=position)
+        reply.append(int(step[0].argmax()))
+    return reply
+
+
+def _chat_sweep(lm: LoadedModel, turns: list[_Turn], questions: list[str], reply_tokens: int,
+                repeats: int, label: str) -> Sweep:
+    """`chat_turns`'s table: one row per turn, medians over the repeats."""
     cols: dict[str, list[Any]] = {c: [] for c in (
         "turn", "prompt_tokens", "reused_tokens", "new_tokens", "ttft_full_s", "ttft_cached_s",
         "saved_s", "same_first_token")}

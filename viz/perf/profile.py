@@ -69,7 +69,7 @@ import os
 import statistics
 import sys
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterator, Optional
+from typing import Any, Callable, ClassVar, Iterator, Optional
 
 import torch
 
@@ -353,20 +353,8 @@ def profile_decode_step(lm: LoadedModel, *, context: int = 32, steps: int = 5, w
       filler sentence).
     threads: CPU threads (None: torch's current count).
     """
-    if not isinstance(lm, LoadedModel):
-        raise ValueError(f"expected a viz.LoadedModel, not {type(lm).__name__}: load one with "
-                         "viz.load_model()")
-    checks.whole("context", context, 1, fix="tokens in the KV cache before the profiled steps")
-    checks.whole("steps", steps, 1, fix="decode steps to profile")
-    checks.whole("warmup", warmup, 0, fix="untimed decode steps first")
-    checks.threads(threads)
-    limit = lm.spec.context_length
-    needed = context + warmup + steps
-    if limit and needed > limit:
-        raise ValueError(f"context {context} + {warmup} warm-up + {steps} profiled steps needs "
-                         f"{needed} positions, but {lm.spec.name} holds {limit}: use "
-                         f"context <= {limit - warmup - steps}")
-    from torch.profiler import ProfilerActivity, profile, record_function
+    _check_profile(lm, context, steps, warmup, threads)
+    from torch.profiler import ProfilerActivity
 
     model, dev = lm.model, lm.device
     forward = compat.last_logits(model)
@@ -389,20 +377,8 @@ def profile_decode_step(lm: LoadedModel, *, context: int = 32, steps: int = 5, w
             step(token, cache)
             plain_s.append(clock.now() - t0)
             compat.trim_cache(cache, length)  # the same step again, from the same cache
-            prof = profile(activities=activities)
-            with profile_scopes(model):
-                with quiet_stderr():
-                    prof.start()
-                try:
-                    with record_function(STEP_SCOPE):
-                        token = step(token, cache)
-                        if dev.type == "cuda":
-                            with record_function(WAIT_SCOPE):
-                                torch.cuda.synchronize(dev)
-                finally:
-                    with quiet_stderr():
-                        prof.stop()
-            events += [e for e in prof.events() if e.name == STEP_SCOPE and e.cpu_parent is None]
+            token, profiled = _profiled_step(step, token, cache, model, dev, activities)
+            events += profiled
             chosen.append(token)
         token_ids = torch.cat(chosen).flatten().tolist()
 
@@ -411,16 +387,7 @@ def profile_decode_step(lm: LoadedModel, *, context: int = 32, steps: int = 5, w
     durations = [(e.time_range.end - e.time_range.start) * 1e-6 for e in events]
     mid = statistics.median_low(durations)
     median_step = events[durations.index(mid)]
-    seconds, ops, entries, device = split_step(median_step)
-
-    order = list(CATEGORIES) + ([DEVICE_WAIT] if dev.type == "cuda" else [])
-    on_gpu = dev.type == "cuda"
-    parts = [StepPart(category=c, seconds=seconds.get(c, 0.0),
-                      calls=entries.get(c) or ops.get(c, 0),  # a scope's entries, else its ops
-                      ops=ops.get(c, 0),
-                      device_seconds=device.get(c, 0.0) if on_gpu and c != DEVICE_WAIT else None)
-             for c in order]
-    parts.append(StepPart(category=GAPS, seconds=seconds[GAPS], calls=0, ops=0))
+    parts = _step_parts(*split_step(median_step), on_gpu=dev.type == "cuda")
     return StepProfile(
         model=lm.spec.name, device=str(dev), device_name=device_name(dev), dtype=lm.dtype,
         threads=n_threads, context=context, steps=steps, warmup=warmup,
@@ -428,3 +395,56 @@ def profile_decode_step(lm: LoadedModel, *, context: int = 32, steps: int = 5, w
         plain_steps_s=plain_s, profiled_steps_s=durations, token_ids=token_ids,
         torch_version=torch.__version__,
         measured_at=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+
+
+def _check_profile(lm, context, steps, warmup, threads) -> None:
+    """`profile_decode_step`'s argument checks, and that the steps fit the model's context."""
+    if not isinstance(lm, LoadedModel):
+        raise ValueError(f"expected a viz.LoadedModel, not {type(lm).__name__}: load one with "
+                         "viz.load_model()")
+    checks.whole("context", context, 1, fix="tokens in the KV cache before the profiled steps")
+    checks.whole("steps", steps, 1, fix="decode steps to profile")
+    checks.whole("warmup", warmup, 0, fix="untimed decode steps first")
+    checks.threads(threads)
+    limit = lm.spec.context_length
+    needed = context + warmup + steps
+    if limit and needed > limit:
+        raise ValueError(f"context {context} + {warmup} warm-up + {steps} profiled steps needs "
+                         f"{needed} positions, but {lm.spec.name} holds {limit}: use "
+                         f"context <= {limit - warmup - steps}")
+
+
+def _profiled_step(step: Callable[[torch.Tensor, Any], torch.Tensor], token: torch.Tensor,
+                   cache: Any, model: Any, dev: torch.device,
+                   activities: list) -> tuple[torch.Tensor, list]:
+    """One decode step under the profiler, in the model's scopes (and, on CUDA, the wait for
+    the GPU): the token it chose and its top-level "viz::step" event."""
+    from torch.profiler import profile, record_function
+
+    prof = profile(activities=activities)
+    with profile_scopes(model):
+        with quiet_stderr():
+            prof.start()
+        try:
+            with record_function(STEP_SCOPE):
+                token = step(token, cache)
+                if dev.type == "cuda":
+                    with record_function(WAIT_SCOPE):
+                        torch.cuda.synchronize(dev)
+        finally:
+            with quiet_stderr():
+                prof.stop()
+    return token, [e for e in prof.events() if e.name == STEP_SCOPE and e.cpu_parent is None]
+
+
+def _step_parts(seconds: dict[str, float], ops: dict[str, int], entries: dict[str, int],
+                device: dict[str, Optional[float]], *, on_gpu: bool) -> list[StepPart]:
+    """`split_step`'s figures as one `StepPart` per category, the gaps last."""
+    order = list(CATEGORIES) + ([DEVICE_WAIT] if on_gpu else [])
+    parts = [StepPart(category=c, seconds=seconds.get(c, 0.0),
+                      calls=entries.get(c) or ops.get(c, 0),  # a scope's entries, else its ops
+                      ops=ops.get(c, 0),
+                      device_seconds=device.get(c, 0.0) if on_gpu and c != DEVICE_WAIT else None)
+             for c in order]
+    parts.append(StepPart(category=GAPS, seconds=seconds[GAPS], calls=0, ops=0))
+    return parts

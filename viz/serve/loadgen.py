@@ -322,14 +322,7 @@ def run_load(url: Any, *, concurrency: Optional[int] = None, rate: Optional[floa
         rate_per_s=float(rate) if rate is not None else None, n_requests=n_requests,
         max_duration_s=float(max_duration_s), seed=seed, temperature=float(temperature),
         timeouts=timeouts, slo=slo, workload=w)
-    run_id = uuid.uuid4().hex[:8]
-    requests = [RequestRecord(index=i, request_id=request_id(run_id, i), prompt_name=it.name,
-                              max_tokens=it.max_tokens, scheduled_s=0.0,
-                              prompt_text_tokens=it.text_tokens, conversation=it.conversation,
-                              turn=it.turn)
-                for i, it in enumerate(items)]
-    for k, job in enumerate(jobs):
-        requests[job[0]].scheduled_s = arrivals[k]
+    requests = _request_records(items, jobs, arrivals)
     state: dict[str, Any] = {"t0": None, "t_end": None, "stopped": "", "target": None}
     server_label = server.label if server else ""
     on_failure = (lambda rec: server.failure_note(short=True)) if server else None
@@ -350,25 +343,9 @@ def run_load(url: Any, *, concurrency: Optional[int] = None, rate: Optional[floa
     cpu0 = (now(), time.process_time(), server.cpu_seconds() if server else None)
 
     def finish() -> LoadRun:
-        t0 = state["t0"]
-        wall = now() - cpu0[0]
-        if t0 is not None:
-            attach_server_timing(url, requests, t0)
-        run = LoadRun(target=state["target"] or Target(base_url, endpoint, model or "", "",
-                                                         server_label),
-                      settings=settings, requests=requests, client=ClientInfo.here(),
-                      recorded_at=utc_now(), stopped=state["stopped"],
-                      server=server.info() if server else None, label=label)
-        if wall > 0:
-            run.client_cores = (time.process_time() - cpu0[1]) / wall
-            if server and server.alive:
-                run.server_cores = (server.cpu_seconds() - cpu0[2]) / wall
-        if t0 is not None and server:
-            run.schedule = server.schedule(start=t0, end=state["t_end"] or now(), origin=t0,
-                                        label=label)
-        if out:
-            run.save(out)
-        return run
+        return _finish(url, state, requests, settings, cpu0, server=server,
+                       target=Target(base_url, endpoint, model or "", "", server_label),
+                       label=label, out=out)
 
     def interrupted() -> None:
         state["stopped"] = state["stopped"] or "interrupted (Ctrl-C or a kernel interrupt)"
@@ -376,6 +353,45 @@ def run_load(url: Any, *, concurrency: Optional[int] = None, rate: Optional[floa
 
     run_coroutine(go, on_interrupt=interrupted)
     return finish()
+
+
+def _request_records(items: list, jobs: list, arrivals: list[float]) -> list[RequestRecord]:
+    """One record per request of `items`, each job's first request scheduled at its arrival."""
+    run_id = uuid.uuid4().hex[:8]
+    requests = [RequestRecord(index=i, request_id=request_id(run_id, i), prompt_name=it.name,
+                              max_tokens=it.max_tokens, scheduled_s=0.0,
+                              prompt_text_tokens=it.text_tokens, conversation=it.conversation,
+                              turn=it.turn)
+                for i, it in enumerate(items)]
+    for k, job in enumerate(jobs):
+        requests[job[0]].scheduled_s = arrivals[k]
+    return requests
+
+
+def _finish(url: Any, state: dict[str, Any], requests: list[RequestRecord],
+            settings: LoadSettings, cpu0: tuple, *, server: Any, target: Target, label: str,
+            out: Optional[str]) -> LoadRun:
+    """The run as recorded so far (at its end, or on an interrupt): the server's own timings
+    joined in, the cores each side used since `cpu0` (wall, client CPU, server CPU), the
+    server's schedule; saved to `out` when given. `target`: when the server named none."""
+    t0 = state["t0"]
+    wall = now() - cpu0[0]
+    if t0 is not None:
+        attach_server_timing(url, requests, t0)
+    run = LoadRun(target=state["target"] or target,
+                  settings=settings, requests=requests, client=ClientInfo.here(),
+                  recorded_at=utc_now(), stopped=state["stopped"],
+                  server=server.info() if server else None, label=label)
+    if wall > 0:
+        run.client_cores = (time.process_time() - cpu0[1]) / wall
+        if server and server.alive:
+            run.server_cores = (server.cpu_seconds() - cpu0[2]) / wall
+    if t0 is not None and server:
+        run.schedule = server.schedule(start=t0, end=state["t_end"] or now(), origin=t0,
+                                    label=label)
+    if out:
+        run.save(out)
+    return run
 
 
 def sweep_load(url: Any, *, concurrencies: Sequence[int] = (1, 4, 8),

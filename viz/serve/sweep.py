@@ -352,15 +352,7 @@ def sweep_rates(url: Any, *, n_requests: int = 8, n_rates: int = 3, repeats: int
     out: save the sweep there (JSON) after every run, so an interrupted sweep keeps its runs.
     Other keywords go to every `run_load` (model, endpoint, timeouts, allow_remote, api_key).
     """
-    checks.whole("n_requests", n_requests, 2, 10_000, error=ServeError)
-    checks.whole("n_rates", n_rates, 1, 50, error=ServeError)
-    checks.whole("repeats", repeats, 1, 100, error=ServeError)
-    checks.number("slo_factor", slo_factor, 1.0, 100.0, error=ServeError)
-    checks.number("saturation", saturation, 0.01, 0.99, error=ServeError)
-    checks.number("budget_s", budget_s, 1.0, 7 * 24 * 3600.0, error=ServeError)
-    for bad in ("concurrency", "rate", "max_concurrency", "n_requests", "seed", "slo", "out"):
-        if bad in kwargs:
-            raise ServeError(f"sweep_rates sets {bad}= itself for each run")
+    _check_sweep(n_requests, n_rates, repeats, slo_factor, saturation, budget_s, kwargs)
     workload = resolve_workload(workload, prompts, max_tokens)
     settings = SweepSettings(n_requests=n_requests, n_rates=n_rates, repeats=repeats, seed=seed,
                              max_duration_s=float(max_duration_s),
@@ -400,9 +392,33 @@ def sweep_rates(url: Any, *, n_requests: int = 8, n_rates: int = 3, repeats: int
             save()
         return True
 
+    if _run_loads(sweep, load, slo, slo_factor, n_requests, n_rates, saturation):
+        save()
+    return sweep
+
+
+def _check_sweep(n_requests, n_rates, repeats, slo_factor, saturation, budget_s,
+                 kwargs: dict) -> None:
+    """`sweep_rates`'s argument checks."""
+    checks.whole("n_requests", n_requests, 2, 10_000, error=ServeError)
+    checks.whole("n_rates", n_rates, 1, 50, error=ServeError)
+    checks.whole("repeats", repeats, 1, 100, error=ServeError)
+    checks.number("slo_factor", slo_factor, 1.0, 100.0, error=ServeError)
+    checks.number("saturation", saturation, 0.01, 0.99, error=ServeError)
+    checks.number("budget_s", budget_s, 1.0, 7 * 24 * 3600.0, error=ServeError)
+    for bad in ("concurrency", "rate", "max_concurrency", "n_requests", "seed", "slo", "out"):
+        if bad in kwargs:
+            raise ServeError(f"sweep_rates sets {bad}= itself for each run")
+
+
+def _run_loads(sweep: LoadSweep, load: Callable[..., bool], slo: Optional[SLO],
+               slo_factor: float, n_requests: int, n_rates: int, saturation: float) -> bool:
+    """The sweep's loads in order (module docstring), each run by `load`: one at a time, all at
+    once, then the rates between, lowest first, up to the first saturated one. False when
+    `load` found the budget spent (the sweep is saved and says so)."""
     sync = SweepPoint("synchronous", None)
     if not load(sync, concurrency=1):
-        return sweep
+        return False
     if slo is None:
         sweep.slo = derived_slo(sync.runs, slo_factor)
         for run in sweep.runs:
@@ -413,13 +429,13 @@ def sweep_rates(url: Any, *, n_requests: int = 8, n_rates: int = 3, repeats: int
                          "from: check the server (the runs' errors say why)")
     top = SweepPoint("throughput", None)
     if not load(top, concurrency=n_requests):
-        return sweep
+        return False
     r_max = top.figure("requests_per_s", sweep.slo)
     rates = _between(r_sync.median, r_max.median if r_max else r_sync.median, n_rates)
     for rate in rates:
         point = SweepPoint("rate", rate)
         if not load(point, rate=rate):
-            return sweep
+            return False
         behind = point.figure("queue_growth", sweep.slo)
         if behind is not None and behind.median > saturation:
             point.saturated = True
@@ -430,5 +446,4 @@ def sweep_rates(url: Any, *, n_requests: int = 8, n_rates: int = 3, repeats: int
                              + (f"{rest} higher rate{'s were' if rest != 1 else ' was'} not run"
                                 if rest else "it was the highest rate"))
             break
-    save()
-    return sweep
+    return True

@@ -202,7 +202,6 @@ def sweep_figure(sweep: Sweep, other: Optional[Sweep] = None, *,
     Where a sweep kept its spreads (`Sweep.spread`), each point has error bars: the middle
     half of its runs (a rate's, from the time it divides).
     """
-    import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     _check(sweep)
@@ -212,6 +211,39 @@ def sweep_figure(sweep: Sweep, other: Optional[Sweep] = None, *,
     fig = make_subplots(rows=1, cols=len(panels), horizontal_spacing=0.09,
                         subplot_titles=[t for t, _, _ in panels])
     runs = [(sweep, "solid")] + ([(other, "dash")] if other else [])
+    _add_series(fig, sweep, other, runs)
+    if peaks is not None and sweep.name in ("prompt_length", "context_length"):
+        _add_peak(fig, sweep, other, peaks, len(panels))
+    # The legend sits in its own rows under the x axis titles: one row, or with two runs one
+    # column per run (its name, then its series), as tall as the longer column.
+    rows = 1
+    if other is not None:
+        rows = max(sum(t.showlegend is not False for t in fig.data if t.legendgroup == g)
+                   + len(run_title_lines(s, dash))
+                   for g, (s, dash) in zip(("run 0", "run 1"), runs))
+    extra = LEGEND_ROW_PX * (rows - 1)
+    title = f"{sweep.name.replace('_', ' ')} sweep: {sweep_title(sweep)}"
+    # A wrapped title (long labels) needs more room above the panels' own titles.
+    above = 36 * (title_text(title)[1] - 1)
+    fig.update_layout(**plotly_layout(title, height=400 + extra + above,
+                                      margin={"b": LEGEND_BELOW_PX + extra, "t": 60 + above}))
+    if other is not None:
+        fig.update_layout(legend={"groupclick": "toggleitem", "tracegroupgap": 0,
+                                  "valign": "top"})
+    for c, (_, unit, _) in enumerate(panels, start=1):
+        fig.update_xaxes(title=X_TITLES[sweep.name], row=1, col=c)
+        # the title placed past the tick labels, however wide (0.0006 s: six characters)
+        fig.update_yaxes(title={"text": unit, "standoff": 6}, automargin=True,
+                         rangemode="tozero", row=1, col=c)
+    return fig
+
+
+def _add_series(fig, sweep: Sweep, other: Optional[Sweep],
+                runs: list[tuple[Sweep, str]]) -> None:
+    """`sweep_figure`'s lines: every series of every run (`runs`: each sweep and its dash), in
+    its panel, with its error bars."""
+    import plotly.graph_objects as go
+
     named: set[tuple[int, str]] = set()  # one legend entry per series and run, though a
     #   series may span several panels
     for k, (s, dash) in enumerate(runs):
@@ -240,37 +272,21 @@ def sweep_figure(sweep: Sweep, other: Optional[Sweep] = None, *,
                                  "%{customdata[1]:.4g})" if series["low"] is not None else "")
                               + "<extra></extra>"), 1, series["panel"] + 1)
             named.add((k, name))
-    if peaks is not None and sweep.name in ("prompt_length", "context_length"):
-        value, what = ((peaks.flops_per_s * 1e-9, "measured peak GFLOP/s")
-                       if sweep.name == "prompt_length"
-                       else (peaks.bytes_per_s * 1e-9, "measured peak GB/s"))
-        x = sweep.column(sweep.x)
-        fig.add_trace(go.Scatter(x=[min(x), max(x)], y=[value, value], mode="lines",
-                                 name=what, line={"color": palette.FORMULA, "dash": "dash"},
-                                 legendgroup="run 0" if other is not None else what),
-                      1, len(panels))
-    # The legend sits in its own rows under the x axis titles: one row, or with two runs one
-    # column per run (its name, then its series), as tall as the longer column.
-    rows = 1
-    if other is not None:
-        rows = max(sum(t.showlegend is not False for t in fig.data if t.legendgroup == g)
-                   + len(run_title_lines(s, dash))
-                   for g, (s, dash) in zip(("run 0", "run 1"), runs))
-    extra = LEGEND_ROW_PX * (rows - 1)
-    title = f"{sweep.name.replace('_', ' ')} sweep: {sweep_title(sweep)}"
-    # A wrapped title (long labels) needs more room above the panels' own titles.
-    above = 36 * (title_text(title)[1] - 1)
-    fig.update_layout(**plotly_layout(title, height=400 + extra + above,
-                                      margin={"b": LEGEND_BELOW_PX + extra, "t": 60 + above}))
-    if other is not None:
-        fig.update_layout(legend={"groupclick": "toggleitem", "tracegroupgap": 0,
-                                  "valign": "top"})
-    for c, (_, unit, _) in enumerate(panels, start=1):
-        fig.update_xaxes(title=X_TITLES[sweep.name], row=1, col=c)
-        # the title placed past the tick labels, however wide (0.0006 s: six characters)
-        fig.update_yaxes(title={"text": unit, "standoff": 6}, automargin=True,
-                         rangemode="tozero", row=1, col=c)
-    return fig
+
+
+def _add_peak(fig, sweep: Sweep, other: Optional[Sweep], peaks: Peaks, panel: int) -> None:
+    """The measured peak as a dashed line across panel `panel` (the last): FLOP/s for a
+    prompt-length sweep, bytes/s for a context-length one."""
+    import plotly.graph_objects as go
+
+    value, what = ((peaks.flops_per_s * 1e-9, "measured peak GFLOP/s")
+                   if sweep.name == "prompt_length"
+                   else (peaks.bytes_per_s * 1e-9, "measured peak GB/s"))
+    x = sweep.column(sweep.x)
+    fig.add_trace(go.Scatter(x=[min(x), max(x)], y=[value, value], mode="lines",
+                             name=what, line={"color": palette.FORMULA, "dash": "dash"},
+                             legendgroup="run 0" if other is not None else what),
+                  1, panel)
 
 
 def throughput_latency_figure(sweep: Sweep, other: Optional[Sweep] = None):
