@@ -50,7 +50,6 @@ def test_a_gguf_file_is_written_once_and_its_bytes_counted(folder):
     from gguf import GGUFReader
 
     assert gguf_weight_bytes(q4) == sum(int(t.n_bytes) for t in GGUFReader(str(q4)).tensors)
-    assert gguf_weight_bytes() == gguf_weight_bytes(q4)  # no path: the shipped file (lesson 00)
 
 
 def test_a_file_that_is_not_a_whole_gguf_is_named(tmp_path):

@@ -242,19 +242,14 @@ _GGUF_STRING, _GGUF_ARRAY = 8, 9
 _GGUF_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
 
 
-def gguf_weight_bytes(path: str | os.PathLike | None = None) -> int:
-    """Bytes of every tensor in a GGUF file (its weights, without the header and vocabulary);
-    path None: the default model's shipped 4-bit file.
+def gguf_weight_bytes(path: str | os.PathLike) -> int:
+    """Bytes of every tensor in a GGUF file (its weights, without the header and vocabulary).
 
     Reads only the header: it skips the metadata (the vocabulary's ~100,000 strings) and sums
     each tensor's elements ÷ its type's block size × the block's bytes. (gguf's `GGUFReader`
     gives the same sum, tested, but builds every metadata field first: ~4 s a file here.)"""
     from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
 
-    if path is None:
-        from viz.default_model import default_gguf_path
-
-        path = default_gguf_path()
     with open(path, "rb") as f:
         head = f.read(24)
         if len(head) < 24 or head[:4] != b"GGUF":

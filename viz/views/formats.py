@@ -90,7 +90,7 @@ def format_choice_data(run, tokens: Optional[dict] = None) -> dict[str, Any]:
     middle half, its speed as a multiple of the reference's (with the worst case of both
     spreads), and how many greedy tokens equal the reference's before the first difference;
     with `tokens` (label → the greedy tokens as text, one string per token), each format's text
-    and where it first departs from the reference's. Failed formats by label and error."""
+    (it departs from the reference's at token `same`). Failed formats by label and error."""
     from viz.perf.formats import FormatRun
 
     if not isinstance(run, FormatRun):
@@ -166,15 +166,10 @@ def format_choice_figure(run, tokens: Optional[dict] = None):
             y=[r["label"]], x=[r["ms_high"]], mode="text", text=[f"  {r['ms']:.1f} ms: {words}"],
             textposition="middle right", cliponaxis=False, hoverinfo="skip"))
     blocks = []  # (format, its text's lines) under the bars
-    ref_tokens = next(r["tokens"] for r in rows if r["label"] == d["reference"])
     for r in rows:
-        if not r["tokens"]:
-            continue
-        differs = None if r["label"] == d["reference"] else next(
-            (i for i, (a, b) in enumerate(zip(r["tokens"], ref_tokens)) if a != b),
-            None if len(r["tokens"]) == len(ref_tokens) else min(len(r["tokens"]),
-                                                                 len(ref_tokens)))
-        blocks.append((r["format"], _marked_text(r["tokens"], differs)))
+        if r["tokens"]:  # coloured from the first token unlike the reference's (FormatPoint)
+            differs = r["same"] if r["same"] < r["of"] else None
+            blocks.append((r["format"], _marked_text(r["tokens"], differs)))
     last = rows[-1]
     if len(rows) == 1:
         title = f"{d['reference']} alone: no other format to compare"
