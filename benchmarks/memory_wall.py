@@ -46,9 +46,9 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from viz.perf import from_config  # noqa: E402
-from viz.perf.machine import measure_machine_peaks  # noqa: E402
-from viz.perf.wall import (QuantizedTry, best_of, measure_point, measure_wall,  # noqa: E402
-                           narrow_config)
+from viz.perf.machine import measure_machine_peaks, narrow_config  # noqa: E402
+from viz.perf.wall import QuantizedTry, best_of, measure_wall  # noqa: E402
+from viz.perf.wall_point import measure_point  # noqa: E402
 from viz.runtime import device_name, using_threads  # noqa: E402
 
 MIB = 1 << 20
@@ -60,7 +60,7 @@ FULL = {
     "compute_point": ("smollm2-135m", "float32", 32),
     "sizes": [32 * MIB, 64 * MIB, 128 * MIB, 256 * MIB, 512 * MIB, 1 << 30, 2 << 30],
     "buffer_bytes": 256 * MIB,
-    "max_n": None,  # the machine's own: grown until a run is long enough (viz.perf.machine)
+    "max_n": None,  # the machine's own: grown until a run is long enough (viz.perf.machine.matmul)
     "int8_shape": "smollm2-135m",
 }
 QUICK = {

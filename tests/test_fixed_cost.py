@@ -7,7 +7,7 @@ import json
 import pytest
 
 from viz import Spread, perf
-from viz.perf import overhead as fc
+from viz.perf.machine import fixed_costs as fc
 
 
 @pytest.fixture

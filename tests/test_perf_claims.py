@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from viz import perf
-from viz.perf import counts, peaks, words
+from viz.perf import counts, words
+from viz.perf.machine import peaks
 from viz.trace import ModelSpec
 
 from conftest import fake_machine_peaks
@@ -118,22 +119,21 @@ def test_peaks_from_machine_use_the_read_bandwidth():
 
 def test_cached_peaks_read_the_cache_once(tmp_path, monkeypatch):
     monkeypatch.setenv("VIZ_MEASURE_DIR", str(tmp_path))
-    from viz.perf import machine as machine_module
     from viz.perf.machine import machine_key
 
-    machine_module.forget_in_process()
+    peaks.forget_in_process()
     key = machine_key("cpu")
     saved = machine(**{k: v for k, v in key.items() if k != "device"})
     saved.save(perf.peaks_path("cpu"))
     # the check on reuse reads the buffer afresh: here it reads exactly what was cached (the
     # check itself is tested in test_perf_wall.py)
-    monkeypatch.setattr(machine_module, "measure_bandwidth", lambda *a, **k: saved.read)
+    monkeypatch.setattr(peaks, "measure_bandwidth", lambda *a, **k: saved.read)
     p = perf.cached_peaks("cpu")
     assert p.bytes_per_s == 30e9 and p.flops_per_s == 90e9  # from the file, not measured
     assert p.how.startswith("cached machine peaks, measured 2026-01-01")
     assert perf.machine_peaks().status.startswith("checked now")
     assert perf.cached_peaks("cpu", "bfloat16").flops_per_s == 180e9  # the same file, once
-    machine_module.forget_in_process()
+    peaks.forget_in_process()
 
 
 @pytest.mark.parametrize("seconds, fixed, nbytes, flops, expected", [

@@ -6,11 +6,11 @@ import dataclasses
 
 import pytest
 
-from viz.perf import datasheets
 from viz.perf.configs import config_spec
 from viz.perf.counts import decode_cost
-from viz.perf.datasheets import DATASHEETS, Datasheet, datasheet, generations_table, growth
-from viz.perf.wall import H100_SXM
+from viz.perf.machine import datasheets
+from viz.perf.machine.datasheets import (DATASHEETS, H100_SXM, Datasheet, datasheet,
+                                         generations_table, growth)
 from viz.views.generations import RIDGES, generations_data, generations_figure
 
 from conftest import fake_machine_peaks

@@ -8,7 +8,7 @@ import torch
 
 import viz
 from viz import perf
-from viz.perf.peaks import Peaks
+from viz.perf.machine.peaks import Peaks
 from viz.runtime import time_runs
 from viz.perf.roofline import Roofline, RooflinePoint, point, trace_points
 

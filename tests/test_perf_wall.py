@@ -12,11 +12,13 @@ import numpy as np
 import pytest
 import torch
 
-from viz.perf import bandwidth, machine, wall
+from viz.perf import wall, wall_point
 from viz.perf.counts import decode_cost
-from viz.perf.machine import MachinePeaks
+from viz.perf.machine import (MachinePeaks, OverheadFloor, bandwidth, cache, fixed_costs, matmul,
+                              peaks)
 from viz.perf.regime import OVERHEAD_SHARE, explain_regime, regime
-from viz.perf.wall import OverheadFloor, WallPoint, WallRun, computed_wall, fit_wall
+from viz.perf.wall import WallRun, computed_wall, fit_wall
+from viz.perf.wall_point import WallPoint
 from viz.views.wall import wall_data, wall_figure
 
 from conftest import fake_machine_peaks, tiny_config
@@ -146,19 +148,19 @@ def test_overhead_floor_measured_depths_and_the_line_between():
 
 
 def test_narrow_config_keeps_depth_and_shrinks_width():
-    entry = wall.narrow_config("smollm2-135m")
+    entry = fixed_costs.narrow_config("smollm2-135m")
     c = entry["config"]
     assert c["num_hidden_layers"] == 30 and c["hidden_size"] == 64 and c["vocab_size"] == 512
     assert c["num_attention_heads"] * c["head_dim"] == 64
-    assert wall.narrow_config("llama-3.2-1b", n_layers=1)["config"]["num_hidden_layers"] == 1
-    wide = wall.narrow_config("smollm2-135m", 128, vocab_size=None)["config"]
+    assert fixed_costs.narrow_config("llama-3.2-1b", n_layers=1)["config"]["num_hidden_layers"] == 1
+    wide = fixed_costs.narrow_config("smollm2-135m", 128, vocab_size=None)["config"]
     assert wide["vocab_size"] == 49152 and wide["num_attention_heads"] == 2
     with pytest.raises(ValueError, match="multiple of 8"):
-        wall.narrow_config("smollm2-135m", 60)
+        fixed_costs.narrow_config("smollm2-135m", 60)
     with pytest.raises(ValueError, match="n_layers must be a whole number >= 1"):
-        wall.narrow_config("smollm2-135m", n_layers=0)
+        fixed_costs.narrow_config("smollm2-135m", n_layers=0)
     with pytest.raises(ValueError, match="no config named"):
-        wall.narrow_config("no-such-model")
+        fixed_costs.narrow_config("no-such-model")
 
 
 # ---- a hand-made run ----------------------------------------------------------------------------
@@ -319,16 +321,16 @@ def test_measure_point_batch_and_threads_restored():
 
     before = torch.get_num_threads()
     lm = from_config(tiny_config(), dtype="float32")
-    p = wall.measure_point(lm, max_new_tokens=3, repeats=1, batch=4, threads=1)
+    p = wall_point.measure_point(lm, max_new_tokens=3, repeats=1, batch=4, threads=1)
     assert torch.get_num_threads() == before
     assert p.batch == 4 and p.label == "tiny-gqa fp32 B=4" and p.steps_timed == 2
     assert p.step_flops == decode_cost(lm.spec, p.context_tokens, 4).flops
     with pytest.raises(ValueError, match="batch must be a whole number >= 1"):
-        wall.measure_point(lm, batch=0)
+        wall_point.measure_point(lm, batch=0)
     with pytest.raises(ValueError, match="max_new_tokens must be a whole number >= 2"):
-        wall.measure_point(lm, max_new_tokens=1)
+        wall_point.measure_point(lm, max_new_tokens=1)
     with pytest.raises(ValueError, match="threads must be a whole number >= 1"):
-        wall.measure_point(lm, threads=0)
+        wall_point.measure_point(lm, threads=0)
 
 
 def test_measure_wall_bad_input_fails_before_timing():
@@ -381,8 +383,8 @@ def test_machine_peaks_measured_once_then_reused(tmp_path):
     path = tmp_path / "peaks.json"
     small = dict(path=path, buffer_bytes=2 << 20, repeats=1, threads=1, budget_s=0.2,
                  progress=False)
-    machine.forget_in_process()
-    first = machine.machine_peaks(**small)
+    peaks.forget_in_process()
+    first = peaks.machine_peaks(**small)
     assert path.is_file() and first.loaded_from == "" and first.threads == 1
     assert set(first.flops_per_s) == {"float32", "bfloat16"}
     assert set(first.matvec) == {"float32", "bfloat16"}
@@ -391,26 +393,26 @@ def test_machine_peaks_measured_once_then_reused(tmp_path):
     assert first.ridge_intensity("float32") == first.flops_per_s["float32"] / first.bytes_per_s
     assert first.status.startswith("measured now (the first time")
     # the same process gets the same object back, without reading or measuring
-    assert machine.machine_peaks(**small) is first
-    machine.forget_in_process()
-    second = machine.machine_peaks(**small, check=False)
+    assert peaks.machine_peaks(**small) is first
+    peaks.forget_in_process()
+    second = peaks.machine_peaks(**small, check=False)
     assert second.loaded_from == str(path) and second == first
     assert "from the viz cache" in second.status and "matmul float32" in second.how()
-    again = machine.machine_peaks(**small, refresh=True)
+    again = peaks.machine_peaks(**small, refresh=True)
     assert again.loaded_from == "" and MachinePeaks.load(path) == again
     assert again.status.startswith("measured now (refresh=True)")
     # measured with another thread count, or on a CPU with other features: not reused
     for field, value in (("threads", 64), ("cpu_features", ["avx2"]),
                          ("cpu_capability", "AVX2 (ATEN_CPU_CAPABILITY=avx2)")):
-        machine.forget_in_process()
+        peaks.forget_in_process()
         data = json.loads(path.read_text())
         data[field] = value
         path.write_text(json.dumps(data))
-        assert machine.machine_peaks(**small).loaded_from == ""
+        assert peaks.machine_peaks(**small).loaded_from == ""
     # a corrupt cache file is measured again, not trusted
-    machine.forget_in_process()
+    peaks.forget_in_process()
     path.write_text("{not json")
-    assert machine.machine_peaks(**small).loaded_from == ""
+    assert peaks.machine_peaks(**small).loaded_from == ""
     assert MachinePeaks.load(path).threads == 1
 
 
@@ -419,27 +421,27 @@ def test_cached_peaks_are_checked_on_reuse_and_measured_again_if_off(tmp_path, m
     path = tmp_path / "peaks.json"
     small = dict(path=path, buffer_bytes=2 << 20, repeats=3, threads=1, budget_s=0.2,
                  progress=False)
-    machine.forget_in_process()
-    measured = machine.machine_peaks(**small)
+    peaks.forget_in_process()
+    measured = peaks.machine_peaks(**small)
     # a fresh read in line with the cached one (the same figures read back): kept
-    real = machine.measure_bandwidth
-    monkeypatch.setattr(machine, "measure_bandwidth", lambda *a, **k: measured.read)
-    machine.forget_in_process()
-    kept = machine.machine_peaks(**small)
+    real = peaks.measure_bandwidth
+    monkeypatch.setattr(peaks, "measure_bandwidth", lambda *a, **k: measured.read)
+    peaks.forget_in_process()
+    kept = peaks.machine_peaks(**small)
     assert kept.loaded_from == str(path) and kept.status.startswith("checked now")
     # 19 % off: within the 20 % tolerance, kept (whatever the spread)
     near = replace(measured.read, bytes_per_s=measured.read.bytes_per_s * 1.19)
-    monkeypatch.setattr(machine, "measure_bandwidth", lambda *a, **k: near)
-    machine.forget_in_process()
-    assert machine.machine_peaks(**small).loaded_from == str(path)
-    monkeypatch.setattr(machine, "measure_bandwidth", real)
+    monkeypatch.setattr(peaks, "measure_bandwidth", lambda *a, **k: near)
+    peaks.forget_in_process()
+    assert peaks.machine_peaks(**small).loaded_from == str(path)
+    monkeypatch.setattr(peaks, "measure_bandwidth", real)
     # a file claiming 100× the real read bandwidth, with no spread: measured again
     data = measured.to_dict()
     data["read"]["bytes_per_s"] *= 100
     data["read"]["runs_s"] = [t / 100 for t in data["read"]["runs_s"]]
     path.write_text(json.dumps(data))
-    machine.forget_in_process()
-    redone = machine.machine_peaks(**small)
+    peaks.forget_in_process()
+    redone = peaks.machine_peaks(**small)
     assert redone.loaded_from == "" and "measured again now, because a fresh read gave" in \
         redone.status and "below the cached" in redone.status
     assert MachinePeaks.load(path).read.bytes_per_s == redone.read.bytes_per_s
@@ -447,16 +449,16 @@ def test_cached_peaks_are_checked_on_reuse_and_measured_again_if_off(tmp_path, m
     # reused as it is; "1" or an explicit check=True checks it again
     path.write_text(json.dumps(data))
     monkeypatch.setenv("VIZ_CHECK_PEAKS", "0")
-    machine.forget_in_process()
-    unchecked = machine.machine_peaks(**small)
+    peaks.forget_in_process()
+    unchecked = peaks.machine_peaks(**small)
     assert unchecked.loaded_from == str(path) and unchecked.status.endswith("not checked")
     assert unchecked.read.bytes_per_s == data["read"]["bytes_per_s"]
-    machine.forget_in_process()
-    assert machine.machine_peaks(**small, check=True).loaded_from == ""
+    peaks.forget_in_process()
+    assert peaks.machine_peaks(**small, check=True).loaded_from == ""
     path.write_text(json.dumps(data))
     monkeypatch.setenv("VIZ_CHECK_PEAKS", "1")
-    machine.forget_in_process()
-    assert machine.machine_peaks(**small).loaded_from == ""
+    peaks.forget_in_process()
+    assert peaks.machine_peaks(**small).loaded_from == ""
 
 
 def test_a_course_run_reuses_its_peaks_unchecked(monkeypatch):
@@ -473,29 +475,29 @@ def test_a_course_run_reuses_its_peaks_unchecked(monkeypatch):
 def test_peaks_path_is_keyed_on_the_machine(tmp_path, monkeypatch):
     monkeypatch.delenv("VIZ_MEASURE_DIR")  # the suite sets it: without, the viz cache folder
     monkeypatch.setenv("VIZ_CACHE_DIR", str(tmp_path / "cache"))
-    assert machine.peaks_path("cpu").parent == tmp_path / "cache" / "peaks"
+    assert peaks.peaks_path("cpu").parent == tmp_path / "cache" / "peaks"
     monkeypatch.setenv("VIZ_MEASURE_DIR", str(tmp_path))
-    p3 = machine.peaks_path("cpu", threads=3)
+    p3 = peaks.peaks_path("cpu", threads=3)
     assert p3.parent == tmp_path / "peaks" and p3.name.startswith("cpu-3-threads-")
-    assert machine.peaks_path("cpu", threads=3) == p3  # stable
-    assert machine.peaks_path("cpu", threads=2) != p3
+    assert peaks.peaks_path("cpu", threads=3) == p3  # stable
+    assert peaks.peaks_path("cpu", threads=2) != p3
     monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")  # torch told to use fewer instructions
-    assert machine.peaks_path("cpu", threads=3) != p3
-    assert "ATEN_CPU_CAPABILITY=default" in machine.machine_key("cpu", 3)["cpu_capability"]
+    assert peaks.peaks_path("cpu", threads=3) != p3
+    assert "ATEN_CPU_CAPABILITY=default" in cache.machine_key("cpu", 3)["cpu_capability"]
 
 
 def test_measure_matmul_grows_within_its_budget():
-    m = machine.measure_matmul("float32", repeats=2, budget_s=0.5, max_n=256, start_n=32)
+    m = matmul.measure_matmul("float32", repeats=2, budget_s=0.5, max_n=256, start_n=32)
     assert m.sizes == [32, 64, 128, 256][:len(m.sizes)] and m.sizes[0] == 32
     assert m.n in m.sizes and len(m.runs_s) <= 2 and m.flops_per_s > 0
     assert m.flops_per_s == pytest.approx(max(
         f for n, f in zip(m.sizes, m.sizes_flops_per_s) if n == m.n))
     assert m.stopped.startswith("stopped")
     with pytest.raises(ValueError, match="budget_s must be a number of seconds > 0"):
-        machine.measure_matmul(budget_s=0)
+        matmul.measure_matmul(budget_s=0)
     with pytest.raises(ValueError, match="sizes must be at least 16: start_n 8"):
-        machine.measure_matmul(start_n=8)
-    assert machine.measure_matmul(max_n=32, budget_s=0.2).sizes == [32]  # below start_n
+        matmul.measure_matmul(start_n=8)
+    assert matmul.measure_matmul(max_n=32, budget_s=0.2).sizes == [32]  # below start_n
 
 
 @pytest.mark.parametrize("features, capability, expected", [

@@ -3,13 +3,11 @@ every judging lesson prints (tests/test_notebooks.py checks the saved lessons ag
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
 
 from conftest import fake_machine_peaks
 from viz import perf
-module = importlib.import_module("viz.perf.yardsticks")  # the module, not the function
+from viz.perf.machine import yardstick_line as module  # the module of perf.yardsticks()
 from viz.spread import Spread
 
 

@@ -297,7 +297,7 @@ def check_chromium() -> Check:
 def check_cache() -> Check:
     """The viz cache folder: where, how big, writable."""
     from viz.default_model import cache_dir
-    from viz.perf.machine import measurements_dir
+    from viz.perf.machine.cache import measurements_dir
 
     root, measured = cache_dir(), measurements_dir()
     where = f"; measurements in {measured} ($VIZ_MEASURE_DIR)" if measured != root else ""
@@ -332,7 +332,7 @@ def _when(measured_at: str) -> tuple[str, bool]:
 
 def check_peaks() -> Check:
     """This machine's cached peaks, read (never measured): when, and the figures."""
-    from viz.perf.machine import MachinePeaks, peaks_path
+    from viz.perf.machine.peaks import MachinePeaks, peaks_path
 
     file = peaks_path("cpu")
     if not file.is_file():
@@ -356,7 +356,7 @@ def check_peaks() -> Check:
 
 def check_fixed_cost() -> Check:
     """This machine's cached fixed cost per step, read (never measured)."""
-    from viz.perf.overhead import FixedCosts, fixed_costs_path
+    from viz.perf.machine.fixed_costs import FixedCosts, fixed_costs_path
 
     file = fixed_costs_path("cpu")
     fix = ("measure it again: `python -c \"from viz import perf; perf.fixed_cost(30, "

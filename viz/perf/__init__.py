@@ -8,19 +8,16 @@
 | module | its one job |
 |---|---|
 | `counts.py` | FLOPs and bytes of a forward pass, from the model's shape |
-| `peaks.py` | this device's peak FLOP/s and bytes/s, measured |
+| `machine/` | this machine's peaks, bandwidth and fixed cost, measured once, cached; datasheets |
 | `roofline.py` | measured passes under those peaks: intensity, MFU, MBU |
 | `batch.py` | the decode loop with a batch dimension |
 | `sweeps.py` | prompt length, context length, cache on/off and batch size sweeps |
 | `table.py` | `Sweep`, the table every sweep returns, and its JSON |
 | `configs.py` | random-weight models from published architecture configs |
 | `reference.py` | the traces and sweeps shipped in `viz/data/` |
-| `bandwidth.py` | memory bandwidth measured the way decode reads |
-| `machine.py` | this machine's peaks: sized to any CPU, keyed on its features, cached, checked |
-| `overhead.py` | this machine's fixed cost per step, measured once and cached |
-| `yardsticks.py` | the peaks and the fixed cost every verdict divides by, in one printed line |
 | `regime.py` | the rule that names a step's regime, and its verdict with the margin |
-| `wall.py` | the memory wall: step time vs bytes, the fit, the fixed cost's method |
+| `wall_point.py` | one decode step timed, with the bytes and FLOPs it counts: a point of the wall |
+| `wall.py` | the memory wall: step time vs bytes, the floors, the fit |
 | `speculative.py` | prompt-lookup decoding measured against plain decode |
 | `early_exit.py` | early-exit self-speculative decoding: the model's first layers draft, measured |
 | `context.py` | long contexts: prefill split into attention and the rest, decode up to 8k |
@@ -31,7 +28,6 @@
 | `engine_child.py` | llama.cpp in a child process: a native crash there is an `EngineCrash` here |
 | `profile.py` | one decode step taken apart with torch.profiler: products, attention, norms, small ops, gaps |
 | `compiled.py` | a decode step compiled (torch.compile, static cache) against eager, with the compile's cost |
-| `datasheets.py` | peak FLOP/s and bandwidth by hardware generation (datasheets), this machine beside |
 | `gpu.py` | the GPU reference shipped in `viz/data/` (an H200, measured once), judged by the same rule |
 | `cost.py` | $ per million tokens (output, input, cached input) from a measured throughput and a price |
 | `energy.py` | energy per token from RAPL or NVML, where the machine exposes a counter |
@@ -40,24 +36,26 @@
 from viz.perf.batch import BatchRun, generate_batch
 from viz.perf.configs import BYTE_VOCAB, byte_tokenizer, config_names, config_spec, from_config
 from viz.perf.counts import PassCost, decode_cost, forward_cost, prefill_cost
-from viz.perf.peaks import Peaks, measure_peaks
 from viz.perf.reference import list_references, load_reference
 from viz.perf.roofline import (Roofline, RooflinePoint, batch_points, measure_roofline,
                                prefill_points, trace_points)
 from viz.perf.sweeps import (batch_size_sweep, cache_sweep, context_length_sweep,
                              prompt_length_sweep, prompt_of_length)
 from viz.perf.table import Sweep
-from viz.perf.bandwidth import Bandwidth, bandwidth_by_size, measure_bandwidth
-from viz.perf.machine import (MachinePeaks, Matmul, machine_key, machine_peaks,
-                              measure_machine_peaks, measure_matmul, peaks_path)
-from viz.perf.overhead import FixedCosts, fixed_cost, machine_overhead
-from viz.perf.yardsticks import Yardsticks, yardsticks
+from viz.perf.machine import (DATASHEETS, H100_SXM, Bandwidth, Datasheet, FixedCosts,
+                              MachinePeaks, Matmul, OverheadFloor, Peaks, Yardsticks,
+                              bandwidth_by_size, cached_peaks, datasheet, fixed_cost,
+                              generations_table, generations_text, growth, kernel_spread,
+                              linear_seconds, linear_spread, machine_key, machine_overhead,
+                              machine_peaks, measure_bandwidth, measure_machine_peaks,
+                              measure_matmul, measure_overhead, measure_peaks, narrow_config,
+                              peaks_from_machine, peaks_path, time_kernel, yardsticks)
 from viz.perf.regime import (OVERHEAD_SHARE, REGIMES, TOO_CLOSE, Verdict, explain_regime, regime,
                              verdict)
-from viz.perf.wall import (H100_SXM, REMEDIES, OverheadFloor, QuantizedTry, WallFit, WallPoint,
-                           WallRun, best_of, bytes_whatif, computed_wall, fit_wall,
-                           measure_overhead, measure_point, measure_wall, narrow_config,
-                           roofline_seconds, streaming_rate)
+from viz.perf.wall import (REMEDIES, QuantizedTry, WallFit, WallRun, best_of, bytes_whatif,
+                           computed_wall, fit_wall, measure_wall, roofline_seconds,
+                           streaming_rate)
+from viz.perf.wall_point import WallPoint, measure_point
 from viz.perf.speculative import (LOOKUP_PROMPTS, LOOKUP_WHY, GenerateRun, LookupComparison,
                                   compare_prompt_lookup)
 from viz.perf.early_exit import (EARLY_EXIT_WORDS, DraftPass, DraftRun, EarlyExitComparison,
@@ -66,8 +64,6 @@ from viz.perf.early_exit import (EARLY_EXIT_WORDS, DraftPass, DraftRun, EarlyExi
                                  early_exit_generate, exit_after,
                                  lens_draft_grid, lens_drafts, plain_generate)
 from viz.perf.counts import activation_bytes, knee_context
-from viz.perf.peaks import (cached_peaks, kernel_spread, linear_seconds, linear_spread,
-                             peaks_from_machine, time_kernel)
 from viz.perf.roofline import floors_verdict, pass_regime, pass_verdict
 from viz.perf.context import (Crossover, KVFit, SyntheticCheck, attention_crossover, kv_fit,
                               long_decode_sweep, long_prefill_sweep, measured_crossover,
@@ -103,8 +99,6 @@ from viz.perf.formats import (FORMATS, LLAMA_FORMATS, TORCH_FORMATS, EngineCrash
 from viz.perf.profile import StepPart, StepProfile, profile_decode_step
 from viz.perf.compiled import CompiledStep, compiler_missing, measure_compiled_step
 from viz.runtime import release_memory
-from viz.perf.datasheets import (DATASHEETS, Datasheet, datasheet, generations_table,
-                                 generations_text, growth)
 
 __all__ += ["FORMATS", "LLAMA_FORMATS", "TORCH_FORMATS", "EngineCrash", "FormatFailure",
             "FormatPoint", "FormatRun",

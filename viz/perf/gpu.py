@@ -61,7 +61,7 @@ from typing import Optional
 
 from viz import checks
 from viz.perf.counts import PassCost, decode_cost, prefill_cost
-from viz.perf.peaks import Peaks, peaks_from_machine
+from viz.perf.machine.peaks import Peaks, peaks_from_machine
 from viz.perf.reference import list_references, load_reference
 from viz.perf.regime import REGIMES, Verdict, utilisation
 from viz.perf.roofline import Roofline, pass_verdict, point

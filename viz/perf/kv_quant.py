@@ -59,7 +59,7 @@ from viz import checks, compat
 from viz.load import LoadedModel
 from viz.perf.counts import decode_cost
 from viz.perf.context import prompt_ids
-from viz.perf.peaks import Peaks
+from viz.perf.machine.peaks import Peaks
 from viz.perf.roofline import pass_verdict
 from viz.perf.sweeps import add_timed, check_fits, measured, progress_bar
 from viz.perf.table import Sweep

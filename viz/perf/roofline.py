@@ -13,7 +13,7 @@ I* = P / W. For a pass measured to take t seconds (lesson 06):
     MFU (model FLOPs utilisation)   = achieved FLOP/s / P
     MBU (model bandwidth utilisation) = achieved bytes/s / W
 
-F and M come from the model's shape (`viz.perf.counts`); P and W from `viz.perf.peaks`,
+F and M come from the model's shape (`viz.perf.counts`); P and W from `viz.perf.machine.peaks`,
 measured on this machine (not the datasheet). A pass with I < I* is memory-bound: its MBU
 is the figure that can approach 1. Decode with batch 1 has I ≈ 1 FLOP/byte (each weight,
 4 bytes in float32 or 2 in bfloat16, is used for one multiply-add per token); prefill reuses
@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Optional, Sequence
 
 from viz import checks
 from viz.perf.counts import PassCost, decode_cost, prefill_cost
-from viz.perf.peaks import Peaks, cached_peaks, peaks_v1_to_v2
+from viz.perf.machine.peaks import Peaks, cached_peaks, peaks_v1_to_v2
 from viz.perf.regime import Figure, Verdict, explain_regime, regime, utilisation, verdict
 from viz.perf.sweeps import batch_size_sweep, prompt_of_length
 from viz.record import record

@@ -7,9 +7,10 @@ of three reasons, and this module tells them apart on the learner's own machine 
 - **a fixed cost per step** — Python, the framework's dispatch and many tiny kernels, paid per
   layer whatever the layer's width. Measured with a model of the *same depth* and a tiny
   width (`narrow_config`: width 64, a 512-token vocabulary): its weights take almost no time
-  to read, so its step time is the fixed cost (`measure_overhead`).
+  to read, so its step time is the fixed cost (`measure_overhead`, in
+  `viz.perf.machine.fixed_costs`).
 - **the memory floor** — M = bytes per step ÷ the read bandwidth measured over a buffer far
-  larger than the cache (`viz.perf.bandwidth`).
+  larger than the cache (`viz.perf.machine.bandwidth`).
 - **the compute floor** — C = FLOPs per step ÷ the measured peak matmul FLOP/s in the step's
   dtype.
 
@@ -24,15 +25,15 @@ weights, real kernels) and the fixed cost (tiny-width models of each depth).
     print(run)                      # each point: bytes, TPOT, floors, MBU, regime
     fit = run.fit()                 # TPOT = fit.fixed_s + bytes / fit.bytes_per_s
 
-Byte and FLOP counts come from `viz.perf.counts.decode_cost` (weights + KV cache, at the
-median timed step's context). A run is saved as a `WallRun` document; the project CPU's
-reference is `viz/data/cpu-memory-wall.json`, recorded by `benchmarks/memory_wall.py`.
+Each point is one model's decode steps timed (`viz.perf.wall_point.measure_point`); byte and
+FLOP counts come from `viz.perf.counts.decode_cost` (weights + KV cache, at the median timed
+step's context). A run is saved as a `WallRun` document; the project CPU's reference is
+`viz/data/cpu-memory-wall.json`, recorded by `benchmarks/memory_wall.py`.
 `computed_wall` makes the same chart for a GPU from its datasheet — computed, not measured.
 """
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Optional, Sequence, Union
 
@@ -40,18 +41,18 @@ import numpy as np
 
 from viz import checks
 from viz.documents import Document
-from viz.perf.machine import MachinePeaks, machine_peaks
-from viz.perf.regime import (OVERHEAD_SHARE, Verdict, check_seconds, regime,
-                              utilisation, verdict)
 from viz.perf.configs import config_spec, from_config, read_config
 from viz.perf.counts import decode_cost
+from viz.perf.machine.fixed_costs import OverheadFloor, measure_overhead
+from viz.perf.machine.peaks import MachinePeaks, machine_peaks
+from viz.perf.regime import (OVERHEAD_SHARE, Verdict, check_seconds, regime,
+                              utilisation, verdict)
+from viz.perf.wall_point import PROMPT, WallPoint, measure_point, short_dtype
 from viz.runtime import (device_name, release_memory, resolve_device, short_device_name,
                          using_threads)
 from viz.spread import Spread
 from viz.trace import Environment, ModelSpec
 
-# The tiny width and vocabulary of the models that measure the fixed cost.
-NARROW_WIDTH, NARROW_VOCAB = 64, 512
 # What a learner can do about each regime (lesson 08 prints it beside the rule's verdict).
 REMEDIES = {
     "overhead-bound": "fewer Python round trips per token: fuse the small kernels and replay "
@@ -62,17 +63,6 @@ REMEDIES = {
                     "read (batching, lesson 06; speculative decoding)",
     "compute-bound": "fewer FLOPs or faster arithmetic: a lower-precision matmul (bfloat16 "
                      "where the CPU has it), or a device with a higher FLOP/s roof",
-}
-PROMPT = "The memory wall, measured one decode step at a time: "
-
-# An H100 SXM5 80 GB from NVIDIA's datasheet (not measured here): HBM3 3.35 TB/s, and
-# 1,979 TFLOPS bfloat16 Tensor Core *with sparsity*, i.e. 989 TFLOPS dense.
-H100_SXM = {
-    "device_name": "NVIDIA H100 SXM5 80 GB",
-    "bytes_per_s": 3.35e12,
-    "flops_per_s": {"bfloat16": 989e12},
-    "source": "NVIDIA H100 Tensor Core GPU datasheet: HBM3 3.35 TB/s; bfloat16 Tensor Core "
-              "1,979 TFLOPS with sparsity = 989 TFLOPS dense",
 }
 
 
@@ -155,201 +145,6 @@ def fit_wall(step_bytes: Sequence[float], seconds: Sequence[float]) -> WallFit:
     total = float(np.sum((ys - ys.mean()) ** 2))
     return WallFit(fixed_s=float(intercept), seconds_per_byte=float(slope),
                    r_squared=1.0 - residual / total if total > 0 else 1.0, points=len(x))
-
-
-# ---- one point, the fixed cost ------------------------------------------------------------------
-@dataclass
-class WallPoint:
-    """One decode step measured (or computed): what it reads and does, and how long it took."""
-
-    label: str  # e.g. "SmolLM2-135M bf16"
-    model: str  # the shape's name
-    dtype: str  # "float32" or "bfloat16"
-    kind: str  # "shape" (a published or scaled shape) or "fixed cost" (tiny width)
-    n_params: int
-    n_layers: int
-    hidden_size: int
-    context_tokens: int  # tokens in the sequence at the median timed step
-    step_bytes: int  # counted bytes the step reads: weights + KV cache (`decode_cost`)
-    step_flops: int  # counted FLOPs of the step
-    seconds: float  # median decode forward pass (computed runs: fixed cost + roofline time)
-    seconds_min: float  # fastest timed step
-    seconds_max: float  # slowest timed step
-    steps_timed: int  # decode steps behind the median (0 for a computed point)
-    fixed_cost_s: float  # fixed per-step cost at this depth and dtype (from the overhead floor)
-    random_weights: bool = True  # built from a config (real kernels, meaningless text)
-    batch: int = 1  # requests per step (1: one token per weight read)
-    step_spread: Optional[Spread] = None  # the timed steps: median, middle half (None: older)
-
-    @property
-    def spread(self) -> Spread:
-        """The step time with its spread (an exact figure for a computed or older point)."""
-        return self.step_spread or Spread.exact(self.seconds)
-
-
-@dataclass
-class OverheadFloor:
-    """The fixed per-step cost at each depth, in one dtype: tiny-width models, measured."""
-
-    dtype: str
-    hidden_size: int  # the tiny width (NARROW_WIDTH)
-    vocab_size: int  # the tiny vocabulary (NARROW_VOCAB)
-    layers: list[int]  # depths measured, increasing
-    seconds: list[float]  # median decode step of the tiny model at each depth
-    assumed: bool = False  # True: not measured here (a computed run's stated assumption)
-    note: str = ""  # how it was obtained
-    spreads: list[Spread] = field(default_factory=list)  # each depth's steps ([]: not kept)
-
-    def __post_init__(self):
-        if len(self.layers) != len(self.seconds) or not self.layers:
-            raise ValueError("an overhead floor needs one time per depth, and at least one depth")
-        if self.spreads and len(self.spreads) != len(self.layers):
-            raise ValueError("an overhead floor needs one spread per depth, or none")
-        if sorted(set(self.layers)) != list(self.layers):
-            raise ValueError(f"overhead floor depths must increase with no repeats, not "
-                             f"{self.layers}")
-
-    @property
-    def per_layer_s(self) -> Optional[float]:
-        """Least-squares seconds per layer across the depths (None with a single depth)."""
-        if len(self.layers) < 2:
-            return None
-        return float(np.polyfit(self.layers, self.seconds, 1)[0])
-
-    @property
-    def constant_s(self) -> Optional[float]:
-        """Least-squares intercept: the part of the fixed cost that does not grow with depth."""
-        if len(self.layers) < 2:
-            return None
-        return float(np.polyfit(self.layers, self.seconds, 1)[1])
-
-    def at(self, n_layers: int) -> float:
-        """The fixed cost of a step through `n_layers` layers: measured at that depth when it
-        was, else read off the least-squares line through the measured depths."""
-        if n_layers in self.layers:
-            return self.seconds[self.layers.index(n_layers)]
-        if len(self.layers) < 2:
-            raise ValueError(f"the fixed cost was measured at {self.layers} layers only: "
-                             f"measure it at {n_layers} layers too (measure_overhead)")
-        return max(0.0, self.constant_s + self.per_layer_s * n_layers)
-
-    def spread_at(self, n_layers: int) -> Spread:
-        """The fixed cost at `n_layers` with its spread: the measured steps' at a measured
-        depth; exact (no spread known) where it is read off the line or was not kept."""
-        if n_layers in self.layers and self.spreads:
-            return self.spreads[self.layers.index(n_layers)]
-        return Spread.exact(self.at(n_layers))
-
-
-def narrow_config(config: Union[str, dict], hidden_size: int = NARROW_WIDTH, *,
-                  vocab_size: Optional[int] = NARROW_VOCAB, n_layers: Optional[int] = None,
-                  name: Optional[str] = None) -> dict:
-    """A config dict for `from_config`: `config`'s depth (or `n_layers`) at a smaller width.
-
-    Heads of 64 dimensions (one key/value head), an MLP 3× as wide as the model; vocab_size
-    None keeps the original vocabulary. The default (width 64, vocabulary 512) has almost no
-    bytes to read: its step time is the fixed per-step cost of that depth.
-    """
-    entry = read_config(config)
-    if not checks.is_whole(hidden_size) or hidden_size < 8 or hidden_size % 8:
-        checks.refuse("hidden_size", "a multiple of 8 that is >= 8", hidden_size)
-    c = dict(entry["config"])
-    head_dim = min(64, hidden_size)
-    c.update(hidden_size=hidden_size, intermediate_size=3 * hidden_size,
-             num_attention_heads=max(1, hidden_size // head_dim), num_key_value_heads=1,
-             head_dim=head_dim)
-    if vocab_size is not None:
-        c["vocab_size"] = int(vocab_size)
-    if n_layers is not None:
-        c["num_hidden_layers"] = checks.whole("n_layers", n_layers, 1)
-    depth = c["num_hidden_layers"]
-    return {"name": name or f"{depth} layers × width {hidden_size}", "source":
-            f"{entry.get('source', entry['name'])} (narrowed by viz.perf.wall.narrow_config)",
-            "config": c}
-
-
-def _short(dtype: str) -> str:
-    return {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(dtype, dtype)
-
-
-def measure_point(lm, *, max_new_tokens: int = 16, repeats: int = 2, prompt: str = PROMPT,
-                  batch: int = 1, label: str = "", kind: str = "shape",
-                  fixed_cost_s: float = 0.0, threads: Optional[int] = None) -> WallPoint:
-    """Time `lm`'s decode steps: one warm-up, then `repeats` recordings of `max_new_tokens`.
-
-    seconds is the median forward pass over all timed decode steps (sampling excluded);
-    bytes and FLOPs are counted at the median step's context (`decode_cost`).
-    batch: > 1 decodes that many copies of the prompt together (`viz.perf.generate_batch`):
-        the arithmetic grows B-fold, the weight bytes do not (lesson 06).
-    fixed_cost_s: the fixed cost to place it with (`measure_wall` fills it in).
-    threads: CPU threads (None: torch's current count).
-    """
-    from viz.perf.batch import generate_batch
-    from viz.record import record
-
-    checks.whole("max_new_tokens", max_new_tokens, 2, fix="one decode step at least")
-    checks.whole("repeats", repeats, 1)
-    checks.one_of("kind", kind, ("shape", "fixed cost"))
-    checks.whole("batch", batch, 1)
-    checks.threads(threads)
-    times: list[float] = []
-    contexts: list[int] = []
-    with using_threads(threads):
-        if batch == 1:
-            record(lm, prompt, max_new_tokens=3, stop_at_eos=False, embeddings=False, log_top=1)
-            for _ in range(repeats):
-                trace = record(lm, prompt, max_new_tokens=max_new_tokens, stop_at_eos=False,
-                               embeddings=False, log_top=1)
-                times += [s.forward_s for s in trace.steps[1:]]
-                contexts += [s.seq_len for s in trace.steps[1:]]
-        else:
-            ids = list(lm.tokenizer(prompt)["input_ids"])
-            generate_batch(lm, [ids] * batch, 3)
-            for _ in range(repeats):
-                run = generate_batch(lm, [ids] * batch, max_new_tokens)
-                times += run.step_forward_s
-                contexts += [len(ids) + k for k in range(1, len(run.step_forward_s) + 1)]
-    spec = lm.spec
-    spread = Spread.of(times)
-    cost = decode_cost(spec, int(statistics.median_low(contexts)), batch)
-    name = label or f"{spec.name} {_short(spec.dtype)}" + (f" B={batch}" if batch > 1 else "")
-    return WallPoint(label=name, model=spec.name,
-                     dtype=spec.dtype, kind=kind, n_params=spec.n_params,
-                     n_layers=spec.n_layers, hidden_size=spec.hidden_size,
-                     context_tokens=cost.context_tokens, step_bytes=int(cost.bytes),
-                     step_flops=int(cost.flops), seconds=spread.median,
-                     seconds_min=float(min(times)), seconds_max=float(max(times)),
-                     steps_timed=len(times), fixed_cost_s=float(fixed_cost_s),
-                     random_weights=spec.random_weights, batch=batch, step_spread=spread)
-
-
-def measure_overhead(depths: Sequence[int], dtype: str = "float32", *, base: Union[str, dict] =
-                     "smollm2-135m", hidden_size: int = NARROW_WIDTH,
-                     vocab_size: int = NARROW_VOCAB, max_new_tokens: int = 16, repeats: int = 2,
-                     device="cpu", threads: Optional[int] = None
-                     ) -> tuple[OverheadFloor, list[WallPoint]]:
-    """The fixed per-step cost: a tiny-width model of each depth, built, timed and freed.
-
-    Returns the floor and the tiny models' own points (each overhead-bound by construction:
-    its fixed cost is its own time). About 1 s per depth on a 2-core CPU.
-    """
-    depths = sorted(set(checks.whole_list("depths", depths)))
-    points = []
-    for n in depths:
-        lm = from_config(narrow_config(base, hidden_size, vocab_size=vocab_size, n_layers=n),
-                         device=device, dtype=dtype)
-        p = measure_point(lm, max_new_tokens=max_new_tokens, repeats=repeats, kind="fixed cost",
-                          label=f"{n} layer{'s' if n != 1 else ''} × {hidden_size} "
-                                f"{_short(dtype)}", threads=threads)
-        points.append(replace(p, fixed_cost_s=p.seconds))
-        del lm
-        release_memory()
-    floor = OverheadFloor(dtype=dtype, hidden_size=hidden_size, vocab_size=vocab_size,
-                          layers=depths, seconds=[p.seconds for p in points],
-                          note=f"measured: median decode step of a model {hidden_size} wide "
-                               f"with a {vocab_size}-token vocabulary at each depth",
-                          spreads=[p.spread for p in points])
-    return floor, points
 
 
 # ---- the run ------------------------------------------------------------------------------------
@@ -667,7 +462,7 @@ def computed_wall(shapes: Sequence[Union[str, dict]], *, device_name: str, bytes
     FLOPs and bytes of one decode step with `context_tokens` in the sequence. The fixed cost is
     `fixed_cost_per_layer_s` × layers: an assumption you state in `fixed_cost_note` (0: a
     step with no overhead at all, what CUDA graphs aim at).
-        gpu = computed_wall(shapes, **H100_SXM, fixed_cost_per_layer_s=...)
+        gpu = computed_wall(shapes, **perf.H100_SXM, fixed_cost_per_layer_s=...)
     """
     checks.positive("bytes_per_s", bytes_per_s, noun="")
     if dtype not in flops_per_s or not flops_per_s[dtype] > 0:
@@ -681,7 +476,7 @@ def computed_wall(shapes: Sequence[Union[str, dict]], *, device_name: str, bytes
         t = fixed + roofline_seconds(cost.flops, cost.bytes, flops_per_s[dtype], bytes_per_s)
         depths.add(spec.n_layers)
         points.append(WallPoint(
-            label=f"{spec.name} {_short(dtype)}", model=spec.name, dtype=dtype, kind="shape",
+            label=f"{spec.name} {short_dtype(dtype)}", model=spec.name, dtype=dtype, kind="shape",
             n_params=spec.n_params, n_layers=spec.n_layers, hidden_size=spec.hidden_size,
             context_tokens=context_tokens, step_bytes=int(cost.bytes), step_flops=int(cost.flops),
             seconds=t, seconds_min=t, seconds_max=t, steps_timed=0, fixed_cost_s=fixed))

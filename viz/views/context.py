@@ -20,7 +20,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Optional
 
-from viz.perf.peaks import Peaks
+from viz.perf.machine.peaks import Peaks
 from viz.perf.table import Sweep
 from viz.views import palette
 from viz.views.base import plotly_layout

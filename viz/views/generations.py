@@ -1,5 +1,5 @@
 """The memory wall across hardware generations: each device's peak FLOP/s against its
-memory bandwidth, on log-log axes (numbers: `viz.perf.datasheets`).
+memory bandwidth, on log-log axes (numbers: `viz.perf.machine.datasheets`).
 
 One marker per row of `generations_table`: GPUs and CPUs from their datasheets (a CPU's FLOP/s
 computed from its datasheet), and this machine, measured, drawn as a star. Dashed diagonals
@@ -31,14 +31,14 @@ def _group(row: dict[str, Any]) -> str:
 
 def _check(rows: Any) -> list[dict[str, Any]]:
     if not isinstance(rows, (list, tuple)) or not rows:
-        raise ValueError("expected the rows of viz.perf.datasheets.generations_table() (a "
+        raise ValueError("expected the rows of viz.perf.generations_table() (a "
                          f"non-empty list of dicts), not {type(rows).__name__}")
     for r in rows:
         if not isinstance(r, dict) or not all(
                 isinstance(r.get(k), (int, float)) and r[k] > 0
                 for k in ("bytes_per_s", "flops_per_s")):
             raise ValueError("every row needs bytes_per_s and flops_per_s > 0: pass the rows of "
-                             "viz.perf.datasheets.generations_table()")
+                             "viz.perf.generations_table()")
     return list(rows)
 
 
@@ -76,7 +76,7 @@ def generations_data(table_rows: Sequence[dict[str, Any]],
 def generations_figure(table_rows: Sequence[dict[str, Any]], *,
                        ridges: Sequence[float] = RIDGES, height: int = 480):
     """Plotly, log-log: peak FLOP/s (up) against memory bandwidth (across), one marker per row
-    of `viz.perf.datasheets.generations_table(...)`, with dashed lines of constant ridge.
+    of `viz.perf.generations_table(...)`, with dashed lines of constant ridge.
     The measured row (if any) is a star. Returns the figure; nothing is displayed."""
     import plotly.graph_objects as go
 

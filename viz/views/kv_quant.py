@@ -16,7 +16,7 @@ import statistics
 from typing import Any, Optional
 
 from viz.perf.kv_quant import cache_names, check_kv_quant_sweep
-from viz.perf.peaks import Peaks
+from viz.perf.machine.peaks import Peaks
 from viz.perf.table import Sweep
 from viz.views import palette
 from viz.views.base import plotly_layout

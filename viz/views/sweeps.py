@@ -13,7 +13,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any, Optional
 
-from viz.perf.peaks import Peaks
+from viz.perf.machine.peaks import Peaks
 from viz.perf.table import Sweep
 from viz.spread import Spread
 from viz.views import palette

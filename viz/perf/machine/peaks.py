@@ -1,27 +1,18 @@
 """This machine's ceilings, measured in seconds on any CPU, cached, and checked when reused.
 
 Every floor, MBU, MFU and ridge point in the course divides by two measured ceilings: how
-fast a matrix product computes (FLOP/s, per dtype) and how fast memory is read (bytes/s).
+fast a matrix product computes (FLOP/s, per dtype: `viz.perf.machine.matmul`, sized to the
+machine) and how fast memory is read (bytes/s: `viz.perf.machine.bandwidth`).
 `machine_peaks()` measures them once per machine and saves them in the viz cache folder
 (`measurements_dir()`: `$VIZ_MEASURE_DIR`, else `$VIZ_CACHE_DIR` or ~/.cache/llm-inference-viz),
-so every lesson uses the same figures.
-
-**Sized to the machine, in bounded time.** A fixed 2048×2048 product takes 0.1 s in float32
-on any laptop, but 105 s in bfloat16 on a CPU without bfloat16 instructions (AVX2 only: torch
-converts every number in software). So the product grows from 128×128, doubling, until one
-run takes long enough to time (`MIN_RUN_S`) or the dtype's time budget (`BUDGET_S`) would be
-exceeded by the next size; the peak is the best median FLOP/s among the sizes tried. A dtype
-far slower than float32 is reported as a finding, with the reason the CPU's features give
-(`MachinePeaks.findings`). The whole measurement takes a few seconds on any CPU.
+in a file named by what decides the result (`viz.perf.machine.cache`), so every lesson uses
+the same figures. A dtype far slower than float32 is reported as a finding, with the reason
+the CPU's features give (`MachinePeaks.findings`). The whole measurement takes a few seconds
+on any CPU.
 
 **Medians, with their spread.** Each figure is the median of its runs, with the middle half of
-them as its spread (`viz.spread.Spread`); see `viz.perf.bandwidth` for why not the fastest run.
-
-**Keyed on what decides the result.** The cache file is named by a hash of the CPU model, its
-instruction-set features and the ones torch uses (`viz.runtime.cpu_features`,
-`cpu_capability`: `ATEN_CPU_CAPABILITY=avx2` makes an AVX-512 machine measure as an AVX2 one),
-the thread count, the CPU count and the torch version: change any and the peaks are measured
-again. Two CPUs sold under one name ("AMD EPYC") with different features do not share a file.
+them as its spread (`viz.spread.Spread`); see `viz.perf.machine.bandwidth` for why not the
+fastest run.
 
 **Checked when reused.** The first time a process reads the cached peaks, a quick fresh read
 (`CHECK_REPEATS` runs over the same buffer, ~0.2 s) is compared with the cached read
@@ -30,47 +21,46 @@ outside the cached runs' spread, the machine is not in the state that was measur
 program is using it, or it changed): everything is measured again and saved, and
 `MachinePeaks.status` says so. The tolerance is wider than the figure's own wander: on the
 project's shared 2-core machine, eight medians of the same read a second apart ran from 40 to
-51 GB/s on a quiet machine (and 31–35 GB/s with a test suite running beside it). Later calls in the same process return the same object, so a
-lesson's cells all see one set of peaks. Lesson 08; every lesson from 02 on uses them.
+51 GB/s on a quiet machine (and 31–35 GB/s with a test suite running beside it). Later calls
+in the same process return the same object, so a lesson's cells all see one set of peaks.
+Lesson 08; every lesson from 02 on uses them.
 
 `VIZ_CHECK_PEAKS=0` turns the check off where `check` is not given: `make notebooks` sets it,
 because the saved course shows the one set of peaks its run measured (a 2-core AMD EPYC VM's
 read wandered from 39.6 to a fresh 31.8 GB/s between two lessons of one run, and lesson 06
 measured again, so the saved lessons disagreed).
+
+**The roofline's two ceilings.** `Peaks` is the form the roofline (lesson 06) and the floors
+(lessons 03, 04, 07) take them in: one dtype's matmul peak and the *read* bandwidth (decode
+reads its weights, so the read, not a copy, is the memory roof everywhere in viz).
+`cached_peaks` takes them from `machine_peaks` (measured once, checked on reuse), so every
+lesson uses the same ceilings; `measure_peaks` measures afresh (the CLI's `viz roofline`). On
+CUDA each run is timed with CUDA events (the device's own clock), elsewhere with
+`viz.runtime.Clock` (perf_counter after a device synchronize).
 """
 
 from __future__ import annotations
 
 import datetime
-import hashlib
-import json
 import os
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Optional, Sequence, Union
+from typing import ClassVar, Optional, Sequence, Union
 
 import torch
 
 from viz import checks
 from viz.documents import Document
-from viz.perf.bandwidth import (Bandwidth, bandwidth_v1_to_v2, default_buffer_bytes,
-                                measure_bandwidth)
+from viz.perf.machine.bandwidth import (Bandwidth, bandwidth_v1_to_v2, default_buffer_bytes,
+                                        measure_bandwidth)
+from viz.perf.machine.cache import MachineCache
+from viz.perf.machine.matmul import BUDGET_S, Matmul, measure_matmul
 from viz.runtime import (cpu_capability, cpu_features, device_name, dtype_name, resolve_device,
-                         resolve_dtype, time_runs, using_threads)
+                         resolve_dtype, using_threads)
 from viz.spread import Spread
 
-# The matmul grows until one run takes at least this long (long enough to time well) ...
-MIN_RUN_S = 0.05
-# ... or until the next size would not fit in what is left of this budget, per dtype.
-BUDGET_S = 2.0
-# A size sets the peak only if its median run takes at least this long (finer is timer noise),
-# unless no size gets there.
-MIN_PEAK_RUN_S = 1e-3
-# Sizes: from START_N, doubling, up to the largest for the device.
-START_N = 128
-MAX_N = {"cpu": 2048, "cuda": 16384, "mps": 4096}
 # A dtype whose matmul peak is below this share of float32's is reported as slow.
 SLOW_SHARE = 0.5
 # The check on reuse (see the module docstring).
@@ -81,123 +71,10 @@ CHECK_ENV = "VIZ_CHECK_PEAKS"  # "0": reuse cached peaks unchecked (module docst
 BF16_FEATURES = ("avx512_bf16", "amx_bf16", "bf16")
 
 
-# ---- what decides the result -----------------------------------------------------------------
-def machine_key(device: Union[str, torch.device] = "cpu",
-                threads: Optional[int] = None) -> dict[str, Any]:
-    """What a measurement on `device` with `threads` depends on: a cached figure is reused
-    only where every item is the same."""
-    dev = resolve_device(device)
-    cpu = dev.type == "cpu"  # a GPU's speed does not depend on its host's instructions
-    return {"device": dev.type, "device_name": device_name(dev),
-            "cpu_count": os.cpu_count() or 0,
-            "threads": checks.threads(threads) or torch.get_num_threads(),
-            "torch_version": torch.__version__, "cpu_features": cpu_features() if cpu else [],
-            "cpu_capability": cpu_capability() if cpu else ""}
-
-
-def measurements_dir() -> Path:
-    """Where this machine's measured figures are cached: $VIZ_MEASURE_DIR, else the viz cache
-    folder (`viz.default_model.cache_dir()`, beside the model). The test suite points it at an
-    empty folder, so every run measures as a new learner's first lesson does."""
-    from viz.default_model import cache_dir
-
-    env = os.environ.get("VIZ_MEASURE_DIR")
-    return Path(env).expanduser() if env else cache_dir()
-
-
-def cache_file(folder: str, device: Union[str, torch.device] = "cpu",
-               threads: Optional[int] = None) -> Path:
-    """`<measurements_dir>/<folder>/<device>-<threads>-threads-<hash of machine_key>.json`."""
-    key = machine_key(device, threads)
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
-    return measurements_dir() / folder / f"{key['device']}-{key['threads']}-threads-{digest}.json"
-
-
 def _say(progress: bool, text: str) -> None:
     """One line to stderr, so a learner knows why a cell is busy (`progress=False`: silent)."""
     if progress:
         print(f"viz: {text}", file=sys.stderr, flush=True)
-
-
-# ---- the matrix product, sized to the machine ------------------------------------------------
-@dataclass
-class Matmul:
-    """Peak FLOP/s of an n×n by n×n product in one dtype, measured at growing sizes."""
-
-    dtype: str
-    n: int  # the size whose median FLOP/s was highest: the peak's
-    flops_per_s: float  # 2·n³ ÷ the median run at that size: THE figure
-    fastest_flops_per_s: float  # 2·n³ ÷ the fastest run there (for comparison)
-    runs_s: list[float] = field(default_factory=list)  # every timed run at that size
-    sizes: list[int] = field(default_factory=list)  # every size tried, smallest first
-    sizes_flops_per_s: list[float] = field(default_factory=list)  # median FLOP/s at each
-    stopped: str = ""  # why the sizes stopped growing
-
-    @property
-    def spread(self) -> Spread:
-        """FLOP/s with its spread (the median run and the middle half of the runs)."""
-        if not self.runs_s:
-            return Spread.exact(self.flops_per_s)  # an older file: no runs were kept
-        return Spread.of(2.0 * self.n ** 3 / t for t in self.runs_s)
-
-    @property
-    def how(self) -> str:
-        tried = ", ".join(f"{n}: {f / 1e9:,.1f}" for n, f in zip(self.sizes,
-                                                                   self.sizes_flops_per_s))
-        return (f"{self.n}×{self.n} product, median of {len(self.runs_s) or 'its'} runs"
-                + (f"; sizes tried (GFLOP/s) {tried}; {self.stopped}" if self.sizes else ""))
-
-
-def measure_matmul(dtype: Union[str, torch.dtype] = "float32", device: Union[str, torch.device]
-                   = "cpu", *, repeats: int = 5, budget_s: float = BUDGET_S,
-                   min_run_s: float = MIN_RUN_S, max_n: Optional[int] = None,
-                   start_n: int = START_N) -> Matmul:
-    """Peak matmul FLOP/s in `dtype`: products of growing size, within `budget_s` seconds.
-
-    Each size gets one untimed warm-up and `repeats` timed runs (fewer if the budget would not
-    allow them); sizes double from `start_n` while the median run is shorter than `min_run_s`,
-    the size is below `max_n` (default `MAX_N` for the device), and 8× the last size's time
-    (the next size's work) fits in what is left. About 1–2 s per dtype on any CPU.
-    """
-    dev = resolve_device(device)
-    dt = resolve_dtype(dtype, dev)
-    checks.whole("repeats", repeats, 1)
-    checks.positive("budget_s", budget_s, noun="a number of seconds")
-    top = int(max_n or MAX_N.get(dev.type, 2048))
-    if start_n < 16 or top < 16:
-        raise ValueError(f"sizes must be at least 16: start_n {start_n}, max_n {top}")
-    deadline = time.perf_counter() + budget_s
-    sizes, medians, best, n, stopped = [], [], None, min(int(start_n), top), ""
-    gen = torch.Generator(device=dev).manual_seed(0)
-    while True:
-        a = torch.randn(n, n, device=dev, dtype=dt, generator=gen)
-        b = torch.randn(n, n, device=dev, dtype=dt, generator=gen)
-        out = torch.empty(n, n, device=dev, dtype=dt)
-        (first,), _ = time_runs(lambda: torch.mm(a, b, out=out), dev, 1)  # warm-up, timed
-        left = deadline - time.perf_counter()
-        k = max(1, min(repeats, int(left / first))) if left > 0 else 1
-        runs, _ = time_runs(lambda: torch.mm(a, b, out=out), dev, k, warmup=0)
-        del a, b, out
-        flops = Spread.of(2.0 * n ** 3 / t for t in runs)
-        sizes.append(n)
-        medians.append(flops.median)
-        run_s = sorted(runs)[len(runs) // 2]
-        if best is None or (run_s >= MIN_PEAK_RUN_S and (best[3] < MIN_PEAK_RUN_S
-                                                          or flops.median > best[1].median)):
-            best = (n, flops, runs, run_s)
-        if n * 2 > top:
-            stopped = f"stopped at the largest size for a {dev.type} ({top})"
-        elif run_s >= min_run_s:
-            stopped = f"stopped once a run took {min_run_s * 1e3:g} ms or more"
-        elif run_s * 8 * (repeats + 1) > deadline - time.perf_counter():
-            stopped = f"stopped by the {budget_s:g} s time budget"
-        if stopped:
-            break
-        n *= 2
-    n_best, flops, runs, _ = best
-    return Matmul(dtype=dtype_name(dt), n=n_best, flops_per_s=flops.median,
-                  fastest_flops_per_s=2.0 * n_best ** 3 / min(runs), runs_s=list(runs),
-                  sizes=sizes, sizes_flops_per_s=medians, stopped=stopped)
 
 
 # ---- the peaks document -----------------------------------------------------------------------
@@ -232,7 +109,7 @@ class MachinePeaks(Document):
     cpu_count: int  # logical CPUs the operating system reports
     threads: int  # torch intra-op threads every figure was measured with
     matmul: dict[str, Matmul]  # dtype → the matrix product's peak
-    read: Bandwidth  # the memory floor's bandwidth (see viz.perf.bandwidth)
+    read: Bandwidth  # the memory floor's bandwidth (see viz.perf.machine.bandwidth)
     copy: Bandwidth  # read + write, for comparison
     matvec: dict[str, Bandwidth]  # dtype → the decode kernel's own reading speed
     measured_at: str  # when, UTC, ISO 8601
@@ -382,14 +259,15 @@ def measure_machine_peaks(device: Union[str, torch.device] = "cpu", *,
         seconds=round(time.perf_counter() - start, 2))
 
 
+# The peaks' file in `measurements_dir()/peaks`, and the peaks this process already read (and
+# checked) or measured there: one set per process.
+_CACHE = MachineCache("peaks", MachinePeaks)
+
+
 def peaks_path(device: Union[str, torch.device] = "cpu", threads: Optional[int] = None) -> Path:
     """The cache file for `device` measured with `threads` (None: torch's current count),
     named by what decides the result (`machine_key`)."""
-    return cache_file("peaks", device, threads)
-
-
-# path → the peaks this process already read (and checked) or measured: one set per process.
-_IN_PROCESS: dict[str, MachinePeaks] = {}
+    return _CACHE.path(device, threads)
 
 
 def machine_peaks(device: Union[str, torch.device] = "cpu", *, threads: Optional[int] = None,
@@ -415,15 +293,16 @@ def machine_peaks(device: Union[str, torch.device] = "cpu", *, threads: Optional
     file = Path(path) if path is not None else peaks_path(dev, threads)
     with using_threads(threads) as n_threads:
         if not refresh:
-            if str(file) in _IN_PROCESS:
-                return _IN_PROCESS[str(file)]
-            cached = _read_cached(file, dev, n_threads)
+            remembered = _CACHE.in_process(file)
+            if remembered is not None:
+                return remembered
+            cached = _CACHE.read(file, dev, n_threads)
             if cached is not None:
+                cached.loaded_from = str(file)
                 if not check:
                     cached.status = (f"from the viz cache ({file.parent.name}/{file.name}), "
                                      "not checked")
-                    _IN_PROCESS[str(file)] = cached
-                    return cached
+                    return _CACHE.remember(file, cached)
                 fresh = measure_bandwidth(cached.read.buffer_bytes, "read", device=dev,
                                           repeats=CHECK_REPEATS)
                 verdict = _check(cached, fresh)
@@ -431,8 +310,7 @@ def machine_peaks(device: Union[str, torch.device] = "cpu", *, threads: Optional
                     cached.status = (f"checked now: a fresh read gave "
                                      f"{fresh.bytes_per_s / 1e9:.1f} GB/s, in line with the "
                                      f"cached {cached.bytes_per_s / 1e9:.1f} GB/s")
-                    _IN_PROCESS[str(file)] = cached
-                    return cached
+                    return _CACHE.remember(file, cached)
                 _say(progress, f"{verdict}: measuring this machine's peaks again "
                                "(a few seconds)")
                 reason = f"measured again now, because {verdict}"
@@ -445,36 +323,13 @@ def machine_peaks(device: Union[str, torch.device] = "cpu", *, threads: Optional
             reason = "measured now (refresh=True)"
         peaks = measure_machine_peaks(dev, buffer_bytes=buffer_bytes, repeats=repeats,
                                       budget_s=budget_s)
-    peaks.save(file)
+    _CACHE.write(file, peaks)
     for dt in peaks.matmul:
         if "float32" in peaks.matmul and not peaks.fast(dt):  # the learner should hear of it
             _say(progress, f"note: {peaks.finding(dt)}")
     peaks.loaded_from = ""
     peaks.status = f"{reason}; saved in the viz cache ({file.parent.name}/{file.name})"
-    _IN_PROCESS[str(file)] = peaks
     return peaks
-
-
-def _read_cached(file: Path, dev: torch.device, threads: int) -> Optional[MachinePeaks]:
-    """The cached peaks in `file` if they were measured on this machine as it is now."""
-    if not file.is_file():
-        return None
-    try:
-        cached = MachinePeaks.load(file)
-    except ValueError:
-        return None  # unreadable or from another version: measure again
-    if not same_machine(cached, dev, threads):
-        return None
-    cached.loaded_from = str(file)
-    return cached
-
-
-def same_machine(document: Any, device: Union[str, torch.device] = "cpu",
-                 threads: Optional[int] = None) -> bool:
-    """True if `document` (with the fields of `machine_key`) was measured on this machine as it
-    is now: same CPU and features, threads, CPU count and torch."""
-    key = machine_key(device, threads)
-    return all(getattr(document, k, None) == v for k, v in key.items())
 
 
 def _check(cached: MachinePeaks, fresh: Bandwidth) -> Optional[str]:
@@ -490,7 +345,7 @@ def _check(cached: MachinePeaks, fresh: Bandwidth) -> Optional[str]:
 
 def forget_in_process() -> None:
     """Forget the peaks this process has read or measured (tests; a learner never needs it)."""
-    _IN_PROCESS.clear()
+    _CACHE.forget()
 
 
 def _load_average() -> list[float]:
@@ -498,3 +353,103 @@ def _load_average() -> list[float]:
         return [round(x, 2) for x in os.getloadavg()]
     except (AttributeError, OSError):  # not on this platform
         return []
+
+
+# ---- the roofline's two ceilings, in one dtype --------------------------------------------------
+@dataclass
+class Peaks:
+    """The measured ceilings of one device at one dtype (a projection of `MachinePeaks`)."""
+
+    device: str  # "cpu", "cuda" or "mps"
+    device_name: str  # e.g. the CPU model or "NVIDIA H200"
+    dtype: str  # element type of the matrix product
+    threads: int  # torch intra-op threads (CPU parallelism)
+    flops_per_s: float  # 2·n³ ÷ the median matmul run: the compute roof
+    bytes_per_s: float  # bytes ÷ the median read of a large buffer: the memory roof
+    matmul_n: int  # size of the square matrices at the peak
+    buffer_bytes: int  # size of the buffer read
+    repeats: int  # timed reads, after one untimed warm-up
+    timer: str  # "cuda events" or the Clock's name
+    # How, when and with what the two ceilings were measured.
+    how: str = ""
+    flops_spread: Optional[Spread] = None  # the middle half of the matmul runs
+    bytes_spread: Optional[Spread] = None  # the middle half of the reads
+    cpu_features: list[str] = field(default_factory=list)  # `viz.runtime.cpu_features`
+    cpu_capability: str = ""  # what torch's kernels used, e.g. "AVX2"
+
+    @property
+    def ridge_intensity(self) -> float:
+        """FLOPs per byte where the two roofs meet: below it memory limits, above it compute."""
+        return self.flops_per_s / self.bytes_per_s
+
+
+def peaks_v1_to_v2(data: dict) -> dict:
+    """A Peaks saved before viz 0.2 (inside a schema-1 roofline): the fastest runs were the
+    figures and the copy's bandwidth could be the memory roof; the medians it kept become the
+    figures."""
+    data = dict(data)
+    data["flops_per_s"] = data.pop("flops_per_s_median", data["flops_per_s"])
+    data["bytes_per_s"] = data.pop("bytes_per_s_median", data["bytes_per_s"])
+    data["buffer_bytes"] = data.pop("copy_bytes", 0)
+    return data
+
+
+def peaks_from_machine(machine: MachinePeaks, dtype: str = "float32") -> Peaks:
+    """The roofline's two ceilings taken from `viz.perf.machine_peaks`' measurement.
+
+    flops_per_s is its matmul peak in `dtype`; bytes_per_s its **read** bandwidth (what the
+    memory floor of lesson 08 divides by), so the ridge point printed by lessons 03, 04, 06
+    and 07 is the one lesson 08 uses. `how` says when and how both were measured.
+    """
+    if not isinstance(machine, MachinePeaks):
+        raise ValueError(f"expected viz.perf.MachinePeaks (from viz.perf.machine_peaks()), not "
+                         f"{type(machine).__name__}")
+    read = machine.read
+    machine.flops(dtype)  # a dtype with no measured peak fails here, naming what there is
+    m = machine.matmul[dtype]
+    source = "cached machine peaks" if machine.loaded_from else "machine peaks"
+    return Peaks(device=machine.device, device_name=machine.device_name, dtype=dtype,
+                 threads=machine.threads, flops_per_s=m.flops_per_s,
+                 bytes_per_s=read.bytes_per_s, matmul_n=m.n, buffer_bytes=read.buffer_bytes,
+                 repeats=read.repeats, timer=read.timer,
+                 how=(f"{source}, measured {machine.measured_at}: matmul {dtype} {m.how}; "
+                      f"read bandwidth: {read.how}"),
+                 flops_spread=m.spread, bytes_spread=read.spread,
+                 cpu_features=list(machine.cpu_features), cpu_capability=machine.cpu_capability)
+
+
+def measure_peaks(device: Union[str, torch.device] = "auto",
+                  dtype: Union[None, str, torch.dtype] = None, *,
+                  buffer_bytes: Optional[int] = None, repeats: int = 5,
+                  threads: Optional[int] = None, budget_s: float = BUDGET_S,
+                  max_n: Optional[int] = None) -> Peaks:
+    """Measure peak FLOP/s (a matrix product, sized to the machine) and the read bandwidth on
+    `device`, afresh (nothing cached): what `viz roofline` and `measure_roofline` use.
+
+    dtype: as in `viz.load_model` (bfloat16 on CUDA, float32 elsewhere): measure in the dtype
+        the model runs in. A few seconds on a 2-core CPU.
+    buffer_bytes: the buffer read (default 256 MiB on a CPU, 2 GiB on a GPU).
+    budget_s, max_n: the matmul's time budget and largest size (`viz.perf.measure_matmul`).
+    threads: CPU threads to measure with (None: torch's current count); recorded.
+    """
+    dev = resolve_device(device)
+    dt = dtype_name(resolve_dtype(dtype, dev))
+    checks.whole("repeats", repeats, 1)
+    machine = measure_machine_peaks(dev, buffer_bytes=buffer_bytes, repeats=repeats,
+                                    threads=threads, dtypes=[dt], budget_s=budget_s,
+                                    max_n=max_n)
+    return peaks_from_machine(machine, dt)
+
+
+def cached_peaks(device: Union[str, torch.device] = "cpu",
+                 dtype: Union[None, str, torch.dtype] = None, *,
+                 threads: Optional[int] = None) -> Peaks:
+    """This machine's peaks for the roofline, measured once and cached (lessons 03, 04, 06, 07).
+
+    `viz.perf.machine_peaks(device, threads=threads)` (measured the first time, a few seconds;
+    read from its cache file and checked afterwards), in the form `measure_roofline(peaks=...)`
+    takes: see `peaks_from_machine`. dtype: as in `viz.load_model` (float32 on a CPU).
+    """
+    dev = resolve_device(device)
+    return peaks_from_machine(machine_peaks(dev, threads=threads),
+                              dtype_name(resolve_dtype(dtype, dev)))

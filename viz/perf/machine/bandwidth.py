@@ -26,7 +26,7 @@ while the median stayed within 31–35 GB/s: the fastest run is the one a lucky 
 the median is what the machine sustains. The fastest is kept too (`fastest_bytes_per_s`).
 
 This machine's figures, measured once and cached for every lesson, are
-`viz.perf.machine.machine_peaks`. Lesson 08.
+`viz.perf.machine.peaks.machine_peaks`. Lesson 08.
 """
 
 from __future__ import annotations

@@ -21,8 +21,8 @@ from typing import Optional, Union
 
 import torch
 
-from viz.perf.machine import machine_peaks
-from viz.perf.overhead import fixed_cost
+from viz.perf.machine.fixed_costs import fixed_cost
+from viz.perf.machine.peaks import machine_peaks
 from viz.spread import Spread
 
 PREFIX = "yardsticks:"  # every printed line begins with it (tests find them by it)
