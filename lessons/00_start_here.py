@@ -50,18 +50,18 @@
 # | [00 · Start here: watch a language model answer](00_start_here.ipynb) | what happens when a model answers? | run a real model and read its reply as prefill plus decode, with TTFT and TPOT | — | 9 min |
 # | [01 · From text to vectors](01_from_text_to_vectors.ipynb) | what does the model actually read? | cut text into tokens and ids, and find each token's vector in the embedding table | 00 | 7 min |
 # | [02 · Predicting the next token](02_predicting_the_next_token.ipynb) | how is one token chosen? | compute the next token's probabilities by hand and choose greedily or by sampling | 01 | 8 min |
-# | [03 · Prefill](03_prefill.ipynb) | why is there a pause before the first word? | measure how TTFT grows with the prompt, and what limits a prefill pass | 02 | 10 min |
-# | [04 · Decode](04_decode.ipynb) | what sets the speed of the words that follow? | write the decode loop, time its steps, and take a step apart into fixed cost and bytes | 03 | 9 min |
-# | [05 · The KV cache](05_kv_cache.ipynb) | what does the model remember between steps? | see what the KV cache stores, how fast it grows, and what it saves each step | 04 | 9 min |
+# | [03 · Prefill](03_prefill.ipynb) | why is there a pause before the first word? | measure how TTFT grows with the prompt, and what limits a prefill pass | 02 | 11 min |
+# | [04 · Decode](04_decode.ipynb) | what sets the speed of the words that follow? | write the decode loop, time its steps, and take a step apart into fixed cost and bytes | 03 | 10 min |
+# | [05 · The KV cache](05_kv_cache.ipynb) | what does the model remember between steps? | see what the KV cache stores, how fast it grows, and what it saves each step | 04 | 10 min |
 # | [06 · Batching and the throughput/latency trade-off](06_batching.ipynb) | why do several replies at once cost less each? | measure what batching buys in tokens per second and costs in latency; place both phases on a roofline | 04, 05 | 10 min |
 # | [07 · Capstone: your prompt, from text to answer](07_capstone.ipynb) | your prompt, the whole pipeline | follow your own prompt through the whole pipeline on one dashboard | 06 | 7 min |
 # | [08 · The memory wall](08_memory_wall.ipynb) | why is decode speed set by bytes per token? | time models from 12 M to 1.7 B weights and name what limits each step with one rule | 04, 06 | 10 min |
 # | **Going further** | *serving many users, long contexts, the remedies, what the layers know, and the whole course on one page* | | | |
-# | [09 · Continuous batching and pages](09_continuous_batching.ipynb) | how does a server answer many people at once? | start a real server, watch continuous batching and paged attention pass by pass, and measure what serving many at once buys against one at a time | 06, 08 | 10 min |
-# | [10 · Load-testing a server](10_load_testing.ipynb) | how many users can a server take, and what does a token cost? | load-test a server the way engineers do: random arrivals, a rate sweep to saturation, an objective from your own figures, goodput, and $ per million tokens | 09 | 9 min |
-# | [11 · Long contexts and prefix caching](11_long_context.ipynb) | what changes when the prompt is thousands of tokens long? | measure attention's square in long prompts, the cache's share of a long step, a quantized cache, and prefix caching | 05, 08 | 10 min |
+# | [09 · Continuous batching and pages](09_continuous_batching.ipynb) | how does a server answer many people at once? | start a real server, watch continuous batching and paged attention pass by pass, and measure what serving many at once buys against one at a time | 06, 08 | 11 min |
+# | [10 · Load-testing a server](10_load_testing.ipynb) | how many users can a server take, and what does a token cost? | load-test a server the way engineers do: random arrivals, a rate sweep to saturation, an objective from your own figures, goodput, and $ per million tokens | 09 | 10 min |
+# | [11 · Long contexts and prefix caching](11_long_context.ipynb) | what changes when the prompt is thousands of tokens long? | measure attention's square in long prompts, the cache's share of a long step, a quantized cache, and prefix caching | 05, 08 | 11 min |
 # | [12 · Fewer bytes](12_fewer_bytes.ipynb) | do fewer bytes per weight make decode faster? | measure one model in six number formats against the memory wall, what they change in the text (on your own prompt too), and the wall across GPU generations | 08 | 8 min |
-# | [13 · Less overhead, more tokens per pass](13_less_overhead.ipynb) | what else makes decode faster: less overhead, more tokens per pass? | take a decode step apart, compile it, replay it as a CUDA graph (measured on an H200), and measure speculative decoding's tokens per pass at each draft length | 08, 12 | 11 min |
+# | [13 · Less overhead, more tokens per pass](13_less_overhead.ipynb) | what else makes decode faster: less overhead, more tokens per pass? | take a decode step apart, compile it, replay it as a CUDA graph (measured on an H200), and measure speculative decoding's tokens per pass at each draft length | 08, 12 | 12 min |
 # | [14 · The logit lens: where the answer forms, and a draft from it](14_logit_lens.ipynb) | where inside the model does the answer appear, and can the early layers draft it? | watch the answer form layer by layer, and draft tokens with the model's own early layers, at the layer you choose | 02, 13 | 8 min |
 # | [15 · The whole course on one page](15_the_whole_course.ipynb) | what does the whole course say about my machine? | measure every figure of the course's story again in under a minute and read them on one page: both phases and their limits, the KV cache, batching, the wall, a token's price, and which lever buys the most; then the same story for a prompt of your own | 10, 13 | 4 min |
 # <!-- course-map:end -->
@@ -72,7 +72,7 @@
 # `viz.load_model()` loads the default model from the local cache that `make lab` filled. The
 # course loads it on the processor (`device="cpu"`) even where a GPU is present: every lesson
 # sets its timings beside this processor's own measured limits, so both must come from the same
-# chip. (Lessons 03, 04, 06, 08 and 13 set a GPU's figures beside yours.)
+# chip. (Lessons 03, 04, 06, 07, 08, 10, 12 and 13 set a GPU's figures beside yours.)
 
 # %%
 import viz
@@ -136,8 +136,9 @@ print(f"as float32, in memory:        {spec.weight_bytes / 1e6:5.0f} MB "
 # (The file itself holds 97 MB of weights, as lesson 12 counts them: its embedding table is
 # kept more finely.) The model
 # computes in float32, so every forward pass reads the float32 bytes: the 4-bit file only made
-# the download small. Every byte count in this course is the float32 one (lessons 08
-# and 12 measure what reading fewer bytes per weight buys).
+# the download small. Every byte count for the model running on your machine is the float32
+# one unless a lesson says otherwise (lessons 08 and 12 measure what reading fewer bytes per
+# weight buys; the GPU figures are in bfloat16).
 
 # %% [markdown]
 # ## See it: a first reply, step by step

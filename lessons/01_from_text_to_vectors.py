@@ -210,8 +210,8 @@ else:
           f"same row: {torch.equal(looked_up[a], looked_up[b])}")
 
 # %% [markdown]
-# Its position comes in later, inside every layer: before a token's query meets the other
-# tokens' keys (lessons 03 and 05), both are rotated by an angle that grows with their
+# Its position comes in later, inside every layer: before a token's query (what it looks for)
+# meets the other tokens' keys (lessons 03 and 05), both are rotated by an angle that grows with their
 # positions (*rotary position embeddings*, RoPE), so the comparison feels how far apart two
 # tokens are. The positions it can tell apart end at its *context length*, the longest text
 # it reads (prompt and reply together):
@@ -316,8 +316,8 @@ print(f"{n_words} words, {n_tokens} tokens: {ratio:.2f} tokens per word")
 print(f"500 words × {ratio:.2f} tokens per word ≈ {500 * ratio:.0f} tokens")
 
 # %% [markdown]
-# The guide this course follows quotes a rule of thumb of about 700 tokens for 500 words (1.4
-# tokens per word). Compare it with your number above. Everyday words are in the vocabulary
+# A common rule of thumb for English is about 700 tokens for 500 words (1.4 tokens per
+# word). Compare it with your number above. Everyday words are in the vocabulary
 # whole (one token each, as in the table at the top), which keeps the ratio low; every
 # surprise above pushes it up: numbers, rare words and names, code, other languages. Paste a
 # paragraph of code or of another language into `paragraph` and run the two cells again.
@@ -381,7 +381,7 @@ compare_prediction(prediction_cat, closest, options=CAT,
 # %%
 recipe = ("Mix 250 g of flour with 2 eggs, 180 ml of milk and a pinch of salt. Bake for 25 "
           "minutes at 200 °C, then let it cool for 10 minutes before slicing.")
-prediction_recipe = None  # ← your guess: tokens per word, e.g. 1.3
+prediction_recipe = None  # ← your guess: tokens per word, e.g. 1.2
 
 # %%
 recipe_ratio = len(lm.tokenizer(recipe, add_special_tokens=False).input_ids) / len(recipe.split())

@@ -231,7 +231,8 @@ print(sweep)
 # %% [markdown]
 # Solid lines are yours; each point's bar is its **spread**, the range the middle half of its
 # runs fell in. Dashed: a reference from the project's own machine
-# (`perf.load_reference("cpu-prompt-sweep")`), recorded as its label says:
+# (`perf.load_reference("cpu-prompt-sweep")`), recorded as its label says (its threads, and
+# "load": the machine's load average while it ran, about how many processes wanted a core):
 
 # %%
 reference = perf.load_reference("cpu-prompt-sweep")
@@ -311,12 +312,14 @@ for n in (16, 128, 256):
 
 # %%
 print(f"{'tokens':>6} {'GFLOP':>8} {'MB moved':>9} {'FLOP per byte':>14}")
-for n in (1, 8, 64, 128, 512):
+for n in (1, 8, 16, 64, 128, 512):
     c = perf.prefill_cost(spec, n)
     print(f"{n:6} {c.flops / 1e9:8.2f} {c.bytes / 1e6:9.1f} {c.intensity:14.1f}")
 
 # %% [markdown]
-# The bytes barely move, so the intensity grows with the prompt. The rule `perf.pass_verdict`,
+# The bytes barely move, so the intensity grows with the prompt. (It is lower than the
+# per-layer figure above at the same length: a whole pass also reads the output head's 113 MB
+# table, which works on the last token only.) The rule `perf.pass_verdict`,
 # used from here on, weighs three measured times:
 #
 # - the **memory floor**: bytes ÷ this machine's read speed, the shortest time the reading
@@ -329,12 +332,24 @@ for n in (1, 8, 64, 128, 512):
 # A pass is *overhead-bound* if the fixed cost is at least half its measured time; otherwise
 # *compute-bound* if its compute floor is at least its memory floor, else *memory-bound*. Each
 # time has a spread; where the spreads straddle one of the rule's lines, it says **too close
-# to call**. The two peaks are the machine's **roofs**: no pass reads or computes faster. A
+# to call**. The two peaks are the machine's **roofs**: speeds a pass should not beat (they
+# are medians of measured runs, so a pass can land a little above one; more on that below). A
 # pass runs as many small programs, one per operation (a matrix product, a norm...), each
 # called a **kernel**; the processor that calls them, running Python, is the **host** (on a
 # CPU the same chip; lesson 04 on a GPU).
 #
-# **Predict.** What will the rule say about the 16-token prefill of your sweep?
+# The figures the rule divides by, measured once on this machine (lesson 02) and reused: the
+# peak FLOP/s, the read speed and the fixed cost of a 30-layer pass. Two shares come with the
+# rule's verdicts: **MFU** (model FLOPs utilisation) is the share of the pass its arithmetic
+# would take at the peak; **MBU** (model bandwidth utilisation), the share its reading would
+# take at full read speed.
+
+# %% tags=["nbval-ignore-output"]
+print(perf.yardsticks())  # the peaks and the fixed cost, as every lesson prints them
+
+# %% [markdown]
+# **Predict.** What will the rule say about the 16-token prefill of your sweep? (The table above
+# gives its FLOPs and bytes.)
 
 # %%
 prediction_regime = None  # ← your guess: "overhead-bound", "memory-bound" or "compute-bound"
@@ -344,7 +359,6 @@ machine = perf.machine_peaks()  # measured the first time on this machine, then 
 peaks = perf.cached_peaks()  # the same peaks in float32: the two roofs, with their spreads
 fixed = perf.fixed_cost(spec.n_layers)  # one pass of a 30-layer model with almost no weights
 print(machine.status)
-print(perf.yardsticks())  # the peaks and the fixed cost, as every lesson prints them
 verdicts = {n: perf.pass_verdict(perf.prefill_cost(spec, n).flops, perf.prefill_cost(spec, n).bytes,
                                  s, peaks, fixed) for n, s in zip(tokens, forward)}
 print("compute- or memory-bound names the longer floor; MFU and MBU, how near each roof it came:")
@@ -360,12 +374,11 @@ compare_prediction(prediction_regime, verdict, options=list(perf.REGIMES),
                         "FLOPs ÷ peak FLOP/s against bytes ÷ read speed")
 
 # %% [markdown]
-# **MFU** (model FLOPs utilisation) is the share of the pass its arithmetic would take at the
-# peak; **MBU** (model bandwidth utilisation), the share its reading would take at full read
-# speed. A verdict compares *ideal* times, not whether the arithmetic units ran flat out.
+# A verdict compares *ideal* times, not whether the arithmetic units ran flat out.
 # Where both shares are well under half, it names the rest: the fixed cost, and kernels
-# running below the roofs, much of it paid once per pass (the line's *a*). The shortest pass,
-# taken apart both ways:
+# running below the roofs, much of it paid once per pass (the line's *a*). So *a* is more than
+# the fixed cost: it also holds the weight products, which take nearly as long on a few rows
+# as on many (the next section times them). The shortest pass, taken apart both ways:
 
 # %% tags=["nbval-ignore-output"]
 larger = max(verdict.mfu, verdict.mbu)  # the longer floor's share of the pass
@@ -451,7 +464,7 @@ else:
 #
 # **Predict.** The next cell records a prompt twice as long as your sweep's longest (beyond
 # the slider's reach), three times. Compared with the line *a* + *b* · tokens, with the spread
-# *a*'s spread allows, its TTFT will be...
+# the points' spreads allow, its TTFT will be...
 
 # %%
 LINE = ["shorter than the line (by over 10 %)", "within 10 % of the line",
@@ -554,18 +567,23 @@ compare_prediction(prediction_gpu_from, gpu_from, options=GPU_FROM,
 small = perf.prefill_rows(perf.gpu_reference("prompt-sweep"))  # the course model's shape
 print(f"{perf.GPU_MODELS[0]}: {min(r.seconds.median for r in small) * 1e3:.0f} to "
       f"{max(r.seconds.median for r in small) * 1e3:.0f} ms from {small[0].tokens} to "
-      f"{small[-1].tokens:,} tokens, MFU at most {max(r.mfu for r in small):.0%}")
+      f"{small[-1].tokens:,} tokens, MFU at most {max(r.mfu for r in small):.0%}; the host's "
+      f"fixed cost at its depth {small[0].verdict.fixed.text(1e3, 'ms')}")
+for r in small:
+    print(f"{r.tokens:5} tokens: {r.seconds.text(1e3, 'ms')}, fixed cost "
+          f"{r.verdict.fixed_share.median:4.0%} of it, MFU {r.mfu:4.0%}: {r.verdict.regime}")
 
 # %% [markdown]
 # The datasheet has no host. On the H200 the host launches every layer's kernels one by one,
 # outlasting the 8B's arithmetic on short prompts; only from a few thousand tokens is the
 # arithmetic longer, at the MFU printed (a figure of the GPU). For the course model's shape
 # every prefill took about the same time, whatever its length, at an MFU of a few per cent:
-# the rule still names the longer floor, but neither floor is near, and what the time is made
-# of is the host launching the kernels (a figure of that host in that minute; the fixed cost
-# above is a model 64 wide, whose kernels do almost nothing). That is also why the small
-# model's short prompts took longer than the 8B's: its sweep was timed in a slower minute of
-# the same host.
+# the host's fixed cost is about half of the short ones, and where the rule names the longer
+# floor on the long ones, neither floor is near (the lines above); what the time is made of is
+# the host launching the kernels (a figure of that host in that minute; the fixed cost is a
+# model 64 wide, whose kernels do almost nothing). That is probably also why the
+# small model's short prompts took longer than the 8B's: the two sweeps were timed at
+# different moments of a host whose launch cost drifts (not measured here).
 #
 # ## Next
 #

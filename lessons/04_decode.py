@@ -140,7 +140,9 @@ print("TPOT is the mean gap:", np.isclose(trace.tpot_s, np.mean(gaps)),
 # %% [markdown]
 # The same on a time axis, with the summary card: one prefill bar, then a row of decode steps;
 # hover for each one's duration. The card, like the lines above, is this one run, with no
-# spread.
+# spread. Its prefill speed divides the prompt's tokens by the prefill pass alone; the TTFT
+# also holds the tokenizing and the first token's choice, so tokens ÷ TTFT comes out a little
+# lower.
 
 # %% tags=["nbval-ignore-output"]
 display(views.summary_html(trace))
@@ -258,8 +260,8 @@ print(f"the fixed cost is {verdict.fixed_share.median:.0%} of the step; the arit
 # fixed cost and the gap between the streaming rate and the peak separate a real step from it.
 #
 # [08 · The memory wall](08_memory_wall.ipynb) measures those two numbers across models from
-# tens of millions to billions of weights and with fewer bytes per weight, and fits
-# TPOT = fixed cost + bytes ÷ streaming rate. Lesson 06 shows the other way out: one weight
+# tens of millions to billions of weights and with fewer bytes per weight, and fits a line,
+# TPOT ≈ a + bytes ÷ streaming rate (its intercept a is more than the fixed cost). Lesson 06 shows the other way out: one weight
 # read serving several requests at once. On a GPU this model usually runs in bfloat16, 2 bytes
 # per number: the same FLOPs for half the weight bytes, so twice the intensity:
 
@@ -393,10 +395,19 @@ answer_tokens = round(500 * ratio)
 print(f"{ratio:.2f} tokens per word: a 500-word answer is about {answer_tokens} tokens")
 
 # %% [markdown]
-# (The guide this course follows quotes a rule of thumb of 700; text full of numbers, names or
-# code comes closer, as lesson 01 showed.) An answer costs one prefill, then one
-# decode step for each token after the first. Drag the slider to see what an answer of any
-# length costs on this machine, from your own TTFT and TPOT.
+# (A common rule of thumb for English is about 700; text full of numbers, names or code comes
+# closer, as lesson 01 showed.) An answer costs one prefill, then one decode step for each token
+# after the first, so your TTFT and TPOT predict any length:
+
+# %%
+print(f"a 500-word answer, {answer_tokens} tokens: about "
+      f"{trace.ttft_s + (answer_tokens - 1) * trace.tpot_s:.1f} s "
+      f"(TTFT {trace.ttft_s * 1e3:.0f} ms + {answer_tokens - 1} × TPOT {trace.tpot_s * 1e3:.1f} ms)")
+
+# %% [markdown]
+# Test the prediction: drag the slider, and your question is answered again at that length
+# (the end-of-reply token ignored), timed on this machine beside what the two numbers predict
+# (a few seconds; the longest about a quarter of a minute).
 
 # %%
 import ipywidgets as widgets
@@ -406,29 +417,41 @@ from viz.views import plotly_layout
 from viz.views import palette
 from viz.views import LinkedView
 
+answers = {}  # answer tokens → the reply recorded at that length
+
 
 def answer_time(values):
     n = values["answer tokens"]
-    total = trace.ttft_s + (n - 1) * trace.tpot_s  # one prefill, then n - 1 decode steps
-    fig = go.Figure([go.Bar(y=["answer"], x=[trace.ttft_s], orientation="h",
+    if n not in answers:  # a real reply of n tokens, on this machine
+        answers[n] = viz.record(lm, trace.prompt, max_new_tokens=n, stop_at_eos=False,
+                                embeddings=False)
+    got = answers[n]
+    predicted = trace.ttft_s + (n - 1) * trace.tpot_s  # one prefill, then n - 1 decode steps
+    measured = got.timing.end_to_end_s
+    rows = ["predicted", "measured"]
+    fig = go.Figure([go.Bar(y=rows, x=[trace.ttft_s, got.ttft_s], orientation="h",
                             marker_color=palette.PREFILL, name="TTFT (prefill)"),
-                     go.Bar(y=["answer"], x=[(n - 1) * trace.tpot_s], orientation="h",
-                            marker_color=palette.DECODE, name=f"{n - 1} decode steps × TPOT")])
-    return fig.update_layout(**plotly_layout(f"{n} tokens: about {total:.1f} s", height=240,
-                                             barmode="stack", xaxis={"title": "seconds"}))
+                     go.Bar(y=rows, x=[predicted - trace.ttft_s, measured - got.ttft_s],
+                            orientation="h", marker_color=palette.DECODE,
+                            name=f"{n - 1} decode steps")])
+    return fig.update_layout(**plotly_layout(
+        f"{n} tokens: predicted {predicted:.2f} s, measured {measured:.2f} s "
+        f"({measured / predicted - 1:+.0%})", height=260, barmode="stack",
+        xaxis={"title": "seconds"}, yaxis={"automargin": True}, margin={"l": 100}))
 
 
 # %%
-length = widgets.IntSlider(value=answer_tokens, min=1, max=2000, description="answer tokens",
-                           style={"description_width": "initial"})
+length = widgets.SelectionSlider(options=[16, 32, 64, 128, 256], value=16,
+                                 description="answer tokens", continuous_update=False,
+                                 style={"description_width": "initial"})
 LinkedView({"answer tokens": length}, [length], answer_time)
 
 # %% [markdown]
 # ## Check yourself
 #
-# The slider is a prediction from two numbers, for your short question. Test the method on a
-# long prompt: the next cell records a 60-token reply (the end-of-reply token ignored) to a
-# prompt of 1,000 tokens of plain text.
+# The slider tested the prediction on your short question. Test it on a long prompt: the next
+# cell records a 60-token reply (the end-of-reply token ignored) to a prompt of 1,000 tokens of
+# plain text.
 #
 # **Predict.** How many seconds will the whole reply take, from the request to its last token?
 
@@ -445,9 +468,9 @@ print(f"your question above: TTFT {trace.ttft_s * 1e3:.0f} ms, TPOT {trace.tpot_
 
 # %%
 compare_prediction(prediction_long, measured_long, unit="s", rel_tol=0.25,
-                   hint="the prefill from lesson 03's line (a + b × prompt tokens), then one "
-                        "decode step for each token after the first, each reading a cache "
-                        "1,000 tokens long")
+                   hint="the prefill from lesson 03's line (its printed a + b × prompt tokens), "
+                        "then one decode step for each token after the first, each reading a "
+                        "cache 1,000 tokens long")
 
 # %% [markdown]
 # Where your prediction missed, the two lines above say which part did: the prefill of a long

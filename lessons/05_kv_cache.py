@@ -133,7 +133,7 @@ print(f"per token: {spec.kv_bytes(1):,} bytes with GQA, {without_gqa:,} without 
       f"({without_gqa / spec.kv_bytes(1):g}× more)")
 
 # %% [markdown]
-# ### Every step reads the whole cache
+# ### Where a step looks
 #
 # Lesson 03 drew a decode step: the new token's **query** is compared with the **keys** in the
 # cache; a softmax turns those scores into weights that add up to 1, and the step takes that
@@ -186,8 +186,8 @@ print(f"the last step read the keys and values of {last_step.seq_len} tokens: "
       f"{spec.kv_bytes(last_step.seq_len):,} bytes, and each later step reads more")
 
 # %% [markdown]
-# Try other layers, or one head alone instead of the mean over heads (this one needs the
-# kernel):
+# Try other layers, or one head alone instead of the mean over heads (this one needs a running
+# notebook, its Jupyter kernel):
 
 # %%
 views.attention_widget(trace, layer=15)
@@ -387,9 +387,9 @@ speed = SPEED[1] if rate_512.overlaps(ref) or abs(vs) <= 0.2 else SPEED[0 if vs 
 
 # %%
 compare_prediction(prediction_512, speed, options=SPEED,
-                   hint="the extra arithmetic at about 30 tokens already ran at the share of "
-                        "the peak printed above: how much faster can it still get with more "
-                        "rows?")
+                   hint="lesson 03's sweep: did its extra tokens run slower, as fast, or "
+                        "faster per token as the prompts grew? More rows per weight read fill "
+                        "the kernel better, up to the peak printed above")
 
 # %% [markdown]
 # And a real chat runs to thousands of tokens. At 2,048, an estimate (not a measurement):
@@ -406,7 +406,10 @@ print(f"2,048 tokens: about {estimate:.1f} s per token without the cache, "
 # ## Scale it up: the price is memory
 #
 # The cache trades memory for speed, and the memory grows with every token. Drag the slider to
-# a longer text: the cache of this model, the same model without GQA, and its weights.
+# a longer text: a prompt of that many tokens is prefilled (a few seconds at the longest) and
+# its cache measured from the tensors themselves, beside the count for this model, the count
+# for the same model without GQA, and its weights. (Up to 2,048 tokens: a longer prefill takes
+# long on a CPU; the count for 8,192 comes next.)
 
 # %%
 import ipywidgets as widgets
@@ -415,13 +418,22 @@ import plotly.graph_objects as go
 from viz.views import palette
 from viz.views import LinkedView
 
+cached = {}  # tokens → the cache's bytes, read from the tensors after a prefill that long
+
+
 # %%
 def kv_at(values):
     t = values["tokens"]
-    names = ["KV cache (GQA)", "KV cache without GQA", "weights"]
-    sizes = [spec.kv_bytes(t), spec.kv_bytes(t, n_kv_heads=spec.n_heads), spec.weight_bytes]
+    if t not in cached:  # a real prefill of t tokens on this machine, its cache measured
+        filled = viz.record(lm, perf.prompt_of_length(lm.tokenizer, t), chat=False,
+                            max_new_tokens=1, embeddings=False)
+        cached[t] = filled.steps[0].kv_bytes
+    names = ["KV cache, measured", "KV cache, counted (GQA)", "counted without GQA", "weights"]
+    sizes = [cached[t], spec.kv_bytes(t), spec.kv_bytes(t, n_kv_heads=spec.n_heads),
+             spec.weight_bytes]
     fig = go.Figure(go.Bar(x=names, y=[s / 1e6 for s in sizes],
-                           marker_color=[palette.DECODE, palette.MUTED, palette.ACCENT]))
+                           marker_color=[palette.DECODE, palette.DECODE, palette.MUTED,
+                                         palette.ACCENT]))
     shape = (1, spec.n_kv_heads, t, spec.head_dim)
     fig.update_layout(title=f"{t:,} tokens: each layer holds K and V of shape {shape}",
                       yaxis_title="MB", yaxis_range=[0, 1200], height=340)
@@ -429,8 +441,8 @@ def kv_at(values):
 
 
 # %%
-slider = widgets.IntSlider(value=1024, min=256, max=spec.context_length, step=256,
-                           description="tokens", layout={"width": "500px"})
+slider = widgets.IntSlider(value=1024, min=256, max=2048, step=256, description="tokens",
+                           continuous_update=False, layout={"width": "500px"})
 LinkedView({"tokens": slider}, [slider], kv_at)
 
 # %% [markdown]
@@ -452,8 +464,9 @@ for m in (spec, big):
 # That is **per conversation**. The weights are stored once however many people a server
 # answers, but each conversation keeps its own cache. So how many 8,192-token conversations
 # fit on a device? What its memory leaves free, divided by one conversation's cache. In a 2 GB
-# Binder session (the free online service that runs these notebooks), what is free is what this kernel (Python, PyTorch, the weights, this lesson's
-# traces) leaves, measured now; on an 80 GB GPU only the weights are taken out, so that count is
+# Binder session (the free online service that runs these notebooks), what is free is what
+# this notebook's Python process, its Jupyter kernel (Python, PyTorch, the weights, this
+# lesson's traces), leaves, measured now; on an 80 GB GPU only the weights are taken out, so that count is
 # an upper bound (the GPU's runtime takes its share too):
 
 # %% tags=["nbval-ignore-output"]

@@ -241,9 +241,9 @@ print(f"its recorded reply ran eager at {gpu_reply.decode_step_spread.text(1e3, 
       f"kernels summed (lesson 04)")
 
 # %% [markdown]
-# A is your reply, B the reference. The prompts differ, so compare decode (TPOT, decode
-# tokens/s): TTFT grows with the prompt's length, and prefill tokens/s changes with it too (just
-# above), so compare those only for prompts of similar length. Each figure in the table is one
+# A is your reply, B the reference. Decode (TPOT, decode tokens/s) compares whatever the
+# prompts; TTFT grows with the prompt's length, and prefill tokens/s changes with it too (just
+# above), so compare those only for prompts of similar length (the next line checks yours). Each figure in the table is one
 # reply's: set the decode steps' spreads side by side before reading much into a ratio. Two
 # machines sold under the same name still differ: another processor behind the name, another
 # memory speed, other work running at the time (B's label gives the load it was recorded
@@ -346,9 +346,9 @@ for fix, saved in saved_s.items():
     print(f"{fix:>27}: saves {saved:5.2f} s of {took:.1f} s ({saved / took:4.0%})")
 
 # %% [markdown]
-# Which number would you work on for that user? The trickle is the time per token, decode,
-# paid 199 times; which part of it to attack is the verdict on the `TPOT ←` line, and the
-# what-ifs above put seconds on it.
+# So the number to work on for that user is the time per token: the trickle is decode, paid
+# 199 times. Which part of it to attack is the verdict on the `TPOT ←` line, and the what-ifs
+# above put seconds on it.
 #
 # ## Where to go from here
 #

@@ -205,15 +205,20 @@ if peaks.status.startswith("measured again"):
           "rested on the old figures. Run it again to see them with these.")
 
 # %% [markdown]
-# The read bandwidth depends on the buffer's size: a buffer that fits in the cache is read from
-# the cache. Measure four sizes, and set the fresh 256 MiB figure beside the one every floor
-# uses:
+# The read bandwidth can depend on the buffer's size: a buffer that fits in the processor's
+# cache is read from the cache, faster. Measure four sizes, and set the fresh 256 MiB figure
+# beside the one every floor uses:
 
 # %% tags=["nbval-ignore-output"]
 sizes = perf.bandwidth_by_size([16 << 20, 64 << 20, 256 << 20, 512 << 20], repeats=5)
 for b in sizes:
     print(f"{b.buffer_bytes >> 20:4} MiB: {b.spread.text(1e-9, 'GB/s')}; the fastest run "
           f"{b.fastest_bytes_per_s / 1e9:.1f} GB/s")
+small, large = sizes[0].spread, sizes[-1].spread
+print(f"{sizes[0].buffer_bytes >> 20} MiB against {sizes[-1].buffer_bytes >> 20} MiB: " + (
+    "the same within their spreads: here no size fits a cache that reads faster"
+    if small.overlaps(large) else "the smaller buffer read faster, beyond both spreads"
+    if small.median > large.median else "the smaller buffer read slower, beyond both spreads"))
 fresh, kept = sizes[2].spread, peaks.read.spread
 print(f"256 MiB now {fresh.text(1e-9, 'GB/s')}, in the peaks {kept.text(1e-9, 'GB/s')}: "
       + ("the same within their spreads" if fresh.overlaps(kept) else
@@ -242,7 +247,8 @@ print(mine)
 
 # %% [markdown]
 # ✏️ **Predict before you measure.** The same shape in bfloat16 reads half the bytes. Against
-# the float32 step above, its step will take...
+# the float32 step above, its step will take... (The shipped table at the top was recorded on
+# a CPU with bfloat16 instructions; yours may have none, and then its ratio is not yours.)
 
 # %%
 BF16 = ["about half, or less", "between half and the same", "as long, or longer"]
@@ -294,8 +300,8 @@ print("here the rest of the step " + ("shrank at least in proportion to the byte
 # instructions (AVX-512 BF16, or AMX), bfloat16's kernels are fast; without (AVX2 only, like
 # many laptops), its large matrix products run tens of times slower than float32's (see the
 # finding above). Decode runs matrix-vector products, another kernel: see the matrix-vector
-# line. On one AVX2-only machine tried for this course, the output head's product took 12.0 ms
-# in both formats, and half the bytes saved nothing: fewer bytes help only with a kernel that
+# line. On one AVX2-only machine tried for this course (not measured in this notebook), the
+# output head's product took 12.0 ms in both formats, and half the bytes saved nothing: fewer bytes help only with a kernel that
 # reads them.
 #
 # ✏️ **Predict again.** The SmolLM2-360M shape in bfloat16 reads this many times the bytes of
@@ -338,12 +344,42 @@ mine = mine.merged(perf.measure_wall(["smollm2-135m"], ["float32"], batch_sizes=
                                      overhead=floors))
 
 # %% [markdown]
-# Your points (hollow, dotted floors) beside the reference, and the line of your fit, printed
-# here with the points it was fitted on:
+# Your points (filled) beside the reference's (hollow, dotted floors), and the line of your
+# fit, printed here with the points it was fitted on:
 
 # %% tags=["nbval-ignore-output"]
-print(mine.fit())
+print(mine.fit() if mine.fit_dtype() else  # a line needs two shapes in one format
+      "no line through your points: fewer than two batch-1 shapes in one format that the rule "
+      f"does not call compute-bound ({', '.join(p.label for p in mine.fit_points())})")
 views.wall_figure(mine, ref)
+
+# %% [markdown]
+# ### Your own dot
+#
+# A model as deep as the course model (30 layers) at the width you choose, random weights,
+# float32: the slider builds it and times its decode steps (a few seconds) and adds its dot to
+# your wall. The width sets the bytes (each layer's weights grow with its square); the depth,
+# and so the fixed cost, stays. Width 128 is the small model measured above.
+#
+# ✏️ **Predict**, before you drag to 256: will its dot sit on your fitted line, or off it?
+
+# %% tags=["nbval-ignore-output"]
+wall = {"run": mine}  # your wall; the slider adds one width at a time
+
+
+def width_chart(values):
+    name = f"SmolLM2-135M depth, width {values['width']}"
+    if not any(p.model == name for p in wall["run"].points):  # a real model, timed here
+        shape = perf.narrow_config("smollm2-135m", values["width"], vocab_size=None, name=name)
+        wall["run"] = wall["run"].merged(perf.measure_wall(
+            [shape], ["float32"], overhead=floors, peaks=peaks, prompt="Hi",
+            fixed_cost_points=False))
+    return views.wall_figure(wall["run"], ref)
+
+
+width = widgets.SelectionSlider(options=[128, 192, 256, 320, 384], value=128,
+                                description="width", continuous_update=False)
+views.LinkedView({"width": width}, [width], width_chart)
 
 # %% [markdown]
 # ### What you can do about each kind of step
@@ -435,28 +471,36 @@ print(f"{peaks.threads} threads")
 
 # %% [markdown]
 # ✏️ With **one** thread, how long will a decode step of the course model (float32, the shape
-# you measured above) take, in ms? Predict, then run the measurement and the check.
+# you measured above) take, against the same step with the default threads? Predict, then run
+# the measurement and the check.
 
 # %%
-prediction_one_thread = None  # ← ms per step with one thread
+ONE_THREAD = ["shorter with one thread (under ×0.85)", "about the same (×0.85 to ×1.25)",
+              "longer, by less than twice (×1.25 to ×1.8)", "about twice as long (×1.8 or more)"]
+prediction_one_thread = None  # ← your guess: one of ONE_THREAD, copied exactly
 
 # %% tags=["nbval-ignore-output"]
 default = perf.measure_point(lm)  # the same measurement with the default threads, for scale
 one = perf.measure_point(lm, threads=1)
-measured_one_thread = one.seconds * 1e3
-print(f"{peaks.threads} threads: {default.seconds * 1e3:.1f} ms per step; one thread: "
-      f"{measured_one_thread:.1f} ms (×{one.seconds / default.seconds:.2f})")
+one_vs_default = one.spread / default.spread  # with both steps' spreads
+measured_one_thread = viz.band(one_vs_default, [0.85, 1.25, 1.8], ONE_THREAD)
+print(f"{peaks.threads} threads: {default.spread.text(1e3, 'ms')} per step; one thread: "
+      f"{one.spread.text(1e3, 'ms')}: ×{one_vs_default.median:.2f} "
+      f"(×{one_vs_default.low:.2f}–{one_vs_default.high:.2f}) → {measured_one_thread}")
 
 # %%
-viz.compare_prediction(prediction_one_thread, measured_one_thread, unit="ms", rel_tol=0.25,
-                       hint="which parts of a step can two cores share, and which cannot?")
+viz.compare_prediction(prediction_one_thread, measured_one_thread, options=ONE_THREAD,
+                       hint="the fixed cost is Python launching kernels one after another "
+                            "(one core does it either way); the reading goes through one "
+                            "memory bus both cores share. What is left to split?")
 
 # %% tags=["nbval-ignore-output"]
-print(f"one thread against {peaks.threads}: " + (
-    "the same within their spreads: more threads did not shorten this step here"
+print(f"one thread against {peaks.threads}, beyond the band: the two steps' spreads " + (
+    "overlap: more threads did not shorten this step here"
     if one.spread.overlaps(default.spread) else
-    "slower: the other threads did shorten the step" if one.seconds > default.seconds else
-    "faster: more threads made this step slower here"))
+    "do not overlap, one thread slower: the other threads did shorten the step"
+    if one.seconds > default.seconds else
+    "do not overlap, one thread faster: more threads made this step a little slower here"))
 
 # %% [markdown]
 # A decode step of this model is hundreds of small kernels, each reading a few megabytes; the

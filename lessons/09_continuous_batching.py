@@ -61,8 +61,8 @@ print(one.summary())
 # piece; **TPOT**, (E2E − TTFT) ÷ (tokens − 1), is lesson 04's decode step seen from outside;
 # and **ITL**, inter-token latency, is each gap between two pieces of text.
 #
-# The summary also counts requests meeting an objective (a first token within 1 s, then a
-# token every 150 ms at most, on average): lesson 10's **goodput**.
+# The run summaries below also count requests meeting an objective (a first token within 1 s,
+# then a token every 150 ms at most, on average): lesson 10's **goodput**.
 
 # %% [markdown]
 # ## See it: a workload, stated the way engineers state it
@@ -85,6 +85,22 @@ print(f"workload: {workload}, {STREAMS} streams")
 # `run_load` keeps that many requests in flight until twice as many are done. Prompts count
 # their chat template (~30 tokens more). `transformers serve` cannot hold the model to
 # `max_tokens`, so answers may end earlier, at the end of text (the summary counts them).
+# The summary gives each time as percentiles over the requests: **p50** is the median request,
+# **p90** the time 90 % of them beat, **p99** 99 %. Its last line checks a **service-level
+# objective** (SLO): a limit on TTFT and one on TPOT that a request must meet, here examples
+# (lesson 10 sets one from your machine).
+#
+# This server has two limits. Each forward pass carries at most 128 tokens (the **step
+# budget**), and the keys and values of all requests share a pool of 1,024 tokens (the **KV
+# pool**: 64 pages of 16 tokens, explained below). A prompt that does not fit a pass waits, in
+# part, for the next; a request whose pages do not fit the pool waits for pages. Your
+# workload's prompts gain about 30 tokens from the chat template.
+#
+# ✏️ **Predict**, before the run: for the workload you set above, which limit will hold
+# requests back in more passes: "the step budget", "the KV pool", or "neither"?
+
+# %%
+prediction_limit = None  # ← one of serve.LIMITS: "the step budget", "the KV pool", "neither"
 
 # %% tags=["nbval-ignore-output"]
 run = serve.run_load(server, concurrency=STREAMS, n_requests=2 * STREAMS, workload=workload,
@@ -139,7 +155,10 @@ names = views.request_names(run)
 views.schedule_figure(run.schedule, names)
 
 # %% [markdown]
-# The first passes in words: who is in each, with how many tokens.
+# The first passes in words: who is in each, with how many tokens. A request is named by its
+# number and its prompt's own length ("#0 81 in": 81 tokens of text, 111 with the chat
+# template). Its prefill computes the prompt less its first page, 16 tokens of the system
+# message that every prompt begins with, cached once and shared (the pages below).
 
 # %% tags=["nbval-ignore-output"]
 for step in run.schedule.steps[:10]:
@@ -205,16 +224,9 @@ print(f"room for {run.schedule.total_pages * run.schedule.page_size:,} tokens in
 # %% [markdown]
 # ## Measure it: your workload against the step budget and the KV pool
 #
-# Each pass carries at most 128 tokens (the **step budget**); the **KV pool** holds 64 pages of
-# 16 tokens, 1,024 tokens of keys and values. A prompt that does not fit a pass waits, in part,
-# for the next; a request whose pages do not fit the pool waits for pages. Your workload's
-# prompts gain about 30 tokens from the chat template.
-#
-# ✏️ **Predict.** For the workload you set above, which limit held requests back in more
-# passes: "the step budget", "the KV pool", or "neither"?
-
-# %%
-prediction_limit = None  # ← one of serve.LIMITS: "the step budget", "the KV pool", "neither"
+# The run's record says, pass by pass, why requests waited: the passes full to the step budget
+# of 128 tokens, and those with budget to spare whose requests waited for pages of the pool.
+# Your prediction, made before the run, is checked against it:
 
 # %% tags=["nbval-ignore-output"]
 held_back = serve.limits(run)  # the run's demand, then why requests waited, pass by pass
@@ -262,7 +274,7 @@ print(f"median ITL: 1 stream {itl[0].text(1e3, 'ms', runs=False)}, 8 streams "
 viz.compare_prediction(prediction_itl, itl_ratio.median, rel_tol=0.25,
                        hint="start from what 4 streams did to a request's gaps (the first run, "
                             "against the one request alone), then scale by how "
-                            "lesson 06's decode step grew from B=4 to B=8")
+                            "lesson 06's decode step changed from B=4 to B=8")
 
 # %% [markdown]
 # The one-at-a-time server, same loads (the first server stops first, to fit a Binder
@@ -444,11 +456,11 @@ ordinary = perf.batch_size_sweep(lm, [1, 8], prompt_tokens=ctx, max_new_tokens=8
                                  progress=False)
 step = dict(zip(ordinary.column("batch_size"), ordinary.spread("decode_step_s")))
 ids = lm.tokenizer(perf.prompt_of_length(lm.tokenizer, ctx))["input_ids"]
-engine = {}
+engine, schedules = {}, {}
 for b in (1, 8):  # the engine in this process: b copies of the prompt, decoded together
-    schedule_b, _ = serve.record_schedule(lm.model, [list(ids)] * b, max_new_tokens=12,
-                                          max_batch_tokens=128, num_blocks=64)
-    engine[b] = serve.decode_pass_time(schedule_b, b)
+    schedules[b], _ = serve.record_schedule(lm.model, [list(ids)] * b, max_new_tokens=12,
+                                            max_batch_tokens=128, num_blocks=64)
+    engine[b] = serve.decode_pass_time(schedules[b], b)
 ratios = {"lesson 06's decode loop, this notebook": step[8] / step[1],
           "the continuous-batching engine, this notebook": engine[8] / engine[1],
           "the HTTP server (measured above)": pass_ratio}
@@ -464,15 +476,46 @@ larger = (viz.Band(path, viz.TOO_CLOSE, ("the code path", "the process"))
           if path.overlaps(process) else
           viz.Band(path, "the code path" if path.median > process.median else "the process"))
 viz.compare_prediction(prediction_path, larger, options=["the code path", "the process"],
-                       hint="compare each pair's ratio; where their spreads overlap, either "
-                            "answer counts")
+                       hint="the process: do the server's HTTP threads take a core from the "
+                            "model's two threads on this machine? The code path: attention "
+                            "through page tables over one flat sequence, against lesson 06's "
+                            "padded batch (where spreads overlap, either answer counts)")
 
 # %% [markdown]
 # Which adds more varies by machine and run: the code path where the engine's flat sequence
 # costs more than lesson 06's padded batch; the process where the HTTP server's threads compete
-# with the model for two cores; neither where ratios sit near ×1.0, spreads overlapping. Either
-# way the 8-stream ITL is accounted for: lesson 06's step times the code path and the process,
-# plus prompt chunks and the way to the client.
+# with the model for two cores; neither where ratios sit near ×1.0, spreads overlapping. A
+# factor below ×1 means that way grew *less* from 1 to 8 than the other: its pass of 1 already
+# carried a cost that a pass of 8 shares (for example, a server's pass of one request pays its
+# HTTP and scheduling work too, which 8 requests split). Either way the 8-stream ITL is
+# accounted for: lesson 06's step times the code path and the process, plus prompt chunks and
+# the way to the client.
+
+# %% [markdown]
+# ### Your turn: the scheduler at the load you choose
+#
+# The engine in this notebook is the server's scheduler without HTTP. The slider sends it that
+# many copies of the prompt above at once (12 tokens each) and draws its passes as the chart at
+# the top did (a few seconds; 8 was recorded just now). With 64 pages of 16 tokens, how many
+# such requests fit the pool at once, and what do the others do meanwhile?
+
+# %% tags=["nbval-ignore-output"]
+import ipywidgets as widgets
+
+from viz.views import LinkedView
+
+
+def scheduler_at(values):
+    b = values["requests"]
+    if b not in schedules:  # a real run of the scheduler, in this process
+        schedules[b], _ = serve.record_schedule(lm.model, [list(ids)] * b, max_new_tokens=12,
+                                                max_batch_tokens=128, num_blocks=64)
+    return views.schedule_figure(schedules[b])
+
+
+requests_slider = widgets.SelectionSlider(options=[1, 2, 4, 8, 12, 16], value=8,
+                                          description="requests", continuous_update=False)
+LinkedView({"requests": requests_slider}, [requests_slider], scheduler_at)
 
 # %% [markdown]
 # ## Where next

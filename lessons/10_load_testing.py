@@ -73,8 +73,11 @@ print(serve.run_load(server, concurrency=4, n_requests=4, workload=short, max_du
 # that rate and stops (`sweep_rates`' docstring gives the rule). The table's last column,
 # **queue**, is that growth: seconds of TTFT gained per second of arrivals (0: the server keeps
 # up; over 0.25 the rate counts as saturated, ✕ in the figure below; "n/a" for the two loads
-# that do not arrive at a rate). On a fast enough machine no rate of the sweep saturates, and
-# the figure has no ✕.
+# that do not arrive at a rate). The sweep's rates stay below what the all-at-once load
+# completed, the most this server managed, so a rate may well not saturate (queue near 0, no ✕
+# in the figure); then the all-at-once row is where the server's limit shows. A run of a few
+# requests also completes fewer per second than it is offered: the clock runs until the last
+# answer ends, after the last arrival.
 #
 # Serving figures on a shared machine move by tens of percent from one run to the next, so
 # each load runs 3 times. A figure below is the median of the 3, and in brackets its
@@ -83,13 +86,15 @@ print(serve.run_load(server, concurrency=4, n_requests=4, workload=short, max_du
 #
 # The objective now comes from your machine: twice what a request alone takes (the p90 TTFT
 # and the p90 TPOT of the one-at-a-time load, over all its requests pooled: the table's p90
-# columns are medians of each run's, so twice them is close, not equal). A fixed objective would be met by every request
-# on a fast machine and by none on a slow one; this one is met alone, so the sweep shows what
-# company does to it.
+# columns are medians of each run's, so twice them is close, not equal). A fixed objective
+# would be met by every request on a fast machine and by none on a slow one; this one is met
+# alone, so the sweep shows what company does to it.
 #
 # ✏️ **Predict.** As the rate rises, which limit will the continuous-batching server's
 # requests break first: the first token too late ("TTFT"), the tokens too slow ("TPOT"),
-# "both at once", or "neither"?
+# "both at once", or "neither"? "First" is judged at the lightest load where any request
+# missed: the limit more of its requests missed, "both at once" where as many missed each, too
+# close to call where the two counts differ by one.
 
 # %%
 prediction_first_miss = None  # ← one of serve.MISSES: "TTFT", "TPOT", "both at once", "neither"
@@ -224,7 +229,9 @@ for name, example in perf.EXAMPLE_PRICES.items():
 # split between the two would count them once; the ratio below is a little above what the
 # decode passes alone would give. Priced here: every
 # load of the continuous-batching server's rate sweep (each the median of its 3 runs), from one
-# request at a time to all at once.
+# request at a time to all at once. The bill's TTFT and TPOT columns are the medians of every
+# request of a load's runs pooled; the sweep table's p50 columns, the median of each run's p50.
+# With 4 requests a run the two can differ by a quarter.
 #
 # ✏️ **Predict.** One request at a time, how many times cheaper than an output token will an
 # input token be on this server?
@@ -283,6 +290,30 @@ print(f"kernel peak {kernel_peak / 2**20:,.0f} MiB; server peaks: continuous bat
       f"{server_peak / 2**20:,.0f} MiB, one at a time {single_peak / 2**20:,.0f} MiB")
 print(f"together at most {total / 2**20:,.0f} MiB: "
       f"{'within' if total < 2e9 else 'over'} 2 GB")
+
+# %% [markdown]
+# ## Your turn: what your own request costs
+#
+# Both servers are stopped, so this notebook can hold the model itself and record one request
+# alone, as the one-at-a-time server served it (lesson 04's loop, no HTTP). Type a prompt and
+# press Enter: it is recorded with a reply of 24 tokens and priced at your `price` an hour, its
+# prompt at its time to the first token, its answer at the gaps between its tokens
+# (`perf.cost` of the recorded reply: the two bills add up to the reply's whole time).
+#
+# ✏️ **Predict.** Paste a paragraph in front of the question: which of its two prices per
+# million tokens will move more, the input's or the output's?
+
+# %% tags=["nbval-ignore-output"]
+lm = viz.load_model(device="cpu")  # the model in this notebook, now that no server holds it
+
+
+def my_request(prompt):
+    reply = viz.record(lm, prompt, max_new_tokens=24, stop_at_eos=False, embeddings=False)
+    return str(perf.cost(reply, price))
+
+
+views.LinkedText(my_request, value="How much does one token cost to make?",
+                 description="your prompt (Enter to run)", pause_s=None)
 
 # %% [markdown]
 # ## Past one machine

@@ -113,9 +113,9 @@ print(f"counted for {big.name}: {perf.attention_crossover(big):,} tokens")
 # A real prefill of 8,000 positions would take the time the fit above extrapolates, so
 # `perf.long_decode_sweep` fills the cache with random keys and values of the model's own
 # shapes (`viz.compat.synthetic_cache`). The kernels and the bytes they read are real; only
-# the values are random, and nothing in a step looks at them. Checked at 2,048 tokens (a real
-# prefill of a few seconds): a step over the cache it leaves, and one over a random cache as
-# long, interleaved.
+# the values are random, and nothing in a step's timing depends on them. Checked at 2,048
+# tokens (a real prefill of a few seconds): a step over the cache it leaves, and one over a
+# random cache as long, interleaved.
 
 # %% tags=["nbval-ignore-output"]
 check = perf.synthetic_check(lm, 2048, repeats=5)
@@ -189,6 +189,38 @@ print(f"the rule on that step: {v.regime}; reading its bytes at the peak would t
 # allocated memory; timed alone it does not). A paged cache (lesson 09) writes only the new
 # token into its page: attention's growth stays, the copy goes.
 #
+# ### Drag the context
+#
+# The sweep measured four lengths. The slider measures a decode step at the length you choose
+# (a random cache of that many positions, then five timed steps, each with an empty-cache step
+# beside it: a few seconds) and adds the point to the chart; a length measured once is kept.
+#
+# ✏️ **Predict**, before you drag to 6,144: will its step sit on the straight line between its
+# neighbours (4,096 and 8,191), above it, or below?
+
+# %% tags=["nbval-ignore-output"]
+import ipywidgets as widgets
+
+from viz.views import LinkedView
+
+measured = {"steps": long_decode}  # the sweep above; the slider adds one context at a time
+
+
+def context_chart(values):
+    c = values["context"]
+    if c not in measured["steps"].column("context_tokens"):  # a real step at c, on this machine
+        measured["steps"] = measured["steps"].merged(
+            perf.long_decode_sweep(lm, [c], repeats=5, progress=False))
+    return views.long_decode_figure(measured["steps"], peaks)
+
+
+context_slider = widgets.SelectionSlider(options=[0, 1024, 2048, 3072, 4096, 6144, 8191],
+                                         value=4096, description="tokens cached",
+                                         continuous_update=False,
+                                         style={"description_width": "initial"})
+LinkedView({"context": context_slider}, [context_slider], context_chart)
+
+# %% [markdown]
 # ## Measure it: a smaller cache
 #
 # At 8,191 cached tokens the keys and values are 377 MB of the 916 MB every step reads. Store
@@ -283,8 +315,11 @@ print("here the int4 cache's fewer bytes " + (
 # Fewer bytes buy time only where a kernel reads them as they are, or where reading float32
 # costs more than turning the small numbers back into it, as lessons [08](08_memory_wall.ipynb)
 # and [12](12_fewer_bytes.ipynb) show for the weights (lesson 08's int8 weights bought far
-# less than their bytes). Without such a kernel a quantized
-# cache buys memory: fewer bytes per token, so more conversations fit in the same memory.
+# less than their bytes). Without such a kernel a quantized cache buys memory: fewer bytes per
+# token, so more conversations fit in the same memory. fp8 is the slower of the two to turn
+# back into float32, though it is the simpler format: a CPU has no float8 instructions, so
+# torch converts float8 numbers in software (on the project's CPU, timed once outside the
+# course, about three times as long as converting as many 8-bit integers), while int4 unpacks with ordinary integer arithmetic.
 #
 # And it costs accuracy, which a random cache cannot show. `perf.kv_quant_agreement`
 # prefills a real document and a question, then decodes 16 greedy tokens over the float32
@@ -308,14 +343,17 @@ follows = FOLLOWS[2] if fp8_same == int4_same else FOLLOWS[int(int4_same > fp8_s
 
 # %%
 compare_prediction(prediction_follows, follows, options=FOLLOWS,
-                   hint="count the values that share one scale in each kind, and how far "
-                        "apart that scale puts the numbers it can write")
+                   hint="a greedy token flips where an error meets a near-tie of the top "
+                        "two; which kind leaves the smaller errors on most values: one scale "
+                        "per layer, or one per 64 values?")
 
 # %% [markdown]
 # The greedy answer changes as soon as a small error in the cached keys and values flips the
-# top token; after that the two texts go their own ways, both fluent. Bits alone do not say
-# how large the error is: fp8 scales a whole layer's keys with one number, int4 every 64
-# values with their own minimum and maximum.
+# top token; after that the two texts go their own ways, both fluent. Neither the bits nor
+# the largest error of one step decides how long two answers agree (set the two logit
+# differences above beside the tokens each kept): a token flips only where the top two were
+# nearly tied, so what counts is whether an error meets such a near-tie. fp8 scales a whole
+# layer's keys with one number, int4 every 64 values with their own minimum and maximum.
 #
 # ## Understand it: what fits
 #

@@ -40,8 +40,9 @@ print(perf.yardsticks())
 # ## See it: one model in six formats
 #
 # The course model ships as one GGUF file in **Q4_1**: blocks of 32 weights, each stored in
-# 4 bits, plus a scale and a minimum per block (0.72 bytes a weight, counting the one 8-bit
-# table). viz's float32 model is that file expanded to 4 bytes a weight. From the same file,
+# 4 bits, plus a scale and a minimum per block: 20 bytes per 32 weights, 0.625 bytes a weight.
+# One table is kept in 8 bits (Q8_0, 1.06 bytes a weight): the token embeddings, which the
+# output head shares, so the file holds 0.72 bytes a weight overall. viz's float32 model is that file expanded to 4 bytes a weight. From the same file,
 # llama.cpp's own converter writes **F32** (4 bytes), **F16** (2) and **Q8_0** (8-bit blocks,
 # 1.06 bytes): every format below holds *the same values*, up to the rounding a smaller
 # format adds (what it costs: below); the bytes, and the program reading them, differ.
@@ -215,11 +216,11 @@ LinkedView({"prompt": prompt_box, "format": chosen_format}, [prompt_box, chosen_
            format_chart)
 
 # %% [markdown]
-# What to look for: the speed moves a little from prompt to prompt (16 tokens are few steps
+# After your three prompts: the speed moves a little from prompt to prompt (16 tokens are few steps
 # to time, and every step reads the same bytes whatever was asked), the agreement a lot: a
 # reply that runs through near-ties parts early, one with a single obvious answer may not part
 # at all. That is why a format's cost in quality is judged over many prompts (benchmarks,
-# perplexity on a corpus), never on one.
+# perplexity on a corpus: how surprised the model is by a large text), never on one.
 
 # %% [markdown]
 # ## The wall across generations
@@ -253,7 +254,7 @@ print(perf.generations_text(rows=generations))
 views.generations_figure(generations)
 
 # %% [markdown]
-# Every generation's ridge sits hundreds of times above what a batch-1 decode step asks for,
+# Every generation's ridge sits over a hundred times above what a batch-1 decode step asks for,
 # and across the decade it moved up: V100's and A100's near 140–150 FLOP per byte, the later
 # chips' at 200–300 (it can dip from one chip to the next, as H200's did against H100's: the
 # same arithmetic, faster memory). That is the memory wall across generations: arithmetic grew

@@ -190,10 +190,9 @@ compare_prediction(prediction_speed, early.speedup_verdict,
 # pass each, plus one full pass, and makes the tokens above; the round breaks even only at the
 # tokens per pass printed as "breaks even". That figure is measured, not priced: take the k
 # drafts' cost from it and what is left is the checking pass, which costs more than a plain
-# one (it runs k + 1 positions, then sets both caches back to the kept tokens). A draft needs *early* agreement to pay: the lens
-# of this model agrees late, so its early layers guess badly, and its late layers are nearly
-# the whole model. LayerSkip trains models (with layer dropout and an early-exit loss) so
-# that their early layers agree often; then L can be small and a draft cheap.
+# one (it runs k + 1 positions, then sets both caches back to the kept tokens). A draft needs
+# *early* agreement to pay: the lens of this model agrees late, so its early layers guess
+# badly, and its late layers are nearly the whole model.
 #
 # ## Beside prompt lookup
 #
@@ -253,11 +252,12 @@ compare_prediction(prediction_best, at_best.speedup_verdict, options=perf.EARLY_
 
 # %% [markdown]
 # The measured speed-up falls below the bytes' price: the price counts a draft and a checking
-# pass at their bytes alone, and the measurement above prints what each really cost (a draft
-# pass deep in the model can cost more than a plain one: besides its layers and the head, the
-# draft loop pays its own work per step, its cache's bookkeeping included; the checking pass
-# costs more than a plain one too). So the
-# bytes' price is the best case. Where it prices every choice below 1, no choice of L and k
+# pass at their bytes alone, and the measurement above prints what each really cost. A draft
+# pass can cost more than its layers' bytes say, even more than a plain pass: each round's
+# first draft also reads the tokens the draft has not seen yet (the last accepted draft and the
+# full model's own token), and the round's setup is shared over its k drafts, so with k = 1 a
+# single draft bears it all; the checking pass costs more than a plain one too. So the bytes'
+# price is the best case. Where it prices every choice below 1, no choice of L and k
 # rescues the drafts: a shallow draft is cheap but rarely right, a deep one is right but
 # nearly a full pass. The lens shows every choice at once, from the one recording, without
 # running them (diamonds: the two measured above):
@@ -321,7 +321,8 @@ answer_change = None  # ← one of CHANGES, copied exactly
 viz.multiple_choice(answer_change, CHANGES, CHANGES[1],
                     why="a draft costs the bytes of its L layers and the head, and is accepted "
                         "where the lens at L agrees: only agreement at a small L makes a cheap "
-                        "draft a good one (what LayerSkip trains for)",
+                        "draft a good one. LayerSkip trains models for it, with layer dropout "
+                        "and an early-exit loss, so that their early layers agree often",
                     hint="look at the k lines: what do more drafts add where the lens "
                          "disagrees? And a faster full pass speeds plain decoding as much")
 

@@ -405,6 +405,13 @@ def test_lesson_runs_in_the_browser(path, browser, lab):
     page = browser.new_page()
     js_errors: list[str] = []
     page.on("pageerror", lambda e: js_errors.append(str(e)))
+    phases: dict[str, float] = {}  # where this lesson's time went, saved beside its screenshots
+    last = [time.monotonic()]
+
+    def done(phase: str) -> None:
+        now = time.monotonic()
+        phases[phase], last[0] = round(now - last[0], 1), now
+
     try:
         t0 = time.monotonic()
         open_notebook(page, base, token, path.name)
@@ -412,8 +419,10 @@ def test_lesson_runs_in_the_browser(path, browser, lab):
         n_cells = len(nbformat.read(path, as_version=4).cells)
         assert cells.count() == n_cells, f"{cells.count()} of {n_cells} cells on the page"
 
+        done("open")
         # Before anything runs (Binder while the kernel starts): what the saved notebook shows.
         problems = saved_view_problems(page, path)
+        done("saved views")
 
         # Clear the saved outputs first, so that everything checked below was made now.
         menu(page, "Edit", "Clear Outputs of All Cells")
@@ -424,6 +433,7 @@ def test_lesson_runs_in_the_browser(path, browser, lab):
         # (cleared cells show no number: RUN_DONE_JS cannot see the run done before it began)
         page.wait_for_function(RUN_DONE_JS, timeout=RUN_ALL_TIMEOUT_S * 1000, polling=500)
         run_s = time.monotonic() - t0
+        done("run all")
         peak = meter.stop() if meter else 0
         # let plots and widgets finish drawing
         wait_for_plots(page, sum(e["plotly"] for e in expected.values()))
@@ -433,13 +443,16 @@ def test_lesson_runs_in_the_browser(path, browser, lab):
                 problems.append("could not find the kernel's process to measure its memory")
             else:
                 save_run(save_and_read(page, copy / path.name), path.name, peak)
+        done("save")
         screenshot_whole_notebook(page, ARTIFACTS / f"{path.stem}.png")
+        done("screenshot")
 
         # Every figure's text readable, every widget label whole, as Run All left them.
         text_problems, figs = page_text_problems(page, ".jp-Notebook")
         if text_problems:
             shoot(page, figs, text_problems, ARTIFACTS / "text", path.stem)
         problems += text_problems
+        done("figure text")
 
         prompts = [t.strip() for t in
                    page.locator(".jp-Notebook .jp-CodeCell .jp-InputPrompt").all_text_contents()]
@@ -456,6 +469,7 @@ def test_lesson_runs_in_the_browser(path, browser, lab):
                     problems.append(f"cell {i}: {want[kind]} {kind} output(s) expected from the "
                                     f"saved notebook, {got[kind]} rendered")
 
+        done("cells")
         # The main control of each interactive view: every slider must change what is shown.
         ancestor_cell = "xpath=ancestor::div[contains(concat(' ', @class, ' '), ' jp-Cell ')][1]"
         sliders = page.locator(".jp-Notebook .widget-slider")
@@ -467,10 +481,13 @@ def test_lesson_runs_in_the_browser(path, browser, lab):
                 expect_change(page, lambda: move(page, found.nth(k)), problems, f"{name} {k}")
                 found.nth(k).locator(ancestor_cell).screenshot(
                     path=str(ARTIFACTS / f"{path.stem}-{tag}{k}-moved.png"))
+        done("sliders")
         problems += [f"JavaScript error on the page: {e}" for e in js_errors]
+        (ARTIFACTS / "timings").mkdir(exist_ok=True)
+        (ARTIFACTS / "timings" / f"{path.stem}.json").write_text(json.dumps(phases, indent=1))
         print(f"{path.name}: ran in the browser in {run_s:.1f} s, {sliders.count()} widget and "
               f"{plots.count()} plotly slider(s) moved; screenshots in "
-              f"{ARTIFACTS.relative_to(ROOT)}")
+              f"{ARTIFACTS.relative_to(ROOT)}; seconds by phase {phases}")
         assert not problems, "\n".join(problems)
     finally:
         page.close()

@@ -220,6 +220,19 @@ def test_the_long_decode_view_draws_the_floor_and_the_bytes_prediction(tiny_gqa)
                                                          progress=False))
 
 
+def test_a_long_decode_sweep_grown_by_the_slider_labels_only_its_ends(tiny_gqa):
+    # Lesson 11's slider measures one more context at a time and merges it into the sweep.
+    sweep = perf.long_decode_sweep(tiny_gqa, [0, 400], repeats=2, progress=False)
+    more = sweep.merged(perf.long_decode_sweep(tiny_gqa, [100, 200, 300, 350], repeats=1,
+                                               progress=False))
+    assert more.column("context_tokens") == [0, 100, 200, 300, 350, 400]
+    step = views.long_decode_figure(more).data[-1]  # the measured steps
+    assert list(step.text) == ["0 cached", "", "", "", "", "400 cached"]
+    assert list(step.customdata) == [f"{c:,} cached" for c in (0, 100, 200, 300, 350, 400)]
+    few = views.long_decode_figure(sweep).data[-1]
+    assert list(few.text) == ["0 cached", "400 cached"] == list(few.customdata)
+
+
 def test_the_synthetic_check_times_both_caches(tiny_gqa):
     check = perf.synthetic_check(tiny_gqa, 64, repeats=3)
     assert check.real.runs == 3 and check.synthetic.runs == 3

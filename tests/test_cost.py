@@ -272,8 +272,8 @@ def test_measurements_with_no_throughput_are_refused():
         perf.cost(perf.load_reference("cpu-prompt-sweep"), 0.1)
     with pytest.raises(ValueError, match="context_length sweep has no throughput"):
         perf.cost(perf.load_reference("cpu-context-sweep"), 0.1)
-    with pytest.raises(ValueError, match="Trace has no throughput to price"):
-        perf.cost(perf.load_reference("cpu-chat-trace"), 0.1)
+    with pytest.raises(ValueError, match="dict has no throughput to price.*recorded reply"):
+        perf.cost({"tokens_per_s": 10}, 0.1)
     with pytest.raises(ValueError, match="list has no throughput"):
         perf.cost([], 0.1)  # an empty list is no list of load runs
     with pytest.raises(ValueError, match="clock must be"):
@@ -309,6 +309,38 @@ def test_a_throughput_given_as_a_spread():
 
 
 # ---- the view ------------------------------------------------------------------------------------
+def test_recorded_replies_price_output_from_their_gaps_and_input_from_ttft(tiny_gqa,
+                                                                             fake_clock):
+    # Under a clock that ticks 0.01 s per reading, the gaps between tokens are exact multiples
+    # of it; the prices are taken here from the trace's own timestamps, by hand.
+    short = viz.record(tiny_gqa, "Hi", max_new_tokens=5, stop_at_eos=False,
+                       clock=fake_clock(step=0.01))
+    longer = viz.record(tiny_gqa, "Hello there, " * 6, max_new_tokens=5, stop_at_eos=False,
+                        clock=fake_clock(step=0.01, growth=0.001))
+    bill = perf.cost([short, longer], 3.6)
+    assert [r.x for r in bill.rows] == [len(short.prompt_tokens), len(longer.prompt_tokens)]
+    for row, t in zip(bill.rows, (short, longer)):
+        gaps = sorted(b.emitted_at_s - a.emitted_at_s for a, b in zip(t.steps, t.steps[1:]))
+        median_gap = (gaps[len(gaps) // 2] + gaps[(len(gaps) - 1) // 2]) / 2
+        assert row.output_per_mtok.median == pytest.approx(by_hand(3.6, 1 / median_gap))
+        assert row.input_per_mtok.median == pytest.approx(
+            by_hand(3.6, len(t.prompt_tokens) / t.timing.ttft_s))
+        assert row.ttft_s.median == pytest.approx(t.timing.ttft_s)
+    # the plain clock makes every gap the same: one price, no spread; the growing one does not
+    plain, growing = (r.output_per_mtok for r in bill.rows)
+    assert plain.low == pytest.approx(plain.high) and growing.low < growing.high
+    assert bill.rows[0].setting == '"Hi"' and bill.x_name == "prompt tokens"
+    assert bill.rows[1].setting == '"Hello there, Hello there, H…"'  # 27 characters and …
+    assert "2 recorded replies" in str(bill) and bill.name == "tiny-gqa, one request alone"
+    assert perf.cost(short, 3.6).rows[0].output_per_mtok == bill.rows[0].output_per_mtok
+
+
+def test_a_reply_of_one_token_has_nothing_to_price(tiny_gqa):
+    one = viz.record(tiny_gqa, "Hi", max_new_tokens=1, stop_at_eos=False)
+    with pytest.raises(ValueError, match="record at least 2 tokens"):
+        perf.cost(one, 3.6)
+
+
 def test_the_view_draws_output_input_and_the_wait():
     cpu = perf.cost(perf.load_reference("cpu-batch-sweep"), 0.10)
     gpu = perf.cost(perf.gpu_reference("busy-sweep", "llama-3.1-8b"), 3.50)

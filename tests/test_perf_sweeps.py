@@ -129,3 +129,26 @@ def test_sweep_file_round_trip_and_bad_files(tiny_gqa, tmp_path):
     (tmp_path / "broken.json").write_text("{")
     with pytest.raises(ValueError, match="cannot read"):
         Sweep.load(tmp_path / "broken.json")
+
+
+def test_merged_sweeps_keep_x_order_and_replace_a_row_measured_again(tiny_gqa):
+    a = perf.context_length_sweep(tiny_gqa, [4, 48], max_new_tokens=3, progress=False)
+    b = perf.context_length_sweep(tiny_gqa, [16, 48], max_new_tokens=3, progress=False)
+    both = a.merged(b)
+    assert both.column("context_tokens") == [4, 16, 48]
+    # 4 from a; 16 and 48 from b (b's 48 replaces a's)
+    steps = both.column("decode_step_s")
+    assert steps == [a.column("decode_step_s")[0]] + b.column("decode_step_s")
+    assert both.spread("decode_forward_s")[1:] == b.spread("decode_forward_s")
+    assert both.spread("decode_forward_s")[0] == a.spread("decode_forward_s")[0]
+    assert a.column("context_tokens") == [4, 48]  # neither input changed
+    roundtrip(both)
+
+
+def test_only_the_same_kind_of_sweep_merges(tiny_gqa):
+    ctx = perf.context_length_sweep(tiny_gqa, [4], max_new_tokens=3, progress=False)
+    batch = perf.batch_size_sweep(tiny_gqa, [1], max_new_tokens=3, progress=False)
+    with pytest.raises(ValueError, match="only the same kind of sweep merges"):
+        ctx.merged(batch)
+    with pytest.raises(TypeError, match="merge a Sweep with another Sweep, not dict"):
+        ctx.merged({})

@@ -359,6 +359,6 @@ def test_limits_say_which_budget_held_requests_back(make_tiny, num_blocks, budge
     assert got.word == word, str(got)
     assert (got.step_budget, got.pool_tokens) == (budget, 16 * num_blocks)
     assert got.peak_pages <= num_blocks and f"what held requests back: {word}" in str(got)
-    assert "2 × 40 prompt tokens = 80 to prefill" in str(got)  # make_run: 2 streams
+    assert "2 × 40.0 prompt tokens (the mean) = 80 to prefill" in str(got)  # make_run: 2 streams
     with pytest.raises(ValueError, match=r"no scheduler record: run it on EmbeddedServer"):
         limits(make_run(run.requests))

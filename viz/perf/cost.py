@@ -29,6 +29,10 @@ bills add up to the machine's time; where it cannot, the output price charges al
   output price so already pays for its prompts: a bound, not a split.
 - **`LoadSweep`**: per load, the median over its runs of the same; its runs' passes pooled.
 - **a `Spread` of tokens/s**: output as given. Input: not measured.
+- **a `Trace`** (`viz.record`, one reply), or a list of them: one request alone, a row each.
+  Output: 1 ÷ the gaps between its tokens (the middle half of the gaps as the spread). Input:
+  its prompt tokens ÷ its TTFT (tokenizing, the prefill pass and the first token's choice).
+  The two add up to the reply's whole time, the first token riding with the prefill.
 
 `prefill=` a prompt-length `Sweep` (lesson 03, or `gpu_reference("prompt-sweep", ...)`) prices
 input instead from its longest prompt: prompt tokens ÷ `prefill_forward_s`. Where nothing
@@ -355,7 +359,8 @@ def cost(measured: Any, price_per_hour: Any, *, prefill: Optional[Sweep] = None,
     module docstring for how each kind of measurement is read).
 
     measured: a batch-size or GPU busy `Sweep`, a `LoadRun`, a list of LoadRuns (e.g. lesson
-        10's `serve.sweep_load` at 1, 4, 8 streams), a `LoadSweep`, or a `Spread` of tokens/s.
+        10's `serve.sweep_load` at 1, 4, 8 streams), a `LoadSweep`, a `Trace` or a list of
+        them (replies recorded alone), or a `Spread` of tokens/s.
     price_per_hour: US dollars per hour of the machine (a number you type, or one of
         `EXAMPLE_PRICES`).
     prefill: a prompt-length sweep of the same machine: input priced from its longest prompt.
@@ -430,6 +435,17 @@ def _read(measured: Any, clock: str) -> tuple[list[dict], dict[str, str]]:
                           + ", ".join(r.load_label for r in runs),
                           x_name="streams" if closed else "in flight", output_how=out_how,
                           input_how=in_how)
+    traces = _traces(measured)
+    if traces:
+        name = traces[0].model.name
+        return [_trace_row(t) for t in traces], dict(
+            name=f"{name}, one request alone", source=f"{len(traces)} recorded repl"
+            f"{'y' if len(traces) == 1 else 'ies'}: {name} on {traces[0].environment.device_name}",
+            x_name="prompt tokens",
+            output_how="1 ÷ the gaps between the reply's tokens (one request alone); spread "
+                       "from the middle half of the gaps",
+            input_how="prompt tokens ÷ TTFT (tokenizing, the prefill pass, the first token's "
+                      "choice): with the output's gaps, the reply's whole time")
     if isinstance(measured, Spread):
         if not measured.low > 0:
             raise ValueError("a throughput must be a positive number of tokens per second")
@@ -439,8 +455,31 @@ def _read(measured: Any, clock: str) -> tuple[list[dict], dict[str, str]]:
             input_how="a throughput alone says nothing of prefill: give prefill= for an input "
                       "price")
     raise ValueError(f"{type(measured).__name__} has no throughput to price: give a batch-size "
-                     "sweep, a load run (or a list of them), a rate sweep, or a viz.Spread of "
-                     "tokens per second")
+                     "sweep, a load run (or a list of them), a rate sweep, a recorded reply "
+                     "(viz.record), or a viz.Spread of tokens per second")
+
+
+def _traces(measured: Any) -> list:
+    """`measured` as a list of Traces, or [] when it is something else."""
+    from viz.trace import Trace
+
+    items = measured if isinstance(measured, (list, tuple)) else [measured]
+    return list(items) if items and all(isinstance(t, Trace) for t in items) else []
+
+
+def _trace_row(trace) -> dict:
+    """One recorded reply as a cost row: output from its token gaps, input from its TTFT."""
+    gaps = trace.inter_token_latencies_s
+    if not gaps or min(gaps) <= 0:
+        raise ValueError(f"a reply of {trace.n_generated} token(s) has no time between tokens "
+                         "to price: record at least 2 tokens (max_new_tokens=2 or more)")
+    n = len(trace.prompt_tokens)
+    first = trace.prompt.strip().splitlines()[0] if trace.prompt.strip() else ""
+    label = first if len(first) <= 28 else first[:27] + "…"
+    pace = Spread.of(gaps)
+    return {"setting": f'"{label}"', "x": n, "out": pace.rate(1.0),
+            "inp": Spread.exact(n / trace.ttft_s), "ttft": Spread.exact(trace.ttft_s),
+            "tpot": pace}
 
 
 def _load_hows(recorded: bool, passes: bool, many: bool) -> tuple[str, str]:

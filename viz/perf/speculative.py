@@ -224,6 +224,8 @@ class LookupComparison(AgainstPlain):
             lines.append(f"{r.mode:<24}{r.new_tokens:>7}{r.forward_passes:>8}"
                          f"{r.tokens_per_pass:>13.2f}{r.seconds_per_pass * 1e3:>9.1f} ms"
                          f"{r.tpot_s * 1e3:>8.1f} ms{r.tokens_per_s:>9.1f} tokens/s")
+        lines.append("(passes include the prefill; tokens/pass is the decode passes' alone: the "
+                     "tokens after the prefill's ÷ the passes after it)")
         made = ", ".join(f"{k}: {v}" for k, v in self.lookup.histogram().items())
         lines.append(f"prompt lookup, decode passes by tokens made: {{{made}}}"
                      + (f"; its prefill made {self.lookup.prefill_tokens}"

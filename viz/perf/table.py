@@ -86,6 +86,30 @@ class Sweep(Document):
         names = list(self.columns)
         return [dict(zip(names, values)) for values in zip(*self.columns.values())]
 
+    def merged(self, other: "Sweep") -> "Sweep":
+        """This sweep's rows and `other`'s in one, in the order of the x column; a row of
+        `other` replaces this sweep's row at the same x. For a sweep measured in parts (lesson
+        11's slider measures one more context at a time). Both must be the same kind of sweep:
+        the same name and columns; the model, machine and settings are this sweep's."""
+        if not isinstance(other, Sweep):
+            raise TypeError(f"merge a Sweep with another Sweep, not {type(other).__name__}")
+        if (other.name, other.x, list(other.columns)) != (self.name, self.x, list(self.columns)):
+            raise ValueError(f"only the same kind of sweep merges: {self.name!r} with columns "
+                             f"{list(self.columns)}, not {other.name!r} with "
+                             f"{list(other.columns)}")
+        mine = self.column(self.x)
+        keep = [i for i, x in enumerate(mine) if x not in set(other.column(self.x))]
+        rows = [(mine[i], 0, i) for i in keep] + \
+               [(x, 1, i) for i, x in enumerate(other.column(self.x))]
+        rows.sort(key=lambda r: r[0])
+        source = (self, other)
+        columns = {n: [source[s].columns[n][i] for _, s, i in rows] for n in self.columns}
+        names = set(self.spreads) & set(other.spreads)  # spreads both sides kept
+        spreads = {n: [source[s].spread(n)[i] for _, s, i in rows] for n in self.spreads
+                   if n in names}
+        return Sweep(self.name, self.x, columns, self.model, self.environment,
+                     dict(self.settings), self.label, spreads)
+
     def __str__(self) -> str:
         names = list(self.columns)
         cells = [[_fmt(v) for v in row.values()] for row in self.rows()]

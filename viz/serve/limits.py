@@ -76,10 +76,10 @@ class Limits:
         prefill = self.streams * self.prompt_tokens
         return "\n".join([
             f"{self.load}",
-            f"demand: {self.streams} × {self.prompt_tokens:.0f} prompt tokens = {prefill:,.0f} "
-            f"to prefill when they arrive together, against {self.step_budget} per pass "
-            f"(≥ {-(-prefill // self.step_budget):.0f} passes)",
-            f"        {self.streams} × ({self.prompt_tokens:.0f} + {self.answer_tokens:.0f} "
+            f"demand: {self.streams} × {self.prompt_tokens:.1f} prompt tokens (the mean) = "
+            f"{prefill:,.0f} to prefill when they arrive together, against {self.step_budget} "
+            f"per pass (≥ {-(-prefill // self.step_budget):.0f} passes)",
+            f"        {self.streams} × ({self.prompt_tokens:.1f} + {self.answer_tokens:.1f} "
             f"answer) = {kv:,.0f} tokens of KV at once, against a pool of {self.pool_tokens:,}",
             f"passes: {self.passes}; full to the budget: {self.budget_passes}; budget to spare "
             f"but requests waited for pages: {self.pool_passes}; at most {self.peak_pages} of "

@@ -26,6 +26,8 @@ from viz.views import palette
 from viz.views.base import plotly_layout
 from viz.views.sweeps import sweep_title
 
+MAX_LABELS = 5  # points of the long-decode chart that carry their label as text
+
 
 def _check(sweep: Any) -> Sweep:
     if not isinstance(sweep, Sweep) or sweep.name != "long_decode":
@@ -68,6 +70,10 @@ def long_decode_figure(sweep: Sweep, peaks: Optional[Peaks] = None):
     d = long_decode_data(sweep, peaks)
     fig = go.Figure()
     labels = [f"{c:,} cached" for c in d["context_tokens"]]
+    # Past MAX_LABELS points (lesson 11's slider adds them) the labels would run into each
+    # other: only the two ends keep theirs; every point still names itself on hover.
+    shown = labels if len(labels) <= MAX_LABELS else \
+        [t if i in (0, len(labels) - 1) else "" for i, t in enumerate(labels)]
     if d["floor_ms"] is not None:
         fig.add_trace(go.Scatter(x=d["step_mb"], y=d["floor_ms"], mode="lines",
                                  name=f"memory floor (bytes ÷ {peaks.bytes_per_s / 1e9:.0f} GB/s"
@@ -78,14 +84,14 @@ def long_decode_figure(sweep: Sweep, peaks: Optional[Peaks] = None):
                              line={"color": palette.MUTED, "dash": "dot"}))
     fig.add_trace(go.Scatter(
         x=d["step_mb"], y=d["step_ms"], mode="lines+markers+text", name="measured step",
-        text=labels, line={"color": palette.DECODE},
+        text=shown, customdata=labels, line={"color": palette.DECODE},
         # the first label to the right of its point (clear of the y axis), the last to the left
         textposition=["top right"] + ["top center"] * (len(labels) - 2) + ["top left"],
         marker={"color": palette.DECODE, "size": 8},
         error_y={"type": "data", "symmetric": False,
                  "array": [h - m for h, m in zip(d["high_ms"], d["step_ms"])],
                  "arrayminus": [m - lo for m, lo in zip(d["step_ms"], d["low_ms"])]},
-        hovertemplate="%{text}: %{x:.0f} MB read, %{y:.1f} ms<extra></extra>"))
+        hovertemplate="%{customdata}: %{x:.0f} MB read, %{y:.1f} ms<extra></extra>"))
     fig.update_layout(**plotly_layout(f"decode step against the bytes it reads: "
                                       f"{sweep_title(sweep)}", height=420))
     lo, hi = min(d["step_mb"]), max(d["step_mb"])
