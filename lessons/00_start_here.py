@@ -104,7 +104,8 @@ print(spec.n_params * spec.bytes_per_element == spec.weight_bytes)
 
 # %% [markdown]
 # Those numbers arrived in a smaller form. The set-up (`make lab`, or Binder's build) fetched
-# the model once as a **GGUF file quantized to 4 bits** (the *Q4_1* format): the weights go in
+# the model once as a **GGUF file** (llama.cpp's file format) **quantized to 4 bits** (the
+# *Q4_1* format): the weights go in
 # blocks of 32, and each weight is stored as a 4-bit code, a choice among 2⁴ = 16 levels spread
 # between the block's smallest and largest value. The set-up then *dequantized* it, once:
 # every code turned back into an ordinary float32 of 4 bytes. The 16 levels are still there to

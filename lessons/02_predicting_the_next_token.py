@@ -191,14 +191,14 @@ top_p_verdict = TOP_P[0] if kept < 20 else TOP_P[1] if kept <= 500 else TOP_P[2]
 # %%
 compare_prediction(prediction_top_at_half, half_verdict, options=HALF,
                    hint="at T = 0.5 each probability is squared, then all 49,152 squares are "
-                        "scaled to add up to 1. The ten bars at that step (See it's slider) "
-                        "square to about 0.005 together, the favourite's 0.04² = 0.0016 of "
+                        "scaled to add up to 1. For the default prompt, the ten bars at that "
+                        "step (See it's slider) square to about 0.005 together, the favourite's 0.04² = 0.0016 of "
                         "it; the other tokens' squares, each tiny, add about a third more")
 
 # %%
 compare_prediction(prediction_top_p, top_p_verdict, options=TOP_P,
-                   hint="top-p keeps the most likely tokens until they hold 0.9: at that "
-                        "step the ten likeliest held about a fifth together (the slider of "
+                   hint="top-p keeps the most likely tokens until they hold 0.9: for the "
+                        "default prompt, at that step the ten likeliest held about a fifth together (the slider of "
                         "See it: the grey bar is the rest); further down the list most tokens "
                         "hold under 0.1 % each: how many does it take to gather the other 0.7?")
 

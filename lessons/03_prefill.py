@@ -312,7 +312,7 @@ for n in (16, 128, 256):
 
 # %%
 print(f"{'tokens':>6} {'GFLOP':>8} {'MB moved':>9} {'FLOP per byte':>14}")
-for n in (1, 8, 16, 64, 128, 512):
+for n in sorted({1, 8, len(trace.prompt_tokens), 16, 64, 128, 512}):
     c = perf.prefill_cost(spec, n)
     print(f"{n:6} {c.flops / 1e9:8.2f} {c.bytes / 1e6:9.1f} {c.intensity:14.1f}")
 
@@ -332,22 +332,21 @@ for n in (1, 8, 16, 64, 128, 512):
 # A pass is *overhead-bound* if the fixed cost is at least half its measured time; otherwise
 # *compute-bound* if its compute floor is at least its memory floor, else *memory-bound*. Each
 # time has a spread; where the spreads straddle one of the rule's lines, it says **too close
-# to call**. The two peaks are the machine's **roofs**: speeds a pass should not beat (they
-# are medians of measured runs, so a pass can land a little above one; more on that below). A
-# pass runs as many small programs, one per operation (a matrix product, a norm...), each
-# called a **kernel**; the processor that calls them, running Python, is the **host** (on a
-# CPU the same chip; lesson 04 on a GPU).
-#
-# The figures the rule divides by, measured once on this machine (lesson 02) and reused: the
-# peak FLOP/s, the read speed and the fixed cost of a 30-layer pass. Two shares come with the
-# rule's verdicts: **MFU** (model FLOPs utilisation) is the share of the pass its arithmetic
-# would take at the peak; **MBU** (model bandwidth utilisation), the share its reading would
-# take at full read speed.
+# to call**. The figures the rule divides by, measured once on this machine (lesson 02) and
+# reused: the peak FLOP/s, the read speed and the fixed cost of a 30-layer pass.
 
 # %% tags=["nbval-ignore-output"]
 print(perf.yardsticks())  # the peaks and the fixed cost, as every lesson prints them
 
 # %% [markdown]
+# The two peaks are the machine's **roofs**: speeds a pass should not beat (they are medians
+# of measured runs, so a pass can land a little above one). Two shares come with the rule's
+# verdicts: **MFU** (model FLOPs utilisation) is the share of the pass its arithmetic would take
+# at the peak; **MBU** (model bandwidth utilisation), the share its reading would take at full
+# read speed. And two words for what runs: a pass runs as many small programs, one per
+# operation (a matrix product, a norm...), each called a **kernel**; the processor that calls
+# them, running Python, is the **host** (on a CPU the same chip; lesson 04 on a GPU).
+#
 # **Predict.** What will the rule say about the 16-token prefill of your sweep? (The table above
 # gives its FLOPs and bytes.)
 
@@ -375,8 +374,9 @@ compare_prediction(prediction_regime, verdict, options=list(perf.REGIMES),
 
 # %% [markdown]
 # A verdict compares *ideal* times, not whether the arithmetic units ran flat out.
-# Where both shares are well under half, it names the rest: the fixed cost, and kernels
-# running below the roofs, much of it paid once per pass (the line's *a*). So *a* is more than
+# Where both shares are well under half, the rest of the pass is the fixed cost and kernels
+# running below the roofs, much of it paid once per pass (the line's *a*; the next cell takes
+# the shortest pass apart). So *a* is more than
 # the fixed cost: it also holds the weight products, which take nearly as long on a few rows
 # as on many (the next section times them). The shortest pass, taken apart both ways:
 
@@ -484,7 +484,7 @@ print({LINE[0]: "faster per token than the line: longer products ran nearer the 
        LINE[1]: "the line still holds at twice the longest length it was fitted on",
        LINE[2]: "something grows faster than the tokens: attention's work, for one (each "
                 "token's query meets every earlier key; lesson 11 times it)",
-       perf.TOO_CLOSE: "about 10 % from the line, inside the spreads: too close to call"
+       perf.TOO_CLOSE: "near a 10 % line once the spreads are counted: too close to call"
        }[line_verdict.word])
 
 # %%
@@ -537,6 +537,17 @@ print(f"the two machines disagree at {', '.join(map(str, differ))} tokens" if di
 # the fixed cost is the host's (timed in the same session as the shipped measurements lesson
 # 08 reads: a model as deep, almost no width).
 #
+# What the rule will weigh there: the host's fixed cost at the 8B's depth, and the 8B's
+# compute floor at each prompt length (its FLOPs at the H200's measured peak):
+
+# %%
+gpu_rows = perf.prefill_rows(perf.gpu_reference("prompt-sweep", "llama-3.1-8b"))
+print(f"the host's fixed cost for the 8B's depth (a model as deep, 64 wide, eager): "
+      f"{gpu_rows[0].verdict.fixed.text(1e3, 'ms')}")
+print("the 8B's compute floor: " + ", ".join(
+    f"{r.tokens:,} tokens {r.verdict.compute_floor.median * 1e3:.1f} ms" for r in gpu_rows))
+
+# %% [markdown]
 # **Predict.** For an 8-billion-weight model (Llama-3.1-8B's shape) on the H200, from which
 # prompt length does the rule call prefill compute-bound outright (not "too close to call")?
 
@@ -546,10 +557,7 @@ prediction_gpu_from = None  # ← your guess: one of GPU_FROM, copied exactly
 
 # %%
 print(perf.gpu_provenance())
-gpu_rows = perf.prefill_rows(perf.gpu_reference("prompt-sweep", "llama-3.1-8b"))
 sheet = perf.datasheet("H200")  # the same GPU computed from its datasheet, no fixed cost
-print(f"the host's fixed cost for the 8B's depth (a model as deep, 64 wide, eager): "
-      f"{gpu_rows[0].verdict.fixed.text(1e3, 'ms')}")
 for r in gpu_rows:
     computed = perf.floors_verdict(r.cost, sheet.flops_per_s, sheet.bytes_per_s).regime
     print(f"{r.tokens:5} tokens: {r.seconds.text(1e3, 'ms')}, MFU {r.mfu:4.0%}, measured "
@@ -578,7 +586,7 @@ for r in small:
 # outlasting the 8B's arithmetic on short prompts; only from a few thousand tokens is the
 # arithmetic longer, at the MFU printed (a figure of the GPU). For the course model's shape
 # every prefill took about the same time, whatever its length, at an MFU of a few per cent:
-# the host's fixed cost is about half of the short ones, and where the rule names the longer
+# the host's fixed cost is about half of every pass, and where the rule names the longer
 # floor on the long ones, neither floor is near (the lines above); what the time is made of is
 # the host launching the kernels (a figure of that host in that minute; the fixed cost is a
 # model 64 wide, whose kernels do almost nothing). That is probably also why the

@@ -310,7 +310,8 @@ compare_prediction(prediction_busy, busy, options=BUSY,
 # With the launches out of the way, a step takes about what its kernels take. The eager step's
 # wall time is the host's, and the host drifted: the same eager step, as each shipped file
 # timed it (only one of them, the run lesson 08 reads, also timed the host's launch cost, on a
-# model as deep, 64 wide):
+# model as deep, 64 wide; the "compiled-step" runs and the "static cache", a cache allocated
+# once for every position, are lesson 13's):
 
 # %%
 walls = perf.eager_walls("llama-3.1-8b")
@@ -327,9 +328,10 @@ print(f"the slowest ÷ the fastest: ×{max(medians) / min(medians):.1f}")
 # MBU above): on the GPU too, a large model's decode step is its weights streaming in, at a few
 # terabytes a second instead of your machine's tens of gigabytes. For the course model's shape
 # even the GPU's own time is far above its memory floor: a thousand kernels of a couple of
-# microseconds each outlast reading 270 MB. Is that the GPU's **fixed cost**? The rule needs
-# one measured on a model as deep and tiny wide, timed the same way, which this run lacks. The
-# files do give a bound: no kernel's fixed part can be longer than the course model's shape's
+# microseconds each outlast reading 270 MB. Is that the GPU's **fixed cost**? We cannot measure
+# the GPU's fixed cost here, so a step is judged only where even the largest fixed cost it
+# could hold is under half of it. (The rule needs one measured on a model as deep and tiny
+# wide, timed the same way, which this run lacks.) The files do give that largest value: no kernel's fixed part can be longer than the course model's shape's
 # kernels took on average (`perf.kernel_time_bound`), so the rule still applies where that
 # bound is under half the busy time:
 
@@ -339,7 +341,8 @@ for name in perf.GPU_MODELS:
 
 # %% [markdown]
 # Where the bound cannot rule the fixed cost out, the step is **not judged**, instead of
-# being called memory-bound at a few per cent of the bandwidth.
+# being called memory-bound at a few per cent of the bandwidth. (These lines judge the busy
+# time, so their MBU is of the busy time; the MBU printed further up was of the graph step.)
 #
 # ### Does a longer context slow each step?
 #

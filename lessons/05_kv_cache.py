@@ -472,8 +472,8 @@ for m in (spec, big):
 # %% tags=["nbval-ignore-output"]
 import psutil
 
-held = psutil.Process().memory_info().rss  # this kernel's resident memory, weights included
-for m, free, what in ((spec, 2e9 - held, f"2 GB minus this kernel's {held / 1e9:.1f} GB"),
+held = psutil.Process().memory_info().rss  # this notebook's process, weights included
+for m, free, what in ((spec, 2e9 - held, f"2 GB minus this notebook's {held / 1e9:.1f} GB"),
                       (big, 80e9 - big.weight_bytes, "80 GB minus the weights, at most")):
     fits = max(0, int(free // m.kv_bytes(8192)))
     print(f"{m.name}, {what}: {fits} conversations of 8,192 tokens "

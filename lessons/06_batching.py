@@ -128,7 +128,7 @@ for b in sorted(runs):
 # If each request's wait grew, why, with the weights read once either way? From B=1 to B=2 the
 # arithmetic doubles, but it was a small part of a step (lesson 04). Time the kernel every
 # weight matrix runs, on the largest, the output head, with 1, 2, 4 and 16 rows
-# (`perf.linear_seconds`, 5 runs each).
+# (`perf.linear_spread`, 5 runs each).
 #
 # **Predict.** Multiplied by 2 rows instead of 1, the output head's product will take...
 
@@ -367,11 +367,11 @@ print(f"{reference.label}: {env.device_name} ({env.device}), {env.threads} threa
 roofline_figure(roof, reference)
 
 # %% [markdown]
-# ### The knee on a GPU, measured once
+# ### Where the verdict turns on a GPU, measured once
 #
 # A CPU's ridge is low, a few to a few tens of FLOP per byte, so its floors cross at small
-# batches (where on yours: the sweep above). A GPU's ridge is in the hundreds: the knee needs a
-# large model and large batches. The course ships an H200's batch sweep of Llama-3.1-8B's shape
+# batches (where on yours: the sweep above). A GPU's ridge is in the hundreds: the crossing
+# needs a large model and large batches. The course ships an H200's batch sweep of Llama-3.1-8B's shape
 # (random weights, bfloat16), timed by wall clock and by busy time, the sum of the GPU's
 # kernels (lesson 04).
 #
@@ -388,8 +388,7 @@ prediction_knee = None  # ← your guess: one of KNEE, copied exactly
 
 # %% [markdown]
 # Where the floors cross, counted from the H200's measured and datasheet peaks (printed as
-# "knee at B=", the batch where the knee would be if the steps followed their floors; the
-# busy times after it say whether they do):
+# "floors cross at B="; the busy times after it say whether the verdict turns there):
 
 # %%
 gpu_sweep = perf.gpu_reference("busy-sweep", "llama-3.1-8b")
@@ -402,12 +401,13 @@ print(f"{big.name}: {big.weight_bytes / 1e9:.1f} GB of weights, of which a step 
 for what, flops, read in (("measured", h200.flops_per_s, h200.bytes_per_s),
                           ("datasheet", sheet.flops_per_s, sheet.bytes_per_s)):
     print(f"H200 {what:9}: {flops / 1e12:4.0f} TFLOP/s, {read / 1e12:.2f} TB/s, ridge "
-          f"{flops / read:3.0f} FLOP/byte: knee at B={perf.ridge_batch(big, flops, read, context)}"
-          f"; no knee past {perf.knee_context(big, flops / read):,.0f} tokens per request")
+          f"{flops / read:3.0f} FLOP/byte: floors cross at B="
+          f"{perf.ridge_batch(big, flops, read, context)}; no crossing past "
+          f"{perf.knee_context(big, flops / read):,.0f} tokens per request")
 
 # %% [markdown]
-# The knee holds only for short requests: reading one token of a request's own cache buys only
-# a few FLOPs, so past the context printed last (`perf.knee_context`) no batch, however large,
+# The crossing exists only for short requests: reading one token of a request's own cache buys
+# only a few FLOPs, so past the context printed last (`perf.knee_context`) no batch, however large,
 # reaches the ridge. The rule on the busy time, batch by batch:
 
 # %%
@@ -422,13 +422,14 @@ print(f"measured: memory-bound up to B={last_memory}, compute-bound from B={firs
 
 # %%
 compare_prediction(prediction_knee, knee, options=KNEE,
-                   hint="the counted knee above is where the floors cross; the busy time sits "
+                   hint="the counted crossing above is where the floors cross; the busy time sits "
                         "above both floors, so look for the batch where the compute floor "
                         "becomes the larger one")
 
 # %% [markdown]
-# The GPU's own time shows the knee where the counting puts it: nearly flat while the weights
-# dominate (each extra request rides on the same 15 GB read), then growing with the batch. The
+# The GPU's own time turns where the counting puts the crossing: nearly flat while the weights
+# dominate (each extra request rides on the same 15 GB read), then growing with the batch (a
+# knee, in the measured steps). The
 # wall clock shows no knee: every batch took around a tenth of a second, the host launching the
 # same kernels for 1 request or 1,024. The busy time's roofline, under the H200's measured
 # roofs:
@@ -439,7 +440,7 @@ roofline_figure(perf.busy_roofline(gpu_sweep))
 # %% [markdown]
 # The datasheet, having no host, cannot say that the wall time was mostly launches (lesson 13
 # measures the remedy, a CUDA graph, on the same GPU); and its peaks, each higher than measured
-# by a different amount, move its ridge and knee.
+# by a different amount, move its ridge and crossing.
 #
 # ## Where this leads: the memory wall
 #
@@ -488,8 +489,8 @@ print(f"here the ridge sits below the stall: the 'here' column turns compute-bou
 # %% tags=["nbval-ignore-output"]
 import psutil
 
-held = psutil.Process().memory_info().rss  # this kernel's resident memory, weights included
-for m, free, where in ((spec, 2e9 - held, f"2 GB minus this kernel's {held / 1e9:.1f} GB"),
+held = psutil.Process().memory_info().rss  # this notebook's process, weights included
+for m, free, where in ((spec, 2e9 - held, f"2 GB minus this notebook's {held / 1e9:.1f} GB"),
                        (bf16, 80e9 - bf16.weight_bytes, "80 GB H100 minus the weights, at most")):
     fit = max(0, int(free // m.kv_bytes(2048)))
     print(f"{where}: {fit:,} requests of 2,048 tokens ({m.kv_bytes(2048) / 1e6:.0f} MB of "

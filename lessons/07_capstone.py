@@ -247,7 +247,7 @@ print(f"its recorded reply ran eager at {gpu_reply.decode_step_spread.text(1e3, 
 # reply's: set the decode steps' spreads side by side before reading much into a ratio. Two
 # machines sold under the same name still differ: another processor behind the name, another
 # memory speed, other work running at the time (B's label gives the load it was recorded
-# under).
+# under: the machine's load average, about how many processes wanted a core).
 
 # %% tags=["nbval-ignore-output"]
 ka, kb = len(trace.prompt_tokens), len(reference.prompt_tokens)

@@ -296,16 +296,17 @@ print("here the rest of the step " + ("shrank at least in proportion to the byte
 # %% [markdown]
 # Half the bytes shorten the streaming part as much as the kernels' bytes per second allow: at
 # the same rate it halves; slower, it shrinks less; faster (a kernel slow in float32), more
-# than half. The lines above say which happened here. It depends on the CPU: with bfloat16
-# instructions (AVX-512 BF16, or AMX), bfloat16's kernels are fast; without (AVX2 only, like
-# many laptops), its large matrix products run tens of times slower than float32's (see the
-# finding above). Decode runs matrix-vector products, another kernel: see the matrix-vector
-# line. On one AVX2-only machine tried for this course (not measured in this notebook), the
-# output head's product took 12.0 ms in both formats, and half the bytes saved nothing: fewer bytes help only with a kernel that
-# reads them.
+# than half. The lines above say which happened here: where the step's many small products
+# do not read as the one large one does, the rest of the step can even shrink more than the
+# bytes. It depends on the CPU: with bfloat16 instructions (AVX-512 BF16, or AMX), bfloat16's
+# kernels are fast; without (AVX2 only, like many laptops), its large matrix products run tens
+# of times slower than float32's (see the finding above). Decode runs matrix-vector products,
+# another kernel: see the matrix-vector line. Fewer bytes help only with a kernel that reads
+# them as fast per byte.
 #
 # ✏️ **Predict again.** The SmolLM2-360M shape in bfloat16 reads this many times the bytes of
-# the 135M shape in bfloat16, and has 32 layers against 30:
+# the 135M shape in bfloat16, and has 32 layers against 30 (the shipped table at the top has
+# both, recorded on a CPU with bfloat16 instructions: reason from your own steps):
 
 # %%
 big_bytes = perf.config_spec("smollm2-360m", "bfloat16").weight_bytes
@@ -332,7 +333,8 @@ print(f"SmolLM2-360M bf16: {big.spread.text(1e3, 'ms')} per step, ×{times.media
 viz.compare_prediction(prediction_360m, bigger, options=BIGGER,
                        hint="which part of the 135M step grows with the bytes, and which part "
                             "stays about the same? And larger matrices stream closer to the "
-                            "read peak than small ones (compare the two shapes' MBU)")
+                            "read peak than small ones: the larger shape's MBU is higher, so "
+                            "its rest grows by less than its bytes")
 
 # %% [markdown]
 # Last, the reference's batch of 32 on your machine: 32 times the arithmetic per weight read (a

@@ -362,7 +362,7 @@ views.pareto_figure([alone, batched] + ([llama_runs] if llama_runs else []))
 # %% [markdown]
 # ## Understand it: where the extra wait went
 #
-# Gaps between tokens at 8 streams, both servers (one at a time, the gaps are a lone
+# Gaps between tokens at 8 streams, both transformers servers (one at a time, the gaps are a lone
 # request's; the wait is in the queue, before the first token):
 
 # %% tags=["nbval-ignore-output"]

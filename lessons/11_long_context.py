@@ -318,8 +318,7 @@ print("here the int4 cache's fewer bytes " + (
 # less than their bytes). Without such a kernel a quantized cache buys memory: fewer bytes per
 # token, so more conversations fit in the same memory. fp8 is the slower of the two to turn
 # back into float32, though it is the simpler format: a CPU has no float8 instructions, so
-# torch converts float8 numbers in software (on the project's CPU, timed once outside the
-# course, about three times as long as converting as many 8-bit integers), while int4 unpacks with ordinary integer arithmetic.
+# torch converts float8 numbers in software, while int4 unpacks with ordinary integer arithmetic.
 #
 # And it costs accuracy, which a random cache cannot show. `perf.kv_quant_agreement`
 # prefills a real document and a question, then decodes 16 greedy tokens over the float32

@@ -254,7 +254,7 @@ print(perf.generations_text(rows=generations))
 views.generations_figure(generations)
 
 # %% [markdown]
-# Every generation's ridge sits over a hundred times above what a batch-1 decode step asks for,
+# Every GPU's ridge sits over a hundred times above what a batch-1 decode step asks for,
 # and across the decade it moved up: V100's and A100's near 140–150 FLOP per byte, the later
 # chips' at 200–300 (it can dip from one chip to the next, as H200's did against H100's: the
 # same arithmetic, faster memory). That is the memory wall across generations: arithmetic grew

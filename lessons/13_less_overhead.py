@@ -74,7 +74,7 @@ print(f"lesson 08's fixed cost for 30 layers in float32: "
 # %%
 compare_prediction(prediction_matrix, matrix_share, rel_tol=0.25,
                    hint="lesson 08's fixed cost is the launching alone, at almost no width; "
-                        "here ~1,700 small operations also do their own work, and the profiler "
+                        "here ~1,500 other operations also do their own work, and the profiler "
                         "adds its own line in the table: take the fixed cost, the other "
                         "operations' time and the profiler's share off the step")
 
@@ -136,7 +136,9 @@ else:
 
 # %%
 compare_prediction(prediction_compiled, compiled.speedup.median, rel_tol=0.3,
-                   hint="how much of the eager step is launching operations?") \
+                   hint="the narrow step is almost all launching; if compiling removes "
+                        "about three quarters of it (the layers still run one after another, "
+                        "and the cache is still written), how many times faster is it?") \
     if compiled else print("nothing compiled on this machine: nothing to compare")
 
 # %% [markdown]

@@ -132,10 +132,10 @@ first, second = ranked[0], ranked[1]
 most = (viz.Band(gains[first], viz.TOO_CLOSE, (first, second))
         if gains[first].overlaps(gains[second]) else viz.Band(gains[first], first))
 compare_prediction(prediction_lever, most, options=LEVERS,
-                   hint="batching divides a weight read among 8; Q4_1 reads ~5.6× fewer bytes "
-                        "with a kernel made for them; prompt lookup makes up to 11 tokens a "
-                        "pass where the reply copies. Each lever's line above is this "
-                        "machine's answer, measured once (lessons 06, 12 and 13 measured each "
+                   hint="read the three measured lines above: the ceilings are not the "
+                        "gains (batching divides a weight read among 8; Q4_1 reads ~5.6× fewer "
+                        "bytes; prompt lookup makes up to 11 tokens a pass where the reply "
+                        "copies). Each lever's line is this machine's answer, measured once (lessons 06, 12 and 13 measured each "
                         "with repeats, at other settings: their order can differ)")
 
 # %% [markdown]
@@ -156,7 +156,8 @@ lines = [
                 f"{prefill_s.text(1e3, 'ms')}: {verdicts['prefill'].regime}", "03"),
     ("decode", f"{step_s.text(1e3, 'ms')} a token, {1 / step_s.median:.1f} tokens/s: "
                f"{verdicts['decode'].regime}", "04"),
-    ("KV cache", f"{spec.kv_bytes_per_token():,} bytes a token; this reply's {n_cache} tokens "
+    ("KV cache", f"{spec.kv_bytes_per_token():,} bytes a token; this reply's {n_cache} cached "
+                 f"tokens (the last token's keys are not cached yet) "
                  f"{spec.kv_bytes(n_cache) / 1e6:.1f} MB; 8,192 tokens "
                  f"{spec.kv_bytes(8192) / 1e6:.0f} MB (counted)", "05"),
     ("batching", f"8 at once: ×{gains['batching'].median:.1f} the tokens/s, each request "
@@ -167,7 +168,8 @@ lines = [
                  f"{fixed.median / step_s.median:.0%}", "08"),
     ("a token's price", f"at ${price:.2f} an hour: ${bill.rows[0].output_per_mtok.median:.2f}"
                         f" per million output tokens alone, "
-                        f"${bill.rows[-1].output_per_mtok.median:.2f} batched by 8", "10"),
+                        f"${bill.rows[-1].output_per_mtok.median:.2f} batched by 8 (priced from "
+                        f"the batching lever's steps)", "10"),
     ("fewer bytes", f"Q4_1: ×{gains['fewer bytes'].median:.1f} the tokens/s of float32, "
                     f"for ×{f32.weight_bytes / q4.weight_bytes:.1f} fewer bytes", "12"),
     ("more per pass", f"prompt lookup copying a list: {lookup.lookup.tokens_per_pass:.1f} "
