@@ -458,9 +458,9 @@ else:
 
 # %% [markdown]
 # So a prefill is two costs: *a*, paid once per pass, and each token's arithmetic, at the
-# speed just printed. It can even beat the "peak", the median speed of one square matrix
-# product: a median, not a hard limit (a kernel of another shape can run faster). Lesson 06
-# draws its roof at the same medians.
+# speed just printed, below, at or (on some machines) even above the "peak": the peak is the
+# median speed of one square matrix product, not a hard limit (a kernel of another shape can
+# run faster). Lesson 06 draws its roof at the same medians.
 #
 # **Predict.** The next cell records a prompt twice as long as your sweep's longest (beyond
 # the slider's reach), three times. Compared with the line *a* + *b* · tokens, with the spread
@@ -569,7 +569,8 @@ gpu_from = (GPU_FROM[3] if first is None else GPU_FROM[0] if first <= 128 else
 # %%
 compare_prediction(prediction_gpu_from, gpu_from, options=GPU_FROM,
                    hint="a prefill is overhead-bound while the fixed cost is at least half of "
-                        "it: compare the host's fixed cost with each prefill's time")
+                        "it: take each prefill as at least the fixed cost plus its compute "
+                        "floor (both printed above), and compare the fixed cost with half")
 
 # %%
 small = perf.prefill_rows(perf.gpu_reference("prompt-sweep"))  # the course model's shape

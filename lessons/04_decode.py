@@ -261,8 +261,8 @@ print(f"the fixed cost is {verdict.fixed_share.median:.0%} of the step; the arit
 #
 # [08 · The memory wall](08_memory_wall.ipynb) measures those two numbers across models from
 # tens of millions to billions of weights and with fewer bytes per weight, and fits a line,
-# TPOT ≈ a + bytes ÷ streaming rate (its intercept a is more than the fixed cost). Lesson 06 shows the other way out: one weight
-# read serving several requests at once. On a GPU this model usually runs in bfloat16, 2 bytes
+# TPOT ≈ a + bytes ÷ streaming rate (its intercept a is not the fixed cost). Lesson 06 shows
+# the other way out: one weight read serving several requests at once. On a GPU this model usually runs in bfloat16, 2 bytes
 # per number: the same FLOPs for half the weight bytes, so twice the intensity:
 
 # %%

@@ -161,7 +161,7 @@ compare_prediction(prediction_rows, rows_verdict, options=ROWS,
 # it streams the weights more slowly (compare the GB/s of 1 and 2 rows), the step jumps as soon
 # as the batch leaves 1: what matters is that the kernel changed, not the amount of arithmetic. Past
 # that jump, each extra request adds its own arithmetic, KV cache and activations. Even where
-# 4 rows beat 2 above, a batch of 4 need not step faster than a batch of 2 (the sweep's wait
+# 4 rows cost little more than 2 above, a batch of 4 need not step faster than a batch of 2 (the sweep's wait
 # column says which it did here): the head is one product of many in a step.
 #
 # ## Understand it: one weight read serves B tokens
