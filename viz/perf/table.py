@@ -97,16 +97,16 @@ class Sweep(Document):
             raise ValueError(f"only the same kind of sweep merges: {self.name!r} with columns "
                              f"{list(self.columns)}, not {other.name!r} with "
                              f"{list(other.columns)}")
-        mine = self.column(self.x)
-        keep = [i for i, x in enumerate(mine) if x not in set(other.column(self.x))]
-        rows = [(mine[i], 0, i) for i in keep] + \
-               [(x, 1, i) for i, x in enumerate(other.column(self.x))]
-        rows.sort(key=lambda r: r[0])
+        mine, theirs = self.column(self.x), other.column(self.x)
+        replaced = set(theirs)
+        rows = sorted([(x, 0, i) for i, x in enumerate(mine) if x not in replaced]
+                      + [(x, 1, i) for i, x in enumerate(theirs)], key=lambda r: r[0])
         source = (self, other)
         columns = {n: [source[s].columns[n][i] for _, s, i in rows] for n in self.columns}
-        names = set(self.spreads) & set(other.spreads)  # spreads both sides kept
-        spreads = {n: [source[s].spread(n)[i] for _, s, i in rows] for n in self.spreads
-                   if n in names}
+        spreads = {}
+        for n in [n for n in self.spreads if n in other.spreads]:  # spreads both sides kept
+            kept = (self.spread(n), other.spread(n))
+            spreads[n] = [kept[s][i] for _, s, i in rows]
         return Sweep(self.name, self.x, columns, self.model, self.environment,
                      dict(self.settings), self.label, spreads)
 
