@@ -173,14 +173,19 @@ def test_a_rate_sweep_from_the_command_line(cb_server, tmp_path, capsys):
 def test_a_one_at_a_time_server_saturates_at_its_own_pace():
     from viz.serve import sweep_rates
 
-    with EmbeddedServer(continuous_batching=False) as server:
+    with EmbeddedServer(continuous_batching=False, record=True) as server:
         sweep = sweep_rates(server, n_requests=4, n_rates=1, max_tokens=4, progress=False,
                             prompts=PROMPTS)
     one = sweep.point("synchronous")
     top = sweep.point("throughput")
     r_one, r_top = (p.figure("requests_per_s", sweep.slo).median for p in (one, top))
-    # one at a time, 4 requests sent at once complete no faster than 4 sent one by one ...
-    assert r_top < 1.3 * r_one, (r_one, r_top)
+    # one at a time: of 4 requests sent at once, the server starts each only when the one
+    # before has finished (its own timestamps; not a rate ratio, which the HTTP work that
+    # overlaps the model's and a busy machine can move by a third with answers of 4 tokens)
+    served = sorted(top.runs[0].requests, key=lambda r: r.server.started_s)
+    assert len(served) == 4 and all(r.ok for r in served)
+    for before, after in zip(served, served[1:]):
+        assert after.server.started_s >= before.server.finished_s, (before, after)
     # ... and the later ones wait in the queue: TTFT's p90 is several requests' work
     assert top.figure("ttft_p90_s", sweep.slo).median > \
         2 * one.figure("ttft_p90_s", sweep.slo).median
