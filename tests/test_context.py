@@ -115,6 +115,24 @@ def test_release_memory_hands_freed_blocks_back():
     assert len(kept) == 15
 
 
+def test_release_memory_collects_only_when_much_is_at_stake(monkeypatch):
+    """A collection costs ~0.1 s or more in a large process: a few megabytes are not worth one
+    (the tiny model's sweeps called it dozens of times); a cache of 16 MiB and more is."""
+    import gc
+
+    from viz.runtime import COLLECT_MIN_BYTES, release_memory
+
+    collected = []
+    monkeypatch.setattr(gc, "collect", lambda *a: collected.append(a) or 0)
+    release_memory(COLLECT_MIN_BYTES - 1)
+    release_memory(0)
+    assert collected == []
+    release_memory(COLLECT_MIN_BYTES)
+    release_memory()  # the caller does not know: always
+    assert len(collected) == 2
+    assert COLLECT_MIN_BYTES == 16 * 2**20
+
+
 # ---- prefill against prompt length --------------------------------------------------------
 def test_long_prefill_sweep_splits_each_pass_and_counts_its_shares(tiny):
     sweep = perf.long_prefill_sweep(tiny, [32, 64, 128], repeats=2, progress=False)

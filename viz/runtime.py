@@ -271,7 +271,13 @@ def time_runs(fn: Callable[[], object], device: torch.device, repeats: int,
 
 
 # ---- device memory ------------------------------------------------------------------------
-def release_memory() -> bool:
+# A collection's cost grows with every object the process holds (~0.1 s with torch imported,
+# ~0.25 s beside three million objects: a long notebook kernel, a test session), and it can only
+# matter when what was freed (or is about to be made) is large.
+COLLECT_MIN_BYTES = 16 * 2**20
+
+
+def release_memory(at_stake_bytes: Optional[int] = None) -> bool:
     """Hand memory that Python and torch have freed back to the operating system.
 
     A freed CPU tensor's memory often stays with the process: glibc's allocator keeps
@@ -279,13 +285,19 @@ def release_memory() -> bool:
     blocks are scattered, so the resident size (what Binder's 2 GB limit counts) stays at
     its high-water mark and the next large allocation adds to it. `gc.collect()` frees
     what cycles still hold; glibc's `malloc_trim(0)` returns every free page. Called by the
-    long-context sweeps between their large allocations (lesson 11). Returns True if trim
-    ran (glibc), False elsewhere (macOS, musl: only the collection ran).
+    long-context sweeps between their large allocations (lesson 11).
+
+    at_stake_bytes: the size of what was just freed or is about to be made (a cache, a
+    model's weights), when the caller knows it. Under `COLLECT_MIN_BYTES` (16 MiB) the
+    collection is skipped (a tiny model's sweeps called it dozens of times, each ~0.1-0.25 s
+    for nothing) and only the trim runs (well under a millisecond). None: always collect.
+    Returns True if trim ran (glibc), False elsewhere (macOS, musl: only the collection ran).
     """
     import ctypes
     import gc
 
-    gc.collect()
+    if at_stake_bytes is None or at_stake_bytes >= COLLECT_MIN_BYTES:
+        gc.collect()
     if platform.system() != "Linux":
         return False
     try:

@@ -98,7 +98,7 @@ def long_prefill_sweep(lm: LoadedModel, lengths: Sequence[int] = (256, 512, 1024
                 forward(ids[n], compat.new_cache(lm.model))
                 runs[n].append((time.perf_counter() - start, clock.seconds))
                 bar.update()
-    release_memory()  # the long passes' activations, freed, go back to the system
+    release_memory(lm.spec.kv_bytes(max(lengths)))  # the long passes' activations, freed
     cols: dict[str, list[Any]] = {k: [] for k in (
         "prompt_tokens", "prefill_s", "attention_s", "rest_s", "prefill_s_per_token",
         "attention_share", "counted_attention_share", "attention_flops", "matmul_flops")}
@@ -246,7 +246,7 @@ def long_decode_sweep(lm: LoadedModel, contexts: Sequence[int] = (0, 2048, 4096,
     with torch.inference_mode(), compat.timed_attention(lm.model) as clock, \
             progress_bar(len(contexts), "long decode", progress) as bar:
         for c in contexts:
-            release_memory()  # what earlier passes freed goes back before the cache is built
+            release_memory(lm.spec.kv_bytes(c))  # what earlier passes freed, before the cache
             cache = compat.synthetic_cache(lm.model, c)
             _step_seconds(forward, cache, token, c, 1)  # warm-up, not kept
             steps, inside, empty = [], [], []
@@ -261,7 +261,7 @@ def long_decode_sweep(lm: LoadedModel, contexts: Sequence[int] = (0, 2048, 4096,
             add_timed(cols, spreads, "growth", [s / e for s, e in zip(steps, empty)])
             add_timed(cols, spreads, "cache_copy_s", _copy_seconds(cache, repeats))
             del cache
-            release_memory()
+            release_memory(lm.spec.kv_bytes(c))
             cost = decode_cost(lm.spec, c + 1)
             cols["context_tokens"].append(c)
             cols["kv_bytes"].append(cost.kv_bytes)

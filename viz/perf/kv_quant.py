@@ -284,7 +284,7 @@ def _time_cache(lm: LoadedModel, forward, token: torch.Tensor, context: int,
     """One cache of `context` positions built, then timed: (the seconds its quantization took,
     `repeats` steps over it, as many over an empty cache beside them, its dequantizations).
     Freed before returning, so at most one cache is in memory."""
-    release_memory()
+    release_memory(lm.spec.kv_bytes(context))
     cache, quantize_s = _build(lm, context, quant)
     _step_seconds(forward, cache, token, context)  # warm-up, not kept
     steps, empty = [], []
@@ -297,7 +297,7 @@ def _time_cache(lm: LoadedModel, forward, token: torch.Tensor, context: int,
         compat.dequantize_cache(cache)
         dequant.append(time.perf_counter() - start)
     del cache
-    release_memory()
+    release_memory(lm.spec.kv_bytes(context))
     return quantize_s, steps, empty, dequant
 
 

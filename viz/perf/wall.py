@@ -428,9 +428,9 @@ def measure_wall(shapes: Sequence[Union[str, dict]] = ("smollm2-135m",),
                     p = measure_point(lm, max_new_tokens=max_new_tokens, repeats=repeats,
                                       batch=b, prompt=prompt)
                     points.append(replace(p, fixed_cost_s=floors[dt].at(p.n_layers)))
-                environment = lm.environment()
+                environment, weight_bytes = lm.environment(), lm.spec.weight_bytes
                 del lm
-                release_memory()
+                release_memory(weight_bytes)
                 bar.update()
         bar.close()
     return WallRun(label=label, computed=False, device=dev.type, device_name=device_name(dev),

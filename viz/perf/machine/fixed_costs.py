@@ -147,8 +147,9 @@ def measure_overhead(depths: Sequence[int], dtype: str = "float32", *, base: Uni
                           label=f"{n} layer{'s' if n != 1 else ''} × {hidden_size} "
                                 f"{short_dtype(dtype)}", threads=threads)
         points.append(replace(p, fixed_cost_s=p.seconds))
+        weight_bytes = lm.spec.weight_bytes
         del lm
-        release_memory()
+        release_memory(weight_bytes)
     floor = OverheadFloor(dtype=dtype, hidden_size=hidden_size, vocab_size=vocab_size,
                           layers=depths, seconds=[p.seconds for p in points],
                           note=f"measured: median decode step of a model {hidden_size} wide "
