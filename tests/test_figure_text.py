@@ -141,6 +141,9 @@ def figures(tiny_gqa) -> dict:
     out["empty-early-exit"] = views.early_exit_figure(one)
     out["empty-embeddings"] = views.embeddings_figure(one)
     out["empty-attention"] = views.attention_figure(one)
+    # Lesson 13: one decode step taken apart
+    out["step-profile"] = views.step_profile_figure(
+        perf.profile_decode_step(tiny_gqa, context=4, steps=2, warmup=0))
     # Lesson 10: what a token costs, the CPU reference beside the H200's (long labels too)
     cpu_cost = perf.cost(perf.load_reference("cpu-batch-sweep"), 0.10,
                          prefill=perf.load_reference("cpu-prompt-sweep"))
@@ -394,18 +397,21 @@ def built_twice(build):
 
 @pytest.fixture(scope="module")
 def built(tiny_gqa):
-    """Every figure of the check (`figures` and `device_figures`), each view called twice."""
-    return built_twice(lambda: (figures(tiny_gqa), device_figures(tiny_gqa)))
+    """Every figure of the check: `figures` (every view, each call made twice) and
+    `device_figures` (the same views again, with other names: made once; twice each took
+    ~15 s of every test run for no view that `figures` does not call twice)."""
+    (plain, called, differ) = built_twice(lambda: figures(tiny_gqa))
+    return (plain, device_figures(tiny_gqa)), called, differ
 
 
 def test_every_plotly_view_is_deterministic(built):
     """nbval compares a saved figure's JSON with a fresh one: every plotly view must build the
     same JSON from the same input, with no random trace uid. Every `views.*_figure` (from
-    `views.__all__`) is drawn by this check, each call made twice."""
+    `views.__all__`) is drawn by `figures`, each call made twice."""
     _, called, differ = built
     assert not differ, f"not the same JSON twice (or a uid): {sorted(differ)}"
     assert set(called) == set(PLOTLY_VIEWS), \
-        f"not drawn by figures() or device_figures(): {sorted(set(PLOTLY_VIEWS) - set(called))}"
+        f"not drawn by figures(): {sorted(set(PLOTLY_VIEWS) - set(called))}"
 
 
 def test_a_view_that_changes_is_caught(monkeypatch):
