@@ -64,17 +64,19 @@ lab: setup
 # as long; one after the other they take less in all). Each lesson runs once in the
 # first pass: nbval compares the run the browser test made and saved (tools/nbval_replay.py),
 # and runs a lesson in a kernel of its own only where there is no such run (no browser here).
-# --durations: every run shows where its time goes. TEST_WORKERS: pytest-xdist workers (2: one
+# --durations: every run shows where its time goes (DURATIONS=0: every test's, not the slowest
+# 25; pytest keeps only the last --durations it is given). TEST_WORKERS: pytest-xdist workers (2: one
 # per core of a small machine; the lessons run one at a time on one of them, the other tests
 # beside them, tests/conftest.py); `make test TEST_WORKERS=0` runs everything in one process.
 # OMP_WAIT_POLICY=PASSIVE: with two processes' torch threads on two cores, OpenMP threads that
 # spin while they wait for each other take the cores the other process needs.
 TEST_WORKERS ?= 2
+DURATIONS ?= 25
 XDIST := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder)
 XDIST_ENV := $(if $(filter-out 0,$(TEST_WORKERS)),OMP_WAIT_POLICY=PASSIVE)
 test: setup browser lint
 	$(XDIST_ENV) $(BIN)/python -m pytest tests notebooks $(NBVAL) -p tools.nbval_replay \
-		--nbval-replay artifacts/browser/runs --durations=25 $(XDIST)
+		--nbval-replay artifacts/browser/runs --durations=$(DURATIONS) $(XDIST)
 	$(MAKE) --no-print-directory test-other-kernels
 
 # Another CPU's kernels round floats differently in the last bits: the saved notebooks (executed
