@@ -44,6 +44,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path):
     proc = run_cli(tmp_path, "record", "  ", "-o", str(out))
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: the prompt is empty") and "Traceback" not in proc.stderr
+    assert "python -m viz record 'The capital" in proc.stderr  # the fix, in the CLI's words
     assert out.read_text() == "keep me"  # nothing was overwritten
 
 

@@ -68,7 +68,11 @@ def _model(args: argparse.Namespace):
 # ---- record -------------------------------------------------------------------------------
 def _record(args: argparse.Namespace) -> int:
     import viz
+    from viz import checks
 
+    # before the model loads (seconds): an empty prompt is refused at once
+    checks.prompt(args.prompt, "give the model some text to continue, e.g. "
+                               "python -m viz record 'The capital of France is'")
     lm = _model(args)
     trace = viz.record(lm, args.prompt, max_new_tokens=args.max_new_tokens, chat=args.chat,
                        temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
