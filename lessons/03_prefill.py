@@ -65,9 +65,9 @@ views.timeline_figure(trace)
 # %% [markdown]
 # ### Drag the prompt length
 #
-# Each slider position runs a real prefill of exactly that many tokens and adds a point (the
-# big dot: your last choice; 16, 128 and 192 tokens are measured first). Each point is one run, so a busy moment on the CPU shows as a
-# point off the curve; the sweep below repeats each length.
+# Each slider position times a real prefill of that many tokens and adds a point (the big
+# dot: your last choice). Each point is one run, so a busy moment on the CPU puts it off the
+# curve; the sweep below repeats each length.
 
 # %%
 import ipywidgets as widgets
@@ -113,20 +113,20 @@ LinkedView({"prompt tokens": length}, [length], prefill_chart)
 # each token's **query** (what it looks for), **key** (what it offers) and **value** (what it
 # hands over). Each query is compared with the keys (`scores = Q·Kᵀ`), a softmax (lesson 02)
 # turns the scores into weights, and these mix the values; a fourth weight matrix, **W_o**,
-# joins the heads' results. Positions enter here too (lesson 01). The **MLP** half: *gate* and
-# *up* side by side, an element-wise SiLU, then *down* back to the model's width.
+# joins the heads' results. The **MLP** half: *gate* and *up* side by side, an element-wise
+# SiLU, then *down* back to the model's width.
 #
 # The figure draws one layer to this model's shapes (log-scale sides). Left, your prefill:
 # matrix × matrix, each weight read used once per prompt token. Right, a decode step: vector ×
 # matrix, each weight used once per read; its query meets the keys and values kept from
-# earlier passes, the **KV cache** (orange) of lesson 05.
+# earlier passes, the **KV cache** (orange, lesson 05).
 
 # %%
 views.layer_diagram_figure(spec, len(trace.prompt_tokens), trace.steps[-1].seq_len)
 
 # %% [markdown]
-# Counted: FLOPs per layer, and FLOPs per byte of weights read, the two ratios that the end of
-# this lesson and the next turn on.
+# Counted: FLOPs per layer, and FLOPs per byte of weights read, the ratio this lesson and the
+# next turn on.
 
 # %%
 layer = views.layer_diagram_data(spec, len(trace.prompt_tokens), trace.steps[-1].seq_len)
@@ -137,9 +137,8 @@ for phase in ("prefill", "decode"):
 # %% [markdown]
 # ### One pass, every position at once
 #
-# The prefill multiplies the whole N-row matrix by each layer's weights at once. Attention is
-# *causal*: token *k*'s row sees only tokens 0 … *k*, so it ends up as if the prompt had
-# stopped at token *k* (up to rounding).
+# Attention is *causal*: token *k*'s row sees only tokens 0 … *k*, so it ends up as if the
+# prompt had stopped at token *k* (up to rounding).
 #
 # To check: one pass over the whole prompt, keeping every position's scores (logits), against
 # N passes, each one token longer, keeping each one's last position.
@@ -197,8 +196,8 @@ print("its best token:", repr(lm.tokenizer.decode(int(last.argmax()))),
 
 # %% [markdown]
 # The other rows are not wasted: computing them stores each token's keys and values for decode
-# (lesson 05). `viz.record` asks for the last row's scores only (`logits_to_keep=1`), like
-# Hugging Face's `generate`; see [`viz/record.py`](../viz/record.py), step 2.
+# (lesson 05). `viz.record` asks for the last row's scores only (`logits_to_keep=1`); see
+# [`viz/record.py`](../viz/record.py), step 2.
 
 # %% [markdown]
 # ## Measure it: what TTFT is made of
@@ -217,22 +216,19 @@ largest = max(parts, key=parts.get)
 print("largest part:", largest)
 
 # %% [markdown]
-# Tokenizing and choosing are cheap next to the pass through all the layers.
-#
 # ### TTFT against prompt length
 #
-# `perf.prompt_length_sweep` records a one-token reply to prompts of several exact lengths
-# (after a warm-up; 3 interleaved runs each) and tabulates the medians:
+# `perf.prompt_length_sweep` times a one-token reply to prompts of four exact lengths, 3
+# interleaved runs each after a warm-up:
 
 # %% tags=["nbval-ignore-output"]
 sweep = perf.prompt_length_sweep(lm, [16, 32, 64, 128], repeats=3, progress=False)
 print(sweep)
 
 # %% [markdown]
-# Solid lines are yours; each point's bar is its **spread**, the range the middle half of its
-# runs fell in. Dashed: a reference from the project's own machine
-# (`perf.load_reference("cpu-prompt-sweep")`), recorded as its label says (its threads, and
-# "load": the machine's load average while it ran, about how many processes wanted a core):
+# Solid lines are yours; each point's bar is its **spread** (lesson 02). Dashed: a reference
+# from the project's own machine (`perf.load_reference("cpu-prompt-sweep")`); its label gives
+# its threads and "load", about how many processes wanted a core:
 
 # %%
 reference = perf.load_reference("cpu-prompt-sweep")
@@ -260,9 +256,8 @@ print("the longer prompt went through faster per token, beyond the spreads"
 # %% [markdown]
 # A line through the points, TTFT ≈ *a* + *b* · tokens, splits a pass into a part paid once
 # (*a*) and a part per token (*b*). Where *a* is a large share, a longer prompt spreads it
-# over more tokens and goes faster per token. Fitted to the medians by least squares, *a* is a
-# weighted sum of the points' TTFTs (positive weights for short prompts, negative for long);
-# its spread is the lowest and highest sum their spreads allow:
+# over more tokens and goes faster per token. The line is fitted by least squares; *a*'s
+# spread is the range the points' spreads allow:
 
 # %%
 ttft = sweep.spread("ttft_s")  # per length: the median TTFT and its spread
@@ -295,8 +290,7 @@ if a.median <= 0:
 #
 # $$\text{FLOPs} \approx 2 \times \text{non-embedding parameters} \times n .$$
 #
-# `perf.prefill_cost` counts exactly, attention included; up to a few hundred tokens the rule
-# of thumb is within a few percent (attention's share grows with the prompt):
+# `perf.prefill_cost` counts exactly, attention included (its share grows with the prompt):
 
 # %%
 non_embedding = spec.n_params - spec.vocab_size * spec.hidden_size
@@ -318,34 +312,31 @@ for n in sorted({1, 8, len(trace.prompt_tokens), 16, 64, 128, 512}):
 
 # %% [markdown]
 # The bytes barely move, so the intensity grows with the prompt. (It is lower than the
-# per-layer figure above at the same length: a whole pass also reads the output head's 113 MB
-# table, which works on the last token only.) The rule `perf.pass_verdict`,
-# used from here on, weighs three measured times:
+# per-layer figure: a pass also reads the 113 MB output head, used on the last token only.)
+# The rule `perf.pass_verdict`, used from here on, weighs three measured times:
 #
 # - the **memory floor**: bytes ÷ this machine's read speed, the shortest time the reading
 #   allows;
-# - the **compute floor**: FLOPs ÷ peak FLOP/s (a large matrix product's speed), the shortest
-#   time the arithmetic allows;
+# - the **compute floor**: FLOPs ÷ peak FLOP/s, the shortest time the arithmetic allows;
 # - the **fixed cost** per pass: a model as deep but only 64 numbers wide, with almost nothing
 #   to read or compute (`perf.fixed_cost`).
 #
 # A pass is *overhead-bound* if the fixed cost is at least half its measured time; otherwise
 # *compute-bound* if its compute floor is at least its memory floor, else *memory-bound*. Each
 # time has a spread; where the spreads straddle one of the rule's lines, it says **too close
-# to call**. The figures the rule divides by, measured once on this machine (lesson 02) and
-# reused: the peak FLOP/s, the read speed and the fixed cost of a 30-layer pass.
+# to call**. Its yardsticks, measured once on this machine (lesson 02):
 
 # %% tags=["nbval-ignore-output"]
 print(perf.yardsticks())  # the peaks and the fixed cost, as every lesson prints them
 
 # %% [markdown]
 # The two peaks are the machine's **roofs**: speeds a pass should not beat (they are medians
-# of measured runs, so a pass can land a little above one). Two shares come with the rule's
-# verdicts: **MFU** (model FLOPs utilisation) is the share of the pass its arithmetic would take
-# at the peak; **MBU** (model bandwidth utilisation), the share its reading would take at full
-# read speed. And two words for what runs: a pass runs as many small programs, one per
-# operation (a matrix product, a norm...), each called a **kernel**; the processor that calls
-# them, running Python, is the **host** (on a CPU the same chip; lesson 04 on a GPU).
+# of measured runs, so a pass can land a little above one). With each verdict come two shares:
+# **MFU** (model FLOPs utilisation), the share of the pass its arithmetic would take at the
+# peak; **MBU** (model bandwidth utilisation), the share its reading would take at full read
+# speed. A pass runs as many small programs, one per operation (a matrix product, a norm...),
+# each a **kernel**; the processor that calls them, running Python, is the **host** (on a CPU
+# the same chip; lesson 04 on a GPU).
 #
 # **Predict.** What will the rule say about the 16-token prefill of your sweep? (The table above
 # gives its FLOPs and bytes.)
@@ -373,12 +364,10 @@ compare_prediction(prediction_regime, verdict, options=list(perf.REGIMES),
                         "FLOPs ÷ peak FLOP/s against bytes ÷ read speed")
 
 # %% [markdown]
-# A verdict compares *ideal* times, not whether the arithmetic units ran flat out.
-# Where both shares are well under half, the rest of the pass is the fixed cost and kernels
-# running below the roofs, much of it paid once per pass (the line's *a*; the next cell takes
-# the shortest pass apart). So *a* is more than
-# the fixed cost: it also holds the weight products, which take nearly as long on a few rows
-# as on many (the next section times them). The shortest pass, taken apart both ways:
+# A verdict compares *ideal* times, not whether the arithmetic units ran flat out. Where both
+# shares are well under half, the rest of the pass is the fixed cost and kernels running below
+# the roofs, much of it paid once per pass, like the line's *a*. The shortest pass, taken
+# apart both ways:
 
 # %% tags=["nbval-ignore-output"]
 larger = max(verdict.mfu, verdict.mbu)  # the longer floor's share of the pass
@@ -438,8 +427,8 @@ print(f"2 rows take {flat:.0%} of {tokens[0]} rows' time, and {share:.0%} of a �
 # kernels reach on a few rows. Where the hypothesis holds, that gap is much of the verdict's
 # "kernels running below the roofs", paid however few the tokens.
 #
-# The slope is the other half, each extra token's arithmetic: read it at the sweep's last
-# step, 64 to 128 tokens, as extra FLOPs ÷ extra time, against the peak:
+# The slope is the other half, each extra token's arithmetic: extra FLOPs ÷ extra time from
+# 64 to 128 tokens, against the peak:
 
 # %% tags=["nbval-ignore-output"]
 extra_s = forward[-1] - forward[-2]  # the pass's extra time for the extra tokens, with spread
@@ -458,13 +447,10 @@ else:
 
 # %% [markdown]
 # So a prefill is two costs: *a*, paid once per pass, and each token's arithmetic, at the
-# speed just printed, below, at or (on some machines) even above the "peak": the peak is the
-# median speed of one square matrix product, not a hard limit (a kernel of another shape can
-# run faster). Lesson 06 draws its roof at the same medians.
+# speed just printed.
 #
-# **Predict.** The next cell records a prompt twice as long as your sweep's longest (beyond
-# the slider's reach), three times. Compared with the line *a* + *b* · tokens, with the spread
-# the points' spreads allow, its TTFT will be...
+# **Predict.** The next cell records a prompt twice as long as your sweep's longest, three
+# times. Compared with the line *a* + *b* · tokens, its TTFT will be...
 
 # %%
 LINE = ["shorter than the line (by over 10 %)", "within 10 % of the line",
@@ -499,10 +485,10 @@ compare_prediction(prediction_line, line_verdict, options=LINE,
 # ### The same prefill on a GPU
 #
 # The **ridge point**, peak FLOP/s ÷ read speed, is the intensity at which the two floors are
-# equal; it depends on the machine. Yours is measured; an NVIDIA H100's is **computed** from
-# its datasheet (`perf.H100_SXM`: 989 TFLOP/s of bfloat16 arithmetic, 3.35 TB/s of memory).
-# GPUs serve in bfloat16 (2 bytes per number), so the GPU column uses this model's shape in
-# bfloat16, and floors only (the datasheet gives no fixed cost):
+# equal. Yours is measured; an NVIDIA H100's is **computed** from its datasheet
+# (`perf.H100_SXM`: 989 TFLOP/s of bfloat16 arithmetic, 3.35 TB/s of memory).
+# The GPU column takes this model's shape in bfloat16 (2 bytes per number), as GPUs serve it,
+# and floors only (a datasheet gives no fixed cost):
 
 # %% tags=["nbval-ignore-output"]
 gpu = perf.H100_SXM
@@ -524,21 +510,18 @@ print(f"the two machines disagree at {', '.join(map(str, differ))} tokens" if di
 
 # %% [markdown]
 # The H100's arithmetic is so fast next to its memory (its ridge is in the hundreds) that the
-# arithmetic becomes the longer floor only at far longer prompts; the "here" column shows
-# where it does on yours. "Prefill is compute-bound" is a statement about a prompt length
-# *and* a machine, so this course prints the rule's verdict on your numbers instead of
-# asserting it. Lesson 06 draws both phases on one chart, the roofline.
+# arithmetic becomes the longer floor only at far longer prompts: "prefill is compute-bound"
+# depends on the prompt length *and* the machine. Lesson 06 draws both phases on one chart,
+# the roofline.
 #
 # ### The same prefill on a GPU, measured once
 #
 # The course ships prompt sweeps measured on an NVIDIA H200 (`perf.gpu_reference`;
 # random-weight models, so the times are real and the text is not), judged with the H200's
 # measured peaks. There the wall clock includes the host's Python launching the kernels, so
-# the fixed cost is the host's (timed in the same session as the shipped measurements lesson
-# 08 reads: a model as deep, almost no width).
+# the fixed cost is the host's (a model as deep, almost no width).
 #
-# What the rule will weigh there: the host's fixed cost at the 8B's depth, and the 8B's
-# compute floor at each prompt length (its FLOPs at the H200's measured peak):
+# First, the two figures the rule will weigh for the 8B:
 
 # %%
 gpu_rows = perf.prefill_rows(perf.gpu_reference("prompt-sweep", "llama-3.1-8b"))
@@ -585,14 +568,10 @@ for r in small:
 # %% [markdown]
 # The datasheet has no host. On the H200 the host launches every layer's kernels one by one,
 # outlasting the 8B's arithmetic on short prompts; only from a few thousand tokens is the
-# arithmetic longer, at the MFU printed (a figure of the GPU). For the course model's shape
-# every prefill took about the same time, whatever its length, at an MFU of a few per cent:
-# the host's fixed cost is about half of every pass, and where the rule names the longer
-# floor on the long ones, neither floor is near (the lines above); what the time is made of is
-# the host launching the kernels (a figure of that host in that minute; the fixed cost is a
-# model 64 wide, whose kernels do almost nothing). That is probably also why the
-# small model's short prompts took longer than the 8B's: the two sweeps were timed at
-# different moments of a host whose launch cost drifts (not measured here).
+# arithmetic longer. The course model's shape took about the same time at every length, at an
+# MFU of a few per cent: the host's fixed cost is about half of every pass, and neither floor
+# is near, even where the rule names one. The rest is the host launching kernels too, at a
+# cost that drifts: probably why the small model's short prompts took longer than the 8B's.
 #
 # ## Next
 #

@@ -19,9 +19,9 @@
 # reply. Everything after that is **decode**: the model writes the rest of the reply one token
 # per forward pass, and each pass needs the token chosen by the pass before it.
 #
-# In this lesson you will step through a real reply with the explorer, write the decode loop
-# yourself, time each step on your machine, and take a step's time apart: reading the weights
-# from memory, a fixed cost paid by every step, and a little arithmetic.
+# You will step through a real reply with the explorer, write the decode loop yourself, time
+# each step on your machine, and take a step's time apart: reading the weights from memory, a
+# fixed cost paid by every step, and a little arithmetic.
 
 # %%
 import numpy as np
@@ -138,11 +138,9 @@ print("TPOT is the mean gap:", np.isclose(trace.tpot_s, np.mean(gaps)),
       "| tokens/s = 1 / TPOT:", np.isclose(trace.decode_tokens_per_s, 1 / trace.tpot_s))
 
 # %% [markdown]
-# The same on a time axis, with the summary card: one prefill bar, then a row of decode steps;
-# hover for each one's duration. The card, like the lines above, is this one run, with no
-# spread. Its prefill speed divides the prompt's tokens by the prefill pass alone; the TTFT
-# also holds the tokenizing and the first token's choice, so tokens ÷ TTFT comes out a little
-# lower.
+# The same on a time axis (as in lesson 03), with the summary card: this one run, with no
+# spread. The card's prefill speed divides the prompt's tokens by the prefill pass alone, not
+# by the whole TTFT.
 
 # %% tags=["nbval-ignore-output"]
 display(views.summary_html(trace))
@@ -151,10 +149,10 @@ views.timeline_figure(trace)
 # %% [markdown]
 # ### Where the time goes: bytes, arithmetic or a fixed cost?
 #
-# One decode step pushes **one** token through every layer. Each weight is used once: a
-# multiply and an add, 2 FLOPs per parameter. But each weight must first be fetched from
-# memory, `spec.bytes_per_element` bytes of it, and the step also reads the KV cache.
-# `perf.decode_cost` counts both for the reply's last step:
+# One decode step pushes **one** token through every layer: 2 FLOPs per parameter, as in
+# lesson 03. But each weight must first be fetched from memory, `spec.bytes_per_element`
+# bytes of it, and the step also reads the KV cache. `perf.decode_cost` counts both for the
+# reply's last step:
 
 # %%
 cost = perf.decode_cost(spec, trace.steps[-1].seq_len)
@@ -166,19 +164,10 @@ print(f"  intensity       {cost.intensity:13.2f} FLOP per byte")
 
 # %% [markdown]
 # About half a FLOP for every byte fetched: 2 FLOPs per parameter, 4 bytes per parameter.
-# As in lesson 03, three measured times bound a step from below:
-#
-# - the **memory floor**: the step's bytes ÷ this machine's read speed;
-# - the **compute floor**: its FLOPs ÷ the peak FLOP/s of a matrix product;
-# - the **fixed cost** per step: a model as deep but only 64 numbers wide, with almost nothing
-#   to read or compute (`perf.fixed_cost`).
-#
-# The peaks and the fixed cost are measured **once per machine**, in a few seconds, and reused
-# by every lesson (`perf.machine_peaks()`, `perf.fixed_cost(30)`). Each is the median of
-# several runs with its **spread**, the range the middle half fell in. The rule
-# (`perf.pass_verdict`): *overhead-bound* if the fixed cost is at least half the step, else
-# *compute-bound* if the compute floor is at least the memory floor, else *memory-bound*; where
-# the spreads straddle one of those two lines, **too close to call**.
+# Lesson 03's rule (`perf.pass_verdict`) judges a decode step as it judged a prefill:
+# *overhead-bound* if the **fixed cost** is at least half the step, else *compute-bound* if the
+# **compute floor** (FLOPs ÷ peak FLOP/s) is at least the **memory floor** (bytes ÷ read
+# speed), else *memory-bound*; **too close to call** where the spreads straddle a line.
 #
 # **Predict.** What will the rule say about a decode step on your machine?
 
@@ -259,11 +248,11 @@ print(f"the fixed cost is {verdict.fixed_share.median:.0%} of the step; the arit
 # implementation can get far below the memory floor without moving fewer bytes per token; the
 # fixed cost and the gap between the streaming rate and the peak separate a real step from it.
 #
-# [08 · The memory wall](08_memory_wall.ipynb) measures those two numbers across models from
-# tens of millions to billions of weights and with fewer bytes per weight, and fits a line,
-# TPOT ≈ a + bytes ÷ streaming rate (its intercept a is not the fixed cost). Lesson 06 shows
-# the other way out: one weight read serving several requests at once. On a GPU this model usually runs in bfloat16, 2 bytes
-# per number: the same FLOPs for half the weight bytes, so twice the intensity:
+# [08 · The memory wall](08_memory_wall.ipynb) measures those two numbers across model sizes
+# and number formats, and fits a line, TPOT ≈ a + bytes ÷ streaming rate. Lesson 06 shows the
+# other way out: one weight read serving several requests at once. On a GPU this model usually
+# runs in bfloat16, 2 bytes per number: the same FLOPs for half the weight bytes, so twice the
+# intensity:
 
 # %%
 bf16 = perf.config_spec("smollm2-135m", dtype="bfloat16")  # this model's shape, 2 bytes each
@@ -277,13 +266,12 @@ print(f"bfloat16: {bf16_cost.bytes / 1e6:5.0f} MB per step, {bf16_cost.intensity
 #
 # ### The same step on a GPU, measured once
 #
-# The course ships what one NVIDIA H200 measured (`perf.gpu_reference`; the models were built
-# from their configs with random weights, so the timings are real and the text is not). On a
-# GPU the wall clock alone misleads: the host's Python launches each of the step's small GPU
-# programs (**kernels**) one after another, and the GPU runs each in microseconds. So the
-# reference holds the GPU's **busy time**, the sum of the step's kernels' own durations
-# (`torch.profiler`), and the same step replayed as a **CUDA graph**: all its kernels launched
-# at once, with no Python between them (lesson 13 measures that remedy).
+# The course ships what one NVIDIA H200 measured (`perf.gpu_reference`; random weights, as in
+# lesson 03). On a GPU the wall clock alone misleads: the host's Python launches each of the
+# step's small GPU programs (**kernels**) one after another, and the GPU runs each in
+# microseconds. So the reference holds the GPU's **busy time**, the sum of the step's kernels'
+# own durations (`torch.profiler`), and the same step replayed as a **CUDA graph**: all its
+# kernels launched at once, with no Python between them (lesson 13 measures that remedy).
 #
 # **Predict.** For an 8-billion-weight model (Llama-3.1-8B's shape, 16 GB in bfloat16), one
 # request: the GPU's busy time in the eager step is what share of the step replayed as a CUDA
@@ -309,9 +297,8 @@ compare_prediction(prediction_busy, busy, options=BUSY,
 # %% [markdown]
 # With the launches out of the way, a step takes about what its kernels take. The eager step's
 # wall time is the host's, and the host drifted: the same eager step, as each shipped file
-# timed it (only one of them, the run lesson 08 reads, also timed the host's launch cost, on a
-# model as deep, 64 wide; the "compiled-step" runs and the "static cache", a cache allocated
-# once for every position, are lesson 13's):
+# timed it (the memory-wall run, which lesson 08 reads, also timed the host's launch cost on
+# a model as deep, 64 wide; the "compiled-step" runs and the "static cache" are lesson 13's):
 
 # %%
 walls = perf.eager_walls("llama-3.1-8b")
@@ -328,12 +315,11 @@ print(f"the slowest ÷ the fastest: ×{max(medians) / min(medians):.1f}")
 # MBU above): on the GPU too, a large model's decode step is its weights streaming in, at a few
 # terabytes a second instead of your machine's tens of gigabytes. For the course model's shape
 # even the GPU's own time is far above its memory floor: a thousand kernels of a couple of
-# microseconds each outlast reading 270 MB. Is that the GPU's **fixed cost**? We cannot measure
-# the GPU's fixed cost here, so a step is judged only where even the largest fixed cost it
-# could hold is under half of it. (The rule needs one measured on a model as deep and tiny
-# wide, timed the same way, which this run lacks.) The files do give that largest value: no kernel's fixed part can be longer than the course model's shape's
-# kernels took on average (`perf.kernel_time_bound`), so the rule still applies where that
-# bound is under half the busy time:
+# microseconds each outlast reading 270 MB. Is that the GPU's **fixed cost**? This run did not
+# measure one (a model as deep and tiny wide, timed the same way), but it bounds it: no
+# kernel's fixed part can be longer than the course model's shape's kernels took on average
+# (`perf.kernel_time_bound`). So the rule still judges a step where that bound is under half
+# its busy time:
 
 # %%
 for name in perf.GPU_MODELS:
@@ -341,8 +327,8 @@ for name in perf.GPU_MODELS:
 
 # %% [markdown]
 # Where the bound cannot rule the fixed cost out, the step is **not judged**, instead of
-# being called memory-bound at a few per cent of the bandwidth. (These lines judge the busy
-# time, so their MBU is of the busy time; the MBU printed further up was of the graph step.)
+# being called memory-bound at a few per cent of the bandwidth. (These lines' MBU is of the
+# busy time; the one further up, of the graph step.)
 #
 # ### Does a longer context slow each step?
 #
@@ -383,14 +369,13 @@ print(f"the cache would match the weights at {spec.weight_bytes / spec.kv_bytes_
 # %% [markdown]
 # At these lengths the cache adds a few percent to a step's bytes, so whatever the step times
 # above show beyond that is not the bytes: the machine's noise (the spreads say how
-# much) or attention's own arithmetic, which lesson 11 times apart at up to 8,191 tokens. For
-# this small model the cache would only match the weights beyond the longest text it accepts
-# (last line above). How the cache grows, and what it saves: lesson 05.
+# much) or attention's own arithmetic, which lesson 11 times apart. For this small model the
+# cache would only match the weights beyond the longest text it accepts (last line above).
 #
 # ### How long is a long answer?
 #
-# How many tokens is a 500-word answer? Lesson 01 measured the tokens per word of a paragraph
-# of everyday English; `perf.tokens_per_word` measures it again with this model's tokenizer:
+# How many tokens is a 500-word answer? `perf.tokens_per_word` measures lesson 01's paragraph
+# of everyday English with this model's tokenizer:
 
 # %%
 ratio = perf.tokens_per_word(lm.tokenizer)

@@ -19,12 +19,11 @@
 # text that follows from everything before it. How can one token "see" the whole text? Because
 # each pass leaves something behind for the next one: the **KV cache**.
 #
-# Inside every layer, attention works like a lookup. Each token owns a **key** (what it offers
-# to be found by) and a **value** (what it hands over when found). The newest token brings a
-# **query**, compares it with the keys of the text so far, and takes a weighted mix of their
-# values. Keys and values of old tokens never change, so instead of recomputing them at every
-# step the model stores them. This lesson looks at that store: what it holds, how fast it
-# grows, and what it saves.
+# Inside every layer, attention (lesson 03) compares the newest token's **query** (what it
+# looks for) with the **key** of every token so far (what that token offers) and takes a
+# weighted mix of their **values** (what they hand over). Keys and values of old tokens never
+# change, so instead of recomputing them at every step the model stores them. This lesson looks
+# at that store: what it holds, how fast it grows, and what it saves.
 
 # %%
 import numpy as np
@@ -135,12 +134,11 @@ print(f"per token: {spec.kv_bytes(1):,} bytes with GQA, {without_gqa:,} without 
 # %% [markdown]
 # ### Where a step looks
 #
-# Lesson 03 drew a decode step: the new token's **query** is compared with the **keys** in the
-# cache; a softmax turns those scores into weights that add up to 1, and the step takes that
-# mix of the **values**. The weights say where the step looked. `trace` kept them (mean over
-# the query heads, for every step and layer), and `views.attention_figure` draws one layer:
-# top, one step's weight on each position (prompt tokens blue, generated ones orange); below,
-# every step as a row. Drag the slider or press ▶ (it runs in the page: no Python needed).
+# A decode step's attention weights (lesson 03), which add up to 1, say where its query looked
+# among the cached keys. `trace` kept them (mean over the query heads, for every step and
+# layer), and `views.attention_figure` draws one layer: top, one step's weight on each position
+# (prompt tokens blue, generated ones orange); below, every step as a row. Drag the slider or
+# press ▶ (it runs in the page: no Python needed).
 #
 # **Predict.** Step 10 is a decode step, fed one token. Which positions does its query spread
 # its weights over, in layer 15?
@@ -243,10 +241,9 @@ for seq in (8, 32, 128, 512, 2048):
 # weights. The library's count, printed next with the scores written out too, comes out higher
 # because it counts more generously in three places: a residual add reads two inputs (not
 # one), the MLP's gating works at the MLP's width (not the model's), and the queries that
-# meet the keys count as activations. The docstring at the top of
-# [viz/perf/counts.py](../viz/perf/counts.py) reconciles the two counts for the 30 layers alone
-# (181 MB against LLM-Viewer's 146 MB; the output head adds the rest), and
-# [tests/test_perf_claims.py](../tests/test_perf_claims.py) checks it term by term:
+# meet the keys count as activations. [viz/perf/counts.py](../viz/perf/counts.py) reconciles
+# the two counts in its docstring, and [tests/test_perf_claims.py](../tests/test_perf_claims.py)
+# checks it term by term:
 
 # %%
 act_64 = perf.activation_bytes(spec, 64, 64)  # scores written out, as in LLM-Viewer's count
@@ -257,12 +254,10 @@ print(f"64-token prefill: activations {act_64 / 1e6:.0f} MB = "
 # Read the table column by column. The work of a cached step barely grows, while an uncached
 # step's work grows with the text: writing N tokens costs about N²/2 token-passes instead of
 # N. The weights and KV bytes are almost the same either way: both passes read every weight
-# once (lesson 04 took a step apart and found that reading, plus a fixed cost). The
-# activations are not: a cached step passes one token's numbers from operation to operation
-# (a few MB), an uncached step the whole text's, and past a few hundred tokens that traffic
-# outgrows the weights. It is an upper estimate of what reaches main memory: a tensor that fits
-# in the processor's cache may be read back from there, and lesson 08 measures how much faster
-# a small buffer (16 MiB) reads than a large one (256 MiB).
+# once (lesson 04). The activations are not: a cached step passes one token's numbers from
+# operation to operation (a few MB), an uncached step the whole text's, and past a few hundred
+# tokens that traffic outgrows the weights. It is an upper estimate of what reaches main
+# memory: a tensor that fits in the processor's cache may be read back from there (lesson 08).
 #
 # **Predict.** Now time it. At the end of a 24-token reply (about 30 tokens of text), how many
 # times longer than a cached step will a step without the cache take?
@@ -345,15 +340,13 @@ if extra_s.low > 0:
 
 # %% [markdown]
 # The first cell splits the cached step as lesson 04 did: a fixed cost, then the weights
-# streaming in at the rate printed (set beside one large matrix-vector product's: the step's
-# many small products stream well below it, as lesson 04 measured), while its
-# arithmetic at the peak would take the sliver printed last. The extra arithmetic of an
-# uncached step multiplies a whole matrix of tokens by each weight it reads, the kind of
-# product whose speed lesson 03 measured with its slope. The time ratio is
+# streaming in at the rate printed (below one large matrix-vector product's, as lesson 04
+# found), while its arithmetic at the peak would take the sliver printed last. The extra
+# arithmetic of an uncached step multiplies a whole matrix of tokens by each weight it reads,
+# the kind of product whose speed lesson 03 measured with its slope. The time ratio is
 # (cached step + extra) ÷ cached step, and the cached step is mostly not arithmetic, so the
 # FLOPs' multiple shrinks to the time's. It cannot stay small: the extra FLOPs grow with the
-# text while the cached step's bytes grow by only 46,080 per token (lesson 04; lesson 11 times
-# the step up to 8,191 tokens).
+# text while the cached step's bytes grow by only 46,080 per token (lesson 04).
 #
 # **Predict.** At 512 tokens of text, will the extra arithmetic run faster or slower than it
 # just did at about 30? The next cell times both kinds of step, three times: a 512-token
@@ -465,9 +458,8 @@ for m in (spec, big):
 # answers, but each conversation keeps its own cache. So how many 8,192-token conversations
 # fit on a device? What its memory leaves free, divided by one conversation's cache. In a 2 GB
 # Binder session (the free online service that runs these notebooks), what is free is what
-# this notebook's Python process, its Jupyter kernel (Python, PyTorch, the weights, this
-# lesson's traces), leaves, measured now; on an 80 GB GPU only the weights are taken out, so that count is
-# an upper bound (the GPU's runtime takes its share too):
+# this notebook's process (Python, PyTorch, the weights, this lesson's traces) leaves, measured
+# now; on an 80 GB GPU only the weights are taken out, so that count is an upper bound:
 
 # %% tags=["nbval-ignore-output"]
 import psutil

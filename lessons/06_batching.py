@@ -79,10 +79,10 @@ compare_prediction(prediction_gain_16, gained, options=GAIN_16,
                         "(lesson 04: part of a step is paid per step, part grows with the rows)")
 
 # %% [markdown]
-# When does batching pay? A server could choose a cap on the wait, or a cost per token; this
-# lesson weighs the throughput's gain against the growth of each request's wait, beyond their
-# spreads ("gain > wait"). A "gain < wait" batch may still make more tokens per second than a
-# batch of one; it only costs each request more than it buys everyone.
+# When does batching pay? This lesson weighs the throughput's gain against the growth of each
+# request's wait, beyond their spreads ("gain > wait"). A "gain < wait" batch may still make
+# more tokens per second than a batch of one; it only costs each request more than it buys
+# everyone.
 #
 # The same sweep as one curve, the trade-off a server chooses on: wait per token across,
 # everyone's tokens per second up.
@@ -92,10 +92,10 @@ throughput_latency_figure(sweep)
 
 # %% [markdown]
 # Inside a batch: pick a batch size; each row is one request (the sweep's prompt and 8 new
-# tokens, run now with `perf.generate_batch`). The blue bar is the prefill, ending with every
-# request's first token; each orange tick is a decode step giving every request its next token
-# at once. Grey bars: when each request would have finished if served one after another, each
-# as fast as a batch of 1.
+# tokens, run with `perf.generate_batch`). The blue bar is the prefill, ending with every
+# request's first token; each orange tick is a decode step giving every request its next token.
+# Grey bars: when each request would have finished if served one after another, each as fast as
+# a batch of 1.
 
 # %%
 runs = {}  # batch size → one batch of that size, 8 new tokens per request
@@ -159,16 +159,15 @@ compare_prediction(prediction_rows, rows_verdict, options=ROWS,
 # %% [markdown]
 # One row is a *matrix-vector* product; two or more take another kernel, *matrix-matrix*. Where
 # it streams the weights more slowly (compare the GB/s of 1 and 2 rows), the step jumps as soon
-# as the batch leaves 1: what matters is that the kernel changed, not the amount of arithmetic. Past
-# that jump, each extra request adds its own arithmetic, KV cache and activations. Even where
-# 4 rows cost little more than 2 above, a batch of 4 need not step faster than a batch of 2 (the sweep's wait
-# column says which it did here): the head is one product of many in a step.
+# as the batch leaves 1: the kernel changed, not the amount of arithmetic. Past that jump, each
+# extra request adds its own arithmetic, KV cache and activations, and the head is only one
+# product of many in a step (the sweep's wait column shows whole steps).
 #
 # ## Understand it: one weight read serves B tokens
 #
 # Each weight does one multiply and one add per token, so a decode step does about
-# 2 × parameters × B FLOPs, yet reads the weights once whatever B is. Arithmetic per byte, the
-# **arithmetic intensity**, therefore grows with B. By hand (the weights only) and by the
+# 2 × parameters × B FLOPs, yet reads the weights once whatever B is. Its **arithmetic
+# intensity** (lesson 03) therefore grows with B. By hand (the weights only) and by the
 # library's full count (`perf.decode_cost`, with the KV cache):
 
 # %%
@@ -190,16 +189,13 @@ for b in (1, 2, 4, 8, 16, 32, 64, 256):
 # %% [markdown]
 # ## Measure it: prefill and decode on this machine's roofline
 #
-# How much arithmetic per byte keeps this machine's arithmetic units busy? Take its two
-# ceilings from lessons 03 and 04 (`perf.machine_peaks()`, `perf.cached_peaks()`): a large
-# matrix product's FLOP/s and memory's read speed in bytes/s. Their ratio is the
-# **ridge point**: the FLOPs this machine can do in the time it reads one byte. Below it, a
-# pass's memory floor (bytes ÷ read speed) outlasts its compute floor (FLOPs ÷ peak); above
-# it, the reverse. The rule of lessons 03 and 04 adds the fixed cost per step
-# (`perf.fixed_cost`).
+# How much arithmetic per byte keeps this machine's arithmetic units busy? Take its two ceilings
+# from lessons 03 and 04 (`perf.machine_peaks()`, `perf.cached_peaks()`): a large matrix
+# product's FLOP/s and memory's read speed in bytes/s. Their ratio is the **ridge point**
+# (lesson 03): below it, a pass's memory floor outlasts its compute floor; above it, the
+# reverse. The rule of lessons 03 and 04 adds the fixed cost per step (`perf.fixed_cost`).
 #
-# **Predict.** What will the rule say about the decode step of the batch of 16, on your
-# machine?
+# **Predict.** What will the rule say about the decode step of the batch of 16, on your machine?
 
 # %%
 prediction_regime_16 = None  # ← your guess: "overhead-bound", "memory-bound" or "compute-bound"
@@ -230,8 +226,7 @@ roof = perf.measure_roofline(lm, peaks=peaks, trace=trace, batch=sweep, prompt_s
 roofline_figure(roof)
 
 # %% [markdown]
-# Hover over a point for its time, **MFU** (model FLOPs utilisation: achieved FLOP/s ÷ peak)
-# and **MBU** (model bandwidth utilisation: achieved bytes/s ÷ peak). Each pass with the rule's
+# Hover over a point for its time, **MFU** and **MBU** (lesson 03). Each pass with the rule's
 # verdict (the short reply's prefill is a single run):
 
 # %% tags=["nbval-ignore-output"]
@@ -256,8 +251,7 @@ compare_prediction(prediction_regime_16, verdicts["decode B=16"], options=list(p
 # %% [markdown]
 # The black line is the roof, at the two peaks' medians. No pass can beat the machine, but the
 # roof is a measurement with a spread, and a kernel of another shape than the peak's can be
-# faster (lesson 03's slope can come out above the peak). Your points above the roof, if any,
-# and by how much:
+# faster. Your points above the roof, if any:
 
 # %% tags=["nbval-ignore-output"]
 for p in roof.points:
@@ -281,14 +275,13 @@ print(f"at the full read speed those bytes would take {one.bytes / peaks.bytes_p
       f" {1 - roof.mbu(one):.0%} of the step went to something other than reading at full speed")
 
 # %% [markdown]
-# An MBU of, say, 25% means the step moved its bytes at a quarter of the speed this machine
-# reads one big block: three quarters of its time went elsewhere (the fixed cost, slower
-# kernels like the 1-row and 2-row timings above, a little arithmetic). MFU reads the same way
-# for FLOPs; both compare counted work with the time it took, not "how busy the memory was".
+# The rest of the step went elsewhere: the fixed cost, slower kernels (like the 1-row and 2-row
+# timings above), a little arithmetic. MBU and MFU compare counted work with the time it took,
+# not "how busy the memory was".
 #
 # A point's place across the chart, counted FLOPs ÷ counted bytes, is the same on any machine:
-# prefill reuses each weight for every prompt token, so longer prompts sit further right;
-# decode at batch 1 sits far left, each doubling of the batch moving it right.
+# prefill reuses each weight for every prompt token, so longer prompts sit further right; decode
+# at batch 1 sits far left, each doubling of the batch moving it right.
 #
 # ### Where the verdict turns, and where a knee would be
 #
@@ -319,9 +312,8 @@ print(f"the arithmetic at the peak would fill the B=16 step at B ≈ {fill:.0f}"
 
 # %% [markdown]
 # Past the crossing the rule says compute-bound, yet the step need not grow in proportion to B:
-# fixed cost and slow streaming leave room to absorb more arithmetic. By the counts and the
-# peaks, the arithmetic would fill the step near the batch size printed last, if the peak held
-# there.
+# fixed cost and slow streaming leave room to absorb more arithmetic, up to near the batch size
+# printed last (if the peak held there).
 #
 # **Predict.** The next cell runs batches of 16 and 32 again, side by side. How many times
 # longer will a step of 32 take than a step of 16?
@@ -350,12 +342,11 @@ compare_prediction(prediction_step_32, grew, options=STEP_32,
                         "the step of 16 leave more room for arithmetic than the step of 8 did?")
 
 # %% [markdown]
-# The step of 16 just timed need not match the first sweep's: the two sweeps ran at different
-# moments of a machine whose speed wanders, so take ratios within one sweep (as above: B=32
-# against the B=16 timed beside it).
+# The step of 16 just timed need not match the first sweep's: the machine's speed wanders
+# between sweeps, so take ratios within one sweep.
 #
 # For comparison, the same chart recorded on the project's own machine by
-# `benchmarks/perf_lab.py` and shipped with the course (dashed); where and how:
+# `benchmarks/perf_lab.py` (dashed); where and how:
 
 # %%
 reference = perf.load_reference("cpu-roofline")
@@ -370,16 +361,15 @@ roofline_figure(roof, reference)
 # ### Where the verdict turns on a GPU, measured once
 #
 # A CPU's ridge is low, a few to a few tens of FLOP per byte, so its floors cross at small
-# batches (where on yours: the sweep above). A GPU's ridge is in the hundreds: the crossing
-# needs a large model and large batches. The course ships an H200's batch sweep of Llama-3.1-8B's shape
-# (random weights, bfloat16), timed by wall clock and by busy time, the sum of the GPU's
-# kernels (lesson 04).
+# batches. A GPU's ridge is in the hundreds: the crossing needs a large model and large batches.
+# The course ships an H200's batch sweep of Llama-3.1-8B's shape (random weights, bfloat16),
+# timed by wall clock and by busy time (lesson 04).
 #
 # **Predict.** In bfloat16 each weight is 2 bytes and does 2 FLOPs per request, so a decode step
-# of B requests does about B FLOPs per byte of weights it reads. The H200's ridge, its peak
-# FLOP/s ÷ its bandwidth, is about 180 FLOP per byte as measured (206 from its datasheet). The
-# rule, applied to the GPU's busy time at each batch (no launch gaps, so no host fixed cost),
-# names the first compute-bound batch of the sweep (1, 16, 64, 256, 512, 1,024). Where is it?
+# of B requests does about B FLOPs per byte of weights it reads. The H200's ridge is about 180
+# FLOP per byte as measured (206 from its datasheet). The rule, applied to the GPU's busy time
+# at each batch (no launch gaps, so no host fixed cost), names the first compute-bound batch of
+# the sweep (1, 16, 64, 256, 512, 1,024). Where is it?
 
 # %%
 KNEE = ["at 16 or below", "above 16, at 256 or below", "above 256, at 1,024 or below",
@@ -387,8 +377,8 @@ KNEE = ["at 16 or below", "above 16, at 256 or below", "above 256, at 1,024 or b
 prediction_knee = None  # ← your guess: one of KNEE, copied exactly
 
 # %% [markdown]
-# Where the floors cross, counted from the H200's measured and datasheet peaks (printed as
-# "floors cross at B="; the busy times after it say whether the verdict turns there):
+# Where the floors cross, counted from the H200's measured and datasheet peaks (the busy times
+# after it say whether the verdict turns there):
 
 # %%
 gpu_sweep = perf.gpu_reference("busy-sweep", "llama-3.1-8b")
@@ -429,26 +419,23 @@ compare_prediction(prediction_knee, knee, options=KNEE,
 # %% [markdown]
 # The GPU's own time turns where the counting puts the crossing: nearly flat while the weights
 # dominate (each extra request rides on the same 15 GB read), then growing with the batch (a
-# knee, in the measured steps). The
-# wall clock shows no knee: every batch took around a tenth of a second, the host launching the
-# same kernels for 1 request or 1,024. The busy time's roofline, under the H200's measured
-# roofs:
+# knee). The wall clock shows no knee: every batch took around a tenth of a second, the host
+# launching the same kernels for 1 request or 1,024. The busy time's roofline, under the H200's
+# measured roofs:
 
 # %%
 roofline_figure(perf.busy_roofline(gpu_sweep))
 
 # %% [markdown]
 # The datasheet, having no host, cannot say that the wall time was mostly launches (lesson 13
-# measures the remedy, a CUDA graph, on the same GPU); and its peaks, each higher than measured
-# by a different amount, move its ridge and crossing.
+# measures the remedy, a CUDA graph, on the same GPU).
 #
 # ## Where this leads: the memory wall
 #
-# Batching raised decode's intensity because the weights were shared; the KV cache is not:
-# every request reads its own. At a realistic 2,048 tokens, the rule on each step's floors
-# alone (no fixed cost), on this machine (with the peaks' spreads) and on an NVIDIA H100
-# (**computed** from its datasheet, `perf.H100_SXM`, in bfloat16), with the batch's caches'
-# size on the H100:
+# Batching raised decode's intensity because the weights were shared; the KV cache is not: every
+# request reads its own. At a realistic 2,048 tokens, the rule on each step's floors alone (no
+# fixed cost), on this machine (with the peaks' spreads) and on an NVIDIA H100 (**computed**
+# from its datasheet, `perf.H100_SXM`, in bfloat16), with the batch's caches' size on the H100:
 
 # %% tags=["nbval-ignore-output"]
 gpu, bf16 = perf.H100_SXM, perf.config_spec("smollm2-135m", dtype="bfloat16")
@@ -480,11 +467,9 @@ print(f"here the ridge sits below the stall: the 'here' column turns compute-bou
       "here the ridge sits above the stall: the 'here' column never turns compute-bound at 2,048 tokens")
 
 # %% [markdown]
-# The ridge is the float32 peak ÷ the read speed, so a CPU with slower arithmetic for the same
-# memory crosses sooner; one with faster arithmetic (or slower memory) may never cross. Memory
-# caps the batch first: each request's cache must fit beside what is already held. Lesson 05's
-# count, at 2,048 tokens: in a 2 GB session beside this notebook's Python process (its Jupyter
-# kernel, weights included); on the H100 beside the weights alone, an upper bound:
+# Memory caps the batch first: each request's cache must fit beside what is already held. Lesson
+# 05's count, at 2,048 tokens: in a 2 GB session beside this notebook's process (weights
+# included); on the H100 beside the weights alone, an upper bound:
 
 # %% tags=["nbval-ignore-output"]
 import psutil

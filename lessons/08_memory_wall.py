@@ -45,10 +45,10 @@ for key in ("command", "date", "machine", "threads", "threads_note", "load_avera
 # %% [markdown]
 # Each dot is one model in one number format: **bytes read per decode step** across, **time per
 # decode step** up, both on log scales. Circles are float32 (4 bytes per weight), diamonds
-# bfloat16 (2 bytes). Black line: the memory floor (bytes ÷ the measured read bandwidth).
-# Dashed purple: the fixed cost, measured with a model of the same depth but a tiny width.
-# Green: a straight-line fit (below). Hover over a dot for its floors; its label is its **MBU**
-# (model bandwidth utilisation: bytes ÷ time ÷ peak bandwidth).
+# bfloat16 (2 bytes). Black line: the memory floor (bytes ÷ the measured read bandwidth). Dashed
+# purple: the fixed cost, measured with a model of the same depth but a tiny width. Green: a
+# straight-line fit (below). Hover over a dot for its floors; its label is its **MBU**
+# (lesson 03).
 
 # %%
 views.wall_figure(ref)
@@ -83,8 +83,7 @@ print(f"measured step {p.seconds * 1e3:6.1f} ms")
 # %% [markdown]
 # The memory floor divides by the **read bandwidth**: the bytes per second of a sum over a
 # buffer far larger than the processor's last-level cache, as decode reads weights (the size
-# sweep below shows how the rate changes with the buffer's size; on some machines it still
-# drops past 256 MiB). How each peak was measured:
+# sweep below shows how the rate changes with the buffer's size). How each peak was measured:
 
 # %%
 print(ref.peaks_how)
@@ -110,12 +109,11 @@ verdicts = [my_regime(q.seconds, ref.memory_floor_s(q), ref.compute_floor_s(q), 
 print("same verdict as perf.regime on every point:", verdicts == list(ref.regimes().values()))
 
 # %% [markdown]
-# `perf.regime` is the same rule with input checks. Every figure is measured, so has a spread:
-# `ref.explain(p)` applies the rule with the spreads (`perf.verdict`), prints the deciding
-# comparison and its margin, and says **too close to call** where a boundary (fixed cost at
-# half the step, or the two floors equal) lies inside the spreads. A floor longer than the
-# whole measured step is no floor for it (its peak, from one large kernel, is not what this
-# step's kernels reached); the verdict leaves it out and says so:
+# `perf.regime` is the same rule with input checks. `ref.explain(p)` applies it with the
+# measured spreads (`perf.verdict`), prints the deciding comparison and its margin, and says
+# **too close to call** (lesson 03) where a boundary lies inside the spreads. A floor longer
+# than the whole measured step is no floor for it (its peak, from one large kernel, is not what
+# this step's kernels reached); the verdict leaves it out and says so:
 
 # %%
 for label in ("30 layers × 64 fp32", "SmolLM2-135M fp32", "SmolLM2-1.7B bf16",
@@ -153,13 +151,12 @@ print(f"the course model's own step streams at "
 
 # %% [markdown]
 # The intercept (the time at zero bytes) is not a fixed cost: the largest models pull the line,
-# so it need not equal, or even lie between, the measured fixed costs (see the last line). The
-# slope is lesson 04's **streaming rate** across many models; a small model's own rate can
-# differ (last line). It is compared with the memory's read speed and with the *kernel that
-# reads the weights* (`torch.nn.functional.linear` with one row, run by a batch-1 step for
-# every weight matrix) on one large matrix alone. The closer to the kernel's, the more of the
-# gap belongs to the kernel library, not the hardware: one reason MBU stays well under 100 %
-# even where the bytes dominate.
+# so it need not equal, or even lie between, the measured fixed costs (last line). The slope is
+# lesson 04's **streaming rate** across many models, compared with the memory's read speed and
+# with the *kernel that reads the weights* (`torch.nn.functional.linear` with one row) on one
+# large matrix alone. The closer to the kernel's, the more of the gap belongs to the kernel
+# library, not the hardware: one reason MBU stays well under 100 % even where the bytes
+# dominate.
 #
 # ### What fewer bytes per weight would buy
 #
@@ -177,8 +174,8 @@ views.LinkedView({"b": bpw}, [bpw], lambda v: views.bytes_whatif_figure(ref, v["
 # %% [markdown]
 # The big models shrink almost in proportion; the small ones hit their fixed cost. These are
 # predictions: fewer bytes pay only with a kernel that reads them *directly*, as fast per byte.
-# The reference tried 8-bit weights with a quantization library (each pair timed back to back
-# in its own run, so its baseline need not equal the table's):
+# The reference tried 8-bit weights with a quantization library (each pair timed back to back in
+# its own run):
 
 # %%
 for q in ref.quantized:
@@ -190,11 +187,9 @@ print(*ref.notes, sep="\n")
 # %% [markdown]
 # ## Measure it: your own wall
 #
-# First your machine's peaks, measured **once per machine** by `perf.machine_peaks()`, reused
-# by every lesson and re-checked with a quick fresh read (measured again if they no longer
-# hold; when the whole course is executed in one run, the check is left out so that every
-# lesson shows the same yardsticks, and the status says "not checked"). Each is a median with
-# its spread.
+# First your machine's peaks, measured **once per machine** by `perf.machine_peaks()` and reused
+# by every lesson, each a median with its spread (when the whole course runs in one go, the
+# quick re-check is skipped and the status says "not checked").
 
 # %% tags=["nbval-ignore-output"]
 peaks = perf.machine_peaks()
@@ -226,15 +221,15 @@ print(f"256 MiB now {fresh.text(1e-9, 'GB/s')}, in the peaks {kept.text(1e-9, 'G
          "than then"))
 
 # %% [markdown]
-# Where other programs run, the same buffer read twice can differ by tens of percent; one lucky
-# run moves the fastest, the median needs half of them. Hence medians and spreads.
+# Where other programs run, the same buffer read twice can differ by tens of percent: hence
+# medians and spreads.
 #
 # Now decode steps on your machine. `perf.measure_wall` builds each model from its published
-# shape with random weights (the real model's kernels and bytes, meaningless text), times its
-# decode steps after a two-token prompt. Each depth's fixed cost comes from
-# `perf.machine_overhead` (measured **once per machine**, as in lessons 03–07). Two models in
-# float32: a 12-million-parameter one (the course model's depth at a width of 128) and the
-# course model's shape.
+# shape with random weights (the real model's kernels and bytes, meaningless text) and times its
+# decode steps after a two-token prompt; each depth's fixed cost comes from
+# `perf.machine_overhead` (measured once per machine). Two models in float32: a
+# 12-million-parameter one (the course model's depth at a width of 128) and the course model's
+# shape.
 
 # %% tags=["nbval-ignore-output"]
 floors = [perf.machine_overhead("float32", [1, 30, 32]),
@@ -295,14 +290,12 @@ print("here the rest of the step " + ("shrank at least in proportion to the byte
 
 # %% [markdown]
 # Half the bytes shorten the streaming part as much as the kernels' bytes per second allow: at
-# the same rate it halves; slower, it shrinks less; faster (a kernel slow in float32), more
-# than half. The lines above say which happened here: where the step's many small products
-# do not read as the one large one does, the rest of the step can even shrink more than the
-# bytes. It depends on the CPU: with bfloat16 instructions (AVX-512 BF16, or AMX), bfloat16's
-# kernels are fast; without (AVX2 only, like many laptops), its large matrix products run tens
-# of times slower than float32's (see the finding above). Decode runs matrix-vector products,
-# another kernel: see the matrix-vector line. Fewer bytes help only with a kernel that reads
-# them as fast per byte.
+# the same rate it halves; slower, it shrinks less; faster (a kernel slow in float32), more than
+# half. The lines above say which happened here. It depends on the CPU: with bfloat16
+# instructions (AVX-512 BF16, or AMX), bfloat16's kernels are fast; without (AVX2 only, like
+# many laptops), its large matrix products run tens of times slower than float32's (see the
+# finding above), and decode's matrix-vector products have their own line. Fewer bytes help only
+# with a kernel that reads them as fast per byte.
 #
 # ✏️ **Predict again.** The SmolLM2-360M shape in bfloat16 reads this many times the bytes of
 # the 135M shape in bfloat16, and has 32 layers against 30 (the shipped table at the top has
@@ -396,17 +389,12 @@ for name in perf.REGIMES:
     print(f"{name}: {perf.REMEDIES[name]}")
 
 # %% [markdown]
-# Batching shares one weight read among many requests (lesson 06 measured its cost to each);
-# fewer bytes need a kernel that reads them directly; the fixed cost, launching each layer's
-# many small operations, is what compilers (`torch.compile`) and, on a GPU, CUDA graphs (one
-# recorded launch for the whole step) are built to shrink.
-#
 # ### The same wall on a GPU, measured once
 #
-# The course ships the same measurement on an NVIDIA H200 (bfloat16 and float32, random
-# weights, wall-clock timed). On a GPU that clock is the **host's**: its Python launches a
-# step's kernels one after another, and the fixed cost (a model as deep, 64 wide, same run) is
-# the host's cost of launching a step of that depth.
+# The course ships the same measurement on an NVIDIA H200 (bfloat16 and float32, random weights,
+# wall-clock timed). On a GPU that clock is the **host's**: its Python launches a step's kernels
+# one after another, and the fixed cost (a model as deep, 64 wide, same run) is the host's cost
+# of launching a step of that depth.
 
 # %%
 gpu_wall = perf.gpu_wall()
@@ -445,19 +433,19 @@ viz.compare_prediction(prediction_gpu_8b, gpu_8b_verdict, options=list(perf.REGI
 
 # %% [markdown]
 # The same three floors, a different balance. The GPU reads an 8B step's 15 GB in a few
-# milliseconds, so every memory floor is short, and the host's fixed cost is about half of
-# every step or more, large model or small: the dots lie almost flat, and no straight line fits
-# them (the R² above). The host drifted from minute to minute (lesson 04 lists other runs).
-# Without the host, the GPU streamed the 8B's weights at the MBU printed last (lesson 04's busy
-# time); lesson 13 removes the launches with a CUDA graph and measures what is left.
+# milliseconds, so every memory floor is short, and the host's fixed cost is about half of every
+# step or more, large model or small: the dots lie almost flat, and no straight line fits them
+# (the R² above). Without the host, the GPU streamed the 8B's weights at the MBU printed last
+# (lesson 04's busy time); lesson 13 removes the launches with a CUDA graph and measures what is
+# left.
 #
 # ## The remedies, measured
 #
-# Each remedy is applied and measured: [12 · Fewer bytes](12_fewer_bytes.ipynb), the course
-# model in six number formats through transformers and llama.cpp;
-# [13 · Less overhead, more tokens per pass](13_less_overhead.ipynb), a decode step profiled
-# and compiled with `torch.compile`, speculative decoding, and the GPU's measured step beside
-# one computed from a datasheet. The course model, for the check below:
+# [12 · Fewer bytes](12_fewer_bytes.ipynb) runs the course model in six number formats through
+# transformers and llama.cpp; [13 · Less overhead, more tokens per pass](13_less_overhead.ipynb)
+# profiles a decode step, compiles it with `torch.compile`, tries speculative decoding, and sets
+# the GPU's measured step beside one computed from a datasheet. The course model, for the check
+# below:
 
 # %%
 lm = viz.load_model(device="cpu")  # the processor whose limits the lesson measures
@@ -511,8 +499,7 @@ print(f"one thread against {peaks.threads}, beyond the band: the two steps' spre
 # %% [markdown]
 # ## Next
 #
-# Back to [04 · Decode](04_decode.ipynb) (the memory floor explained here) and
-# [06 · Batching](06_batching.ipynb) (sharing a weight read); the remedies, in lessons
-# [12](12_fewer_bytes.ipynb) and [13](13_less_overhead.ipynb). Next,
+# Back to [04 · Decode](04_decode.ipynb) (the memory floor) and
+# [06 · Batching](06_batching.ipynb) (sharing a weight read). Next,
 # [09 · Continuous batching and pages →](09_continuous_batching.ipynb): many users, one server,
 # and what batching and the KV cache look like when requests come and go.

@@ -23,7 +23,7 @@
 # Here you time a real server, `transformers serve` with the course model, as users see it;
 # watch its scheduler fill each forward pass (**continuous batching**); see where each
 # request's KV cache lives (**paged attention**); and measure what serving many at once buys and
-# costs. [10 · Load-testing a server](10_load_testing.ipynb) then loads it as engineers do.
+# costs.
 
 # %%
 import os
@@ -36,7 +36,7 @@ from viz import perf, serve, views
 
 # %% [markdown]
 # `serve.serve(...)` starts the server offline on `127.0.0.1` and warms it up; `record=True`
-# also logs its timestamps and every scheduler step (some seconds: the cell prints how many).
+# also logs every scheduler step.
 
 # %% tags=["nbval-ignore-output"]
 began = time.perf_counter()
@@ -49,7 +49,7 @@ print(f"ready after {time.perf_counter() - began:.1f} s; "
 # ## See it: one request, as its user sees it
 #
 # `record_request` sends one chat message over HTTP and notes when each piece of the answer
-# arrives (any OpenAI-API server will do).
+# arrives.
 
 # %% tags=["nbval-ignore-output"]
 one = serve.record_request(server, "What is the capital of France?", max_tokens=16)
@@ -58,21 +58,18 @@ print(one.summary())
 # %% [markdown]
 # `viz.serve.metrics` defines these as vLLM's and GuideLLM's benchmarks do: **TTFT** now holds
 # the network and any queue besides lesson 03's prefill; **E2E**, end to end, runs to the last
-# piece; **TPOT**, (E2E − TTFT) ÷ (tokens − 1), is lesson 04's decode step seen from outside;
-# and **ITL**, inter-token latency, is each gap between two pieces of text.
-#
-# The run summaries below also count requests meeting an objective (a first token within 1 s,
-# then a token every 150 ms at most, on average): lesson 10's **goodput**.
+# piece; **TPOT** is lesson 04's decode step seen from outside; and **ITL**, inter-token
+# latency, is each gap between two pieces of text.
 
 # %% [markdown]
 # ## See it: a workload, stated the way engineers state it
 #
 # "128 tokens in, 24 out, 4 streams": prompts of about 128 tokens, answers of 24, and 4 users
-# each sending a new request once answered. `serve.Workload.synthetic` cuts them, exact to the
-# token, from lesson 01's paragraph, varying around 128 like real prompts.
+# each sending a new request once answered. `serve.Workload.synthetic` cuts them from lesson
+# 01's paragraph, varying around 128 like real prompts.
 #
-# ✏️ **Change the workload** — prompt length, answer length, streams — and rerun the lesson
-# from here: the sections below show where it meets the server's limits.
+# ✏️ **Change the workload** and rerun the lesson from here to see where it meets the server's
+# limits.
 
 # %%
 PROMPT_TOKENS, OUTPUT_TOKENS, STREAMS = 128, 24, 4  # ← tokens in, tokens out, streams
@@ -82,19 +79,17 @@ workload = serve.Workload.synthetic(
 print(f"workload: {workload}, {STREAMS} streams")
 
 # %% [markdown]
-# `run_load` keeps that many requests in flight until twice as many are done. Prompts count
-# their chat template (~30 tokens more). `transformers serve` cannot hold the model to
-# `max_tokens`, so answers may end earlier, at the end of text (the summary counts them).
-# The summary gives each time as percentiles over the requests: **p50** is the median request,
-# **p90** the time 90 % of them beat, **p99** 99 %. Its last line checks a **service-level
-# objective** (SLO): a limit on TTFT and one on TPOT that a request must meet, here examples
-# (lesson 10 sets one from your machine).
+# `run_load` keeps that many requests in flight until twice as many are done. `transformers
+# serve` cannot hold the model to `max_tokens`, so answers may end earlier, at the end of text.
+# Times are percentiles over the requests: **p50** is the median request, **p90** the time 90 %
+# of them beat, **p99** 99 %. The last line, lesson 10's **goodput**, counts the requests that
+# met a **service-level objective** (SLO): a limit on TTFT and one on TPOT, here examples.
 #
 # This server has two limits. Each forward pass carries at most 128 tokens (the **step
 # budget**), and the keys and values of all requests share a pool of 1,024 tokens (the **KV
 # pool**: 64 pages of 16 tokens, explained below). A prompt that does not fit a pass waits, in
-# part, for the next; a request whose pages do not fit the pool waits for pages. Your
-# workload's prompts gain about 30 tokens from the chat template.
+# part, for the next; a request whose pages do not fit the pool waits for pages. Prompts gain
+# about 30 tokens from the chat template.
 #
 # ✏️ **Predict**, before the run: for the workload you set above, which limit will hold
 # requests back in more passes: "the step budget", "the KV pool", or "neither"?
@@ -110,10 +105,8 @@ lengths = [r.prompt_tokens for r in run.requests if r.prompt_tokens]
 print(f"prompts of {min(lengths)} to {max(lengths)} tokens (the chat template included)")
 
 # %% [markdown]
-# Benchmarks name these differently: GuideLLM's "time per output token" includes the wait for
-# the first token (the *normalized* column), its "inter-token latency" is TPOT, and vLLM's ITL
-# pools all requests' gaps. A short answer to a long prompt has a normalized TPOT far above its
-# TPOT.
+# The legend below the table gives each benchmark's names. A short answer to a long prompt has
+# a normalized TPOT (the wait for the first token included) far above its TPOT.
 
 # %% tags=["nbval-ignore-output"]
 print(serve.request_metrics_text(run.requests))
@@ -142,23 +135,21 @@ print(f"static batching would waste {waste.wasted_fraction:.0%} of its slots")
 # %% [markdown]
 # **Continuous batching** wastes neither kind: before each forward pass, finished requests
 # leave, waiting ones join if there is room, and prompts are packed end to end, unpadded. A
-# pass is limited by a token budget (the dashed line below) and free KV-cache pages; a prompt
-# longer than the budget left is split over passes (**chunked prefill**), so decoding requests
-# still get a token every pass, though a pass with a chunk takes longer.
+# pass is limited by the step budget (the dashed line below) and free pages; a prompt longer
+# than the budget left is split over passes (**chunked prefill**), so decoding requests still
+# get a token every pass, though a pass with a chunk takes longer.
 #
 # Columns are passes, rows requests: light blue a prompt chunk, blue its last (yielding the
-# first token), orange a decode token, grey waiting; above, tokens per pass against the budget,
-# and free pages.
+# first token), orange a decode token, grey waiting; above, tokens per pass and free pages.
 
 # %% tags=["nbval-ignore-output"]
 names = views.request_names(run)
 views.schedule_figure(run.schedule, names)
 
 # %% [markdown]
-# The first passes in words: who is in each, with how many tokens. A request is named by its
-# number and its prompt's own length ("#0 81 in": 81 tokens of text, 111 with the chat
-# template). Its prefill computes the prompt less its first page, 16 tokens of the system
-# message that every prompt begins with, cached once and shared (the pages below).
+# The first passes in words. A request is named by its number and its prompt's own length
+# ("#0 81 in": 81 tokens of text, 111 with the chat template). Its prefill skips its first
+# page: 16 tokens of the system message that begins every prompt, cached once and shared.
 
 # %% tags=["nbval-ignore-output"]
 for step in run.schedule.steps[:10]:
@@ -171,23 +162,20 @@ for step in run.schedule.steps[:10]:
 #
 # A request's keys and values (lesson 05) grow a token at a time, to a length nobody knows in
 # advance. One contiguous block each would have to hold the model's whole context, 8,192 tokens
-# here, unless the server is told a smaller limit. Instead the cache is cut into **pages** of
-# 16 tokens: a request gets a page when it needs one, its **page table** lists its pages in
-# order, and attention reads them through it (**paged attention**). Pages are freed when a
-# request ends.
+# here. Instead the cache is cut into **pages** of 16 tokens: a request gets a page when it
+# needs one, its **page table** lists its pages in order, and attention reads them through it
+# (**paged attention**). Pages are freed when a request ends.
 #
-# Move the slider: squares are pages, coloured by request, grey when free. ◆ marks a page
-# several requests share: the chat template's system message, which begins every prompt,
-# computed once and reused.
+# Move the slider: squares are pages, coloured by request, grey when free; ◆ marks the shared
+# system-message page.
 
 # %% tags=["nbval-ignore-output"]
 views.page_table_figure(run.schedule, names)
 
 # %% [markdown]
 # At the busiest pass, how many token slots did the pages hold, against a block per request of
-# its whole context or its prompt plus answer limit? Page tables count a shared page once per
-# request, like blocks, so the rows compare alike; memory stores it once (the first line counts
-# distinct pages).
+# its whole context or its prompt plus answer limit? Page tables, like blocks, count a shared
+# page once per request (memory stores it once).
 
 # %% tags=["nbval-ignore-output"]
 steps = range(len(run.schedule.steps))
@@ -207,11 +195,10 @@ print(f"answers that ran to their limit: {sum(r.finish_reason == 'length' for r 
       f" of {len(run.requests)}")
 
 # %% [markdown]
-# A whole-context block leaves almost all unused: a few hundred tokens held at most, against
-# 8,192. A prompt + answer-limit block comes as close as the answers come to their limits (see
-# the last line): pages help most where limits are generous or unknown. Their cost: a partly
-# empty last page (at most 15 slots, more with larger pages, which make shorter tables),
-# attention gathering through the page table, and a pool reserved at start — here:
+# A prompt + answer-limit block comes as close as the answers come to their limits (last
+# line), so pages help most where limits are generous or unknown. Their cost: a partly empty
+# last page (at most 15 slots), attention gathering through the page table, and a pool
+# reserved at start — here:
 
 # %%
 kv = run.schedule.total_pages * run.schedule.bytes_per_page
@@ -224,9 +211,8 @@ print(f"room for {run.schedule.total_pages * run.schedule.page_size:,} tokens in
 # %% [markdown]
 # ## Measure it: your workload against the step budget and the KV pool
 #
-# The run's record says, pass by pass, why requests waited: the passes full to the step budget
-# of 128 tokens, and those with budget to spare whose requests waited for pages of the pool.
-# Your prediction, made before the run, is checked against it:
+# The run's record says, pass by pass, why requests waited: passes full to the step budget, or
+# passes with budget to spare whose requests waited for pages. It checks your prediction:
 
 # %% tags=["nbval-ignore-output"]
 held_back = serve.limits(run)  # the run's demand, then why requests waited, pass by pass
@@ -291,9 +277,8 @@ for r in alone:
     print(f"one at a time, {r.load_label}: {r.summary().output_tokens_per_s:.1f} tokens/s")
 
 # %% [markdown]
-# Tokens per second being one figure per run, the ratio's spread comes from the requests'
-# paces (each server's middle half of TPOTs); across a boundary between answers, either side
-# counts.
+# The ratio's spread comes from each server's middle half of TPOTs; where it crosses a boundary
+# between answers, either answer counts.
 
 # %% tags=["nbval-ignore-output"]
 ratio = serve.throughput_ratio(batched[-1], alone[-1])  # 8 streams: batched ÷ one at a time
@@ -313,9 +298,8 @@ viz.compare_prediction(prediction_ratio, measured_ratio,
 # (97 MB of weights against 538 MB in float32), kernels computing on 4-bit weights directly,
 # and **one request at a time**. The same three loads:
 #
-# ✏️ **Predict.** At 8 streams, will llama.cpp (one at a time, 4-bit weights) make "fewer",
-# "about as many" or "more" tokens per second than `transformers serve` with continuous
-# batching (8 at a time, float32)?
+# ✏️ **Predict.** At 8 streams, will llama.cpp make "fewer", "about as many" or "more" tokens
+# per second than `transformers serve` with continuous batching?
 
 # %%
 prediction_engine = None  # ← "fewer", "about as many" or "more"
@@ -352,9 +336,8 @@ else:
 
 # %% [markdown]
 # Up is each user's speed (tokens per second while their answer streams), across is
-# everybody's; a point per load, a line per engine and setting. A line further up and right
-# serves users and owner better: fewer bytes per token move a line up, batching moves it right
-# (more users, each slower).
+# everybody's; a point per load, a line per engine and setting. Fewer bytes per token move a
+# line up, batching moves it right (more users, each slower).
 
 # %% tags=["nbval-ignore-output"]
 views.pareto_figure([alone, batched] + ([llama_runs] if llama_runs else []))
@@ -376,10 +359,8 @@ views.itl_distribution_figure([alone[-1], batched[-1]])
 # - **passes with prompt chunks**: their share of the gaps × their extra length (every
 #   decoding request waits for them);
 # - **on the way to the client**: HTTP streaming to this notebook, which shares the CPU with the
-#   server. Only the delay's growth counts, as a steady delay adds nothing to the gaps (the
-#   delay is printed beside it); a difference of two clocks' gaps, it can dip slightly below zero.
-#
-# Requests whose tokens arrived two in one piece are left out.
+#   server. Only the delay's growth counts (a steady delay adds nothing to the gaps), so it can
+#   dip slightly below zero.
 #
 # ✏️ **Predict.** Which part of the mean ITL grew the most from 1 stream to 8?
 
@@ -400,9 +381,8 @@ viz.compare_prediction(prediction_where, grew_most, options=list(serve.ITL_PARTS
                             "carry their prompts, and how many decode their answers?")
 
 # %% [markdown]
-# Lesson 06's "wait per token" at B=8 compared a step of 8 copies of one prompt with a step of
-# 1. Below: the server's decode pass of 8 against 1, what its longer contexts add (lessons
-# 05–06's counts), and each side's CPU use at 8 streams:
+# Below: the server's decode pass of 8 against a pass of 1 (lesson 06's "wait per token" at
+# B=8), what its longer contexts add (lessons 05–06's counts), and each side's CPU use:
 
 # %% tags=["nbval-ignore-output"]
 pass_ratio = crowd.decode_gap / alone_1.decode_gap  # medians, and the worst case of the spreads
@@ -419,10 +399,10 @@ print(f"cores kept busy: this notebook {crowd.client_cores:.2f}, the server "
       f"{crowd.server_cores:.2f}, of {os.cpu_count()}")
 
 # %% [markdown]
-# Compare that pass ratio with lesson 06's wait per token at B=8. Where the server's grew more,
-# three things differ: **the context** (prompts against lesson 06's 16 tokens, counted above);
-# **the code path** (one flat sequence of tokens, attention reading keys and values through
-# page tables); **the process** (threads streaming tokens over HTTP on this notebook's cores).
+# Where the server's pass ratio grew more than lesson 06's, three things differ: **the
+# context** (prompts against lesson 06's 16 tokens, counted above); **the code path** (one flat
+# sequence of tokens, attention reading keys and values through page tables); **the process**
+# (threads streaming tokens over HTTP on this notebook's cores).
 #
 # Measured: each server, run alone, fits with this notebook in a Binder session (about 2 GB):
 
@@ -484,20 +464,18 @@ viz.compare_prediction(prediction_path, larger, options=["the code path", "the p
 # %% [markdown]
 # Which adds more varies by machine and run: the code path where the engine's flat sequence
 # costs more than lesson 06's padded batch; the process where the HTTP server's threads compete
-# with the model for two cores; neither where ratios sit near ×1.0, spreads overlapping. A
-# factor below ×1 means that way grew *less* from 1 to 8 than the other: its pass of 1 already
-# carried a cost that a pass of 8 shares (for example, a server's pass of one request pays its
-# HTTP and scheduling work too, which 8 requests split). Either way the 8-stream ITL is
-# accounted for: lesson 06's step times the code path and the process, plus prompt chunks and
-# the way to the client.
+# with the model for two cores; neither where spreads overlap near ×1.0. A factor below ×1
+# means a pass of 1 already carried a cost that a pass of 8 shares (such as the server's HTTP
+# and scheduling work). Either way the 8-stream ITL is accounted for: lesson 06's step times
+# the code path and the process, plus prompt chunks and the way to the client.
 
 # %% [markdown]
 # ### Your turn: the scheduler at the load you choose
 #
-# The engine in this notebook is the server's scheduler without HTTP. The slider sends it that
-# many copies of the prompt above at once (12 tokens each) and draws its passes as the chart at
-# the top did (a few seconds; 8 was recorded just now). With 64 pages of 16 tokens, how many
-# such requests fit the pool at once, and what do the others do meanwhile?
+# The slider sends the engine (the server's scheduler without HTTP) that many copies of the
+# prompt above at once, 12 tokens out each, and draws its passes like the chart at the top (a
+# few seconds each; 8 is already recorded). With 64 pages of 16 tokens, how many such requests
+# fit the pool at once, and what do the others do meanwhile?
 
 # %% tags=["nbval-ignore-output"]
 import ipywidgets as widgets
@@ -521,6 +499,6 @@ LinkedView({"requests": requests_slider}, [requests_slider], scheduler_at)
 # ## Where next
 #
 # [10 · Load-testing a server →](10_load_testing.ipynb): random arrivals, a rate sweep past
-# what the server can take, an objective from your machine's figures, what a token costs.
+# what the server can take, and what a token costs.
 # [11 · Long contexts](11_long_context.ipynb) shows shared pages like these saving the prefill
 # of what prompts share.

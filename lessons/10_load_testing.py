@@ -34,10 +34,9 @@ from viz import perf, serve, views
 from viz.views import LinkedView
 
 # %% [markdown]
-# `serve.serve(...)` starts the server on `127.0.0.1` (this machine only), offline, waits until
-# it answers, and sends it one warm-up request. `record=True` asks it to also write down its
-# own timestamps and every step of its scheduler (it takes some seconds: the cell prints how
-# many); the end of the lesson uses them to price a prompt's tokens apart from an answer's.
+# As in lesson 09, `serve.serve(...)` starts the server offline on `127.0.0.1` and warms it up;
+# `record=True` also logs every scheduler step, which the end of the lesson uses to price a
+# prompt's tokens apart from an answer's.
 
 # %% tags=["nbval-ignore-output"]
 began = time.perf_counter()
@@ -52,9 +51,8 @@ print(f"ready after {time.perf_counter() - began:.1f} s; "
 # A run of many requests is judged by its **goodput** (DistServe's measure): the requests per
 # second that met a **service-level objective** (SLO): a first token within one limit, then
 # the next tokens no further apart, on average, than another (TTFT ≤ a limit and TPOT ≤
-# another). One run, 4
-# requests at once, each 64 tokens in and 8 out, judged by an objective picked for now
-# (TTFT ≤ 1 s and TPOT ≤ 150 ms): its summary counts them.
+# another). One run, 4 requests at once, each 64 tokens in and 8 out, judged by an objective
+# picked for now (TTFT ≤ 1 s and TPOT ≤ 150 ms):
 
 # %% tags=["nbval-ignore-output"]
 short = serve.Workload.synthetic(prompt_tokens=64, output_tokens=8)  # short answers, a quick sweep
@@ -70,14 +68,13 @@ print(serve.run_load(server, concurrency=4, n_requests=4, workload=short, max_du
 # seed gives the same arrival times) at rates between the two, the lowest first, until the
 # server **saturates**: requests arrive faster than they finish, so each one waits for the work
 # of all those before it, and the wait for a first token grows through the run. The sweep keeps
-# that rate and stops (`sweep_rates`' docstring gives the rule). The table's last column,
-# **queue**, is that growth: seconds of TTFT gained per second of arrivals (0: the server keeps
-# up; over 0.25 the rate counts as saturated, ✕ in the figure below; "n/a" for the two loads
-# that do not arrive at a rate). The sweep's rates stay below what the all-at-once load
-# completed, the most this server managed, so a rate may well not saturate (queue near 0, no ✕
-# in the figure); then the all-at-once row is where the server's limit shows. A run of a few
-# requests also completes fewer per second than it is offered: the clock runs until the last
-# answer ends, after the last arrival.
+# that rate and stops. The table's last column, **queue**, is that growth: seconds of TTFT
+# gained per second of arrivals (0: the server keeps up; over 0.25 the rate counts as
+# saturated, ✕ in the figure below; "n/a" for the two loads that do not arrive at a rate). The
+# sweep's rates stay below what the all-at-once load completed, so a rate may well not
+# saturate (queue near 0, no ✕); then the all-at-once row is where the server's limit shows. A
+# run of a few requests also completes fewer per second than it is offered: the clock runs
+# until the last answer ends, after the last arrival.
 #
 # Serving figures on a shared machine move by tens of percent from one run to the next, so
 # each load runs 3 times. A figure below is the median of the 3, and in brackets its
@@ -85,10 +82,9 @@ print(serve.run_load(server, concurrency=4, n_requests=4, workload=short, max_du
 # with probability 75 %.
 #
 # The objective now comes from your machine: twice what a request alone takes (the p90 TTFT
-# and the p90 TPOT of the one-at-a-time load, over all its requests pooled: the table's p90
-# columns are medians of each run's, so twice them is close, not equal). A fixed objective
-# would be met by every request on a fast machine and by none on a slow one; this one is met
-# alone, so the sweep shows what company does to it.
+# and p90 TPOT of the one-at-a-time load, its requests pooled, so not exactly twice the
+# table's p90 columns). A fixed objective would be met by every request on a fast machine and
+# by none on a slow one; this one is met alone, so the sweep shows what company does to it.
 #
 # ✏️ **Predict.** As the rate rises, which limit will the continuous-batching server's
 # requests break first: the first token too late ("TTFT"), the tokens too slow ("TPOT"),
@@ -223,15 +219,12 @@ for name, example in perf.EXAMPLE_PRICES.items():
 # Providers price a prompt's tokens (**input**) apart from the answer's (**output**). The
 # server recorded every pass, so the two can be timed apart: a pass that carried prompt chunks
 # and nothing else computed a whole prompt at once (lesson 03), while each pass of the answer
-# made one token per request (lesson 04). The output price below is *all-in*: the run's every
-# second — prefills, idle moments, HTTP — shared over its answers' tokens. So the prefill
-# passes are counted twice: alone in the input price, and shared in the output price. A bill
-# split between the two would count them once; the ratio below is a little above what the
-# decode passes alone would give. Priced here: every
-# load of the continuous-batching server's rate sweep (each the median of its 3 runs), from one
-# request at a time to all at once. The bill's TTFT and TPOT columns are the medians of every
-# request of a load's runs pooled; the sweep table's p50 columns, the median of each run's p50.
-# With 4 requests a run the two can differ by a quarter.
+# made one token per request (lesson 04). The output price is *all-in* (the bill's header says
+# how), so prefill passes count in both prices, and the ratio below is a little above what the
+# decode passes alone would give. Priced here: every load of the continuous-batching server's
+# rate sweep (each the median of its 3 runs), from one request at a time to all at once. The
+# bill's TTFT and TPOT pool every request of a load's runs, so they can differ from the sweep
+# table's p50 columns.
 #
 # ✏️ **Predict.** One request at a time, how many times cheaper than an output token will an
 # input token be on this server?

@@ -16,18 +16,17 @@
 # # 11 · Long contexts and prefix caching
 #
 # The prompts so far were short. Real conversations are not: a chat carries a system prompt,
-# perhaps a document, and every earlier turn, and sends all of it again with each new
-# question. Two things change when the context gets long:
+# perhaps a document, and every earlier turn, and sends all of it again with each new question.
+# Two things change when the context gets long:
 #
 # - **prefill** no longer costs the same per token: each new position attends to every position
-#   before it, so attention's work grows with the *square* of the prompt while the rest grows
-#   in proportion;
+#   before it, so attention's work grows with the *square* of the prompt while the rest grows in
+#   proportion;
 # - **decode** reads the KV cache as well as the weights at every step, and at this model's
 #   longest context the cache is most of the weights' size.
 #
-# One remedy: when prompts begin alike, keep the keys and values of that beginning and
-# compute only what is new. That is **prefix caching**, and every serving
-# engine does it.
+# One remedy: when prompts begin alike, keep the keys and values of that beginning and compute
+# only what is new. That is **prefix caching**.
 
 # %% tags=["nbval-ignore-output"]
 import gc
@@ -111,11 +110,10 @@ print(f"counted for {big.name}: {perf.attention_crossover(big):,} tokens")
 # ## Measure it: a decode step at 8,192 tokens
 #
 # A real prefill of 8,000 positions would take the time the fit above extrapolates, so
-# `perf.long_decode_sweep` fills the cache with random keys and values of the model's own
-# shapes (`viz.compat.synthetic_cache`). The kernels and the bytes they read are real; only
-# the values are random, and nothing in a step's timing depends on them. Checked at 2,048
-# tokens (a real prefill of a few seconds): a step over the cache it leaves, and one over a
-# random cache as long, interleaved.
+# `perf.long_decode_sweep` fills the cache with random keys and values of the model's own shapes
+# (`viz.compat.synthetic_cache`): the kernels and the bytes they read are real, and nothing in a
+# step's timing depends on the values. Checked at 2,048 tokens: a step over a real prefill's
+# cache, and one over a random cache as long, interleaved.
 
 # %% tags=["nbval-ignore-output"]
 check = perf.synthetic_check(lm, 2048, repeats=5)
@@ -152,8 +150,8 @@ compare_prediction(prediction_8k, versus, options=VERSUS,
                         "04), and is the cache only read once per step?")
 
 # %% [markdown]
-# On one chart: the step against the bytes it must read, the memory floor (bytes ÷ this
-# machine's measured read bandwidth) and, dotted, the empty-cache step scaled by the bytes.
+# On one chart: the step against the bytes it must read, the memory floor (lesson 03) and,
+# dotted, the empty-cache step scaled by the bytes.
 
 # %% tags=["nbval-ignore-output"]
 views.long_decode_figure(long_decode, peaks)
@@ -185,15 +183,13 @@ print(f"the rule on that step: {v.regime}; reading its bytes at the peak would t
       f"{v.memory_floor.median * 1e3:.1f} ms of it (MBU {v.mbu:.0%})")
 
 # %% [markdown]
-# What is left over is not taken apart here (inside the pass the copy writes freshly
-# allocated memory; timed alone it does not). A paged cache (lesson 09) writes only the new
-# token into its page: attention's growth stays, the copy goes.
+# What is left over is not taken apart here. A paged cache (lesson 09) writes only the new token
+# into its page: attention's growth stays, the copy goes.
 #
 # ### Drag the context
 #
-# The sweep measured four lengths. The slider measures a decode step at the length you choose
-# (a random cache of that many positions, then five timed steps, each with an empty-cache step
-# beside it: a few seconds) and adds the point to the chart; a length measured once is kept.
+# The slider measures a decode step at the length you choose (five timed steps over a random
+# cache, each beside an empty-cache step: a few seconds) and adds the point to the chart.
 #
 # ✏️ **Predict**, before you drag to 6,144: will its step sit on the straight line between its
 # neighbours (4,096 and 8,191), above it, or below?
@@ -230,12 +226,11 @@ LinkedView({"context": context_slider}, [context_slider], context_chart)
 #
 # - **fp8**: one byte a value (float8), one scale for all the keys of a layer and one for its
 #   values; part of transformers itself;
-# - **int4**: 4-bit integers from optimum-quanto, in groups of 64 values (here one head's key
-#   of one position) that share a scale and a shift. The newest tokens wait in float32 (a
-#   "residual window") until 128 have gathered; then the whole cache is quantized again.
+# - **int4**: 4-bit integers from optimum-quanto, in groups of 64 values (here one head's key of
+#   one position) that share a scale and a shift. The newest tokens wait in float32 (a "residual
+#   window") until 128 have gathered; then the whole cache is quantized again.
 #
-# Counted from each backend's layout, scales and shifts included (`perf.kv_quant_bytes`; the
-# tests check it against the live tensors' bytes):
+# Counted from each backend's layout, scales and shifts included (`perf.kv_quant_bytes`):
 
 # %%
 QUANTS = [perf.KVQuant(8), perf.KVQuant(4)]  # fp8, and quanto's int4 in groups of 64
@@ -249,10 +244,9 @@ window = perf.kv_quant_bytes(spec, 8192, QUANTS[1], 127) - perf.kv_quant_bytes(s
 print(f"int4's window adds up to {window / 1e6:.1f} MB: 127 positions in float32, at most")
 
 # %% [markdown]
-# A step over the int4 cache reads about a third fewer bytes than one over the float32
-# cache. `perf.kv_quant_sweep` times each quantized cache's step at `CONTEXT` cached tokens
-# as the float32 sweep was timed: random keys and values (quantized by the backend's own
-# code, as a prefill's would be), each step beside an empty-cache step.
+# A step over the int4 cache reads about a third fewer bytes than one over the float32 cache.
+# `perf.kv_quant_sweep` times each quantized cache's step at `CONTEXT` cached tokens as the
+# float32 sweep was timed: random keys and values, each step beside an empty-cache step.
 #
 # Before it runs: at 8,191 cached tokens, the step over the int4 cache will be...
 
@@ -314,18 +308,17 @@ print("here the int4 cache's fewer bytes " + (
 # %% [markdown]
 # Fewer bytes buy time only where a kernel reads them as they are, or where reading float32
 # costs more than turning the small numbers back into it, as lessons [08](08_memory_wall.ipynb)
-# and [12](12_fewer_bytes.ipynb) show for the weights (lesson 08's int8 weights bought far
-# less than their bytes). Without such a kernel a quantized cache buys memory: fewer bytes per
-# token, so more conversations fit in the same memory. fp8 is the slower of the two to turn
-# back into float32, though it is the simpler format: a CPU has no float8 instructions, so
-# torch converts float8 numbers in software, while int4 unpacks with ordinary integer arithmetic.
+# and [12](12_fewer_bytes.ipynb) show for the weights. Without such a kernel a quantized cache
+# buys memory: fewer bytes per token, so more conversations fit. fp8 is the slower of the two to
+# turn back into float32: a CPU has no float8 instructions, so torch converts float8 numbers in
+# software.
 #
-# And it costs accuracy, which a random cache cannot show. `perf.kv_quant_agreement`
-# prefills a real document and a question, then decodes 16 greedy tokens over the float32
-# cache and over each quantized one.
+# And it costs accuracy, which a random cache cannot show. `perf.kv_quant_agreement` prefills a
+# real document and a question, then decodes 16 greedy tokens over the float32 cache and over
+# each quantized one.
 #
-# fp8 keeps 8 bits a value, int4 only 4. Which one follows the float32 cache's greedy
-# answer for more tokens?
+# fp8 keeps 8 bits a value, int4 only 4. Which one follows the float32 cache's greedy answer for
+# more tokens?
 
 # %%
 FOLLOWS = ["fp8", "int4", "the same number of tokens"]
@@ -347,19 +340,18 @@ compare_prediction(prediction_follows, follows, options=FOLLOWS,
                         "per layer, or one per 64 values?")
 
 # %% [markdown]
-# The greedy answer changes as soon as a small error in the cached keys and values flips the
-# top token; after that the two texts go their own ways, both fluent. Neither the bits nor
-# the largest error of one step decides how long two answers agree (set the two logit
-# differences above beside the tokens each kept): a token flips only where the top two were
-# nearly tied, so what counts is whether an error meets such a near-tie. fp8 scales a whole
-# layer's keys with one number, int4 every 64 values with their own minimum and maximum.
+# The greedy answer changes as soon as a small error in the cached keys and values flips the top
+# token; after that the two texts go their own ways, both fluent. A token flips only where the
+# top two were nearly tied, so neither the bits nor the largest error of one step decides how
+# long two answers agree (set the two logit differences above beside the tokens each kept): what
+# counts is whether an error meets such a near-tie. fp8 scales a whole layer's keys with one
+# number, int4 every 64 values with their own minimum and maximum.
 #
 # ## Understand it: what fits
 #
-# [Lesson 05](05_kv_cache.ipynb) counted how many 8,192-token conversations fit in memory.
-# At long contexts the count is set by grouped-query attention (GQA): this model's 9 query
-# heads share 3 key/value heads. Counted, for this machine's available memory and, labelled
-# computed, for an 80 GB GPU:
+# [Lesson 05](05_kv_cache.ipynb) counted how many 8,192-token conversations fit in memory; at
+# long contexts grouped-query attention (GQA, lesson 05) sets that count. Counted, for this
+# machine's available memory and, labelled computed, for an 80 GB GPU:
 
 # %% tags=["nbval-ignore-output"]
 free = psutil.virtual_memory().available
@@ -383,15 +375,15 @@ print(f"here: {reserved} conversations with 8,192 positions reserved each; {page
 
 # %% [markdown]
 # Counted, not measured: without GQA a server would hold a quarter as many 8,192-token
-# conversations of the Llama-3.1-8B shape (8 key/value heads for 32 query heads), and at
-# 128k tokens only a few fit at all. Long-context serving is a memory problem first.
+# conversations of the Llama-3.1-8B shape (8 key/value heads for 32 query heads), and at 128k
+# tokens only a few fit at all. Long-context serving is a memory problem first.
 #
 # ## See it: a prefix computed once
 #
 # `perf.prefix_cache_sweep` takes one 512-token prompt, treats a share of its beginning as
 # prefilled by an earlier request (untimed), and times the first token with that prefix
-# recomputed, and with its keys and values reused and only the last tokens prefilled. The
-# first token is checked to come out the same.
+# recomputed, and with its keys and values reused (only the rest prefilled), checking that the
+# first token comes out the same.
 #
 # Before it runs: with 95 % of the prompt cached, how many times faster is the first token?
 
@@ -423,9 +415,9 @@ compare_prediction(prediction_speedup, band_95, options=SPEEDUP,
                         "(lesson 03's intercept)?")
 
 # %% [markdown]
-# The line before the check says why the speed-up stays below the tokens saved: a pass reads every weight
-# and pays its fixed cost however few tokens it carries, so a pass of a few dozen tokens costs
-# a few times a pass of one, not dozens of times.
+# The speed-up stays below the tokens saved because a pass reads every weight and pays its fixed
+# cost however few tokens it carries: a pass of a few dozen tokens costs a few times a pass of
+# one (the line before the check), not dozens of times.
 #
 # ## Measure it: a chat that re-sends its history
 #
@@ -500,27 +492,25 @@ print(f"the first two prompts share their first {common} token ids; the engine r
       f"{sharing.on[1].reused_tokens}: {sharing.on[1].reused_tokens // 16} whole pages of 16")
 
 # %% [markdown]
-# Only whole pages are shared, and only where every token id matches: the last, partial
-# page of the common prefix is computed again. The first request finds nothing;
-# every later one reuses the system prompt's full pages and computes only the rest. Over
-# HTTP, with a real server: `python benchmarks/long_context.py --server` (system prompts the
-# server has seen before, against new ones).
+# Only whole pages are shared, and only where every token id matches: the last, partial page of
+# the common prefix is computed again. Over HTTP, with a real server:
+# `python benchmarks/long_context.py --server`.
 #
 # ## Check yourself
 #
 # The six predictions above were checked against your machine. Two more, in words, from this
 # lesson's numbers:
 #
-# 1. At 8,191 cached tokens, where did the step's growth go on your machine: attention's
-#    reading of the cache, or the rest? What would a paged cache change?
+# 1. At 8,191 cached tokens, where did the step's growth go on your machine: attention's reading
+#    of the cache, or the rest? What would a paged cache change?
 # 2. A server's hit rate is 90 % but its time to first token fell only by half. Give two
 #    reasons, each with a number printed above.
 #
 # ## Where next
 #
-# Back to [09 · Continuous batching and pages](09_continuous_batching.ipynb) to see pages shared across requests in
-# the scheduler's own record, or to [08 · The memory wall](08_memory_wall.ipynb): at long
-# contexts the KV cache joins the weights among the bytes every step reads.
-# Next, [12 · Fewer bytes →](12_fewer_bytes.ipynb): the same weights in smaller number formats,
-# and the kernels that read them; then [13](13_less_overhead.ipynb): less overhead and more
+# Back to [09 · Continuous batching and pages](09_continuous_batching.ipynb) (pages shared
+# across requests, in the scheduler's own record) or
+# [08 · The memory wall](08_memory_wall.ipynb) (at long contexts the KV cache joins the weights
+# among the bytes every step reads). Next, [12 · Fewer bytes →](12_fewer_bytes.ipynb): the same
+# weights in smaller number formats; then [13](13_less_overhead.ipynb): less overhead and more
 # tokens per pass.
