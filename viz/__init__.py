@@ -9,25 +9,33 @@ The data flows one way: load → record → Trace → views → lessons.
     trace.save("trace.json")
 
 The four faces a lesson imports from: `viz` (this module: load, record, the Trace, the
-pieces of the decode loop and the exercises), `viz.views` (figures), `viz.perf`
-(measurements) and `viz.serve` (a real server, its clients and load runs: lessons 09 and 10).
+pieces of the decode loop and the exercises, then saved documents, spreads and bands, the
+logit lens and the thread count), `viz.views` (figures), `viz.perf`
+(measurements) and `viz.serve` (a real server, its clients and load runs: lessons 09 to 11).
 """
 
 from viz.version import __version__
-from viz.compat import cache_layers, last_logits, new_cache
-from viz.documents import load_document
-from viz.exercises import check, multiple_choice
-from viz.exercises import compare_prediction
 from viz.load import LoadedModel, load_model
 from viz.record import record
+from viz.trace import SCHEMA_VERSION, ModelSpec, Step, Token, Trace
+from viz.compat import cache_layers, last_logits, new_cache
+from viz.sampling import sampling_distribution
+from viz.exercises import check, compare_prediction, multiple_choice
+from viz.documents import load_document
+from viz.spread import TOO_CLOSE, Band, Interval, Spread, band
 from viz import lens  # the logit lens of a recorded trace (lesson 14)
 from viz.runtime import using_threads
-from viz.sampling import sampling_distribution
-from viz.spread import TOO_CLOSE, Band, Interval, Spread, band
-from viz.trace import SCHEMA_VERSION, ModelSpec, Step, Token, Trace
 
-__all__ = ["load_model", "LoadedModel", "record", "Trace", "Step", "Token", "ModelSpec",
-           "SCHEMA_VERSION", "__version__", "load_document", "using_threads",
-           "new_cache", "last_logits", "cache_layers", "sampling_distribution",
-           "check", "multiple_choice", "compare_prediction", "Spread", "Band", "band",
-           "Interval", "TOO_CLOSE", "lens"]
+__all__ = [
+    "__version__",
+    "LoadedModel", "load_model",
+    "record",
+    "SCHEMA_VERSION", "ModelSpec", "Step", "Token", "Trace",
+    "cache_layers", "last_logits", "new_cache",
+    "sampling_distribution",
+    "check", "compare_prediction", "multiple_choice",
+    "load_document",
+    "TOO_CLOSE", "Band", "Interval", "Spread", "band",
+    "lens",
+    "using_threads",
+]

@@ -33,15 +33,8 @@
 | `energy.py` | energy per token from RAPL or NVML, where the machine exposes a counter |
 """
 
-from viz.perf.batch import BatchRun, generate_batch
-from viz.perf.configs import BYTE_VOCAB, byte_tokenizer, config_names, config_spec, from_config
-from viz.perf.counts import PassCost, decode_cost, forward_cost, prefill_cost
-from viz.perf.reference import list_references, load_reference
-from viz.perf.roofline import (Roofline, RooflinePoint, batch_points, measure_roofline,
-                               prefill_points, trace_points)
-from viz.perf.sweeps import (batch_size_sweep, cache_sweep, context_length_sweep,
-                             prompt_length_sweep, prompt_of_length)
-from viz.perf.table import Sweep
+from viz.perf.counts import (PassCost, activation_bytes, decode_cost, forward_cost, knee_context,
+                             prefill_cost)
 from viz.perf.machine import (DATASHEETS, H100_SXM, Bandwidth, Datasheet, FixedCosts,
                               MachinePeaks, Matmul, OverheadFloor, Peaks, Yardsticks,
                               bandwidth_by_size, cached_peaks, datasheet, fixed_cost,
@@ -50,83 +43,92 @@ from viz.perf.machine import (DATASHEETS, H100_SXM, Bandwidth, Datasheet, FixedC
                               machine_peaks, measure_bandwidth, measure_machine_peaks,
                               measure_matmul, measure_overhead, measure_peaks, narrow_config,
                               peaks_from_machine, peaks_path, time_kernel, yardsticks)
+from viz.perf.roofline import (Roofline, RooflinePoint, batch_points, floors_verdict,
+                               measure_roofline, pass_regime, pass_verdict, prefill_points,
+                               trace_points)
+from viz.perf.batch import BatchRun, generate_batch
+from viz.perf.sweeps import (batch_size_sweep, cache_sweep, context_length_sweep,
+                             prompt_length_sweep, prompt_of_length)
+from viz.perf.table import Sweep
+from viz.perf.configs import BYTE_VOCAB, byte_tokenizer, config_names, config_spec, from_config
+from viz.perf.reference import list_references, load_reference
 from viz.perf.regime import (OVERHEAD_SHARE, REGIMES, TOO_CLOSE, Verdict, explain_regime, regime,
                              verdict)
+from viz.perf.wall_point import WallPoint, measure_point
 from viz.perf.wall import (REMEDIES, QuantizedTry, WallFit, WallRun, best_of, bytes_whatif,
                            computed_wall, fit_wall, measure_wall, roofline_seconds,
                            streaming_rate)
-from viz.perf.wall_point import WallPoint, measure_point
 from viz.perf.speculative import (LOOKUP_PROMPTS, LOOKUP_WHY, GenerateRun, LookupComparison,
                                   compare_prompt_lookup)
 from viz.perf.early_exit import (EARLY_EXIT_WORDS, DraftPass, DraftRun, EarlyExitComparison,
                                  LensDrafts, best_lens_draft, compare_early_exit,
-                                 draft_bytes_share,
-                                 early_exit_generate, exit_after,
+                                 draft_bytes_share, early_exit_generate, exit_after,
                                  lens_draft_grid, lens_drafts, plain_generate)
-from viz.perf.counts import activation_bytes, knee_context
-from viz.perf.roofline import floors_verdict, pass_regime, pass_verdict
 from viz.perf.context import (Crossover, KVFit, SyntheticCheck, attention_crossover, kv_fit,
                               long_decode_sweep, long_prefill_sweep, measured_crossover,
                               synthetic_check)
+from viz.perf.kv_quant import (Agreement, KVQuant, kv_quant_agreement, kv_quant_bytes,
+                               kv_quant_row, kv_quant_sweep, kv_quant_verdicts)
 from viz.perf.prefix import chat_turns, common_prefix, prefix_cache_sweep
 from viz.perf.words import SAMPLE_PARAGRAPH, count_words_tokens, tokens_per_word
-
-__all__ = ["BatchRun", "generate_batch", "config_names", "config_spec", "from_config",
-           "byte_tokenizer", "BYTE_VOCAB",
-           "PassCost", "decode_cost", "forward_cost", "prefill_cost", "Peaks", "measure_peaks",
-           "list_references", "load_reference", "Roofline", "RooflinePoint", "measure_roofline",
-           "trace_points", "batch_points", "prefill_points", "batch_size_sweep", "cache_sweep",
-           "context_length_sweep", "prompt_length_sweep", "prompt_of_length", "Sweep",
-           "Bandwidth", "MachinePeaks", "bandwidth_by_size", "machine_peaks",
-           "measure_bandwidth", "measure_machine_peaks", "peaks_path",
-           "H100_SXM", "OVERHEAD_SHARE", "REGIMES", "REMEDIES", "OverheadFloor", "QuantizedTry",
-           "WallFit", "WallPoint", "WallRun", "computed_wall", "explain_regime", "fit_wall",
-           "measure_overhead", "measure_point", "measure_wall", "narrow_config", "regime",
-           "roofline_seconds", "bytes_whatif", "best_of", "GenerateRun", "LookupComparison",
-           "compare_prompt_lookup"]
-__all__ += ["activation_bytes", "knee_context", "cached_peaks", "peaks_from_machine", "SAMPLE_PARAGRAPH",
-            "count_words_tokens", "tokens_per_word", "pass_regime", "time_kernel",
-            "linear_seconds", "Matmul", "machine_key", "measure_matmul", "FixedCosts",
-            "fixed_cost", "machine_overhead", "TOO_CLOSE", "Verdict", "verdict",
-            "pass_verdict", "streaming_rate", "floors_verdict", "kernel_spread",
-            "linear_spread", "Yardsticks", "yardsticks"]
-__all__ += ["Crossover", "KVFit", "SyntheticCheck", "attention_crossover", "kv_fit",
-            "long_decode_sweep", "long_prefill_sweep", "measured_crossover", "synthetic_check",
-            "chat_turns", "common_prefix", "prefix_cache_sweep"]
-from viz.perf.formats import (FORMATS, LLAMA_FORMATS, TORCH_FORMATS, EngineCrash, FormatFailure,
-                              FormatPoint, FormatRun, available_formats, gguf_file,
-                              gguf_weight_bytes, llama_greedy, measure_formats)
+from viz.perf.formats import (FORMATS, LLAMA_FORMATS, TORCH_FORMATS, FormatFailure, FormatPoint,
+                              FormatRun, available_formats, gguf_file, gguf_weight_bytes,
+                              llama_greedy, measure_formats)
+from viz.perf.engine_child import EngineCrash
 from viz.perf.profile import StepPart, StepProfile, profile_decode_step
 from viz.perf.compiled import CompiledStep, compiler_missing, measure_compiled_step
-from viz.runtime import release_memory
-
-__all__ += ["FORMATS", "LLAMA_FORMATS", "TORCH_FORMATS", "EngineCrash", "FormatFailure",
-            "FormatPoint", "FormatRun",
-            "available_formats", "gguf_file", "gguf_weight_bytes", "llama_greedy",
-            "measure_formats", "DATASHEETS", "Datasheet", "datasheet", "generations_table",
-            "generations_text", "growth", "LOOKUP_PROMPTS", "LOOKUP_WHY", "StepPart", "StepProfile", "profile_decode_step",
-            "CompiledStep", "compiler_missing", "measure_compiled_step", "release_memory"]
 from viz.perf.gpu import (GPU_MODELS, NOT_JUDGED, BusyRow, GraphStep, PrefillRow, busy_fixed_cost,
                           busy_knee, busy_roofline, busy_rows, eager_walls, gpu_fixed_cost,
                           gpu_peaks, gpu_provenance, gpu_reference, gpu_wall, graph_steps,
                           kernel_time_bound, prefill_rows, ridge_batch)
-
-__all__ += ["GPU_MODELS", "NOT_JUDGED", "BusyRow", "GraphStep", "PrefillRow", "busy_fixed_cost",
-            "busy_knee", "busy_roofline", "busy_rows", "eager_walls", "gpu_fixed_cost",
-            "gpu_peaks", "gpu_provenance", "gpu_reference", "gpu_wall", "graph_steps",
-            "kernel_time_bound", "prefill_rows", "ridge_batch"]
 from viz.perf.cost import (EXAMPLE_PRICES, CachedRow, Cost, CostRow, ExamplePrice, cost,
                            per_million)
 from viz.perf.energy import Energy, EnergyMeter, energy_counter, energy_meter
+# not a perf module (so not in the table): viz.runtime's, for the lessons that free memory
+# between two models (lessons 12 and 13)
+from viz.runtime import release_memory
 
-__all__ += ["EXAMPLE_PRICES", "CachedRow", "Cost", "CostRow", "ExamplePrice", "cost",
-            "per_million", "Energy", "EnergyMeter", "energy_counter", "energy_meter"]
-__all__ += ["EARLY_EXIT_WORDS", "DraftPass", "DraftRun", "EarlyExitComparison", "LensDrafts",
-            "best_lens_draft", "compare_early_exit", "draft_bytes_share", "early_exit_generate",
-            "exit_after",
-            "lens_draft_grid", "lens_drafts", "plain_generate"]
-from viz.perf.kv_quant import (Agreement, KVQuant, kv_quant_agreement, kv_quant_bytes,
-                               kv_quant_row, kv_quant_sweep, kv_quant_verdicts)
-
-__all__ += ["Agreement", "KVQuant", "kv_quant_agreement", "kv_quant_bytes", "kv_quant_row",
-            "kv_quant_sweep", "kv_quant_verdicts"]
+__all__ = [
+    "PassCost", "activation_bytes", "decode_cost", "forward_cost", "knee_context", "prefill_cost",
+    "DATASHEETS", "H100_SXM", "Bandwidth", "Datasheet", "FixedCosts", "MachinePeaks", "Matmul",
+    "OverheadFloor", "Peaks", "Yardsticks", "bandwidth_by_size", "cached_peaks", "datasheet",
+    "fixed_cost", "generations_table", "generations_text", "growth", "kernel_spread",
+    "linear_seconds", "linear_spread", "machine_key", "machine_overhead", "machine_peaks",
+    "measure_bandwidth", "measure_machine_peaks", "measure_matmul", "measure_overhead",
+    "measure_peaks", "narrow_config", "peaks_from_machine", "peaks_path", "time_kernel",
+    "yardsticks",
+    "Roofline", "RooflinePoint", "batch_points", "floors_verdict", "measure_roofline",
+    "pass_regime", "pass_verdict", "prefill_points", "trace_points",
+    "BatchRun", "generate_batch",
+    "batch_size_sweep", "cache_sweep", "context_length_sweep", "prompt_length_sweep",
+    "prompt_of_length",
+    "Sweep",
+    "BYTE_VOCAB", "byte_tokenizer", "config_names", "config_spec", "from_config",
+    "list_references", "load_reference",
+    "OVERHEAD_SHARE", "REGIMES", "TOO_CLOSE", "Verdict", "explain_regime", "regime", "verdict",
+    "WallPoint", "measure_point",
+    "REMEDIES", "QuantizedTry", "WallFit", "WallRun", "best_of", "bytes_whatif", "computed_wall",
+    "fit_wall", "measure_wall", "roofline_seconds", "streaming_rate",
+    "LOOKUP_PROMPTS", "LOOKUP_WHY", "GenerateRun", "LookupComparison", "compare_prompt_lookup",
+    "EARLY_EXIT_WORDS", "DraftPass", "DraftRun", "EarlyExitComparison", "LensDrafts",
+    "best_lens_draft", "compare_early_exit", "draft_bytes_share", "early_exit_generate",
+    "exit_after", "lens_draft_grid", "lens_drafts", "plain_generate",
+    "Crossover", "KVFit", "SyntheticCheck", "attention_crossover", "kv_fit", "long_decode_sweep",
+    "long_prefill_sweep", "measured_crossover", "synthetic_check",
+    "Agreement", "KVQuant", "kv_quant_agreement", "kv_quant_bytes", "kv_quant_row",
+    "kv_quant_sweep", "kv_quant_verdicts",
+    "chat_turns", "common_prefix", "prefix_cache_sweep",
+    "SAMPLE_PARAGRAPH", "count_words_tokens", "tokens_per_word",
+    "FORMATS", "LLAMA_FORMATS", "TORCH_FORMATS", "FormatFailure", "FormatPoint", "FormatRun",
+    "available_formats", "gguf_file", "gguf_weight_bytes", "llama_greedy", "measure_formats",
+    "EngineCrash",
+    "StepPart", "StepProfile", "profile_decode_step",
+    "CompiledStep", "compiler_missing", "measure_compiled_step",
+    "GPU_MODELS", "NOT_JUDGED", "BusyRow", "GraphStep", "PrefillRow", "busy_fixed_cost",
+    "busy_knee", "busy_roofline", "busy_rows", "eager_walls", "gpu_fixed_cost", "gpu_peaks",
+    "gpu_provenance", "gpu_reference", "gpu_wall", "graph_steps", "kernel_time_bound",
+    "prefill_rows", "ridge_batch",
+    "EXAMPLE_PRICES", "CachedRow", "Cost", "CostRow", "ExamplePrice", "cost", "per_million",
+    "Energy", "EnergyMeter", "energy_counter", "energy_meter",
+    "release_memory",
+]

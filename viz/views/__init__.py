@@ -1,8 +1,10 @@
-"""Views: every recorded quantity of a `viz.Trace` (and of sweeps and rooflines), static
-(matplotlib) and interactive (plotly, ipywidgets), and the offline HTML report.
+"""Views: every recorded quantity of a `viz.Trace` (and of what `viz.perf` and `viz.serve`
+measure: sweeps, rooflines, walls, load runs…), static (matplotlib) and interactive (plotly,
+ipywidgets), and the offline HTML report.
 
-Each view takes a Trace (or a Sweep / Roofline) — never a model — and returns a figure or an
-object; nothing is displayed by the library (the notebook shows what a cell returns).
+Each view takes a recorded result (a Trace, a Sweep, a Roofline, a run of `viz.perf` or
+`viz.serve`) — never a model — and returns a figure or an object; nothing is displayed by the
+library (the notebook shows what a cell returns).
 
     from viz import views
     views.tokens_html(trace)          # lesson 01
@@ -18,8 +20,8 @@ A view of two things takes the second as `other` (`compare_figure(trace, other)`
 `sweep_figure(sweep, other)`); `roofline_figure(roofline, *others)` takes several.
 Also here for lessons that build their own small figures: `plotly_layout` (the house layout),
 `palette` (the colours), `LinkedView` / `figure_output` (controls redrawing a figure),
-`LinkedText` (a text box run on Enter or after a pause, with a "recording…" status), and
-`piece_bytes` (the bytes behind a byte-level BPE token's spelling), `request_names` (short
+`LinkedText` (a text box run on Enter or after a pause, with a "recording…" status),
+`piece_bytes` (the bytes behind a byte-level BPE token's spelling) and `request_names` (short
 labels for the requests of a load run, shared by the serving views).
 """
 
@@ -64,40 +66,43 @@ from viz.views.lens import (logit_lens_data, logit_lens_figure, logit_lens_settl
                             logit_lens_step_figure)
 from viz.views.early_exit import early_exit_data, early_exit_figure
 from viz.views.cost import cost_data, cost_figure
-
-__all__ = [
-    "long_decode_figure", "long_decode_data", "long_decode_parts", "long_decode_widget",
-    "tokens_html", "tokens_static", "tokens_data",
-    "embeddings_figure", "embeddings_static", "embeddings_data",
-    "distribution_figure", "distribution_static", "distribution_data",
-    "explorer_figure", "explorer_widget", "explorer_static", "explorer_data",
-    "whatif_figure", "whatif_widget", "whatif_static", "whatif_data",
-    "kv_figure", "kv_static", "kv_data",
-    "timeline_figure", "timeline_static", "timeline_data", "summary_html",
-    "compare_figure", "compare_static", "compare_html", "compare_data",
-    "sweep_figure", "sweep_data", "throughput_latency_figure",
-    "roofline_figure", "roofline_static", "roofline_data", "roofline_table",
-    "report_html", "write_report",
-    "plotly_layout", "palette", "LinkedView", "figure_output", "piece_bytes",
-    "wall_figure", "wall_data", "wall_table", "bytes_whatif_figure", "bytes_whatif_data",
-    "attention_figure", "attention_widget", "attention_static", "attention_data",
-    "attention_matrix", "prompt_html", "prompt_data", "prompt_table",
-    "batch_timeline_figure", "batch_timeline_static", "batch_timeline_data",
-    "layer_diagram_figure", "layer_diagram_static", "layer_diagram_data", "LinkedText",
-    "request_timeline_figure", "request_timeline_data", "serving_tradeoff_figure",
-    "serving_tradeoff_data", "itl_distribution_figure", "itl_distribution_data",
-    "schedule_figure", "schedule_data", "page_table_figure", "page_table_data",
-    "request_names", "rate_sweep_figure", "rate_sweep_data", "pareto_figure", "pareto_data",
-    "formats_figure", "formats_data", "format_choice_figure", "format_choice_data",
-    "generations_figure", "generations_data",
-    "step_profile_figure", "step_profile_data", "accepted_histogram_figure",
-    "accepted_histogram_data", "draft_length_figure", "draft_length_data", "compiled_figure",
-    "compiled_data", "graph_step_figure",
-    "graph_step_data",
-    "cost_figure", "cost_data",
-]
-__all__ += ["logit_lens_figure", "logit_lens_data", "logit_lens_step_figure",
-            "logit_lens_settle_figure", "early_exit_figure", "early_exit_data"]
 from viz.views.kv_quant import kv_quant_data, kv_quant_figure
 
-__all__ += ["kv_quant_figure", "kv_quant_data"]
+__all__ = [
+    "palette",
+    "attention_data", "attention_figure", "attention_matrix", "attention_static",
+    "attention_widget",
+    "plotly_layout",
+    "batch_timeline_data", "batch_timeline_figure", "batch_timeline_static",
+    "long_decode_data", "long_decode_figure", "long_decode_parts", "long_decode_widget",
+    "compare_data", "compare_figure", "compare_html", "compare_static",
+    "distribution_data", "distribution_figure", "distribution_static",
+    "embeddings_data", "embeddings_figure", "embeddings_static",
+    "explorer_data", "explorer_figure", "explorer_static", "explorer_widget",
+    "kv_data", "kv_figure", "kv_static",
+    "pareto_data", "pareto_figure", "rate_sweep_data", "rate_sweep_figure",
+    "layer_diagram_data", "layer_diagram_figure", "layer_diagram_static",
+    "report_html", "write_report",
+    "roofline_data", "roofline_figure", "roofline_static", "roofline_table",
+    "itl_distribution_data", "itl_distribution_figure", "page_table_data", "page_table_figure",
+    "request_names", "request_timeline_data", "request_timeline_figure", "schedule_data",
+    "schedule_figure", "serving_tradeoff_data", "serving_tradeoff_figure",
+    "sweep_data", "sweep_figure", "throughput_latency_figure",
+    "piece_bytes",
+    "summary_html", "timeline_data", "timeline_figure", "timeline_static",
+    "prompt_data", "prompt_html", "prompt_table",
+    "tokens_data", "tokens_html", "tokens_static",
+    "whatif_data", "whatif_figure", "whatif_static", "whatif_widget",
+    "LinkedText", "LinkedView", "figure_output",
+    "bytes_whatif_data", "bytes_whatif_figure", "wall_data", "wall_figure", "wall_table",
+    "format_choice_data", "format_choice_figure", "formats_data", "formats_figure",
+    "generations_data", "generations_figure",
+    "compiled_data", "compiled_figure", "graph_step_data", "graph_step_figure",
+    "step_profile_data", "step_profile_figure",
+    "accepted_histogram_data", "accepted_histogram_figure", "draft_length_data",
+    "draft_length_figure",
+    "logit_lens_data", "logit_lens_figure", "logit_lens_settle_figure", "logit_lens_step_figure",
+    "early_exit_data", "early_exit_figure",
+    "cost_data", "cost_figure",
+    "kv_quant_data", "kv_quant_figure",
+]
