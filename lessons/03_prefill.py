@@ -311,8 +311,9 @@ for n in sorted({1, 8, len(trace.prompt_tokens), 16, 64, 128, 512}):
     print(f"{n:6} {c.flops / 1e9:8.2f} {c.bytes / 1e6:9.1f} {c.intensity:14.1f}")
 
 # %% [markdown]
-# The bytes barely move, so the intensity grows with the prompt. (It is lower than the
-# per-layer figure: a pass also reads the 113 MB output head, used on the last token only.)
+# The bytes barely move, so the intensity grows with the prompt. (At your prompt's length it is
+# lower than the per-layer figure: a pass also reads the 113 MB output head, used on the last
+# token only.)
 # The rule `perf.pass_verdict`, used from here on, weighs three measured times:
 #
 # - the **memory floor**: bytes ÷ this machine's read speed, the shortest time the reading
@@ -424,8 +425,8 @@ print(f"2 rows take {flat:.0%} of {tokens[0]} rows' time, and {share:.0%} of a �
 
 # %% [markdown]
 # The memory floor counts the weights at a plain read's speed; the rates above are what the
-# kernels reach on a few rows. Where the hypothesis holds, that gap is much of the verdict's
-# "kernels running below the roofs", paid however few the tokens.
+# kernels reach on a few rows. Where the hypothesis holds, that gap is much of the "kernels
+# running below the roofs" above, paid however few the tokens.
 #
 # The slope is the other half, each extra token's arithmetic: extra FLOPs ÷ extra time from
 # 64 to 128 tokens, against the peak:
@@ -475,9 +476,9 @@ print({LINE[0]: "faster per token than the line: longer products ran nearer the 
 
 # %%
 compare_prediction(prediction_line, line_verdict, options=LINE,
-                   hint="the line assumes a part paid once per pass and a part in proportion to "
-                        "the tokens: list which parts of a pass could grow faster or slower than "
-                        "that at twice the length")
+                   hint="the line's b averages the whole sweep; the last stretch, 64 → 128 "
+                        "tokens (printed above: its extra time ÷ 64 tokens), is the cost per "
+                        "token at the long end: below b, the longer prompt lands under the line")
 
 # %% [markdown]
 # A line is a rule of thumb over the lengths it was fitted on.

@@ -125,7 +125,7 @@ print("runner-up first:", repr(lm.tokenizer.decode(other)))
 # ## Measure it: how fast does it write?
 #
 # **TPOT** (time per output token) is the average gap between two tokens after the first; its
-# inverse is the streaming speed in tokens per second.
+# inverse is the decode speed in tokens per second.
 
 # %%
 gaps = trace.inter_token_latencies_s
@@ -249,10 +249,10 @@ print(f"the fixed cost is {verdict.fixed_share.median:.0%} of the step; the arit
 # fixed cost and the gap between the streaming rate and the peak separate a real step from it.
 #
 # [08 · The memory wall](08_memory_wall.ipynb) measures those two numbers across model sizes
-# and number formats, and fits a line, TPOT ≈ a + bytes ÷ streaming rate. Lesson 06 shows the
-# other way out: one weight read serving several requests at once. On a GPU this model usually
-# runs in bfloat16, 2 bytes per number: the same FLOPs for half the weight bytes, so twice the
-# intensity:
+# and number formats, and fits a line, TPOT ≈ a + bytes ÷ streaming rate (its intercept a is
+# not the fixed cost). Lesson 06 shows the other way out: one weight read serving several
+# requests at once. On a GPU this model usually runs in bfloat16, 2 bytes per number: the same
+# FLOPs for half the weight bytes, so twice the intensity:
 
 # %%
 bf16 = perf.config_spec("smollm2-135m", dtype="bfloat16")  # this model's shape, 2 bytes each
@@ -292,13 +292,15 @@ busy = BUSY[0] if share < 0.2 else BUSY[1] if share <= 0.8 else BUSY[2]
 
 # %%
 compare_prediction(prediction_busy, busy, options=BUSY,
-                   hint="divide the busy time by the CUDA-graph step")
+                   hint="with no Python between the launches, what is left of a step besides "
+                        "its kernels' own work? (then: the busy time ÷ the CUDA-graph step)")
 
 # %% [markdown]
 # With the launches out of the way, a step takes about what its kernels take. The eager step's
 # wall time is the host's, and the host drifted: the same eager step, as each shipped file
 # timed it (the memory-wall run, which lesson 08 reads, also timed the host's launch cost on
-# a model as deep, 64 wide; the "compiled-step" runs and the "static cache" are lesson 13's):
+# a model as deep, 64 wide; the "compiled-step" runs and the "static cache", a cache allocated
+# once for every position, are lesson 13's):
 
 # %%
 walls = perf.eager_walls("llama-3.1-8b")

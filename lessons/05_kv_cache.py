@@ -335,21 +335,24 @@ extra_flops = float(np.median([extra_flops_at(r["seq_len"]) for r in rows[-6:]])
 if extra_s.low > 0:
     extra_rate = extra_s.rate(extra_flops)  # FLOP/s of the extra arithmetic
     print(f"without the cache: {extra_s.text(1e3, 'ms')} more for {extra_flops / 1e9:.1f} GFLOP "
-          f"more: {extra_rate.text(1e-9, 'GFLOP/s')}, {extra_rate.median / peaks.flops_per_s:.0%} "
-          f"of the peak {peaks.flops_spread.text(1e-9, 'GFLOP/s')}")
+          f"more: {extra_rate.text(1e-9, 'GFLOP/s')} if all the extra time were arithmetic, "
+          f"{extra_rate.median / peaks.flops_per_s:.0%} of the peak "
+          f"{peaks.flops_spread.text(1e-9, 'GFLOP/s')}")
 
 # %% [markdown]
 # The first cell splits the cached step as lesson 04 did: a fixed cost, then the weights
 # streaming in at the rate printed (below one large matrix-vector product's, as lesson 04
-# found), while its arithmetic at the peak would take the sliver printed last. The extra
-# arithmetic of an uncached step multiplies a whole matrix of tokens by each weight it reads,
-# the kind of product whose speed lesson 03 measured with its slope. The time ratio is
-# (cached step + extra) ÷ cached step, and the cached step is mostly not arithmetic, so the
-# FLOPs' multiple shrinks to the time's. It cannot stay small: the extra FLOPs grow with the
-# text while the cached step's bytes grow by only 46,080 per token (lesson 04).
+# found), while its arithmetic at the peak would take the sliver printed last. An uncached step
+# adds a pass over the whole text: a matrix of tokens multiplied by each weight it reads. On a
+# few dozen rows such products take about as long whatever their number (lesson 03's *a*, the
+# part of a pass paid once), so in the table the time ratio grows far less than the FLOP
+# ratio, and the rate printed last counts that once-per-pass cost as arithmetic: it is the
+# extra time's rate, below what the arithmetic alone reaches. It cannot stay small: the extra
+# FLOPs grow with the text while the cached step's bytes grow by only 46,080 per token (above;
+# lesson 04 timed it).
 #
-# **Predict.** At 512 tokens of text, will the extra arithmetic run faster or slower than it
-# just did at about 30? The next cell times both kinds of step, three times: a 512-token
+# **Predict.** At 512 tokens of text, will the extra arithmetic (extra FLOPs ÷ extra time) run
+# faster or slower than it just did at about 30? The next cell times both kinds of step, three times: a 512-token
 # prompt's prefill does exactly the work of an uncached step at that length, and the decode
 # steps after it are cached steps.
 

@@ -154,7 +154,8 @@ print(f"2 rows ÷ 1 row: ×{two.median:.2f} (×{two.low:.2f}–{two.high:.2f}) �
 # %%
 compare_prediction(prediction_rows, rows_verdict, options=ROWS,
                    hint="twice the arithmetic, the same weights read; but is the arithmetic "
-                        "what a one-row product's time is made of, and is it the same kernel?")
+                        "what a one-row product's time is made of, and is it the same kernel? "
+                        "(compare the GB/s printed for 1 and 2 rows)")
 
 # %% [markdown]
 # One row is a *matrix-vector* product; two or more take another kernel, *matrix-matrix*. Where
@@ -190,7 +191,7 @@ for b in (1, 2, 4, 8, 16, 32, 64, 256):
 # ## Measure it: prefill and decode on this machine's roofline
 #
 # How much arithmetic per byte keeps this machine's arithmetic units busy? Take its two ceilings
-# from lessons 03 and 04 (`perf.machine_peaks()`, `perf.cached_peaks()`): a large matrix
+# from lesson 02 (`perf.machine_peaks()`, `perf.cached_peaks()`): a large matrix
 # product's FLOP/s and memory's read speed in bytes/s. Their ratio is the **ridge point**
 # (lesson 03): below it, a pass's memory floor outlasts its compute floor; above it, the
 # reverse. The rule of lessons 03 and 04 adds the fixed cost per step (`perf.fixed_cost`).
@@ -427,8 +428,8 @@ compare_prediction(prediction_knee, knee, options=KNEE,
 roofline_figure(perf.busy_roofline(gpu_sweep))
 
 # %% [markdown]
-# The datasheet, having no host, cannot say that the wall time was mostly launches (lesson 13
-# measures the remedy, a CUDA graph, on the same GPU).
+# A datasheet's crossing (B=232 above) cannot say that the wall time was mostly launches: a
+# datasheet has no host (lesson 13 measures the remedy, a CUDA graph, on the same GPU).
 #
 # ## Where this leads: the memory wall
 #
@@ -488,7 +489,7 @@ for m, free, where in ((spec, 2e9 - held, f"2 GB minus this notebook's {held / 1
 # memory-bound however it is batched. That gap is **the memory wall**; what fights it
 # (fewer bytes per weight, smaller caches, smarter batching) moves fewer bytes per token.
 # Lesson 08 measures it; lesson 12 shows from datasheets that arithmetic has grown faster than
-# bandwidth across GPU generations (from V100 to B200, ×18 against ×8.9).
+# bandwidth across GPU generations.
 #
 # ## Next
 #

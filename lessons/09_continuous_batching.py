@@ -258,8 +258,9 @@ print(f"median ITL: 1 stream {itl[0].text(1e3, 'ms', runs=False)}, 8 streams "
 
 # %%
 viz.compare_prediction(prediction_itl, itl_ratio.median, rel_tol=0.25,
-                       hint="start from what 4 streams did to a request's gaps (the first run, "
-                            "against the one request alone), then scale by how "
+                       hint="start from what 4 streams did to a request's gaps (the 4-stream "
+                            "run at the top, its ITL p50, against the one request alone), "
+                            "then scale by how "
                             "lesson 06's decode step changed from B=4 to B=8")
 
 # %% [markdown]
@@ -321,18 +322,21 @@ if llama is not None:
     print(f"llama.cpp's server peak {llama_peak / 2**20:,.0f} MiB")
 
 # %% tags=["nbval-ignore-output"]
+feedback = None  # the check's verdict, shown at the end of the cell
 if llama_runs is not None:
     engine_ratio = serve.throughput_ratio(llama_runs[-1], batched[-1])  # 8 streams
     measured_engine = serve.band(engine_ratio, [0.8, 1.25], ["fewer", "about as many", "more"])
     print(f"at 8 streams llama.cpp made ×{engine_ratio.median:.2f} ({engine_ratio.low:.2f}–"
           f"{engine_ratio.high:.2f}) the tokens per second of continuous batching: "
           f"{measured_engine}")
-    viz.compare_prediction(prediction_engine, measured_engine,
-                           options=["fewer", "about as many", "more"],
-                           hint="one reads 6 times fewer bytes per step, the other makes 8 "
-                                "tokens per step: compare its 1-stream speed with the batch's")
+    feedback = viz.compare_prediction(prediction_engine, measured_engine,
+                                      options=["fewer", "about as many", "more"],
+                                      hint="one reads 6 times fewer bytes per step, the other "
+                                           "makes 8 tokens per step: compare its 1-stream speed "
+                                           "with the batch's")
 else:
     print("llama.cpp is not installed here: this check needs it (see the message above)")
+feedback
 
 # %% [markdown]
 # Up is each user's speed (tokens per second while their answer streams), across is
@@ -420,7 +424,7 @@ print(f"together at most {total / 2**20:,.0f} MiB: "
 # %% [markdown]
 # ## Understand it: lesson 06's step, the engine's pass, the server's pass
 #
-# With both servers stopped, this notebook can time lesson 06's padded decode loop and
+# With both servers stopped, this notebook can time lesson 06's static decode loop and
 # transformers' continuous-batching engine (the server's code path without HTTP) at the
 # server's context: 8 copies of such a prompt, each against a batch of 1.
 #
@@ -459,11 +463,11 @@ viz.compare_prediction(prediction_path, larger, options=["the code path", "the p
                        hint="the process: do the server's HTTP threads take a core from the "
                             "model's two threads on this machine? The code path: attention "
                             "through page tables over one flat sequence, against lesson 06's "
-                            "padded batch (where spreads overlap, either answer counts)")
+                            "static batch (where spreads overlap, either answer counts)")
 
 # %% [markdown]
 # Which adds more varies by machine and run: the code path where the engine's flat sequence
-# costs more than lesson 06's padded batch; the process where the HTTP server's threads compete
+# costs more than lesson 06's static batch; the process where the HTTP server's threads compete
 # with the model for two cores; neither where spreads overlap near ×1.0. A factor below ×1
 # means a pass of 1 already carried a cost that a pass of 8 shares (such as the server's HTTP
 # and scheduling work). Either way the 8-stream ITL is accounted for: lesson 06's step times

@@ -220,8 +220,8 @@ for name, example in perf.EXAMPLE_PRICES.items():
 # server recorded every pass, so the two can be timed apart: a pass that carried prompt chunks
 # and nothing else computed a whole prompt at once (lesson 03), while each pass of the answer
 # made one token per request (lesson 04). The output price is *all-in* (the bill's header says
-# how), so prefill passes count in both prices, and the ratio below is a little above what the
-# decode passes alone would give. Priced here: every load of the continuous-batching server's
+# how), so prefill passes count in both prices, and the ratio below is above what the decode
+# passes alone would give. Priced here: every load of the continuous-batching server's
 # rate sweep (each the median of its 3 runs), from one request at a time to all at once. The
 # bill's TTFT and TPOT pool every request of a load's runs, so they can differ from the sweep
 # table's p50 columns.
@@ -250,7 +250,7 @@ viz.compare_prediction(prediction_input, measured_input,
 # %% [markdown]
 # Batching's bargain, priced. Above: $ per million tokens against the requests in flight
 # together — the server's loads above, and the shipped references: lesson 06's loop on this
-# course's CPU, and an H200 serving Llama-3.1-8B at the H200's example price.
+# course's CPU, and an H200 decoding batches of Llama-3.1-8B at the H200's example price.
 # Below: what each setting costs each user, the time between two of their tokens. Moving right,
 # a token gets cheaper and each user waits longer for it.
 

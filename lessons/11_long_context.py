@@ -47,7 +47,8 @@ print(perf.yardsticks())
 lm = viz.load_model(device="cpu")
 spec = lm.spec
 print(f"{spec.name}: {spec.kv_bytes_per_token():,} bytes of keys and values per token, "
-      f"{spec.weight_bytes:,} bytes of weights, up to {spec.context_length:,} tokens")
+      f"{spec.weight_bytes:,} bytes of weights, up to {spec.context_length:,} tokens; "
+      f"{spec.n_layers} layers, {spec.n_heads} query heads of {spec.head_dim} numbers")
 
 # %% [markdown]
 # ## See it: prefill of long prompts, attention taken out
@@ -179,8 +180,7 @@ print(f"at 8,191: step {parts['step']:.1f} ms = empty-cache step {parts['empty s
 fixed = perf.fixed_cost(spec.n_layers)  # measured once per machine (lesson 04), then reused
 cost = perf.decode_cost(spec, 8192)
 v = perf.pass_verdict(cost.flops, cost.bytes, long_decode.spread("decode_step_s")[-1], peaks, fixed)
-print(f"the rule on that step: {v.regime}; reading its bytes at the peak would take "
-      f"{v.memory_floor.median * 1e3:.1f} ms of it (MBU {v.mbu:.0%})")
+print(f"the rule on that step: {v} (MBU {v.mbu:.0%})")
 
 # %% [markdown]
 # What is left over is not taken apart here. A paged cache (lesson 09) writes only the new token
@@ -412,7 +412,7 @@ print(f"a pass of those {new_95} tokens {few * 1e3:.0f} ms; a pass of one token 
 band_95 = viz.band(speedup_spread, [4, 12], SPEEDUP)  # with both times' spreads
 compare_prediction(prediction_speedup, band_95, options=SPEEDUP,
                    hint="what does a pass cost whatever the number of tokens it carries "
-                        "(lesson 03's intercept)?")
+                        "(lesson 03's *a*, the part paid once)?")
 
 # %% [markdown]
 # The speed-up stays below the tokens saved because a pass reads every weight and pays its fixed

@@ -19,8 +19,8 @@
 #
 # **step ≈ fixed cost + bytes read ÷ the bandwidth the kernels achieve**
 #
-# This lesson measures the other two remedies of [08 · The memory wall](08_memory_wall.ipynb),
-# on your machine, on the course model:
+# This lesson measures the other two remedies of [08 · The memory wall](08_memory_wall.ipynb)
+# on the course model:
 #
 # 1. **less overhead**: what the fixed cost is made of, and what removes it (a compiler here;
 #    on a GPU, CUDA graphs, measured on an H200);
@@ -42,12 +42,11 @@ lm = viz.load_model(device="cpu")  # the course model, for the profile below
 # %% [markdown]
 # ## See it: what a step is made of
 #
-# Lesson 08 found a **fixed cost** per step: a model as deep as this one but almost without
-# weights still takes milliseconds per token. `perf.profile_decode_step` runs ten decode steps
-# of the course model under `torch.profiler` and sorts every top-level operation of the median
-# step into the matrix products (the weights being read), attention, the norms, the small ops
-# (adds, the rotary embedding, the cache's bookkeeping...) and the **gaps** between operations,
-# when no operation runs at all: Python, the framework, the dispatcher choosing each kernel.
+# Lesson 08 found a **fixed cost** per step, milliseconds even with almost no weights.
+# `perf.profile_decode_step` runs ten decode steps of the course model under `torch.profiler`
+# and sorts the median step's top-level operations into the matrix products (the weights being
+# read), attention, the norms, the small ops (adds, the rotary embedding...) and the **gaps**,
+# when no operation runs at all (Python, the framework, the dispatcher).
 #
 # ✏️ **Predict.** What share of one decode step (0 to 1) goes to the matrix products — the part
 # that reads the weights?
@@ -81,40 +80,35 @@ compare_prediction(prediction_matrix, matrix_share, rel_tol=0.25,
 # %% [markdown]
 # ## Understand it: paying per operation
 #
-# A decode step of this model is about 1,700 top-level operations (the matrix products with
-# the others printed above), and torch launches each one
+# A decode step of this model is about 1,700 top-level operations, and torch launches each one
 # from Python: it reads the arguments, picks a kernel for their shapes and types, allocates the
 # output, and only then computes. For a 576-wide vector most kernels finish in microseconds, so
-# the launching is much of the work. Lesson 08's fixed cost measures the launching alone (the
-# same depth, almost no width); the rest of the step above is that, plus the small operations'
-# own work at this width, plus what profiling adds (the line under the table). None of it
-# shrinks with the bytes: fewer bytes shorten the matrix products only.
+# the launching is much of the work. The rest of the step is lesson 08's fixed cost (the
+# launching alone), plus the small operations' own work, plus what profiling adds (the line
+# under the table). None of it shrinks with the bytes.
 #
-# The remedies all do the same thing: decide the whole step once, then run it without asking
-# Python again.
+# The remedies all decide the whole step once, then run it without asking Python again.
 #
 # - **A compiler** (`torch.compile`) traces the step once, fuses the chains of small operations
 #   into generated kernels and runs them without the Python in between. Measured below.
 # - **CUDA graphs** (on a GPU) record a step's kernel launches once and replay them with one
 #   call; serving engines (vLLM, SGLang) do this for every batch size they serve.
-# - **An engine written for inference**: llama.cpp builds each step as one C++ graph. Lesson 12
-#   measured it: transformers float32 and llama.cpp F32 read the same bytes, so the ratio
+# - **An engine written for inference**: llama.cpp builds each step as one C++ graph. In
+#   lesson 12, transformers float32 and llama.cpp F32 read the same bytes, so the ratio
 #   between them is this remedy plus a better-streaming kernel.
 
 # %% [markdown]
 # ## Measure it: compile the step
 #
-# A compiled graph is made for the shapes it saw. The usual KV cache (transformers'
-# `DynamicCache`) grows by one position a step, so every step would have new shapes for
-# torch.compile to trace again. A
-# **static cache** fixes that: room for every position is allocated once, each step writes
-# one, and a mask hides the rest, so every step has the same shapes and is traced once.
+# A compiled graph is made for the shapes it saw. The usual KV cache (`DynamicCache`) grows by
+# one position a step, so torch.compile would trace every step again. A **static cache**
+# allocates room for every position once; each step writes one and a mask hides the rest, so
+# every step has the same shapes and is traced once.
 #
 # `perf.measure_compiled_step` compiles one decode step that way and times it against the
-# same step run eager, in turns. It measures lesson 08's fixed-cost model: the course model's
-# 30 layers at a width of 64, whose weights take no time to read, so its step *is* the fixed
-# cost. Compiling (tracing, then writing and building C++) takes most of a minute on two
-# cores; the time is printed.
+# same step run eager, in turns, on a fixed-cost model like lesson 08's, a third as deep: 10
+# layers at a width of 64, whose step *is* the fixed cost. Compiling it takes about half a
+# minute on two cores (the time is printed; 30 layers take most of a minute).
 #
 # ✏️ **Predict.** How many times faster will the compiled fixed-cost step be than the eager one
 # with the same static cache (1 means no faster)?
@@ -125,13 +119,13 @@ prediction_compiled = None  # ← eager step ÷ compiled step
 # %% tags=["nbval-ignore-output"]
 del lm  # the course model steps out while the compiler works (together: over Binder's 2 GB)
 perf.release_memory()
-narrow = perf.from_config(perf.narrow_config("smollm2-135m"))  # 30 layers × 64: lesson 08's
+narrow = perf.from_config(perf.narrow_config("smollm2-135m", n_layers=10))  # 10 layers × 64
 missing = perf.compiler_missing()  # torch.compile builds C++ on a CPU: is there a compiler?
 if missing:
     compiled = None
     print(missing)
 else:
-    compiled = perf.measure_compiled_step(narrow)  # most of a minute, most of it compiling
+    compiled = perf.measure_compiled_step(narrow)  # about half a minute, most of it compiling
     print(compiled)
 
 # %%
@@ -142,23 +136,23 @@ compare_prediction(prediction_compiled, compiled.speedup.median, rel_tol=0.3,
     if compiled else print("nothing compiled on this machine: nothing to compare")
 
 # %% [markdown]
-# The compiler removed part of the fixed cost; part stays (the 30 compiled layers still run
-# one after another, and the cache is still written each step). Now the course model itself:
-# its step reads 538 MB, so the same saving in milliseconds is a smaller share of it.
+# The compiler removed part of the fixed cost, not all: the 10 layers still run one after
+# another and the cache is still written. The fixed cost grows with depth (lesson 08), so the
+# course model's 30 layers would save about three times the milliseconds; but its step also
+# reads 538 MB, so that saving is a smaller share of it.
 #
-# ✏️ **Predict.** Say compiling the course model saved about the same milliseconds per step as
-# above. How many times faster would its step be? (Its eager step: the profiled step above, or
-# lesson 12's transformers float32 row.)
+# ✏️ **Predict.** Say compiling the course model saved three times the milliseconds per step
+# saved above (30 layers, not 10). How many times faster would its step be? (Its eager step:
+# the profiled step above, or lesson 12's transformers float32 row.)
 
 # %%
 COURSE = ["under ×1.1", "×1.1 to ×1.5", "×1.5 or more"]
 prediction_course = None  # ← eager step ÷ compiled step, for the course model: one of COURSE
 
 # %% [markdown]
-# Compiling the course model takes longer than this lesson should (most of a minute more on
-# two cores), so the figure below is the reference machine's, measured by
-# `benchmarks/remedies.py` and labelled. Set `COMPILE_COURSE_MODEL = True` to measure it on
-# yours.
+# Compiling the course model would take most of a minute more, so below is the reference
+# machine's run (`benchmarks/remedies.py`, labelled). Set `COMPILE_COURSE_MODEL = True` to
+# measure it on yours.
 
 # %% tags=["nbval-ignore-output"]
 COMPILE_COURSE_MODEL = False
@@ -175,25 +169,22 @@ views.compiled_figure([compiled, course_compiled] if compiled else [course_compi
 # %%
 course_speedup = viz.band(course_compiled.speedup, [1.1, 1.5], COURSE)  # with its spread
 compare_prediction(prediction_course, course_speedup, options=COURSE,
-                   hint="eager step ÷ (eager step − the saving): a few milliseconds off a step "
-                        "of tens")
+                   hint="eager step ÷ (eager step − 3 × the saving above): about ten "
+                        "milliseconds off a step of tens")
 
 # %% [markdown]
-# The compiler takes off what it can of the fixed cost, a few milliseconds a step, and the
-# bytes are untouched: on a CPU the course model's step stays memory-bound (lesson 08's rule
-# on it: "SmolLM2-135M fp32 … memory-bound"), so the speed-up is
-# a tenth or so, sometimes too close to call on a busy machine. Where the fixed cost *is* the
-# step — a small model on a fast GPU, whose weights stream in a fraction of a millisecond —
-# the same remedy (there: CUDA graphs, or `torch.compile(mode="reduce-overhead")`) is what
-# sets the speed (the last section measures what is left of a GPU step once the launches are
-# gone). And compiling has its price: the time printed
-# above, paid again whenever the shapes change (serving engines compile one graph per batch size
-# they serve, once, at start).
+# The compiler takes a few milliseconds off a step and leaves the bytes untouched: on a CPU the
+# course model's step stays memory-bound (lesson 08), so the speed-up is a tenth or so,
+# sometimes too close to call. Where the fixed cost *is* the step — a small model on a fast
+# GPU, whose weights stream in a fraction of a millisecond — the same remedy (there: CUDA
+# graphs, or `torch.compile(mode="reduce-overhead")`) sets the speed: the last section
+# measures it. And compiling has its price, the time printed above, paid again whenever the
+# shapes change.
 
 # %% [markdown]
 # ## More tokens per pass: speculative decoding
 #
-# The remedies so far make a step cheaper. Speculative decoding makes one step do more: guess
+# The remedies so far make a step cheaper; speculative decoding makes one step do more: guess
 # the next few tokens cheaply, check all the guesses in **one** forward pass (a short prefill
 # over them), keep the ones the model agrees with, plus the model's own next token. Greedy text
 # stays exactly the same; only the number of passes changes. *Prompt lookup* (transformers'
@@ -238,24 +229,22 @@ compare_prediction(prediction_per_pass, per_pass, rel_tol=0.3,  # the cell's las
                         "a pass: how many of each kind, in a reply of about 40 tokens?")
 
 # %% [markdown]
-# The histogram shows what a pass can make: 1 token when every guess is rejected (or none was
-# found), 11 when all ten guesses are right. Copying, some passes accept all ten guesses and
-# others none (the histogram says how many of each); the story's passes accept next to
-# nothing — and they are *slower* than plain ones, because each pass with a guess runs 11
-# positions through the model instead of 1 and the weights, read once either way, are no
-# longer the only cost. Speculative decoding pays exactly when the guesses are right often
-# enough to cover that extra work. A small **draft model** guessing
-# for any text is the general form (transformers' `assistant_model`); the course has no
-# smaller model with this one's vocabulary, so it is not measured here.
+# A pass makes 1 token when every guess is rejected (or none was found), 11 when all ten are
+# right. Copying, some passes accept all ten and others none; the story's passes accept next
+# to nothing — and are *slower* than plain ones: each pass with a guess runs 11 positions
+# through the model instead of 1, and the weights, read once either way, are no longer the
+# only cost. Speculative decoding pays when the guesses are right often enough to cover that
+# extra work. The general form is a small **draft model** guessing for any text (transformers'
+# `assistant_model`); the course has no smaller model with this one's vocabulary to measure it.
 
 # %% [markdown]
 # ### Drag the draft length
 #
 # Prompt lookup guessed k = 10 tokens each time. With fewer guesses a pass checks less but
-# can make at most k + 1 tokens; with more, a pass makes more when the guesses are right and
-# checks more positions either way. The slider runs the copying prompt again at the k you
-# choose (plain and prompt lookup, one round each after a warm-up: a few seconds for each new
-# k); k = 1 and 4 are measured first, and k = 10 is the run above (three rounds: its bar).
+# makes at most k + 1 tokens; with more, it makes more when the guesses are right and checks
+# more positions either way. The slider reruns the copying prompt at the k you choose (plain
+# and prompt lookup, one round each after a warm-up: a few seconds per new k); k = 1 and 4 are
+# measured first, and k = 10 is the run above (three rounds: its bar).
 #
 # ✏️ **Predict.** With k = 1 (one guess per lookup), copying the list: how many tokens will a
 # decode pass make on average?
@@ -297,7 +286,7 @@ compare_prediction(prediction_k1, per_pass_k1, rel_tol=0.15,
                         "right?")
 
 # %% [markdown]
-# Read the two panels together. The tokens per pass climb with k but fall further below
+# The tokens per pass climb with k but fall further below
 # their ceiling the larger k is: a pass can keep only the guesses before the first wrong one,
 # and the copied list runs out. The speed-up follows the tokens per pass, less what checking
 # k + 1 positions costs each pass (on a CPU, more than checking one: the story above).
@@ -306,9 +295,8 @@ compare_prediction(prediction_k1, per_pass_k1, rel_tol=0.15,
 # ## The same step on a GPU: computed, then measured
 #
 # First **computed** from the H100's datasheet (SXM, 80 GB: 3.35 TB/s, 989 TFLOP/s dense
-# bfloat16) with lesson 08's rule: a step takes the slower of reading its bytes and doing its
-# arithmetic, plus a fixed cost. First with no fixed cost at all, the ideal that CUDA graphs
-# aim at:
+# bfloat16) with lesson 08's rule, starting with no fixed cost at all, the ideal that CUDA
+# graphs aim at:
 
 # %%
 shapes = ["smollm2-135m", "smollm2-360m", "llama-3.2-1b", "smollm2-1.7b", "llama-3.1-8b"]
@@ -344,13 +332,12 @@ views.wall_figure(gpu_eager, gpu_ideal)
 
 # %% [markdown]
 # The GPU reads the bytes so much faster that the same fixed cost becomes most of the step:
-# compare the two charts' verdicts. Now **measured**: the course ships the remedy run on an
-# NVIDIA H200 (`perf.gpu_reference("compiled-step", ...)`; random weights, bfloat16): the
-# decode step compiled by `torch.compile(mode="reduce-overhead")`, which fuses operations
-# (Inductor) and records the compiled step's kernels into a CUDA graph once, replayed with one
-# launch per step. Lesson 04 measured the eager step without its host (the GPU's busy time,
-# its kernels summed) and checked your guess of how much of this graph step it is. The same
-# run, read as a remedy, with what the compile cost:
+# compare the two charts' verdicts. Now **measured** on an NVIDIA H200 (shipped:
+# `perf.gpu_reference("compiled-step", ...)`; random weights, bfloat16): the decode step
+# compiled by `torch.compile(mode="reduce-overhead")`, which fuses operations and records the
+# step's kernels into a CUDA graph once, replayed with one launch per step. Lesson 04 compared
+# this graph step with the eager step's kernels summed; here it is read as a remedy, with what
+# the compile cost:
 
 # %%
 print(perf.gpu_provenance())
@@ -367,31 +354,27 @@ views.graph_step_figure(steps)
 
 # %% [markdown]
 # Replayed as a CUDA graph, each step took about as long as the eager step's kernels, summed
-# (the ratios above). What this run cannot tell: `reduce-overhead` also fused operations, so
-# the graph's kernels are not the eager step's, and the timed call included the compiler's
-# guards (its checks that the inputs still have the shapes it compiled for), a copy of the
-# output and a wait for the GPU every step. Whether fusion shortened the
-# GPU's own time while those extras lengthened it by as much, or neither, needs a profile of
-# the compiled step, which this run did not make. The eager step's wall time, timed in turns
-# with the graph, is the host's: Python launching a thousand kernels one by one, a pace that
-# drifted several times over within the session (lesson 04), so the course does not turn it
-# into a speed-up.
+# (the ratios above). This run cannot say more: `reduce-overhead` also fused operations, so
+# the graph's kernels are not the eager step's, and each timed call also included the
+# compiler's guards (its checks that the inputs still have the shapes it compiled for), an
+# output copy and a wait for the GPU. Telling these apart needs a profile of the compiled
+# step, which this run did not make. The eager step's wall time is the host's, which drifted
+# several times over within the session (lesson 04), so the course does not turn it into a
+# speed-up.
 #
 # Where the measurement differs from the computation: the computed ideal has no fixed cost at
-# all, and the graph does not get there. For the 8B the replayed step reads its weights within
-# a factor of two of the memory floor (the MBU above); for the course model's shape the step
-# stays many times its floor: a graph removes the host's launching, not the GPU's own time in
-# each of the step's many short kernels. That is why serving engines both capture graphs and
-# fuse kernels, and why a small model gains the most from both. A server pays the compile's
-# price, printed above, once at start. (The 8B's greedy tokens differ between the eager and
-# the graph step, the course model's do not: with random weights the text means nothing either
-# way, and this run did not take the difference apart.)
+# all, and the graph does not get there. The 8B's step is within a factor of two of its memory
+# floor, the course model's shape many times its floor (the MBU above): a graph removes the
+# host's launching, not the GPU's own time in each of the step's many short kernels. That is
+# why serving engines both capture graphs and fuse kernels, and why a small model gains the
+# most from both. A server pays the compile's price once, at start. (The 8B's greedy tokens
+# differ between eager and graph, the course model's do not: with random weights the text
+# means nothing either way.)
 
 # %% [markdown]
 # ## Check yourself
 #
-# Your predictions were checked where you made them: the matrix products' share, the compiled
-# steps, the tokens per pass (k = 10 and k = 1) and the GPU's verdict. One more, in words.
+# Your predictions were checked where you made them. One more, in words.
 #
 # ✏️ A service runs the course model on an H100 at batch 1, eager. Of the three remedies of
 # lessons 12 and 13 — fewer bytes, less overhead, more tokens per pass — which would you try
