@@ -34,7 +34,7 @@ from viz import perf, views
 # ## See it: time per token against bytes per token
 #
 # The chart ships with the course, recorded on the project's 2-core CPU (models of up to 7 GB
-# do not fit in a Binder session). How it was recorded:
+# do not fit in Binder). How it was recorded:
 
 # %%
 ref = perf.load_reference("cpu-memory-wall")
@@ -54,16 +54,15 @@ for key in ("command", "date", "machine", "threads", "threads_note", "load_avera
 views.wall_figure(ref)
 
 # %% [markdown]
-# A dot's colour is the verdict of a rule explained below. The same numbers as a table, the
+# A dot's colour is the verdict of the rule below. The same numbers as a table, the
 # verdict last:
 
 # %%
 print(ref)
 
 # %% [markdown]
-# The tiny-width models take milliseconds per step while reading almost nothing; the largest
-# take hundreds of milliseconds, growing with the bytes; in between, the fixed cost and the
-# bytes share the step.
+# The tiny-width models take milliseconds per step while reading almost nothing; the largest,
+# hundreds, growing with the bytes; in between, fixed cost and bytes share the step.
 #
 # ## Understand it: three floors and one rule
 #
@@ -109,7 +108,7 @@ verdicts = [my_regime(q.seconds, ref.memory_floor_s(q), ref.compute_floor_s(q), 
 print("same verdict as perf.regime on every point:", verdicts == list(ref.regimes().values()))
 
 # %% [markdown]
-# `perf.regime` is the same rule with input checks. `ref.explain(p)` applies it with the
+# `perf.regime` is the same rule, checked. `ref.explain(p)` applies it with the
 # measured spreads (`perf.verdict`), prints the deciding comparison and its margin, and says
 # **too close to call** (lesson 03) where a boundary lies inside the spreads. A floor longer
 # than the whole measured step is no floor for it (its peak, from one large kernel, is not what
@@ -223,8 +222,8 @@ print(f"256 MiB now {fresh.text(1e-9, 'GB/s')}, in the peaks {kept.text(1e-9, 'G
          "than then"))
 
 # %% [markdown]
-# Where other programs run, the same buffer read twice can differ by tens of percent: hence
-# medians and spreads.
+# Where other programs run, two reads of one buffer can differ by tens of percent: hence
+# spreads.
 #
 # Now decode steps on your machine. `perf.measure_wall` builds each model from its published
 # shape with random weights (the real model's kernels and bytes, meaningless text) and times its
@@ -293,7 +292,7 @@ print("here the rest of the step " + ("shrank at least in proportion to the byte
 # %% [markdown]
 # Half the bytes shorten the streaming part as much as the kernels' bytes per second allow: at
 # the same rate it halves; slower, it shrinks less; faster (a kernel slow in float32), more than
-# half. The lines above say which happened here. It depends on the CPU: with bfloat16
+# half. The lines above say which happened. It depends on the CPU: with bfloat16
 # instructions (AVX-512 BF16, or AMX), bfloat16's kernels are fast; without (AVX2 only, like
 # many laptops), its large matrix products run tens of times slower than float32's (see the
 # finding above), and decode's matrix-vector products have their own line. Fewer bytes help only
@@ -342,8 +341,8 @@ mine = mine.merged(perf.measure_wall(["smollm2-135m"], ["float32"], batch_sizes=
                                      overhead=floors))
 
 # %% [markdown]
-# Your points (filled) beside the reference's (hollow, dotted floors), and the line of your
-# fit, printed here with the points it was fitted on:
+# Your points (filled) beside the reference's (hollow, dotted floors), and your fitted line,
+# printed with the points it was fitted on:
 
 # %% tags=["nbval-ignore-output"]
 print(mine.fit() if mine.fit_dtype() else  # a line needs two shapes in one format
