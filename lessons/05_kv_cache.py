@@ -343,13 +343,13 @@ if extra_s.low > 0:
 # The first cell splits the cached step as lesson 04 did: a fixed cost, then the weights
 # streaming in at the rate printed (below one large matrix-vector product's, as lesson 04
 # found), while its arithmetic at the peak would take the sliver printed last. An uncached step
-# adds a pass over the whole text: a matrix of tokens multiplied by each weight it reads. On a
-# few dozen rows such products take about as long whatever their number (lesson 03's *a*, the
-# part of a pass paid once), so in the table the time ratio grows far less than the FLOP
-# ratio, and the rate printed last counts that once-per-pass cost as arithmetic: it is the
-# extra time's rate, below what the arithmetic alone reaches. It cannot stay small: the extra
-# FLOPs grow with the text while the cached step's bytes grow by only 46,080 per token (above;
-# lesson 04 timed it).
+# replaces the one-token pass with a pass over the whole text: a matrix of tokens multiplied by
+# each weight it reads. Such a pass costs more than a one-token pass before its arithmetic
+# grows (lesson 03's *a*, the part of a pass paid once), so in the table the time ratio grows
+# far less than the FLOP ratio, and the rate printed last, which counts all the extra time as
+# arithmetic, is below what the arithmetic alone reaches. The time gap cannot stay small: the
+# extra FLOPs grow with the text while the cached step's bytes grow by only 46,080 per token
+# (above; lesson 04 timed it).
 #
 # **Predict.** At 512 tokens of text, will the extra arithmetic (extra FLOPs ÷ extra time) run
 # faster or slower than it just did at about 30? The next cell times both kinds of step, three times: a 512-token

@@ -468,9 +468,9 @@ viz.compare_prediction(prediction_path, larger, options=["the code path", "the p
 # %% [markdown]
 # Which adds more varies by machine and run: the code path where the engine's flat sequence
 # costs more than lesson 06's static batch; the process where the HTTP server's threads compete
-# with the model for two cores; neither where spreads overlap near ×1.0. A factor below ×1
-# means a pass of 1 already carried a cost that a pass of 8 shares (such as the server's HTTP
-# and scheduling work). Either way the 8-stream ITL is accounted for: lesson 06's step times
+# with the model for two cores; neither where spreads overlap near ×1.0. A factor clearly
+# below ×1 would mean a pass of 1 already carried a cost that a pass of 8 shares (such as the
+# engine's scheduling work). Either way the 8-stream ITL is accounted for: lesson 06's step times
 # the code path and the process, plus prompt chunks and the way to the client.
 
 # %% [markdown]

@@ -137,13 +137,13 @@ compare_prediction(prediction_compiled, compiled.speedup.median, rel_tol=0.3,
 
 # %% [markdown]
 # The compiler removed part of the fixed cost, not all: the 10 layers still run one after
-# another and the cache is still written. The fixed cost grows with depth (lesson 08), so the
-# course model's 30 layers would save about three times the milliseconds; but its step also
-# reads 538 MB, so that saving is a smaller share of it.
+# another and the cache is still written. If the saving grew with depth, as the fixed cost
+# does (lesson 08), the course model's 30 layers would save about three times the
+# milliseconds; but its step also reads 538 MB, so that saving is a smaller share of it.
 #
 # ✏️ **Predict.** Say compiling the course model saved three times the milliseconds per step
 # saved above (30 layers, not 10). How many times faster would its step be? (Its eager step:
-# the profiled step above, or lesson 12's transformers float32 row.)
+# the plain step printed with the profile above, or lesson 12's transformers float32 row.)
 
 # %%
 COURSE = ["under ×1.1", "×1.1 to ×1.5", "×1.5 or more"]
@@ -173,7 +173,8 @@ compare_prediction(prediction_course, course_speedup, options=COURSE,
                         "milliseconds off a step of tens")
 
 # %% [markdown]
-# The compiler takes a few milliseconds off a step and leaves the bytes untouched: on a CPU the
+# The compiler takes a few milliseconds off a step (the reference's saving has a wide spread,
+# and its median is less than depth alone predicts) and leaves the bytes untouched: on a CPU the
 # course model's step stays memory-bound (lesson 08), so the speed-up is a tenth or so,
 # sometimes too close to call. Where the fixed cost *is* the step — a small model on a fast
 # GPU, whose weights stream in a fraction of a millisecond — the same remedy (there: CUDA
