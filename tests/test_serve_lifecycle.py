@@ -8,6 +8,7 @@ checks the real server's own stop).
 """
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -200,3 +201,77 @@ def test_cuda_that_is_not_there_is_refused(tmp_path):
     (folder / "config.json").write_text("{}")
     with pytest.raises(ValueError, match=r"CUDA is not available on this machine"):
         EmbeddedServer(str(folder), device="cuda")
+
+
+# ---- launch: a port taken between choosing and binding, a warm-up that fails ---------------
+TAKEN_THEN_SERVES = """import pathlib, runpy, sys
+count = pathlib.Path({count!r})
+n = int(count.read_text()) if count.exists() else 0
+count.write_text(str(n + 1))
+if n < {taken}:
+    print("OSError: [Errno 98] error while attempting to bind: address already in use")
+    sys.exit(1)
+sys.argv = [{server!r}, *sys.argv[1:]]
+runpy.run_path({server!r}, run_name="__main__")
+"""
+
+
+def taken_then_serves(tmp_path, taken: int):
+    """A script that fails `taken` times as a server whose port is taken, then serves."""
+    count = tmp_path / "tries"
+    script = tmp_path / "taken.py"
+    script.write_text(TAKEN_THEN_SERVES.format(count=str(count), taken=taken,
+                                               server=str(FAULT_SERVER)))
+    return script, count
+
+
+def test_launch_chooses_another_port_when_one_is_taken_and_a_clean_stop_removes_the_run(
+        tmp_path):
+    script, count = taken_then_serves(tmp_path, taken=2)
+    p = ManagedProcess([], host="127.0.0.1", port=0, run_prefix="viz-test-",
+                       startup_timeout_s=150, what="fault server")
+    run_dir, ports = p.run_dir, []
+
+    def args():
+        ports.append(p.port)
+        return ["--script", str(script), "--", "--port", str(p.port)]
+
+    with p.launch(args):
+        assert p.alive and count.read_text() == "3" and len(ports) == 3
+        assert p.log_path.parent == run_dir and run_dir.is_dir()
+    assert gone(p.pid) and not run_dir.exists() and p.run_dir is None
+
+
+def test_a_fixed_port_that_is_taken_is_tried_once_and_the_run_is_kept(tmp_path):
+    from viz.serve.server import PortTaken
+
+    script, count = taken_then_serves(tmp_path, taken=1)
+    p = ManagedProcess([], host="127.0.0.1", port=free_port(), run_prefix="viz-test-",
+                       fixed_port=True, what="fault server")
+    with pytest.raises(PortTaken, match=r"port \d+ is taken: choose another port, or leave "
+                                        r"port=None"):
+        p.launch(lambda: ["--script", str(script), "--", "--port", str(p.port)])
+    assert count.read_text() == "1" and p.failed and not p.alive
+    assert "address already in use" in p.log_path.read_text()  # kept for the error message
+    shutil.rmtree(p.run_dir)
+
+
+def test_a_failed_warm_up_stops_the_server_and_keeps_its_log(tmp_path, monkeypatch):
+    import viz.serve.server as server_module
+
+    def refuse(*args, **kwargs):
+        raise ServeError("the warm-up request failed")
+
+    monkeypatch.setattr(server_module, "record_request", refuse)
+    script, _ = taken_then_serves(tmp_path, taken=0)
+    p = ManagedProcess([], host="127.0.0.1", port=0, run_prefix="viz-test-", warmup=True,
+                       startup_timeout_s=150, what="fault server")
+    with pytest.raises(ServeError, match="the warm-up request failed"):
+        p.launch(lambda: ["--script", str(script), "--", "--port", str(p.port)])
+    assert p.failed and gone(p.pid) and p.log_path.is_file()
+    shutil.rmtree(p.run_dir)
+
+
+def test_a_plain_process_needs_a_log_path_or_a_run_folder():
+    with pytest.raises(ValueError, match="give log_path, or run_prefix"):
+        ManagedProcess([], host="127.0.0.1", port=0)

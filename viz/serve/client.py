@@ -39,6 +39,7 @@ from urllib.parse import urlparse, urlunparse
 from viz import checks
 from viz.documents import Document
 from viz.serve.metrics import RequestRecord, ServerTiming
+from viz.serve.protocol import server_handle
 
 ENDPOINTS = ("chat", "completions")
 REMOTE_HINT = ("viz sends requests only to servers on this machine (127.0.0.1, localhost, ::1); "
@@ -88,8 +89,8 @@ def is_loopback(host: str) -> bool:
 def check_url(url: Any, allow_remote: bool = False) -> str:
     """The OpenAI API root for `url` (a bare http://host:port gets /v1); a ServeError naming
     the fix for anything else, and for a host that is not this machine unless allowed."""
-    if hasattr(url, "url") and not isinstance(url, str):  # an EmbeddedServer
-        url = url.url
+    if (handle := server_handle(url)) is not None:  # a server viz started
+        url = handle.url
     checks.text("the server URL", url, what="a string such as 'http://127.0.0.1:8000/v1'",
                 error=ServeError)
     parsed = urlparse(url.strip())
@@ -594,7 +595,7 @@ def record_request(url: Any, prompt: str, *, model: Optional[str] = None,
     checks.number("temperature", temperature, 0, error=ServeError)
     base_url = check_url(url, allow_remote)
     timeouts = timeouts or Timeouts()
-    label_from_server = getattr(url, "label", "") if not isinstance(url, str) else ""
+    label_from_server = h.label if (h := server_handle(url)) is not None else ""
     rec = RequestRecord(index=0, request_id=request_id(uuid.uuid4().hex[:8], 0), prompt_name="",
                         max_tokens=max_tokens, scheduled_s=0.0)
 
@@ -622,18 +623,20 @@ def record_request(url: Any, prompt: str, *, model: Optional[str] = None,
 
 def _server_hint(server: Any) -> Optional[Callable[[RequestRecord], str]]:
     """For an embedded server: a failure message gains the server's state and log tail."""
-    if isinstance(server, str) or not hasattr(server, "failure_note"):
+    handle = server_handle(server)
+    if handle is None:
         return None
-    return lambda rec: server.failure_note()
+    return lambda rec: handle.failure_note()
 
 
 def attach_server_timing(server: Any, requests: list[RequestRecord], t0: float) -> None:
     """Give each request the server's own timestamps, when the server recorded them
     (`EmbeddedServer(record=True)`), as seconds from `t0` (the client's clock: the same
     monotonic clock, both processes being on this machine)."""
-    if isinstance(server, str) or not hasattr(server, "server_timings"):
+    handle = server_handle(server)
+    if handle is None:
         return
-    by_id = server.server_timings()
+    by_id = handle.server_timings()
     for r in requests:
         s = by_id.get(r.request_id)
         if s is None:

@@ -44,14 +44,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Optional
 
 from viz import checks
 from viz.runtime import cpu_features, cpu_name
-from viz.serve.client import ServeError, is_loopback, record_request
+from viz.serve.client import ServeError, is_loopback
 from viz.serve.server import ManagedProcess, ServerInfo
 
 VERSION = "0.3.36"  # the llama-cpp-python release requirements-engines.txt pins
@@ -111,13 +109,12 @@ class LlamaCppServer(ManagedProcess):
             raise ServeError(f"refusing to listen on {host}: this server is for this machine "
                              "(127.0.0.1)")
         self.gguf, self.model_name = Path(path), name
-        self.n_ctx, self.n_threads, self.warmup = n_ctx, threads, bool(warmup)
-        self._fixed_port = port
-        self._run_dir: Optional[Path] = Path(tempfile.mkdtemp(prefix="viz-llamacpp-"))
+        self.n_ctx, self.n_threads = n_ctx, threads
         super().__init__([], host=host, port=port or 0,
-                         log_path=Path(log_path) if log_path else self._run_dir / "server.log",
+                         log_path=Path(log_path) if log_path else None,
                          ready_path="/v1/models", startup_timeout_s=startup_timeout_s,
-                         what="llama.cpp server")
+                         what="llama.cpp server", run_prefix="viz-llamacpp-",
+                         fixed_port=bool(port), warmup=warmup)
 
     # ---- what it is (viz.serve.protocol.ServerHandle) ---------------------------------------
     @property
@@ -148,23 +145,5 @@ class LlamaCppServer(ManagedProcess):
         if self.alive:
             return self
         self.env = {**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1"}
-        self.start_on_a_free_port(lambda: ["--module", "llama_cpp.server", "--", *self.command()])
-        try:
-            if self.warmup:
-                record_request(self, "Hello!", max_tokens=4)
-        except BaseException:
-            self.failed = True
-            self.stop()
-            raise
+        self.launch(lambda: ["--module", "llama_cpp.server", "--", *self.command()])
         return self
-
-    def __enter__(self) -> "LlamaCppServer":
-        return self.start()
-
-    def stop(self, timeout_s: float = 10.0) -> None:
-        """Stop the server; its temporary folder (the log) goes too, unless it failed."""
-        was_running = self.alive
-        super().stop(timeout_s)
-        if was_running and not self.failed and self._run_dir is not None:
-            shutil.rmtree(self._run_dir, ignore_errors=True)
-            self._run_dir = None

@@ -121,19 +121,41 @@ def process_tree_cpu_s(pid: int) -> float:
     return float(_tree_sum(pid, lambda p: sum(p.cpu_times()[:2])))
 
 
+class PortTaken(ServeError):
+    """The server could not bind its port (another process took it after it was chosen)."""
+
+
 class ManagedProcess:
     """A server process in its own process group, tied to this process by
     `viz.serve.worker`, with its log in a file and a readiness check on an HTTP path.
 
     worker_args: what follows `python -m viz.serve.worker --parent-pid PID`, e.g.
     ["--serve", "--", ...transformers serve args] or ["--script", FILE, "--", ...].
+    run_prefix: make a temporary run folder (`run_dir`) named so, for the log (unless
+        `log_path` is given) and what the server writes; a clean `stop()` removes it, a server
+        that failed keeps it for its error message. None: no run folder (give `log_path`).
+    fixed_port: the caller chose `port`: `launch` tries it once instead of choosing another
+        free port when it is taken.
+    warmup: `launch` sends one short request once the server is ready.
+
+    The engines (`EmbeddedServer`, `LlamaCppServer`) `launch` with their command and add a
+    check of their own (`after_start`); a plain `start()` runs `worker_args` on `port`.
     """
 
-    def __init__(self, worker_args: list[str], *, host: str, port: int, log_path: Path,
-                 env: Optional[dict[str, str]] = None, ready_path: str = "/health",
-                 startup_timeout_s: float = 180.0, what: str = "server"):
+    def __init__(self, worker_args: list[str], *, host: str, port: int,
+                 log_path: Optional[Path] = None, env: Optional[dict[str, str]] = None,
+                 ready_path: str = "/health", startup_timeout_s: float = 180.0,
+                 what: str = "server", run_prefix: Optional[str] = None,
+                 fixed_port: bool = False, warmup: bool = False):
+        self.run_dir: Optional[Path] = (Path(tempfile.mkdtemp(prefix=run_prefix))
+                                        if run_prefix else None)
+        if log_path is None:
+            if self.run_dir is None:
+                raise ValueError("give log_path, or run_prefix for a run folder to hold the log")
+            log_path = self.run_dir / "server.log"
         self.worker_args = list(worker_args)
         self.host, self.port = host, port
+        self.fixed_port, self.warmup = bool(fixed_port), bool(warmup)
         self.log_path = Path(log_path)
         self.env = env
         self.ready_path = ready_path
@@ -186,25 +208,42 @@ class ManagedProcess:
                 f"{self.log_path}, ends with:\n{self.log_tail(8)}]")
 
     # ---- life cycle ---------------------------------------------------------------------
-    def start_on_a_free_port(self, worker_args: Callable[[], list[str]]) -> None:
-        """`ManagedProcess.start` with `worker_args()` (made after the port is chosen). A free
-        port can be taken between choosing it and binding it: choose again, three tries in
-        all; a port the caller fixed (`self._fixed_port`) is tried once."""
-        fixed = getattr(self, "_fixed_port", None)
+    def launch(self, worker_args: Callable[[], list[str]]) -> "ManagedProcess":
+        """Start with `worker_args()` (made after the port is chosen), then `after_start`
+        (a warm-up request when `warmup`, and a subclass's own check). A free port can be
+        taken between choosing it and binding it: choose again, three tries in all; a port
+        the caller fixed (`fixed_port`) is tried once. If anything fails, the process is
+        stopped, its run folder kept, and the error raised."""
+        if self.alive:
+            return self
         for attempt in range(3):
-            if not fixed:
+            if not self.fixed_port:
                 self.port = free_port(self.host)
             self.worker_args = worker_args()
             try:
                 ManagedProcess.start(self)
-                return
-            except ServeError as e:
-                if "is taken" not in str(e) or fixed or attempt == 2:
+                break
+            except PortTaken:
+                if self.fixed_port or attempt == 2:
                     raise
+        try:
+            self.after_start()
+        except BaseException:
+            self.failed = True
+            self.stop()
+            raise
+        return self
+
+    def after_start(self) -> None:
+        """Once the ready path answers: one short request when `warmup` (the first request
+        pays one-off set-up). Subclasses add their own checks before it."""
+        if self.warmup:
+            record_request(self, "Hello!", max_tokens=4)
 
     def start(self) -> "ManagedProcess":
         if self.alive:
             return self
+        self.failed = False  # a new try (an earlier one may have met a taken port)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "ab")
         cmd = [sys.executable, "-m", "viz.serve.worker", "--parent-pid", str(os.getpid()),
@@ -231,12 +270,12 @@ class ManagedProcess:
             code = self.proc.poll()
             if code is not None:
                 tail = self.log_tail()
-                hint = ""
-                if "address already in use" in tail.lower():
-                    hint = f" (port {self.port} is taken: choose another port, or leave port=None)"
-                raise ServeError(f"the {self.what} exited with code {code} while starting"
-                                 f"{hint}; the end of its log ({self.log_path}):\n{tail}",
-                                 "server")
+                taken = "address already in use" in tail.lower()
+                hint = (f" (port {self.port} is taken: choose another port, or leave port=None)"
+                        if taken else "")
+                raise (PortTaken if taken else ServeError)(
+                    f"the {self.what} exited with code {code} while starting{hint}; the end of "
+                    f"its log ({self.log_path}):\n{tail}", "server")
             try:
                 with urllib.request.urlopen(url, timeout=2) as r:
                     if r.status == 200:
@@ -250,7 +289,11 @@ class ManagedProcess:
             time.sleep(0.2)
 
     def stop(self, timeout_s: float = 10.0) -> None:
-        """End the whole process group: SIGTERM, then SIGKILL after `timeout_s`. Idempotent."""
+        """End the whole process group: SIGTERM, then SIGKILL after `timeout_s`. Idempotent.
+        The run folder (log, what the server wrote) is removed when the server was running
+        normally — stopped by us, nothing to investigate; a server that failed to start or had
+        exited by itself keeps it, and errors name its log."""
+        was_running = self.alive
         proc = self.proc
         if proc is not None and proc.poll() is None:
             for sig, wait_s in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 10.0)):
@@ -275,6 +318,9 @@ class ManagedProcess:
             self._log.close()
             self._log = None
         _LIVE.discard(self)
+        if was_running and not self.failed and self.run_dir is not None:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+            self.run_dir = None
 
     def __enter__(self):
         return self.start()
@@ -389,14 +435,13 @@ class EmbeddedServer(ManagedProcess):
         self.device, self.dtype = device, dtype
         self.page_size, self.num_pages = page_size, num_pages
         self.max_batch_tokens = max_batch_tokens
-        self.record, self.warmup = bool(record), bool(warmup)
-        self._fixed_port = port
-        run_dir = Path(tempfile.mkdtemp(prefix="viz-serve-"))
-        self._run_dir = run_dir  # the log (unless log_path) and the probes' files
-        self.record_dir = run_dir / "record" if self.record else None
+        self.record = bool(record)
         super().__init__([], host=host, port=port or 0,
-                         log_path=Path(log_path) if log_path else run_dir / "server.log",
-                         startup_timeout_s=startup_timeout_s, what="transformers server")
+                         log_path=Path(log_path) if log_path else None,
+                         startup_timeout_s=startup_timeout_s, what="transformers server",
+                         run_prefix="viz-serve-", fixed_port=bool(port), warmup=warmup)
+        # the probes' files, in the run folder beside the log
+        self.record_dir = self.run_dir / "record" if self.record else None
 
     # ---- what it is ---------------------------------------------------------------------
     @property
@@ -449,36 +494,17 @@ class EmbeddedServer(ManagedProcess):
         env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         self.env = env
         head = ["--record", str(self.record_dir)] if self.record else []
-        self.start_on_a_free_port(lambda: head + ["--serve", "--", *self.command()])
-        try:
-            self._check_model()
-            if self.warmup:
-                record_request(self, "Hello!", max_tokens=4)
-        except BaseException:
-            self.failed = True
-            self.stop()
-            raise
+        self.launch(lambda: head + ["--serve", "--", *self.command()])
         return self
 
-    def _check_model(self) -> None:
+    def after_start(self) -> None:
+        """The server lists the model it was given, then the warm-up request."""
         with urllib.request.urlopen(self.root_url + "/v1/models", timeout=10) as r:
             ids = [m.get("id") for m in json.loads(r.read()).get("data", [])]
         if str(self.model_folder) not in ids:
             raise ServeError(f"the server started but lists {ids}, not {self.model_folder}: "
                              f"see its log {self.log_path}", "server")
-
-    def __enter__(self) -> "EmbeddedServer":
-        return self.start()
-
-    def stop(self, timeout_s: float = 10.0) -> None:
-        """Stop the server. Its temporary folder (log, recorded timestamps) is removed when
-        the server was running normally — stopped by us, nothing to investigate; a server that
-        failed to start or had exited by itself keeps it, and errors name its log."""
-        was_running = self.alive
-        super().stop(timeout_s)
-        if was_running and not self.failed and self._run_dir is not None:
-            shutil.rmtree(self._run_dir, ignore_errors=True)
-            self._run_dir = None
+        super().after_start()
 
     # ---- what the server recorded (record=True) -------------------------------------------
     def server_timings(self) -> dict[str, dict[str, Any]]:
