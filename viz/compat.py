@@ -27,6 +27,10 @@
   reads the bytes its layers hold; `dequantize_cache` runs the dequantization a step runs;
   `trim_cache` cuts it back within its full-precision window. Taught in lesson 11.
 - **its logs**: `quiet_transformers` silences progress bars and advice while loading.
+- **its classes, patched**: `Patches` replaces methods on transformers' classes and puts every
+  original back (in reverse order, after an error too); the server's probes
+  (`viz.serve.probes`) are its users. Models are never patched: attention is wrapped through
+  transformers' own `AttentionInterface` (above).
 
 Everything else in viz calls these instead of probing transformers itself.
 """
@@ -531,6 +535,51 @@ def _trim_quantized(cache: Any, tokens: int) -> None:
             keep = window - extra
             layer.keys, layer.values = layer.keys[..., :keep, :], layer.values[..., :keep, :]
         layer.cumulative_length = tokens
+
+
+_ABSENT = object()  # an attribute the class did not define itself (it inherited it)
+
+
+class Patches:
+    """Methods replaced on classes, each original recorded, all put back by `restore()`:
+
+        patches = Patches()
+        try:
+            patches.set(SomeClass, "method", wrapper)   # wrapper calls the original itself
+            ...
+        finally:
+            patches.restore()
+
+    (or `with Patches() as patches:`). `restore` goes in reverse order, so a name patched twice
+    ends as it began; a name the class only inherited is deleted again, not copied onto it;
+    what the class held (a staticmethod, a classmethod) is put back as it was."""
+
+    def __init__(self):
+        self._originals: list[tuple[Any, str, Any]] = []
+
+    def set(self, owner: Any, name: str, value: Any) -> None:
+        if not hasattr(owner, name):
+            raise AttributeError(f"{getattr(owner, '__name__', owner)!r} has no {name!r} to "
+                                 "patch: transformers' internals moved")
+        self._originals.append((owner, name, vars(owner).get(name, _ABSENT)))
+        setattr(owner, name, value)
+
+    def restore(self) -> None:
+        while self._originals:
+            owner, name, value = self._originals.pop()
+            if value is _ABSENT:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, value)
+
+    def __len__(self) -> int:
+        return len(self._originals)
+
+    def __enter__(self) -> "Patches":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.restore()
 
 
 @contextlib.contextmanager

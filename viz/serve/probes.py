@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from viz import checks
+from viz.compat import Patches
 from viz.serve.scheduler import (Schedule, UnsupportedTransformers, check_transformers_version,
                                  now, schedule_from_lines, supported_range)
 
@@ -109,7 +110,7 @@ class StepRecorder:
         self.sink = sink
         self.lines: list[dict[str, Any]] = []
         self.header: Optional[dict[str, Any]] = None
-        self._originals: dict[str, Any] = {}
+        self._patches = Patches()
         self.error: Optional[str] = None
 
     def install(self) -> "StepRecorder":
@@ -127,7 +128,6 @@ class StepRecorder:
             _INSTALLED["steps"] = self
         recorder = self
         prepare, update = proc_cls.prepare_next_batch, proc_cls.update_batch
-        self._originals = {"prepare_next_batch": prepare, "update_batch": update}
 
         def prepare_next_batch(proc):
             start = now()
@@ -140,8 +140,8 @@ class StepRecorder:
             update(proc)
             recorder._end(proc)
 
-        proc_cls.prepare_next_batch = prepare_next_batch
-        proc_cls.update_batch = update_batch
+        self._patches.set(proc_cls, "prepare_next_batch", prepare_next_batch)
+        self._patches.set(proc_cls, "update_batch", update_batch)
         return self
 
     def _begin(self, proc, start: float, status) -> None:
@@ -178,12 +178,9 @@ class StepRecorder:
                 self.error = f"{type(e).__name__}: {e}"
 
     def remove(self) -> None:
-        if not self._originals:
+        if not self._patches:
             return
-        continuous_api, _ = _internals()
-        for name, fn in self._originals.items():
-            setattr(continuous_api.ContinuousBatchProcessor, name, fn)
-        self._originals = {}
+        self._patches.restore()
         with _LOCK:
             if _INSTALLED.get("steps") is self:
                 del _INSTALLED["steps"]
@@ -312,11 +309,7 @@ class RequestProbe:
 
     def __init__(self, sink: Callable[[dict[str, Any]], None]):
         self.sink = sink
-        self._originals: list[tuple[Any, str, Any]] = []
-
-    def _patch(self, owner, name, fn) -> None:
-        self._originals.append((owner, name, getattr(owner, name)))
-        setattr(owner, name, fn)
+        self._patches = Patches()
 
     def install(self) -> "RequestProbe":
         """Wrap both serving paths (continuous batching, and one request at a time)."""
@@ -375,9 +368,9 @@ class RequestProbe:
                 done(o)
             return deliver_batch(router, outputs)
 
-        self._patch(manager_cls, "add_request", add_request_timed)
-        self._patch(router_cls, "deliver", deliver_timed)
-        self._patch(router_cls, "deliver_batch", deliver_batch_timed)
+        self._patches.set(manager_cls, "add_request", add_request_timed)
+        self._patches.set(router_cls, "deliver", deliver_timed)
+        self._patches.set(router_cls, "deliver_batch", deliver_batch_timed)
 
     def _install_one_at_a_time(self, serving) -> None:
         """One request at a time: `model.generate()` feeds a DirectStreamer; its first call
@@ -423,10 +416,10 @@ class RequestProbe:
                 probe._emit(dict(rec))
             return s_end(streamer)
 
-        self._patch(gm, "generate_streaming", generate_streaming)
-        self._patch(streamer_cls, "__init__", init)
-        self._patch(streamer_cls, "put", put)
-        self._patch(streamer_cls, "end", end)
+        self._patches.set(gm, "generate_streaming", generate_streaming)
+        self._patches.set(streamer_cls, "__init__", init)
+        self._patches.set(streamer_cls, "put", put)
+        self._patches.set(streamer_cls, "end", end)
 
     def _emit(self, line: dict[str, Any]) -> None:
         try:
@@ -435,9 +428,7 @@ class RequestProbe:
             pass
 
     def remove(self) -> None:
-        for owner, name, fn in reversed(self._originals):
-            setattr(owner, name, fn)
-        self._originals = []
+        self._patches.restore()
         with _LOCK:
             if _INSTALLED.get("probe") is self:
                 del _INSTALLED["probe"]
