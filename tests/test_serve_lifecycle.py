@@ -247,7 +247,7 @@ def test_a_fixed_port_that_is_taken_is_tried_once_and_the_run_is_kept(tmp_path):
 
     script, count = taken_then_serves(tmp_path, taken=1)
     p = ManagedProcess([], host="127.0.0.1", port=free_port(), run_prefix="viz-test-",
-                       fixed_port=True, what="fault server")
+                       what="fault server")  # a port the caller chose
     with pytest.raises(PortTaken, match=r"port \d+ is taken: choose another port, or leave "
                                         r"port=None"):
         p.launch(lambda: ["--script", str(script), "--", "--port", str(p.port)])

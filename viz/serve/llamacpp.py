@@ -113,8 +113,7 @@ class LlamaCppServer(ManagedProcess):
         super().__init__([], host=host, port=port or 0,
                          log_path=Path(log_path) if log_path else None,
                          ready_path="/v1/models", startup_timeout_s=startup_timeout_s,
-                         what="llama.cpp server", run_prefix="viz-llamacpp-",
-                         fixed_port=bool(port), warmup=warmup)
+                         what="llama.cpp server", run_prefix="viz-llamacpp-", warmup=warmup)
 
     # ---- what it is (viz.serve.protocol.ServerHandle) ---------------------------------------
     @property

@@ -33,6 +33,7 @@ Introduced in lesson 09 (Serving many users).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import re
@@ -48,7 +49,7 @@ import urllib.request
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from viz import checks
 from viz.runtime import cpu_features, cpu_name
@@ -134,8 +135,8 @@ class ManagedProcess:
     run_prefix: make a temporary run folder (`run_dir`) named so, for the log (unless
         `log_path` is given) and what the server writes; a clean `stop()` removes it, a server
         that failed keeps it for its error message. None: no run folder (give `log_path`).
-    fixed_port: the caller chose `port`: `launch` tries it once instead of choosing another
-        free port when it is taken.
+    port: the port to listen on; 0: `launch` chooses a free one (and chooses again if it is
+        taken before the server binds it), where a port the caller chose is tried once.
     warmup: `launch` sends one short request once the server is ready.
 
     The engines (`EmbeddedServer`, `LlamaCppServer`) `launch` with their command and add a
@@ -146,7 +147,7 @@ class ManagedProcess:
                  log_path: Optional[Path] = None, env: Optional[dict[str, str]] = None,
                  ready_path: str = "/health", startup_timeout_s: float = 180.0,
                  what: str = "server", run_prefix: Optional[str] = None,
-                 fixed_port: bool = False, warmup: bool = False):
+                 warmup: bool = False):
         self.run_dir: Optional[Path] = (Path(tempfile.mkdtemp(prefix=run_prefix))
                                         if run_prefix else None)
         if log_path is None:
@@ -155,7 +156,7 @@ class ManagedProcess:
             log_path = self.run_dir / "server.log"
         self.worker_args = list(worker_args)
         self.host, self.port = host, port
-        self.fixed_port, self.warmup = bool(fixed_port), bool(warmup)
+        self.fixed_port, self.warmup = bool(port), bool(warmup)  # the caller chose the port
         self.log_path = Path(log_path)
         self.env = env
         self.ready_path = ready_path
@@ -212,7 +213,7 @@ class ManagedProcess:
         """Start with `worker_args()` (made after the port is chosen), then `after_start`
         (a warm-up request when `warmup`, and a subclass's own check). A free port can be
         taken between choosing it and binding it: choose again, three tries in all; a port
-        the caller fixed (`fixed_port`) is tried once. If anything fails, the process is
+        the caller chose (`port` not 0) is tried once. If anything fails, the process is
         stopped, its run folder kept, and the error raised."""
         if self.alive:
             return self
@@ -226,13 +227,20 @@ class ManagedProcess:
             except PortTaken:
                 if self.fixed_port or attempt == 2:
                     raise
-        try:
+        with self._stopped_on_failure():
             self.after_start()
+        return self
+
+    @contextlib.contextmanager
+    def _stopped_on_failure(self) -> Iterator[None]:
+        """Anything raised inside stops the process, marks it failed (its run folder and log
+        are kept for the error message) and goes on up."""
+        try:
+            yield
         except BaseException:
             self.failed = True
             self.stop()
             raise
-        return self
 
     def after_start(self) -> None:
         """Once the ready path answers: one short request when `warmup` (the first request
@@ -255,12 +263,8 @@ class ManagedProcess:
                                      start_new_session=True)  # its own process group
         self._finalizer = weakref.finalize(self, _kill_group, self.proc.pid)
         _LIVE.add(self)
-        try:
+        with self._stopped_on_failure():
             self._wait_ready()
-        except BaseException:
-            self.failed = True
-            self.stop()
-            raise
         return self
 
     def _wait_ready(self) -> None:
@@ -439,7 +443,7 @@ class EmbeddedServer(ManagedProcess):
         super().__init__([], host=host, port=port or 0,
                          log_path=Path(log_path) if log_path else None,
                          startup_timeout_s=startup_timeout_s, what="transformers server",
-                         run_prefix="viz-serve-", fixed_port=bool(port), warmup=warmup)
+                         run_prefix="viz-serve-", warmup=warmup)
         # the probes' files, in the run folder beside the log
         self.record_dir = self.run_dir / "record" if self.record else None
 
