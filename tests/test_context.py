@@ -131,6 +131,10 @@ def test_release_memory_collects_only_when_much_is_at_stake(monkeypatch):
     release_memory()  # the caller does not know: always
     assert len(collected) == 2
     assert COLLECT_MIN_BYTES == 16 * 2**20
+    for bad in (-1, 2.5, "16 MiB"):
+        with pytest.raises(ValueError, match="at_stake_bytes must be a number of bytes"):
+            release_memory(bad)
+    assert len(collected) == 2  # a refused call collects nothing
 
 
 # ---- prefill against prompt length --------------------------------------------------------

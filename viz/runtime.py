@@ -296,6 +296,9 @@ def release_memory(at_stake_bytes: Optional[int] = None) -> bool:
     import ctypes
     import gc
 
+    if at_stake_bytes is not None:
+        checks.whole("at_stake_bytes", at_stake_bytes, 0, noun="a number of bytes",
+                     fix="the size of what was freed, or leave it out to always collect")
     if at_stake_bytes is None or at_stake_bytes >= COLLECT_MIN_BYTES:
         gc.collect()
     if platform.system() != "Linux":
