@@ -156,14 +156,24 @@ def test_a_rate_sweep_from_the_command_line(cb_server, tmp_path, capsys):
     assert all(r.ok for run in sweep.runs for r in run.requests)
     one = sweep.point("synchronous").figure("requests_per_s", sweep.slo).median
     together = sweep.point("throughput").figure("requests_per_s", sweep.slo).median
-    # continuous batching serves 4 requests sent at once in shared passes: faster than 1 by 1
-    assert together > 1.2 * one, (one, together)
+    # continuous batching serves 4 requests sent at once in shared passes: a request's first
+    # token comes while another is still being answered, which one at a time never does
+    # (test_one_request_at_a_time_queues_the_rest). Not a rate ratio: on a busy 2-core machine
+    # 4-token answers sent at once measured 2.17 requests/s against 2.28 one by one.
+    served = sorted(((r.sent_s + r.ttft_s, r.sent_s + r.e2e_s)
+                     for r in sweep.point("throughput").runs[0].requests))
+    assert len(served) == 4
+    assert any(after_first < before_done
+               for (_, before_done), (after_first, _) in zip(served, served[1:])), served
     # the derived objective: twice the one-at-a-time p90s, so each request alone met it
     sync = sweep.point("synchronous").runs[0]
     assert sync.summary(sweep.slo).n_met_slo == len(sync.requests)
     rate = sweep.points[2]
     assert sync.settings.n_requests == 4 and rate.rate_per_s is not None
-    assert one < rate.rate_per_s < together
+    # the one rate between: the synchronous rate itself unless all at once was >10% faster
+    # (sweep_rates' rule), then half-way
+    expected = one if together <= 1.1 * one else (one + together) / 2
+    assert rate.rate_per_s == pytest.approx(expected), (one, together)
     # and its report, one offline file
     assert main(["report", str(out)]) == 0
     html = out.with_suffix(".html").read_text()
