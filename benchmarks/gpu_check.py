@@ -75,6 +75,7 @@ import torch  # noqa: E402
 
 import viz  # noqa: E402
 from viz import perf  # noqa: E402
+from viz.provenance import shown_utc  # noqa: E402
 from viz.spread import Spread  # noqa: E402
 
 CHAT_PROMPT = "Explain in a few sentences why the sky is blue."
@@ -660,7 +661,7 @@ def compiled_step(runner: Runner, plan: dict, config) -> None:
                                 f"{gpu_driver() or 'unknown'}; attention {attention_of(lm)}; "
                                 f"python benchmarks/gpu_check.py",
                       source=f"{run.device_name}, driver {gpu_driver() or 'unknown'}, torch "
-                             f"{run.torch_version}, {run.measured_at}: python "
+                             f"{run.torch_version}, {shown_utc(run.measured_at)}: python "
                              f"benchmarks/gpu_check.py (random weights)")
         runner.save(run, f"gpu-{tag}-compiled-step.json")
         print("    " + str(run).replace("\n", "\n    "), flush=True)

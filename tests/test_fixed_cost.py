@@ -55,7 +55,7 @@ def test_a_file_from_another_machine_is_not_reused(cache):
     perf.machine_overhead("float32", [1], progress=False)
     path = fc.fixed_costs_path()
     data = json.loads(path.read_text())
-    data["cpu_features"] = ["not", "this", "cpu"]
+    data["environment"]["cpu_features"] = ["not", "this", "cpu"]  # schema 2: in environment
     path.write_text(json.dumps(data))
     fc.forget_in_process()
     calls = []

@@ -176,7 +176,7 @@ def test_a_json_round_trip(profiled, tmp_path):
     path = profiled.save(tmp_path / "step.json")
     assert StepProfile.load(path) == profiled
     assert load_document(path) == profiled
-    assert path.read_text().startswith('{"kind":"llm-inference-step-profile","schema_version":1,')
+    assert path.read_text().startswith('{"kind":"llm-inference-step-profile","schema_version":2,')
 
 
 def test_the_table_and_its_text(profiled):

@@ -222,7 +222,7 @@ def test_run_saves_and_loads_and_refuses_other_files(tmp_path):
     run = _run(recorded={"command": "by hand", "load_average_before": [0.1, 0.2, 0.3]})
     path = run.save(tmp_path / "wall.json")
     data = json.loads(path.read_text())
-    assert data["kind"] == "llm-inference-memory-wall" and data["schema_version"] == 2
+    assert data["kind"] == "llm-inference-memory-wall" and data["schema_version"] == 3
     again = WallRun.load(path)
     assert again == run and again.regimes() == run.regimes()
     data["points"][0]["seconds"] = "fast"
@@ -406,7 +406,7 @@ def test_machine_peaks_measured_once_then_reused(tmp_path):
                          ("cpu_capability", "AVX2 (ATEN_CPU_CAPABILITY=avx2)")):
         peaks.forget_in_process()
         data = json.loads(path.read_text())
-        data[field] = value
+        data["environment"][field] = value  # schema 3: in the environment
         path.write_text(json.dumps(data))
         assert peaks.machine_peaks(**small).loaded_from == ""
     # a corrupt cache file is measured again, not trusted

@@ -550,6 +550,23 @@ def add_load(sub) -> None:
     p.add_argument("url", nargs="?", default=None,
                    help="the server's API root, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--embedded", action="store_true", help="start the embedded server for it")
+    _load_pacing_arguments(p)
+    _load_workload_arguments(p)
+    p.add_argument("--seed", type=int, default=0,
+                   help="prompt order, prompt and answer lengths, arrival times")
+    p.add_argument("--slo-ttft", type=float, default=None,
+                   help="goodput's TTFT limit (s; default 1, or derived by --sweep)")
+    p.add_argument("--slo-tpot", type=float, default=None,
+                   help="goodput's TPOT limit (s; default 0.150, or derived by --sweep)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _target_arguments(p)
+    _server_arguments(p)
+    p.set_defaults(func=_load)
+
+
+def _load_pacing_arguments(p: argparse.ArgumentParser) -> None:
+    """`viz load`: how requests are sent (concurrency, rate or a rate sweep), how many, and
+    for how long."""
     how = p.add_mutually_exclusive_group(required=True)
     how.add_argument("--concurrency", type=int, default=None, help="streams kept busy")
     how.add_argument("--rate", type=float, default=None,
@@ -571,6 +588,10 @@ def add_load(sub) -> None:
                    help="stop sending and cancel what streams after this many seconds")
     p.add_argument("--max-tokens", type=int, default=None,
                    help="the shipped prompts: one answer limit for all (default: each its own)")
+
+
+def _load_workload_arguments(p: argparse.ArgumentParser) -> None:
+    """`viz load`: what each request holds (viz.serve.Workload)."""
     w = p.add_argument_group("workload (viz.serve.Workload)")
     w.add_argument("--prompt-tokens", default=None, metavar="N|LOW..HIGH",
                    help="synthetic prompts of exactly N tokens (the prompt's own text; the chat "
@@ -594,16 +615,6 @@ def add_load(sub) -> None:
     w.add_argument("--early-stop", action="store_true",
                    help="let answers end at the model's end of text: send max_tokens only, "
                         "never min_tokens / ignore_eos")
-    p.add_argument("--seed", type=int, default=0,
-                   help="prompt order, prompt and answer lengths, arrival times")
-    p.add_argument("--slo-ttft", type=float, default=None,
-                   help="goodput's TTFT limit (s; default 1, or derived by --sweep)")
-    p.add_argument("--slo-tpot", type=float, default=None,
-                   help="goodput's TPOT limit (s; default 0.150, or derived by --sweep)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    _target_arguments(p)
-    _server_arguments(p)
-    p.set_defaults(func=_load)
 
 
 # ---- cost ----------------------------------------------------------------------------------------

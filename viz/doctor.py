@@ -38,6 +38,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence, TextIO
 
+from viz.provenance import parse_utc, shown_utc
+
+
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
 
 # A lesson's kernel may peak at this much memory: the same figure as tools/course.py's
@@ -310,13 +313,12 @@ def check_cache() -> Check:
 
 
 def _age(measured_at: str) -> Optional[datetime.timedelta]:
-    """How long ago "2026-01-01 12:00 UTC" was; None if it does not parse."""
-    try:
-        then = datetime.datetime.strptime(measured_at, "%Y-%m-%d %H:%M UTC")
-    except (TypeError, ValueError):
+    """How long ago "2026-01-01T12:00:00Z" (or an old file's "2026-01-01 12:00 UTC") was;
+    None if it does not parse (`viz.provenance.parse_utc`)."""
+    then = parse_utc(measured_at)
+    if then is None:
         return None
-    now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
-    return now - then
+    return datetime.datetime.now(datetime.timezone.utc) - then
 
 
 def _when(measured_at: str) -> tuple[str, bool]:
@@ -327,7 +329,7 @@ def _when(measured_at: str) -> tuple[str, bool]:
     seconds = age.total_seconds()
     ago = (f"{seconds / 86400:.0f} days ago" if seconds >= 2 * 86400 else
            f"{seconds / 3600:.0f} h ago" if seconds >= 3600 else "within the hour")
-    return f"{measured_at}, {ago}", seconds > STALE_DAYS * 86400
+    return f"{shown_utc(measured_at)}, {ago}", seconds > STALE_DAYS * 86400
 
 
 def check_peaks() -> Check:

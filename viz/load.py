@@ -37,9 +37,10 @@ class LoadedModel:
     def dtype(self) -> str:
         return self.spec.dtype
 
-    def environment(self) -> Environment:
-        """Describe the machine this model runs on, and its threads now (for a Trace)."""
-        return environment(self.device, self.spec.dtype)
+    def environment(self, source: str = "measured by viz") -> Environment:
+        """Describe the machine this model runs on, its threads and the time now (for a Trace
+        or any measurement); `source` says what measured it."""
+        return environment(self.device, self.spec.dtype, source=source)
 
     def __repr__(self) -> str:
         s = self.spec

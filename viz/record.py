@@ -20,6 +20,7 @@ from viz.lens import lens_of, lens_parts, watch_layers
 from viz.load import LoadedModel
 from viz.runtime import Clock, memory_end, memory_start, using_threads
 from viz.sampling import check_sampling, choose
+from viz.steps import Timed, decode, timed_step
 from viz.trace import (Attention, Embeddings, Lens, Memory, Settings, Step, Timing, Token,
                        Trace)
 
@@ -125,14 +126,23 @@ class _Run:
 def _generate(lm: LoadedModel, prompt: str, settings: Settings, timer: Clock,
               looked, residual) -> _Run:
     """The loop `model.generate` runs, written out by hand: tokenize, prefill, then one decode
-    pass per token. `looked` / `residual`: the attention and lens hooks (None when off)."""
+    pass per token. `looked` / `residual`: the attention and lens hooks (None when off).
+    Each pass is one `viz.steps.timed_step` (the decode passes come from `viz.steps.decode`):
+    the clock reads before it, after the forward pass and after the choice."""
     max_new_tokens, use_cache = settings.max_new_tokens, settings.use_cache
     temperature, top_k, top_p = settings.temperature, settings.top_k, settings.top_p
     model, tok, spec = lm.model, lm.tokenizer, lm.spec
     generator = torch.Generator().manual_seed(settings.seed)  # the sampler's only randomness
     eos = set(lm.eos_token_ids) if settings.stop_at_eos else set()
-    forward = last_logits(model)  # (input ids, cache) → scores of the next token
+    scores = last_logits(model)  # (input ids, cache) → scores of the next token, per row
     passes: list[_Pass] = []  # one per forward pass, read out into Steps after the loop
+
+    def forward(ids: torch.Tensor, cache) -> torch.Tensor:
+        return scores(ids, cache)[0]  # our one reply is row 0 of a batch of one
+
+    def pick(logits: torch.Tensor) -> tuple[int, float]:
+        # greedy or sampled: the token, and its probability under what was sampled
+        return choose(logits, temperature, top_k, top_p, generator)
 
     start = timer.now()
     # 1. Tokenize: text -> token ids (with each token's character span in the text).
@@ -146,51 +156,52 @@ def _generate(lm: LoadedModel, prompt: str, settings: Settings, timer: Clock,
     # 2. Prefill: ONE forward pass over the whole prompt. Every prompt token is processed in
     #    parallel; each layer's keys and values are written into the KV cache. The logits at
     #    the last position score every possible next token.
-    cache = new_cache(model) if use_cache else None
-    logits = forward(input_ids, cache)[0]
-    t_forward = timer.now()
-
     # 3. Choose the first token from those logits (greedy or sampled). This is the moment
     #    the user sees something: the time to first token.
-    token, sample_prob = choose(logits, temperature, top_k, top_p, generator)
-    t_emit = timer.now()
+    #    (Timed from the end of tokenizing: making the empty cache is part of the prefill.)
+    cache = new_cache(model) if use_cache else None
+    step = timed_step(timer, lambda: forward(input_ids, cache), pick, started=t_tokenized)
+    token, _ = step.token  # (the token, its probability: `_pass` keeps both)
     generated = [token]
-    passes.append(_Pass(logits=logits, token=token, sample_prob=sample_prob,
-                        seq_len=len(prompt_ids), input_tokens=len(prompt_ids),
-                        kv_bytes_per_layer=live_bytes_per_layer(cache, spec.n_layers),
-                        forward_s=t_forward - t_tokenized, sample_s=t_emit - t_forward,
-                        emitted_at_s=t_emit - start,
-                        attention=looked.take() if looked else None,
-                        layers=residual.take() if residual else None))
+    passes.append(_pass(step, start, len(prompt_ids), len(prompt_ids), cache, spec,
+                        looked, residual))
 
-    # 4. Decode: one token per forward pass, until end-of-sequence or max_new_tokens.
-    while len(generated) < max_new_tokens and token not in eos:
-        t0 = timer.now()
+    def feed() -> torch.Tensor:  # the input of the next decode pass
         if use_cache:
             # Feed only the newest token. Its query attends to the keys and values of every
             # earlier token, which the cache already holds; this pass appends its own.
-            step_ids = torch.tensor([[token]], device=lm.device)
-        else:
-            # Without a cache the model must re-read the whole sequence every step.
-            step_ids = torch.tensor([prompt_ids + generated], device=lm.device)
-        logits = forward(step_ids, cache)[0]  # scores for the token after the newest one
-        t_forward = timer.now()
-        # Sample the next token, append it, and go round again with it as the input.
-        token, sample_prob = choose(logits, temperature, top_k, top_p, generator)
-        t_emit = timer.now()
+            return torch.tensor([[token]], device=lm.device)
+        # Without a cache the model must re-read the whole sequence every step.
+        return torch.tensor([prompt_ids + generated], device=lm.device)
+
+    # 4. Decode: one token per forward pass, until end-of-sequence or max_new_tokens.
+    steps = decode(timer, forward, cache, feed, pick)  # each next(): feed, one pass, choose
+    while len(generated) < max_new_tokens and token not in eos:
+        step = next(steps)  # scores for the token after the newest one, and the choice
+        # Append the chosen token, and go round again with it as the input.
+        token, _ = step.token
         generated.append(token)
-        passes.append(_Pass(logits=logits, token=token, sample_prob=sample_prob,
-                            seq_len=len(prompt_ids) + len(generated) - 1,
-                            input_tokens=step_ids.shape[1],
-                            kv_bytes_per_layer=live_bytes_per_layer(cache, spec.n_layers),
-                            forward_s=t_forward - t0, sample_s=t_emit - t_forward,
-                            emitted_at_s=t_emit - start,
-                            attention=looked.take() if looked else None,
-                            layers=residual.take() if residual else None))
+        seq_len = len(prompt_ids) + len(generated) - 1  # tokens this pass could attend to
+        passes.append(_pass(step, start, seq_len, 1 if use_cache else seq_len, cache, spec,
+                            looked, residual))
 
     stop = "eos" if generated[-1] in eos else "max_new_tokens"  # why the loop ended
     return _Run(prompt_text=prompt_text, prompt_ids=prompt_ids, generated=generated,
                 passes=passes, tokenize_s=t_tokenized - start, stop=stop)
+
+
+def _pass(step: Timed, start: float, seq_len: int, input_tokens: int, cache, spec,
+          looked, residual) -> _Pass:
+    """What the loop keeps of one timed pass (`viz.steps.Timed`): its logits and choice, the
+    live cache's bytes, its times from the clock's readings, and what the hooks caught."""
+    token, sample_prob = step.token
+    return _Pass(logits=step.logits, token=token, sample_prob=sample_prob, seq_len=seq_len,
+                 input_tokens=input_tokens,
+                 kv_bytes_per_layer=live_bytes_per_layer(cache, spec.n_layers),
+                 forward_s=step.forward_s, sample_s=step.choose_s,
+                 emitted_at_s=step.chosen - start,
+                 attention=looked.take() if looked else None,
+                 layers=residual.take() if residual else None)
 
 
 @dataclass
@@ -241,7 +252,8 @@ def _trace(lm: LoadedModel, prompt: str, settings: Settings, run: _Run, out: _Re
     tok = lm.tokenizer
     return Trace(
         model=lm.spec,
-        environment=lm.environment(),  # the thread count `threads=` set is still in effect
+        # the thread count `threads=` set is still in effect; the time is now
+        environment=lm.environment("recorded by viz.record"),
         settings=settings,
         prompt=prompt,
         prompt_text=run.prompt_text,

@@ -25,6 +25,7 @@ from typing import Callable, Iterator, Optional, Union
 import torch
 
 from viz import checks
+from viz.provenance import utc_now
 from viz.trace import Environment, Memory
 from viz.version import __version__
 
@@ -184,8 +185,10 @@ def cpu_capability() -> str:
     return f"{used} ({', '.join(overrides)})" if overrides else used
 
 
-def environment(device: torch.device, dtype: str) -> Environment:
-    """Describe the machine, software and thread count a measurement ran with."""
+def environment(device: torch.device, dtype: str, *,
+                source: str = "measured by viz") -> Environment:
+    """Describe the machine, software and thread count a measurement ran with, now
+    (`utc_now`), and what measured it (`source`, e.g. "measured by viz.perf.machine_peaks")."""
     import transformers
 
     return Environment(
@@ -200,6 +203,8 @@ def environment(device: torch.device, dtype: str) -> Environment:
         viz_version=__version__,
         cpu_features=cpu_features(),
         cpu_capability=cpu_capability(),
+        measured_at=utc_now(),
+        source=source,
     )
 
 

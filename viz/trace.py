@@ -71,7 +71,8 @@ class ModelSpec:
 
 @dataclass
 class Environment:
-    """Where a trace was recorded."""
+    """Where, when and with what a trace or any other measurement was made: the one shape of
+    provenance every measurement document carries (`viz.provenance`)."""
 
     device: str  # "cpu", "cuda" or "mps"
     device_name: str  # e.g. the CPU model or "NVIDIA H200"
@@ -86,6 +87,12 @@ class Environment:
     # with AVX-512 BF16 or AMX), as /proc/cpuinfo names them: `viz.runtime.cpu_features`.
     cpu_features: list[str] = field(default_factory=list)
     cpu_capability: str = ""  # the instructions torch's own kernels used, e.g. "AVX512"
+    # When, ISO 8601 UTC to the second ("2026-12-06T03:40:12Z", `viz.runtime.utc_now`); "":
+    # not known (a trace saved before viz recorded it).
+    measured_at: str = ""
+    # What produced the numbers: "measured by viz.perf.machine_peaks", a shipped reference's
+    # origin, ...; "": not known.
+    source: str = ""
 
 
 @dataclass

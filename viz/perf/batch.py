@@ -24,6 +24,7 @@ from viz import checks
 from viz.compat import last_logits, live_bytes_per_layer, new_cache
 from viz.load import LoadedModel
 from viz.runtime import Clock, memory_end, memory_start, using_threads
+from viz.steps import decode, timed_step
 from viz.trace import Memory
 
 
@@ -104,37 +105,42 @@ def _generate(lm: LoadedModel, prompts, max_new_tokens: int,
     # Positions count real tokens only: 0, 1, 2, ... from each prompt's first token.
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
 
+    def argmax(logits: torch.Tensor) -> torch.Tensor:
+        return logits.argmax(-1)  # each request's highest-scoring token, shape (B,)
+
     with torch.inference_mode():
         start = timer.now()
         # 1. Prefill: one forward pass over every prompt at once; the cache holds B rows.
-        cache = new_cache(lm.model)
-        logits = forward(ids, cache, mask, positions)
-        t_forward = timer.now()
         # 2. Each request's first token: the highest-scoring one in its row.
-        token = logits.argmax(-1)  # shape (B,)
-        t_first = timer.now()
+        cache = new_cache(lm.model)
+        first = timed_step(timer, lambda: forward(ids, cache, mask, positions), argmax,
+                           started=start)
+        token = first.token
         out = [token]
         step_forward, step_total = [], []
         last_position = positions[:, -1]
-        end = t_first
-        # 3. Decode: feed each request's newest token (a B×1 input) and extend the mask.
-        for _ in range(max_new_tokens - 1):
-            t0 = timer.now()
+        end = first.chosen
+
+        def grow() -> dict:  # each step: one more mask column, each request's next position
+            nonlocal mask, last_position
             mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=1)
             last_position = last_position + 1
-            logits = forward(token[:, None], cache, mask, last_position[:, None])
-            t1 = timer.now()
-            token = logits.argmax(-1)
+            return {"attention_mask": mask, "position_ids": last_position[:, None]}
+
+        # 3. Decode: feed each request's newest token (a B×1 input) and extend the mask.
+        steps = decode(timer, forward, cache, lambda: token[:, None], argmax, extras=grow)
+        for _ in range(max_new_tokens - 1):
+            step = next(steps)
+            token = step.token
             out.append(token)
-            t2 = timer.now()
-            step_forward.append(t1 - t0)
-            step_total.append(t2 - t0)
-            end = t2
+            step_forward.append(step.forward_s)
+            step_total.append(step.seconds)
+            end = step.chosen
         memory = memory_end(dev, memory)
         generated = torch.stack(out, dim=1).cpu().tolist()
         kv = sum(live_bytes_per_layer(cache, lm.spec.n_layers))
 
     return BatchRun(prompt_ids=prompt_ids, generated_ids=generated, padded_length=longest,
-                    prefill_forward_s=t_forward - start, ttft_s=t_first - start,
+                    prefill_forward_s=first.forward_s, ttft_s=first.seconds,
                     step_forward_s=step_forward, step_s=step_total, end_to_end_s=end - start,
                     kv_bytes=kv, memory=memory)

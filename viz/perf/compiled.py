@@ -61,7 +61,7 @@ that minute, not the GPU (`viz.perf.gpu`).
 from __future__ import annotations
 
 import contextlib
-import datetime
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -73,8 +73,11 @@ import torch
 from viz import checks, compat
 from viz.documents import Document
 from viz.load import LoadedModel
-from viz.runtime import Clock, cpu_capability, device_name, release_memory, using_threads
+from viz.provenance import environment_from_loose, loose_names, unknown_environment
+from viz.runtime import Clock, release_memory, using_threads
 from viz.spread import Band, Spread, band
+from viz.trace import Environment
+from viz.steps import timed_step
 
 PROMPT = "The memory wall, measured one decode step at a time: "
 SPEEDUP_WORDS = ("eager is faster", "compiled is faster")
@@ -84,12 +87,31 @@ WAYS = ("recorded", "eager", "compiled")
 MODES = ("default", "reduce-overhead")
 
 
+# The provenance fields a CompiledStep kept loose before schema 2: now its `environment`'s.
+COMPILED_LOOSE = ("device", "device_name", "threads", "torch_version", "cpu_capability",
+                  "measured_at")
+COMPILED_SOURCE = "measured by viz.perf.measure_compiled_step"
+
+
+def _compiled_v1_to_v2(data: dict) -> dict:
+    """Schema 1: device, threads, torch and the time ("2026-12-05 12:12 UTC") were loose
+    fields; they move into `environment` (`viz.provenance`), whose source is a shipped
+    reference's own `source`, else what measured it."""
+    return environment_from_loose(data, COMPILED_LOOSE, data.get("source") or COMPILED_SOURCE,
+                                  dtype=data.get("dtype", ""))
+
+
+@loose_names(*COMPILED_LOOSE)
 @dataclass
 class CompiledStep(Document):
-    """A decode step eager and compiled, with the compile's cost (`measure_compiled_step`)."""
+    """A decode step eager and compiled, with the compile's cost (`measure_compiled_step`).
+
+    Where, when and with what is `environment` (`viz.provenance`); its fields read as before
+    too: `run.device_name`, `run.threads`, `run.measured_at`."""
 
     KIND: ClassVar[str] = "llm-inference-compiled-step"
-    SCHEMA_VERSION: ClassVar[int] = 1
+    SCHEMA_VERSION: ClassVar[int] = 2
+    UPGRADES: ClassVar[dict] = {1: _compiled_v1_to_v2}
     WHAT: ClassVar[str] = "compiled-step measurement"
     AGAIN: ClassVar[str] = "measure it again with viz.perf.measure_compiled_step(lm)"
 
@@ -99,9 +121,6 @@ class CompiledStep(Document):
     dtype: str
     weight_bytes: int  # bytes of the model's weights (each tensor once)
     random_weights: bool
-    device: str
-    device_name: str
-    threads: int
     prompt_tokens: int
     new_tokens: int  # greedy tokens per run (decode steps timed per run: one fewer)
     repeats: int
@@ -114,13 +133,13 @@ class CompiledStep(Document):
     compiled: Spread  # compiled, static cache
     token_ids: list[int] = field(default_factory=list)  # greedy tokens (recorded's)
     same_tokens: bool = False  # all three ways made the same greedy tokens
-    torch_version: str = ""
-    cpu_capability: str = ""
-    measured_at: str = ""
     compile_threads: int = 1  # Inductor's compile workers (1: in this process)
     note: str = ""  # anything else worth knowing about this run
     source: str = ""  # where a shipped reference was measured, and how ("": in this process)
     mode: str = "default"  # torch.compile's mode: "default", or "reduce-overhead" (CUDA graphs)
+    # The device ("cpu", "cuda:0") and its name, the torch threads, torch and its kernels'
+    # instructions, when (ISO UTC) and by what: `viz.provenance`.
+    environment: Environment = field(default_factory=unknown_environment)
 
     @property
     def saved(self) -> Spread:
@@ -262,15 +281,15 @@ def measure_compiled_step(lm: LoadedModel, *, prompt: str = PROMPT, new_tokens: 
     return CompiledStep(
         model=spec.name, n_layers=spec.n_layers, hidden_size=spec.hidden_size, dtype=lm.dtype,
         weight_bytes=int(sum(p.numel() * p.element_size() for p in model.parameters())),
-        random_weights=spec.random_weights, device=str(dev), device_name=device_name(dev),
-        threads=n_threads, prompt_tokens=n, new_tokens=new_tokens, repeats=repeats,
+        random_weights=spec.random_weights, prompt_tokens=n, new_tokens=new_tokens, repeats=repeats,
         backend=backend, compile_s=float(compile_s), cold=bool(cold), graphs=graphs,
         compile_threads=compile_threads, mode=mode,
         recorded=Spread.of(times["recorded"]), eager=Spread.of(times["eager"]),
         compiled=Spread.of(times["compiled"]), token_ids=made["recorded"],
         same_tokens=made["recorded"] == made["eager"] == made["compiled"],
-        torch_version=torch.__version__, cpu_capability=cpu_capability(),
-        measured_at=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+        # the device as str(dev) ("cuda:0"), as before; the threads the block ran with
+        environment=dataclasses.replace(lm.environment(COMPILED_SOURCE), device=str(dev),
+                                        threads=n_threads))
 
 
 def _check_arguments(lm, prompt, new_tokens, repeats, threads, backend, compile_threads,
@@ -344,10 +363,12 @@ def _compile_and_time(lm: LoadedModel, ids: torch.Tensor, new_tokens: int, repea
             .argmax(-1, keepdim=True)
         made, seconds = [int(token)], []
         for k in range(tokens - 1):
+            # the position is made before the clock starts: a compiled step is handed it
             position = torch.tensor([[n + k]], device=dev)
-            t0 = clock.now()
-            token = fn(token, cache, position)
-            seconds.append(clock.now() - t0)
+            # `fn` chooses its own token (the argmax is compiled with the pass): no `choose`
+            step_run = timed_step(clock, lambda: fn(token, cache, position))
+            token = step_run.token
+            seconds.append(step_run.seconds)
             made.append(int(token))
         return seconds, made
 
@@ -360,9 +381,8 @@ def _compile_and_time(lm: LoadedModel, ids: torch.Tensor, new_tokens: int, repea
     shared = compat.static_cache(model, length)
     token = forward(ids, shared, position_ids=torch.arange(n, device=dev)[None]) \
         .argmax(-1, keepdim=True)
-    t0 = clock.now()
-    compiled(token, shared, torch.tensor([[n]], device=dev))
-    compile_s = clock.now() - t0
+    compile_s = timed_step(clock, lambda: compiled(token, shared,
+                                                   torch.tensor([[n]], device=dev))).seconds
     fns = {"recorded": recorded_step, "eager": step, "compiled": compiled}
     for way in WAYS:  # warm-up: one short run each (allocations, kernel choice)
         run(way, fns[way], 3)

@@ -99,6 +99,17 @@ def long_prefill_sweep(lm: LoadedModel, lengths: Sequence[int] = (256, 512, 1024
                 runs[n].append((time.perf_counter() - start, clock.seconds))
                 bar.update()
     release_memory(lm.spec.kv_bytes(max(lengths)))  # the long passes' activations, freed
+    cols, spreads = _long_prefill_columns(lm.spec, lengths, runs)
+    return Sweep(name="long_prefill", x="prompt_tokens", columns=cols, model=lm.spec,
+                 environment=lm.environment(), settings={"repeats": repeats}, label=label,
+                 spreads=spreads)
+
+
+def _long_prefill_columns(spec: ModelSpec, lengths: list[int],
+                          runs: dict[int, list[tuple[float, float]]]
+                          ) -> tuple[dict[str, list[Any]], dict[str, list[Spread]]]:
+    """`long_prefill_sweep`'s table: one row per prompt length from its (prefill, attention)
+    seconds in `runs`, medians over the repeats, beside the counted FLOPs."""
     cols: dict[str, list[Any]] = {k: [] for k in (
         "prompt_tokens", "prefill_s", "attention_s", "rest_s", "prefill_s_per_token",
         "attention_share", "counted_attention_share", "attention_flops", "matmul_flops")}
@@ -107,16 +118,14 @@ def long_prefill_sweep(lm: LoadedModel, lengths: Sequence[int] = (256, 512, 1024
         total = add_timed(cols, spreads, "prefill_s", [t for t, _ in runs[n]])
         attn = add_timed(cols, spreads, "attention_s", [a for _, a in runs[n]])
         add_timed(cols, spreads, "rest_s", [t - a for t, a in runs[n]])
-        cost = prefill_cost(lm.spec, n)
+        cost = prefill_cost(spec, n)
         cols["prompt_tokens"].append(n)
         cols["prefill_s_per_token"].append(total / n)
         cols["attention_share"].append(attn / total)
         cols["counted_attention_share"].append(cost.attention_flops / cost.flops)
         cols["attention_flops"].append(cost.attention_flops)
         cols["matmul_flops"].append(cost.matmul_flops)
-    return Sweep(name="long_prefill", x="prompt_tokens", columns=cols, model=lm.spec,
-                 environment=lm.environment(), settings={"repeats": repeats}, label=label,
-                 spreads=spreads)
+    return cols, spreads
 
 
 def attention_crossover(spec: ModelSpec) -> int:
@@ -246,32 +255,40 @@ def long_decode_sweep(lm: LoadedModel, contexts: Sequence[int] = (0, 2048, 4096,
     with torch.inference_mode(), compat.timed_attention(lm.model) as clock, \
             progress_bar(len(contexts), "long decode", progress) as bar:
         for c in contexts:
-            release_memory(lm.spec.kv_bytes(c))  # what earlier passes freed, before the cache
-            cache = compat.synthetic_cache(lm.model, c)
-            _step_seconds(forward, cache, token, c, 1)  # warm-up, not kept
-            steps, inside, empty = [], [], []
-            for _ in range(repeats):  # each step at c beside one over an empty cache
-                clock.reset()
-                steps += _step_seconds(forward, cache, token, c, 1)
-                inside.append(clock.seconds)
-                empty += _step_seconds(forward, compat.new_cache(lm.model), token, 0, 1)
-            add_timed(cols, spreads, "decode_step_s", steps)
-            add_timed(cols, spreads, "attention_s", inside)
-            add_timed(cols, spreads, "empty_step_s", empty)
-            add_timed(cols, spreads, "growth", [s / e for s, e in zip(steps, empty)])
-            add_timed(cols, spreads, "cache_copy_s", _copy_seconds(cache, repeats))
-            del cache
-            release_memory(lm.spec.kv_bytes(c))
-            cost = decode_cost(lm.spec, c + 1)
-            cols["context_tokens"].append(c)
-            cols["kv_bytes"].append(cost.kv_bytes)
-            cols["weight_bytes"].append(cost.weight_bytes)
-            cols["step_bytes"].append(cost.bytes)
+            _decode_row(cols, spreads, lm, forward, token, c, repeats, clock)
             bar.update()
     return Sweep(name="long_decode", x="context_tokens", columns=cols, model=lm.spec,
                  environment=lm.environment(),
                  settings={"repeats": repeats, "cache": "synthetic (random keys and values)"},
                  label=label, spreads=spreads)
+
+
+def _decode_row(cols: dict[str, list[Any]], spreads: dict[str, list[Spread]], lm: LoadedModel,
+                forward, token: torch.Tensor, c: int, repeats: int, clock) -> None:
+    """One row of `long_decode_sweep`: a synthetic cache of `c` positions built, `repeats`
+    steps over it timed (each beside one over an empty cache; `clock`: the time inside
+    attention), its copy timed, the cache freed; then the bytes a step reads."""
+    release_memory(lm.spec.kv_bytes(c))  # what earlier passes freed, before the cache
+    cache = compat.synthetic_cache(lm.model, c)
+    _step_seconds(forward, cache, token, c, 1)  # warm-up, not kept
+    steps, inside, empty = [], [], []
+    for _ in range(repeats):  # each step at c beside one over an empty cache
+        clock.reset()
+        steps += _step_seconds(forward, cache, token, c, 1)
+        inside.append(clock.seconds)
+        empty += _step_seconds(forward, compat.new_cache(lm.model), token, 0, 1)
+    add_timed(cols, spreads, "decode_step_s", steps)
+    add_timed(cols, spreads, "attention_s", inside)
+    add_timed(cols, spreads, "empty_step_s", empty)
+    add_timed(cols, spreads, "growth", [s / e for s, e in zip(steps, empty)])
+    add_timed(cols, spreads, "cache_copy_s", _copy_seconds(cache, repeats))
+    del cache
+    release_memory(lm.spec.kv_bytes(c))
+    cost = decode_cost(lm.spec, c + 1)
+    cols["context_tokens"].append(c)
+    cols["kv_bytes"].append(cost.kv_bytes)
+    cols["weight_bytes"].append(cost.weight_bytes)
+    cols["step_bytes"].append(cost.bytes)
 
 
 @dataclass

@@ -400,20 +400,7 @@ def _read(measured: Any, clock: str) -> tuple[list[dict], dict[str, str]]:
     from viz.serve.sweep import LoadSweep
 
     if isinstance(measured, Sweep):
-        if measured.name == "prompt_length":
-            raise ValueError("a prompt-length sweep times prefill only, so it has no output "
-                             "tokens to price: give it as prefill= beside a batch sweep or a "
-                             "load run (`python -m viz cost FILE --prefill THIS_FILE`)")
-        if measured.name not in ("batch_size", "device_busy"):
-            raise ValueError(f"a {measured.name} sweep has no throughput to price: give a "
-                             "batch-size sweep (perf.batch_size_sweep, `python -m viz sweep "
-                             "batch -o FILE`), a load run or a rate sweep")
-        if len(measured) == 0:
-            raise ValueError("this sweep has no rows: measure at least one batch size")
-        rows, out_how, in_how = _batch_rows(measured, clock)
-        name, source = _sweep_name(measured)
-        return rows, dict(name=name, source=source, x_name="batch size", output_how=out_how,
-                          input_how=in_how)
+        return _read_sweep(measured, clock)
     if isinstance(measured, LoadSweep):
         rows, recorded, passes = _load_rows([(p.label, p.runs, _flight(p.runs))
                                              for p in measured.by_load()])
@@ -423,29 +410,10 @@ def _read(measured: Any, clock: str) -> tuple[list[dict], dict[str, str]]:
                           x_name="in flight", output_how=out_how, input_how=in_how)
     if isinstance(measured, LoadRun) or (isinstance(measured, (list, tuple)) and measured
                                          and all(isinstance(r, LoadRun) for r in measured)):
-        runs = [measured] if isinstance(measured, LoadRun) else list(measured)
-        closed = all(r.settings.mode == "concurrency" for r in runs)
-        rows, recorded, passes = _load_rows(
-            [(r.load_label, [r], r.settings.concurrency if closed else _flight([r]))
-             for r in runs])
-        first = runs[0]
-        name = first.label or first.target.server_label or first.target.model or "load run"
-        out_how, in_how = _load_hows(recorded, passes, many=False)
-        return rows, dict(name=name, source=f"load run{'s' if len(runs) > 1 else ''}: {name}, "
-                          + ", ".join(r.load_label for r in runs),
-                          x_name="streams" if closed else "in flight", output_how=out_how,
-                          input_how=in_how)
+        return _read_runs([measured] if isinstance(measured, LoadRun) else list(measured))
     traces = _traces(measured)
     if traces:
-        name = traces[0].model.name
-        return [_trace_row(t) for t in traces], dict(
-            name=f"{name}, one request alone", source=f"{len(traces)} recorded repl"
-            f"{'y' if len(traces) == 1 else 'ies'}: {name} on {traces[0].environment.device_name}",
-            x_name="prompt tokens",
-            output_how="1 ÷ the gaps between the reply's tokens (one request alone); spread "
-                       "from the middle half of the gaps",
-            input_how="prompt tokens ÷ TTFT (tokenizing, the prefill pass, the first token's "
-                      "choice): with the output's gaps, the reply's whole time")
+        return _read_traces(traces)
     if isinstance(measured, Spread):
         if not measured.low > 0:
             raise ValueError("a throughput must be a positive number of tokens per second")
@@ -457,6 +425,53 @@ def _read(measured: Any, clock: str) -> tuple[list[dict], dict[str, str]]:
     raise ValueError(f"{type(measured).__name__} has no throughput to price: give a batch-size "
                      "sweep, a load run (or a list of them), a rate sweep, a recorded reply "
                      "(viz.record), or a viz.Spread of tokens per second")
+
+
+def _read_sweep(measured: Sweep, clock: str) -> tuple[list[dict], dict[str, str]]:
+    """`_read` for a batch-size (or GPU busy) sweep; a clear error for any other sweep."""
+    if measured.name == "prompt_length":
+        raise ValueError("a prompt-length sweep times prefill only, so it has no output "
+                         "tokens to price: give it as prefill= beside a batch sweep or a "
+                         "load run (`python -m viz cost FILE --prefill THIS_FILE`)")
+    if measured.name not in ("batch_size", "device_busy"):
+        raise ValueError(f"a {measured.name} sweep has no throughput to price: give a "
+                         "batch-size sweep (perf.batch_size_sweep, `python -m viz sweep "
+                         "batch -o FILE`), a load run or a rate sweep")
+    if len(measured) == 0:
+        raise ValueError("this sweep has no rows: measure at least one batch size")
+    rows, out_how, in_how = _batch_rows(measured, clock)
+    name, source = _sweep_name(measured)
+    return rows, dict(name=name, source=source, x_name="batch size", output_how=out_how,
+                      input_how=in_how)
+
+
+def _read_runs(runs: list) -> tuple[list[dict], dict[str, str]]:
+    """`_read` for load runs: one row per run, against its streams (closed loop) or the
+    requests in flight (open loop)."""
+    closed = all(r.settings.mode == "concurrency" for r in runs)
+    rows, recorded, passes = _load_rows(
+        [(r.load_label, [r], r.settings.concurrency if closed else _flight([r]))
+         for r in runs])
+    first = runs[0]
+    name = first.label or first.target.server_label or first.target.model or "load run"
+    out_how, in_how = _load_hows(recorded, passes, many=False)
+    return rows, dict(name=name, source=f"load run{'s' if len(runs) > 1 else ''}: {name}, "
+                      + ", ".join(r.load_label for r in runs),
+                      x_name="streams" if closed else "in flight", output_how=out_how,
+                      input_how=in_how)
+
+
+def _read_traces(traces: list) -> tuple[list[dict], dict[str, str]]:
+    """`_read` for recorded replies: one row per reply, each request alone."""
+    name = traces[0].model.name
+    return [_trace_row(t) for t in traces], dict(
+        name=f"{name}, one request alone", source=f"{len(traces)} recorded repl"
+        f"{'y' if len(traces) == 1 else 'ies'}: {name} on {traces[0].environment.device_name}",
+        x_name="prompt tokens",
+        output_how="1 ÷ the gaps between the reply's tokens (one request alone); spread "
+                   "from the middle half of the gaps",
+        input_how="prompt tokens ÷ TTFT (tokenizing, the prefill pass, the first token's "
+                  "choice): with the output's gaps, the reply's whole time")
 
 
 def _traces(measured: Any) -> list:

@@ -45,18 +45,21 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar, Optional, Sequence
 
 from viz.documents import Document
+from viz.provenance import environment_from_loose, loose_names, unknown_environment
 from viz.perf import engine_child
 from viz.perf.engine_child import TIMEOUT_S, EngineCrash
 from viz.perf.prefix import common_prefix
 from viz import checks
 from viz.runtime import using_threads
 from viz.spread import Spread
+from viz.trace import Environment
 
 LLAMA_FORMATS = ("F32", "F16", "Q8_0", "Q4_1")  # GGUF weight formats llama.cpp reads here
 TORCH_FORMATS = ("float32", "bfloat16")  # dtypes viz loads the model in
@@ -112,12 +115,38 @@ class FormatFailure:
         return f"{self.engine} {self.format}"
 
 
+FORMATS_SOURCE = "measured by viz.perf.measure_formats"
+# What schema 1's `machine` text said: "AMD EPYC (2 CPUs, torch kernels AVX512), measured
+# 2026-12-03 13:11 UTC".
+_MACHINE_TEXT = re.compile(r"(?P<name>.*) \((?P<cpus>\d+) CPUs, torch kernels (?P<cap>.*)\), "
+                           r"measured (?P<when>.*)")
+
+
+def _formats_v1_to_v2(data: dict) -> dict:
+    """Schema 1: the threads were a loose field and the machine and time free text
+    (`_MACHINE_TEXT`); they move into `environment` (`viz.provenance`), whose source is a
+    shipped reference's own `source`, else what measured it. A text of another shape is kept
+    whole as the device's name."""
+    data = dict(data)
+    text = data.pop("machine", "")
+    found = _MACHINE_TEXT.fullmatch(text)
+    env = ({"device_name": found["name"], "cpu_capability": found["cap"],
+            "measured_at": found["when"]} if found else {"device_name": text})
+    return environment_from_loose(data, ("threads",), data.get("source") or FORMATS_SOURCE,
+                                  device="cpu", dtype="float32", **env)
+
+
+@loose_names("threads")
 @dataclass
 class FormatRun(Document):
-    """Formats side by side (`measure_formats`); lesson 12."""
+    """Formats side by side (`measure_formats`); lesson 12.
+
+    Where, when and with what is `environment` (`viz.provenance`; `run.threads` reads its
+    threads, as before)."""
 
     KIND: ClassVar[str] = "llm-inference-formats"
-    SCHEMA_VERSION: ClassVar[int] = 1
+    SCHEMA_VERSION: ClassVar[int] = 2
+    UPGRADES: ClassVar[dict] = {1: _formats_v1_to_v2}
     WHAT: ClassVar[str] = "format comparison"
     AGAIN: ClassVar[str] = "measure it again with viz.perf.measure_formats(lm)"
 
@@ -127,16 +156,17 @@ class FormatRun(Document):
     chat: bool
     new_tokens: int  # greedy tokens made per run (steps timed per run: one fewer)
     repeats: int
-    threads: int
     reference: str  # the label the others' tokens are compared with
     points: list[FormatPoint] = field(default_factory=list)
-    machine: str = ""  # CPU, features, when (for the record)
     # a shipped reference (viz/data/cpu-formats.json, benchmarks/remedies.py) says where and how
     # it was measured, and that machine's measured read bandwidth; "" and 0.0: measured here
     source: str = ""
     read_bytes_per_s: float = 0.0
     # formats whose engine crashed: not in `points` (nothing was timed), said in str() and table()
     failures: list[FormatFailure] = field(default_factory=list)
+    # The CPU, its threads (torch's, during the run), torch and its kernels' instructions, when
+    # (ISO UTC) and by what: `viz.provenance`.
+    environment: Environment = field(default_factory=unknown_environment)
 
     def point(self, label: str) -> Optional[FormatPoint]:
         """The row whose label ("llama.cpp Q4_1") or format ("Q4_1") is `label`."""
@@ -370,59 +400,90 @@ def measure_formats(lm=None, formats: Sequence[str] = FORMATS, *, prompt: str = 
     another CPU, out of memory) is not a row of `points` but a `FormatFailure` in `failures`,
     and the other formats are measured all the same.
     """
-    import datetime
-
     from viz.load import load_model
-    from viz.runtime import cpu_capability, cpu_name, release_memory
+    from viz.runtime import release_memory
 
     _check_formats(formats, new_tokens, repeats, threads)
     own = lm is None
     lm = load_model(device="cpu") if own else lm
+    _check_model(lm, formats)
+    n_params, name = lm.spec.n_params, lm.spec.name
+    points: list[FormatPoint] = []
+    failures: list[FormatFailure] = []
+    how = (prompt, chat, new_tokens, repeats)
+    with using_threads(threads) as n_threads:
+        ref, ref_ids = _reference_point(lm, how, progress, points)
+        if own:  # let the float32 model go before the next one is made (Binder's 2 GB)
+            del lm
+            release_memory()
+        if "bfloat16" in formats:  # lm: None where it was let go just above
+            _bfloat16_point(None if own else lm, name, n_params, how, ref_ids, progress, points)
+        _llama_points(formats, ref.prompt_ids, ref_ids, n_params, new_tokens, repeats,
+                      n_threads, gguf_folder, timeout_s, progress, points, failures)
+    env = _reference_environment(n_threads)
+    return FormatRun(model=name, n_params=n_params, prompt=prompt, chat=chat,
+                     new_tokens=new_tokens, repeats=repeats, reference="transformers float32",
+                     points=points, failures=failures, environment=env)
+
+
+def _check_model(lm, formats: Sequence[str]) -> None:
+    """`measure_formats`'s checks of the model: float32 on the CPU, and the default model
+    wherever llama.cpp's rows are asked for."""
     if lm.spec.dtype != "float32" or str(lm.device) != "cpu":
         raise ValueError("give the model in float32 on the CPU (viz.load_model(device='cpu')): "
                          "its float32 row is the reference the others are compared with")
-    n_params, name = lm.spec.n_params, lm.spec.name
+    name = lm.spec.name
     from viz.default_model import DEFAULT_MODEL
 
     if name != DEFAULT_MODEL and any(f in LLAMA_FORMATS for f in formats):
         raise ValueError(f"llama.cpp's rows are the default model's GGUF files, not {name}'s: "
                          f"give formats=('float32', 'bfloat16') for this model, or lm=None")
-    points: list[FormatPoint] = []
-    failures: list[FormatFailure] = []
-    with using_threads(threads) as n_threads:
-        ref, times, _ = _torch_point(lm, prompt, chat, new_tokens, repeats, None)
-        ref_ids = [s.token_id for s in ref.steps]
-        points.append(FormatPoint("transformers", "float32", lm.spec.weight_bytes, 4.0,
-                                  Spread.of(times), ref_ids, len(ref_ids)))
-        if progress:
-            print(f"  transformers float32: {Spread.of(times).text(1e3, 'ms', 1)}", flush=True)
-        if own:  # let the float32 model go before the next one is made (Binder's 2 GB)
-            del lm
-            release_memory()
-        if "bfloat16" in formats:
-            b16 = (load_model(device="cpu", dtype="bfloat16") if name == DEFAULT_MODEL else
-                   _bfloat16_copy(lm))  # the default model from its file, else lm's copy
-            try:
-                trace, times, note = _torch_point(b16, prompt, chat, new_tokens, repeats,
-                                                  TOO_SLOW * points[0].step.median)
-                ids = [s.token_id for s in trace.steps]
-                points.append(FormatPoint("transformers", "bfloat16", b16.spec.weight_bytes,
-                                          b16.spec.weight_bytes / n_params, Spread.of(times),
-                                          ids, common_prefix(ids, ref_ids), note))
-            finally:
-                del b16
-                release_memory()
-            if progress:
-                print(f"  transformers bfloat16: {points[-1].step.text(1e3, 'ms', 1)}",
-                      flush=True)
-        _llama_points(formats, ref.prompt_ids, ref_ids, n_params, new_tokens, repeats,
-                      n_threads, gguf_folder, timeout_s, progress, points, failures)
-    return FormatRun(model=name, n_params=n_params, prompt=prompt, chat=chat,
-                     new_tokens=new_tokens, repeats=repeats, threads=n_threads,
-                     reference="transformers float32", points=points, failures=failures,
-                     machine=f"{cpu_name()} ({os.cpu_count()} CPUs, torch kernels "
-                             f"{cpu_capability()}), measured "
-                             f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
+
+
+def _reference_point(lm, how: tuple, progress: bool,
+                     points: list[FormatPoint]) -> tuple[object, list[int]]:
+    """The float32 row (the reference), appended to `points`: (its last trace, its token ids).
+    how: (prompt, chat, new_tokens, repeats), as `measure_formats` was given them."""
+    ref, times, _ = _torch_point(lm, *how, None)
+    ref_ids = [s.token_id for s in ref.steps]
+    points.append(FormatPoint("transformers", "float32", lm.spec.weight_bytes, 4.0,
+                              Spread.of(times), ref_ids, len(ref_ids)))
+    if progress:
+        print(f"  transformers float32: {Spread.of(times).text(1e3, 'ms', 1)}", flush=True)
+    return ref, ref_ids
+
+
+def _bfloat16_point(lm, name: str, n_params: int, how: tuple, ref_ids: list[int],
+                    progress: bool, points: list[FormatPoint]) -> None:
+    """The bfloat16 row, appended to `points`: the default model (`name`) loaded from its file,
+    else a rounded copy of `lm`'s weights; let go again once timed. how: as `_reference_point`."""
+    from viz.default_model import DEFAULT_MODEL
+    from viz.load import load_model
+    from viz.runtime import release_memory
+
+    b16 = (load_model(device="cpu", dtype="bfloat16") if name == DEFAULT_MODEL else
+           _bfloat16_copy(lm))  # the default model from its file, else lm's copy
+    try:
+        trace, times, note = _torch_point(b16, *how, TOO_SLOW * points[0].step.median)
+        ids = [s.token_id for s in trace.steps]
+        points.append(FormatPoint("transformers", "bfloat16", b16.spec.weight_bytes,
+                                  b16.spec.weight_bytes / n_params, Spread.of(times),
+                                  ids, common_prefix(ids, ref_ids), note))
+    finally:
+        del b16
+        release_memory()
+    if progress:
+        print(f"  transformers bfloat16: {points[-1].step.text(1e3, 'ms', 1)}",
+              flush=True)
+
+
+def _reference_environment(n_threads: int) -> Environment:
+    """The run's environment: the reference's, float32 on the CPU (`_check_model`), with the
+    threads the measurements ran with."""
+    from viz.runtime import environment, resolve_device
+
+    return replace(environment(resolve_device("cpu"), "float32", source=FORMATS_SOURCE),
+                   threads=n_threads)
 
 
 def _check_formats(formats: Sequence[str], new_tokens: int, repeats: int,

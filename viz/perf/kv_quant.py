@@ -228,33 +228,46 @@ def kv_quant_sweep(lm: LoadedModel, contexts: Sequence[int] = (2048, 8191),
             progress_bar(len(contexts) * len(kinds), "kv quant decode", progress) as bar:
         for c in contexts:
             for quant, b in zip(kinds, bits):
-                quantize_s, steps, empty, dequant = _time_cache(lm, forward, token, c, quant,
-                                                                repeats)
-                add_timed(cols, spreads, "decode_step_s", steps)
-                add_timed(cols, spreads, "empty_step_s", empty)
-                add_timed(cols, spreads, "growth", [s / e for s, e in zip(steps, empty)])
-                add_timed(cols, spreads, "dequantize_s", dequant or [0.0])
-                cost = decode_cost(lm.spec, c + 1)
-                window = 0 if quant is None or quant.backend == "fp8" else 1
-                kv = kv_quant_bytes(lm.spec, c + 1, quant, window)
-                cols["kv_bits"].append(b)
-                cols["context_tokens"].append(c)
-                cols["flush_s"].append(quantize_s if quant is not None
-                                       and quant.backend == "quanto" else 0.0)
-                cols["kv_bytes"].append(kv)
-                cols["weight_bytes"].append(cost.weight_bytes)
-                cols["step_bytes"].append(cost.weight_bytes + kv)
-                cols["dequantized_bytes"].append(0 if quant is None else lm.spec.kv_bytes(c))
-                cols["flops"].append(cost.flops + _dequant_flops(lm.spec, c, quant))
+                timed = _time_cache(lm, forward, token, c, quant, repeats)
+                _add_row(cols, spreads, lm, c, quant, b, timed)
                 bar.update()
+    settings = _settings(kinds, names, repeats)
+    return Sweep(name="kv_quant_decode", x="context_tokens", columns=cols, model=lm.spec,
+                 environment=lm.environment(), settings=settings, label=label,
+                 spreads=spreads)
+
+
+def _add_row(cols: dict[str, list[Any]], spreads: dict[str, list[Spread]], lm: LoadedModel,
+             c: int, quant: Optional[KVQuant], b: int, timed: tuple) -> None:
+    """One row of `kv_quant_sweep`: the cache `quant` (None: float, `b` bits) at context `c`,
+    with its times (`_time_cache`'s) and the bytes and FLOPs the step must move and do."""
+    quantize_s, steps, empty, dequant = timed
+    add_timed(cols, spreads, "decode_step_s", steps)
+    add_timed(cols, spreads, "empty_step_s", empty)
+    add_timed(cols, spreads, "growth", [s / e for s, e in zip(steps, empty)])
+    add_timed(cols, spreads, "dequantize_s", dequant or [0.0])
+    cost = decode_cost(lm.spec, c + 1)
+    window = 0 if quant is None or quant.backend == "fp8" else 1
+    kv = kv_quant_bytes(lm.spec, c + 1, quant, window)
+    cols["kv_bits"].append(b)
+    cols["context_tokens"].append(c)
+    cols["flush_s"].append(quantize_s if quant is not None
+                           and quant.backend == "quanto" else 0.0)
+    cols["kv_bytes"].append(kv)
+    cols["weight_bytes"].append(cost.weight_bytes)
+    cols["step_bytes"].append(cost.weight_bytes + kv)
+    cols["dequantized_bytes"].append(0 if quant is None else lm.spec.kv_bytes(c))
+    cols["flops"].append(cost.flops + _dequant_flops(lm.spec, c, quant))
+
+
+def _settings(kinds: list[Optional[KVQuant]], names: list[str], repeats: int) -> dict[str, Any]:
+    """`kv_quant_sweep`'s settings: the repeats, the caches and how each quantizes."""
     settings = {"repeats": repeats, "caches": names,
                 "cache": "synthetic (random keys and values, quantized by the backend)"}
     for k in (k for k in kinds if k is not None):
         settings[k.name] = k.label + (f", {k.residual_length} newest positions in full "
                                       "precision" if k.backend == "quanto" else "")
-    return Sweep(name="kv_quant_decode", x="context_tokens", columns=cols, model=lm.spec,
-                 environment=lm.environment(), settings=settings, label=label,
-                 spreads=spreads)
+    return settings
 
 
 def _kinds(lm: LoadedModel, quants: Sequence[Union[int, KVQuant]],

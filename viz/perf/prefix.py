@@ -15,12 +15,12 @@ token comes out the same (up to rounding; `same_first_token` checks it). Lesson 
 Both keep the prefix in a `DynamicCache` and cut it back (`viz.compat.trim_cache`) after each
 use, so no copy of the prefix is made; the prefill over it still concatenates (see
 `viz.perf.context`). The time counted is the forward passes that produce the first token,
-with greedy choice; tokenization is left out of both columns alike.
+with greedy choice; tokenization is left out of both columns alike. Each pass is timed by
+`viz.steps.timed_step` (on a GPU, until the device has finished it).
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
@@ -31,13 +31,16 @@ from viz.load import LoadedModel
 from viz.perf.context import prompt_ids
 from viz.perf.sweeps import progress_bar, check_fits, measured, add_timed
 from viz.perf.table import Sweep
+from viz.runtime import Clock
 from viz.spread import Spread
+from viz.steps import decode, timed_step
 
 
-def _first_token(forward, ids: torch.Tensor, cache) -> tuple[float, torch.Tensor]:
-    start = time.perf_counter()
-    logits = forward(ids, cache)
-    return time.perf_counter() - start, logits[0]
+def _first_token(clock: Clock, forward, ids: torch.Tensor, cache) -> tuple[float, torch.Tensor]:
+    """The seconds of the forward pass that scores the first token (`viz.steps.timed_step`),
+    and those scores; the greedy choice is read from them afterwards, untimed."""
+    step = timed_step(clock, lambda: forward(ids, cache))
+    return step.seconds, step.logits[0]
 
 
 @measured
@@ -67,6 +70,7 @@ def prefix_cache_sweep(lm: LoadedModel, prompt_tokens: int = 512,
                                 fix="at least one token of each prompt must be new")
     check_fits(lm, prompt_tokens, "the prompt")
     forward = compat.last_logits(lm.model)
+    clock = Clock(lm.device)
     ids = prompt_ids(lm, prompt_tokens)
     shared = [min(prompt_tokens - 1, round(s * prompt_tokens)) for s in shares]
     full: dict[int, list[float]] = {k: [] for k in shared}
@@ -74,23 +78,43 @@ def prefix_cache_sweep(lm: LoadedModel, prompt_tokens: int = 512,
     logits: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
     with torch.inference_mode(), progress_bar(len(shared) * (1 + repeats), "prefix cache",
                                       progress) as bar:
-        caches = {}
-        for k in shared:  # each prefix prefilled once, untimed
-            cache = compat.new_cache(lm.model)
-            if k:
-                forward(ids[:, :k], cache)
-            caches[k] = cache
-            bar.update()
-        _first_token(forward, ids, compat.new_cache(lm.model))  # warm-up, not kept
+        caches = _prefill_prefixes(lm, forward, ids, shared, bar)
+        _first_token(clock, forward, ids, compat.new_cache(lm.model))  # warm-up, not kept
         for _ in range(repeats):
             for k in shared:
-                t_full, l_full = _first_token(forward, ids, compat.new_cache(lm.model))
-                t_cached, l_cached = _first_token(forward, ids[:, k:], caches[k])
+                t_full, l_full = _first_token(clock, forward, ids, compat.new_cache(lm.model))
+                t_cached, l_cached = _first_token(clock, forward, ids[:, k:], caches[k])
                 compat.trim_cache(caches[k], k)
                 full[k].append(t_full)
                 cached[k].append(t_cached)
                 logits[k] = (l_full, l_cached)
                 bar.update()
+    cols, spreads = _prefix_columns(shared, prompt_tokens, full, cached, logits)
+    return Sweep(name="prefix_cache", x="shared_share", columns=cols, model=lm.spec,
+                 environment=lm.environment(),
+                 settings={"prompt_tokens": prompt_tokens, "repeats": repeats},
+                 label=label, spreads=spreads)
+
+
+def _prefill_prefixes(lm: LoadedModel, forward, ids: torch.Tensor, shared: list[int],
+                      bar) -> dict[int, Any]:
+    """A cache per prefix length k in `shared`, holding the prompt's first k tokens: each
+    prefix prefilled once, untimed (an earlier request paid for it)."""
+    caches = {}
+    for k in shared:  # each prefix prefilled once, untimed
+        cache = compat.new_cache(lm.model)
+        if k:
+            forward(ids[:, :k], cache)
+        caches[k] = cache
+        bar.update()
+    return caches
+
+
+def _prefix_columns(shared: list[int], prompt_tokens: int, full: dict[int, list[float]],
+                    cached: dict[int, list[float]],
+                    logits: dict[int, tuple[torch.Tensor, torch.Tensor]]
+                    ) -> tuple[dict[str, list[Any]], dict[str, list[Spread]]]:
+    """`prefix_cache_sweep`'s table: one row per prefix length, medians over the repeats."""
     cols: dict[str, list[Any]] = {c: [] for c in (
         "shared_tokens", "shared_share", "new_tokens", "ttft_full_s", "ttft_cached_s",
         "speedup", "same_first_token", "max_logit_gap")}
@@ -105,10 +129,7 @@ def prefix_cache_sweep(lm: LoadedModel, prompt_tokens: int = 512,
         cols["speedup"].append(a / b)
         cols["same_first_token"].append(int(int(l_full.argmax()) == int(l_cached.argmax())))
         cols["max_logit_gap"].append(float((l_full.float() - l_cached.float()).abs().max()))
-    return Sweep(name="prefix_cache", x="shared_share", columns=cols, model=lm.spec,
-                 environment=lm.environment(),
-                 settings={"prompt_tokens": prompt_tokens, "repeats": repeats},
-                 label=label, spreads=spreads)
+    return cols, spreads
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -159,14 +180,9 @@ def chat_turns(lm: LoadedModel, questions: Sequence[str], *, reply_tokens: int =
       saved_s               ttft_full_s − ttft_cached_s
       same_first_token      1 if both give the same greedy first token
     """
-    questions = list(questions)
-    if not questions or any(not isinstance(q, str) or not q.strip() for q in questions):
-        raise ValueError("questions must be a non-empty list of non-empty strings, one per turn")
-    checks.whole("reply_tokens", reply_tokens, 1)
-    if not getattr(lm.tokenizer, "chat_template", None):
-        raise ValueError(f"{lm.spec.name}'s tokenizer has no chat template: chat_turns needs an "
-                         "instruction-tuned model (the default one has it)")
+    questions = _check_chat(lm, questions, reply_tokens)
     forward = compat.last_logits(lm.model)
+    clock = Clock(lm.device)
     tok = lm.tokenizer
     messages: list[dict] = []
     kept = compat.new_cache(lm.model)
@@ -181,17 +197,17 @@ def chat_turns(lm: LoadedModel, questions: Sequence[str], *, reply_tokens: int =
             reused = min(common_prefix(kept_ids, ids), len(ids) - 1)
             compat.trim_cache(kept, reused)
             if not turns:
-                _first_token(forward, x, compat.new_cache(lm.model))  # warm-up, not kept
+                _first_token(clock, forward, x, compat.new_cache(lm.model))  # warm-up, not kept
             full, cached = [], []
             for r in range(repeats):
-                t_full, l_full = _first_token(forward, x, compat.new_cache(lm.model))
-                t_cached, l_cached = _first_token(forward, x[:, reused:], kept)
+                t_full, l_full = _first_token(clock, forward, x, compat.new_cache(lm.model))
+                t_cached, l_cached = _first_token(clock, forward, x[:, reused:], kept)
                 full.append(t_full)
                 cached.append(t_cached)
                 if r < repeats - 1:
                     compat.trim_cache(kept, reused)
             # the kept cache now holds the whole prompt: make the reply with it
-            reply = _reply(forward, kept, int(l_full.argmax()), len(ids), reply_tokens,
+            reply = _reply(clock, forward, kept, int(l_full.argmax()), len(ids), reply_tokens,
                            lm.device)
             kept_ids = ids + reply[:-1]  # the last token chosen is not in the cache yet
             compat.trim_cache(kept, len(kept_ids))
@@ -204,16 +220,32 @@ def chat_turns(lm: LoadedModel, questions: Sequence[str], *, reply_tokens: int =
     return _chat_sweep(lm, turns, questions, reply_tokens, repeats, label)
 
 
-def _reply(forward, kept: Any, first: int, n_prompt: int, reply_tokens: int,
+def _check_chat(lm: LoadedModel, questions: Sequence[str], reply_tokens: int) -> list[str]:
+    """`chat_turns`'s argument checks; the questions as a list."""
+    questions = list(questions)
+    if not questions or any(not isinstance(q, str) or not q.strip() for q in questions):
+        raise ValueError("questions must be a non-empty list of non-empty strings, one per turn")
+    checks.whole("reply_tokens", reply_tokens, 1)
+    if not getattr(lm.tokenizer, "chat_template", None):
+        raise ValueError(f"{lm.spec.name}'s tokenizer has no chat template: chat_turns needs an "
+                         "instruction-tuned model (the default one has it)")
+    return questions
+
+
+def _reply(clock: Clock, forward, kept: Any, first: int, n_prompt: int, reply_tokens: int,
            device: torch.device) -> list[int]:
     """The greedy reply of `reply_tokens` tokens, `first` and then one decode step per token
-    over the kept cache (which holds the `n_prompt` prompt tokens)."""
+    over the kept cache (which holds the `n_prompt` prompt tokens): `viz.steps.decode`, its
+    times not kept."""
     reply = [first]
-    for i in range(reply_tokens - 1):
-        position = torch.tensor([[n_prompt + i]], device=device)
-        step = forward(torch.tensor([[reply[-1]]], device=device), kept,
-                       position_ids=position)
-        reply.append(int(step[0].argmax()))
+
+    def position() -> dict:  # the newest token's position: after the prompt and the reply
+        return {"position_ids": torch.tensor([[n_prompt + len(reply) - 1]], device=device)}
+
+    steps = decode(clock, forward, kept, lambda: torch.tensor([[reply[-1]]], device=device),
+                   lambda logits: int(logits[0].argmax()), extras=position)
+    for _ in range(reply_tokens - 1):
+        reply.append(next(steps).token)
     return reply
 
 

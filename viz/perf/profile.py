@@ -64,11 +64,10 @@ model's own.
 from __future__ import annotations
 
 import contextlib
-import datetime
 import os
 import statistics
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, ClassVar, Iterator, Optional
 
 import torch
@@ -76,7 +75,10 @@ import torch
 from viz import checks, compat
 from viz.documents import Document
 from viz.load import LoadedModel
-from viz.runtime import Clock, device_name, short_device_name, using_threads
+from viz.provenance import environment_from_loose, loose_names, unknown_environment
+from viz.runtime import Clock, short_device_name, using_threads
+from viz.steps import timed_step
+from viz.trace import Environment
 
 MATRIX, ATTENTION, NORMS, SMALL, GAPS = "matrix products", "attention", "norms", "small ops", "gaps"
 DEVICE_WAIT = "waiting for the GPU"
@@ -107,20 +109,34 @@ class StepPart:
     device_seconds: Optional[float] = None  # GPU: kernel time these ops launched; CPU: None
 
 
+# The provenance fields a StepProfile kept loose before schema 2: now its `environment`'s.
+PROFILE_LOOSE = ("device", "device_name", "threads", "torch_version", "measured_at")
+PROFILE_SOURCE = "measured by viz.perf.profile.profile_decode_step"
+
+
+def _profile_v1_to_v2(data: dict) -> dict:
+    """Schema 1: device, threads, torch and the time ("2026-12-05 12:12 UTC") were loose
+    fields; they move into `environment` (`viz.provenance`)."""
+    return environment_from_loose(data, PROFILE_LOOSE, PROFILE_SOURCE,
+                                  dtype=data.get("dtype", ""))
+
+
+@loose_names(*PROFILE_LOOSE)
 @dataclass
 class StepProfile(Document):
-    """One decode step of a model, taken apart by category (`profile_decode_step`)."""
+    """One decode step of a model, taken apart by category (`profile_decode_step`).
+
+    Where, when and with what is `environment` (`viz.provenance`); its fields read as before
+    too: `profile.device_name`, `profile.threads`, `profile.measured_at`."""
 
     KIND: ClassVar[str] = "llm-inference-step-profile"
-    SCHEMA_VERSION: ClassVar[int] = 1
+    SCHEMA_VERSION: ClassVar[int] = 2
+    UPGRADES: ClassVar[dict] = {1: _profile_v1_to_v2}
     WHAT: ClassVar[str] = "step profile"
     AGAIN: ClassVar[str] = "profile it again with viz.perf.profile.profile_decode_step(lm)"
 
     model: str  # the model's name
-    device: str  # "cpu", "cuda", ...
-    device_name: str  # the CPU's or GPU's model name
     dtype: str  # the weights' dtype, e.g. "float32"
-    threads: int  # torch's CPU threads during the measurement
     context: int  # tokens in the KV cache before the first profiled step
     steps: int  # decode steps timed (plain) and profiled (each)
     step_s: float  # median plain step (no profiler, no scopes): the step as it really runs
@@ -130,8 +146,9 @@ class StepProfile(Document):
     plain_steps_s: list[float] = field(default_factory=list)  # each plain step
     profiled_steps_s: list[float] = field(default_factory=list)  # each profiled step
     token_ids: list[int] = field(default_factory=list)  # the greedy token of each profiled step
-    torch_version: str = ""
-    measured_at: str = ""  # when, UTC
+    # The device ("cpu", "cuda:0") and its name (the CPU's or GPU's model), torch's CPU threads
+    # during the measurement, torch, when (ISO UTC) and by what: `viz.provenance`.
+    environment: Environment = field(default_factory=unknown_environment)
 
     def __post_init__(self):
         names = [p.category for p in self.parts]
@@ -373,9 +390,8 @@ def profile_decode_step(lm: LoadedModel, *, context: int = 32, steps: int = 5, w
         plain_s, events, chosen = [], [], []
         for _ in range(steps):
             length = compat.cache_length(cache)
-            t0 = clock.now()  # the step as it really runs: no profiler, no scopes
-            step(token, cache)
-            plain_s.append(clock.now() - t0)
+            # the step as it really runs: no profiler, no scopes (`step` chooses its token)
+            plain_s.append(timed_step(clock, lambda: step(token, cache)).seconds)
             compat.trim_cache(cache, length)  # the same step again, from the same cache
             token, profiled = _profiled_step(step, token, cache, model, dev, activities)
             events += profiled
@@ -389,12 +405,11 @@ def profile_decode_step(lm: LoadedModel, *, context: int = 32, steps: int = 5, w
     median_step = events[durations.index(mid)]
     parts = _step_parts(*split_step(median_step), on_gpu=dev.type == "cuda")
     return StepProfile(
-        model=lm.spec.name, device=str(dev), device_name=device_name(dev), dtype=lm.dtype,
-        threads=n_threads, context=context, steps=steps, warmup=warmup,
+        model=lm.spec.name, dtype=lm.dtype, context=context, steps=steps, warmup=warmup,
         step_s=float(statistics.median(plain_s)), profiled_step_s=mid, parts=parts,
         plain_steps_s=plain_s, profiled_steps_s=durations, token_ids=token_ids,
-        torch_version=torch.__version__,
-        measured_at=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+        # the device as str(dev) ("cuda:0"), as before; the threads the block ran with
+        environment=replace(lm.environment(PROFILE_SOURCE), device=str(dev), threads=n_threads))
 
 
 def _check_profile(lm, context, steps, warmup, threads) -> None:

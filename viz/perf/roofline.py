@@ -255,5 +255,5 @@ def _measure_roofline(lm, prompt, prompt_tokens, max_new_tokens, batch_sizes, pe
         pts += batch_points(batch, lm.spec)
     if prompt_sweep is not None:
         pts += prefill_points(prompt_sweep, lm.spec)
-    return Roofline(peaks=peaks, model=lm.spec, environment=lm.environment(), points=pts,
-                    label=label)
+    return Roofline(peaks=peaks, model=lm.spec, points=pts, label=label,
+                    environment=lm.environment("measured by viz.perf.measure_roofline"))

@@ -185,11 +185,21 @@ def context_length_sweep(lm: LoadedModel, contexts: Sequence[int] = (16, 64, 256
             for c in contexts:
                 runs[c].append(run(c))
                 bar.update()
+    cols, spreads = _context_columns(lm, runs, max_new_tokens)
+    return Sweep(name="context_length", x="context_tokens", columns=cols, model=lm.spec,
+                 environment=lm.environment(), settings={"max_new_tokens": max_new_tokens, "repeats": repeats},
+                 label=label, spreads=spreads)
+
+
+def _context_columns(lm: LoadedModel, runs: dict[int, list[Any]],
+                     max_new_tokens: int) -> tuple[dict[str, list[Any]], dict[str, list[Spread]]]:
+    """`context_length_sweep`'s columns and spreads from its recorded traces (`runs`: context →
+    the traces recorded at it), one row per context."""
     cols: dict[str, list[Any]] = {k: [] for k in (
         "context_tokens", "decode_step_s", "decode_forward_s", "decode_tokens_per_s",
         "kv_bytes", "decode_bytes", "achieved_bytes_per_s")}
     spreads: dict[str, list[Spread]] = {}
-    for c in contexts:
+    for c in runs:
         decode = [s for t in runs[c] for s in t.steps[1:]]
         step = add_timed(cols, spreads, "decode_step_s", [s.forward_s + s.sample_s for s in decode])
         forward = add_timed(cols, spreads, "decode_forward_s", [s.forward_s for s in decode])
@@ -200,9 +210,7 @@ def context_length_sweep(lm: LoadedModel, contexts: Sequence[int] = (16, 64, 256
         cols["kv_bytes"].append(runs[c][0].steps[-1].kv_bytes)
         cols["decode_bytes"].append(moved)
         cols["achieved_bytes_per_s"].append(moved / forward)
-    return Sweep(name="context_length", x="context_tokens", columns=cols, model=lm.spec,
-                 environment=lm.environment(), settings={"max_new_tokens": max_new_tokens, "repeats": repeats},
-                 label=label, spreads=spreads)
+    return cols, spreads
 
 
 # ---- cache on vs off (lesson 05) ------------------------------------------------------------
@@ -234,6 +242,18 @@ def cache_sweep(lm: LoadedModel, prompt: str = "The KV cache saves work because"
                 runs[use_cache].append(record(lm, prompt, use_cache=use_cache, **kw))
                 bar.update()
     on, off = runs[True][0], runs[False][0]
+    cols = _cache_columns(lm, runs)
+    return Sweep(name="cache", x="seq_len", columns=cols, model=lm.spec,
+                 environment=lm.environment(),
+                 settings={"prompt": prompt, "max_new_tokens": max_new_tokens, "repeats": repeats,
+                           "same_tokens": on.generated_ids == off.generated_ids},
+                 label=label)
+
+
+def _cache_columns(lm: LoadedModel, runs: dict[bool, list[Any]]) -> dict[str, list[Any]]:
+    """`cache_sweep`'s columns from its recorded traces (`runs`: use_cache → the traces), one
+    row per step of the first pair."""
+    on, off = runs[True][0], runs[False][0]
     cols: dict[str, list[Any]] = {k: [] for k in (
         "step", "seq_len", "cached_input_tokens", "uncached_input_tokens", "cached_step_s",
         "uncached_step_s", "cached_elapsed_s", "uncached_elapsed_s", "cached_flops",
@@ -252,11 +272,7 @@ def cache_sweep(lm: LoadedModel, prompt: str = "The KV cache saves work because"
                                     else decode_cost(lm.spec, a.seq_len).flops)
         cols["uncached_flops"].append(prefill_cost(lm.spec, b.seq_len).flops)
         cols["same_token"].append(int(a.token_id == b.token_id))
-    return Sweep(name="cache", x="seq_len", columns=cols, model=lm.spec,
-                 environment=lm.environment(),
-                 settings={"prompt": prompt, "max_new_tokens": max_new_tokens, "repeats": repeats,
-                           "same_tokens": on.generated_ids == off.generated_ids},
-                 label=label)
+    return cols
 
 
 # ---- batch size → throughput and latency (lesson 06) ----------------------------------------
@@ -295,12 +311,23 @@ def batch_size_sweep(lm: LoadedModel, batch_sizes: Sequence[int] = (1, 2, 4, 8, 
             for b in batch_sizes:
                 runs[b].append(generate_batch(lm, [prompt] * b, max_new_tokens))
                 bar.update()
+    cols, spreads = _batch_columns(runs, max_new_tokens)
+    return Sweep(name="batch_size", x="batch_size", columns=cols, model=lm.spec,
+                 environment=lm.environment(),
+                 settings={"prompt": prompt, "max_new_tokens": max_new_tokens, "repeats": repeats},
+                 label=label, spreads=spreads)
+
+
+def _batch_columns(runs: dict[int, list[Any]],
+                   max_new_tokens: int) -> tuple[dict[str, list[Any]], dict[str, list[Spread]]]:
+    """`batch_size_sweep`'s columns and spreads from its runs (`runs`: batch size → the
+    `generate_batch` runs at it), one row per batch size."""
     cols: dict[str, list[Any]] = {k: [] for k in (
         "batch_size", "prompt_tokens", "ttft_s", "decode_step_s", "decode_forward_s",
         "decode_context_tokens", "request_latency_s", "request_tokens_per_s",
         "aggregate_tokens_per_s", "aggregate_decode_tokens_per_s", "kv_bytes")}
     spreads: dict[str, list[Spread]] = {}
-    for b in batch_sizes:
+    for b in runs:
         rs = runs[b]
         n_prompt = rs[0].padded_length
         latency = _median([r.end_to_end_s for r in rs])
@@ -317,7 +344,4 @@ def batch_size_sweep(lm: LoadedModel, batch_sizes: Sequence[int] = (1, 2, 4, 8, 
         cols["aggregate_tokens_per_s"].append(b * max_new_tokens / latency)
         cols["aggregate_decode_tokens_per_s"].append(b / step)
         cols["kv_bytes"].append(rs[0].kv_bytes)
-    return Sweep(name="batch_size", x="batch_size", columns=cols, model=lm.spec,
-                 environment=lm.environment(),
-                 settings={"prompt": prompt, "max_new_tokens": max_new_tokens, "repeats": repeats},
-                 label=label, spreads=spreads)
+    return cols, spreads

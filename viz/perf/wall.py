@@ -48,8 +48,9 @@ from viz.perf.machine.peaks import MachinePeaks, machine_peaks
 from viz.perf.regime import (OVERHEAD_SHARE, Verdict, check_seconds, regime,
                               utilisation, verdict)
 from viz.perf.wall_point import PROMPT, WallPoint, measure_point, short_dtype
-from viz.runtime import (device_name, release_memory, resolve_device, short_device_name,
-                         using_threads)
+from viz.provenance import environment_from_loose, loose_names, unknown_environment
+from viz.runtime import (release_memory, resolve_device, short_device_name, using_threads,
+                         utc_now)
 from viz.spread import Spread
 from viz.trace import Environment, ModelSpec
 
@@ -178,22 +179,46 @@ def _wall_v1_to_v2(data: dict) -> dict:
     return data
 
 
+WALL_LOOSE = ("device", "device_name", "threads")  # loose before schema 3: now `environment`'s
+WALL_SOURCE = "measured by viz.perf.measure_wall"
+
+
+def _wall_v2_to_v3(data: dict) -> dict:
+    """Schema 2: device, its name and the threads were loose fields beside an environment that
+    could be null (a computed run), with no time; they move into `environment`
+    (`viz.provenance`). The time is the recorded date, else the peaks'; the source the command
+    that measured it, or the published numbers a computed run comes from. The peaks inside
+    are upgraded with it (`MachinePeaks`' schema 3)."""
+    data = dict(data)
+    peaks = data.get("peaks")
+    if peaks:
+        data["peaks"] = MachinePeaks.UPGRADES[2](peaks)
+    recorded = data.get("recorded") or {}
+    when = recorded.get("date") or (peaks or {}).get("measured_at", "")
+    source = (data.get("peaks_how", "") if data.get("computed") else
+              f"`{recorded['command']}`" if recorded.get("command") else WALL_SOURCE)
+    env = data.get("environment") or {}
+    return environment_from_loose(data, WALL_LOOSE, env.get("source") or source,
+                                  measured_at=env.get("measured_at") or when)
+
+
+@loose_names(*WALL_LOOSE)
 @dataclass
 class WallRun(Document):
-    """Decode steps placed against the memory wall: points, floors and how they were measured."""
+    """Decode steps placed against the memory wall: points, floors and how they were measured.
+
+    Where, when and with what is `environment` (`viz.provenance`); its fields read as before
+    too: `run.device`, `run.device_name`, `run.threads` (0 for a computed run)."""
 
     KIND: ClassVar[str] = "llm-inference-memory-wall"
-    SCHEMA_VERSION: ClassVar[int] = 2
-    UPGRADES: ClassVar[dict] = {1: _wall_v1_to_v2}
+    SCHEMA_VERSION: ClassVar[int] = 3
+    UPGRADES: ClassVar[dict] = {1: _wall_v1_to_v2, 2: _wall_v2_to_v3}
     WHAT: ClassVar[str] = "memory-wall run"
     AGAIN: ClassVar[str] = ("measure it again with viz.perf.measure_wall(...) or "
                             "`python benchmarks/memory_wall.py`")
 
     label: str  # e.g. "this machine", "project CPU reference", "H100 (computed)"
     computed: bool  # True: computed from published numbers; nothing here was measured
-    device: str  # "cpu", "cuda", ...
-    device_name: str
-    threads: int  # torch intra-op threads every timing ran with (0 for a computed run)
     read_bytes_per_s: float  # the memory floor's bandwidth
     flops_per_s: dict[str, float]  # dtype → the compute floor's peak
     peaks_how: str  # how those two were measured, or which datasheet they come from
@@ -201,7 +226,9 @@ class WallRun(Document):
     points: list[WallPoint] = field(default_factory=list)
     overhead_share: float = OVERHEAD_SHARE  # the rule's threshold (see `regime`)
     peaks: Optional[MachinePeaks] = None  # the full peak measurement, when measured
-    environment: Optional[Environment] = None
+    # The device ("cpu", "cuda", "gpu" for a computed run) and its name, the torch threads every
+    # timing ran with (0 for a computed run), the software, when (ISO UTC) and by what.
+    environment: Environment = field(default_factory=unknown_environment)
     recorded: dict[str, Any] = field(default_factory=dict)  # command, date, load, threads
     quantized: list[QuantizedTry] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -391,8 +418,34 @@ def measure_wall(shapes: Sequence[Union[str, dict]] = ("smollm2-135m",),
     fixed_cost_points: also place the tiny fixed-cost models on the chart.
     threads: CPU threads for every timing (None: torch's current count); recorded.
     """
-    from tqdm import tqdm
+    dtypes, entries, batches = _wall_inputs(shapes, dtypes, batch_sizes, threads)
+    dev = resolve_device(device)
+    with using_threads(threads) as n_threads:
+        peaks = peaks or machine_peaks(dev, threads=n_threads)
+        for dt in dtypes:
+            peaks.flops(dt)  # a dtype without a measured peak fails before any timing
+        depths = _wall_depths(entries, overhead_depths)
+        bar = _wall_bar(dtypes, entries, progress)
+        floors, points = _wall_floors(dtypes, depths, overhead, max_new_tokens, repeats, dev,
+                                      fixed_cost_points, bar)
+        environment = _wall_points(entries, dtypes, batches, floors, max_new_tokens, repeats,
+                                   prompt, dev, bar, points)
+        bar.close()
+    # the last model's environment, with the threads every timing ran with
+    environment = replace(environment, threads=n_threads, source=WALL_SOURCE)
+    return WallRun(label=label, computed=False, read_bytes_per_s=peaks.bytes_per_s,
+                   flops_per_s=dict(peaks.flops_per_s),
+                   peaks_how=peaks.how(), overhead=[floors[dt] for dt in dtypes],
+                   points=points, peaks=peaks, environment=environment,
+                   recorded={"max_new_tokens": max_new_tokens, "repeats": repeats,
+                             "threads": n_threads, "shapes": [e["name"] for e in entries],
+                             "dtypes": dtypes, "batch_sizes": batches})
 
+
+def _wall_inputs(shapes: Sequence[Union[str, dict]], dtypes: Sequence[str],
+                 batch_sizes: Sequence[int],
+                 threads: Optional[int]) -> tuple[list[str], list[dict], list[int]]:
+    """`measure_wall`'s argument checks: (dtypes, each shape's config entry, batch sizes)."""
     checks.threads(threads)
     shapes, dtypes = list(shapes), list(dtypes)
     if not shapes or not dtypes:
@@ -400,47 +453,60 @@ def measure_wall(shapes: Sequence[Union[str, dict]] = ("smollm2-135m",),
                          "measure_wall(['smollm2-135m'], dtypes=['float32'])")
     entries = [read_config(s) for s in shapes]  # a bad name fails here, before any timing
     batches = checks.whole_list("batch_sizes", batch_sizes, what="whole numbers >= 1")
-    dev = resolve_device(device)
-    with using_threads(threads) as n_threads:
-        peaks = peaks or machine_peaks(dev, threads=n_threads)
+    return dtypes, entries, batches
+
+
+def _wall_depths(entries: list[dict], overhead_depths: Sequence[int]) -> list[int]:
+    """The depths to measure the fixed cost at: each shape's own, and `overhead_depths`."""
+    return sorted({e["config"]["num_hidden_layers"] for e in entries}
+                  | set(checks.whole_list("depths", overhead_depths)
+                        if overhead_depths else []))
+
+
+def _wall_bar(dtypes: list[str], entries: list[dict], progress: bool):
+    """`measure_wall`'s progress bar: one tick per dtype's floor and per model timed."""
+    from tqdm import tqdm
+
+    return tqdm(total=len(dtypes) * (1 + len(entries)), desc="memory wall", unit="model",
+                disable=not progress, leave=False)
+
+
+def _wall_floors(dtypes: list[str], depths: list[int], overhead: Sequence[OverheadFloor],
+                 max_new_tokens: int, repeats: int, dev, fixed_cost_points: bool,
+                 bar) -> tuple[dict[str, OverheadFloor], list[WallPoint]]:
+    """Each dtype's fixed-cost floor at `depths`, reused from `overhead` where it has them all,
+    else measured: (floors by dtype, the tiny models' points where `fixed_cost_points`)."""
+    floors, points = {}, []
+    known = {o.dtype: o for o in overhead}
+    for dt in dtypes:
+        if dt in known and set(depths) <= set(known[dt].layers):
+            floors[dt] = known[dt]
+        else:
+            floors[dt], tiny = measure_overhead(depths, dt, max_new_tokens=max_new_tokens,
+                                                repeats=repeats, device=dev)
+            if fixed_cost_points:
+                points += tiny
+        bar.update()
+    return floors, points
+
+
+def _wall_points(entries: list[dict], dtypes: list[str], batches: list[int],
+                 floors: dict[str, OverheadFloor], max_new_tokens: int, repeats: int,
+                 prompt: str, dev, bar, points: list[WallPoint]) -> Environment:
+    """Each shape in each dtype built, timed at each batch size (appended to `points`, with its
+    fixed-cost floor) and freed before the next; returns the last model's environment."""
+    for entry in entries:
         for dt in dtypes:
-            peaks.flops(dt)  # a dtype without a measured peak fails before any timing
-        depths = sorted({e["config"]["num_hidden_layers"] for e in entries}
-                        | set(checks.whole_list("depths", overhead_depths)
-                              if overhead_depths else []))
-        bar = tqdm(total=len(dtypes) * (1 + len(entries)), desc="memory wall", unit="model",
-                   disable=not progress, leave=False)
-        floors, points = {}, []
-        known = {o.dtype: o for o in overhead}
-        for dt in dtypes:
-            if dt in known and set(depths) <= set(known[dt].layers):
-                floors[dt] = known[dt]
-            else:
-                floors[dt], tiny = measure_overhead(depths, dt, max_new_tokens=max_new_tokens,
-                                                    repeats=repeats, device=dev)
-                if fixed_cost_points:
-                    points += tiny
+            lm = from_config(entry, device=dev, dtype=dt)
+            for b in batches:
+                p = measure_point(lm, max_new_tokens=max_new_tokens, repeats=repeats,
+                                  batch=b, prompt=prompt)
+                points.append(replace(p, fixed_cost_s=floors[dt].at(p.n_layers)))
+            environment, weight_bytes = lm.environment(), lm.spec.weight_bytes
+            del lm
+            release_memory(weight_bytes)
             bar.update()
-        for entry in entries:
-            for dt in dtypes:
-                lm = from_config(entry, device=dev, dtype=dt)
-                for b in batches:
-                    p = measure_point(lm, max_new_tokens=max_new_tokens, repeats=repeats,
-                                      batch=b, prompt=prompt)
-                    points.append(replace(p, fixed_cost_s=floors[dt].at(p.n_layers)))
-                environment, weight_bytes = lm.environment(), lm.spec.weight_bytes
-                del lm
-                release_memory(weight_bytes)
-                bar.update()
-        bar.close()
-    return WallRun(label=label, computed=False, device=dev.type, device_name=device_name(dev),
-                   threads=n_threads, read_bytes_per_s=peaks.bytes_per_s,
-                   flops_per_s=dict(peaks.flops_per_s),
-                   peaks_how=peaks.how(), overhead=[floors[dt] for dt in dtypes],
-                   points=points, peaks=peaks, environment=environment,
-                   recorded={"max_new_tokens": max_new_tokens, "repeats": repeats,
-                             "threads": n_threads, "shapes": [e["name"] for e in entries],
-                             "dtypes": dtypes, "batch_sizes": batches})
+    return environment
 
 
 def roofline_seconds(flops: float, step_bytes: float, flops_per_s: float,
@@ -486,7 +552,9 @@ def computed_wall(shapes: Sequence[Union[str, dict]], *, device_name: str, bytes
                           note=fixed_cost_note or f"assumed {fixed_cost_per_layer_s * 1e3:g} ms "
                                                   "per layer")
     how = source or "published numbers"
-    return WallRun(label=label, computed=True, device="gpu", device_name=device_name, threads=0,
+    env = unknown_environment(device="gpu", device_name=device_name, dtype=dtype,
+                              measured_at=utc_now(), source=f"computed from {how}")
+    return WallRun(label=label, computed=True, environment=env,
                    read_bytes_per_s=float(bytes_per_s), flops_per_s=dict(flops_per_s),
                    peaks_how=f"computed from {how}", overhead=[floor], points=points,
                    notes=[f"fixed cost: {floor.note}"])

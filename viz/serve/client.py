@@ -24,7 +24,6 @@ Introduced in lesson 09 (Serving many users).
 from __future__ import annotations
 
 import asyncio
-import datetime
 import ipaddress
 import json
 import platform
@@ -32,14 +31,18 @@ import re
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, ClassVar, Optional
 from urllib.parse import urlparse, urlunparse
 
 from viz import checks
 from viz.documents import Document
+# utc_now: now, as every viz document writes it ("2026-12-06T03:40:12Z"), once written here in
+# another ISO form ("+00:00")
+from viz.provenance import environment_from_loose, loose_names, unknown_environment, utc_now
 from viz.serve.metrics import RequestRecord, ServerTiming
 from viz.serve.protocol import server_handle
+from viz.trace import Environment
 
 ENDPOINTS = ("chat", "completions")
 REMOTE_HINT = ("viz sends requests only to servers on this machine (127.0.0.1, localhost, ::1); "
@@ -509,12 +512,52 @@ class ClientInfo:
                    openai.__version__, cpu_name(), cpu_features())
 
 
+def _client_fields(client: dict[str, Any]) -> dict[str, Any]:
+    """What a ClientInfo (as a dict) says of the machine whose clock took the timings, as
+    `Environment` fields (device "cpu": the client's, not the server's: see its ServerInfo)."""
+    return {"device": "cpu", "device_name": client.get("cpu", ""),
+            "platform": client.get("platform", ""),
+            "python_version": client.get("python_version", ""),
+            "viz_version": client.get("viz_version", ""),
+            "cpu_features": list(client.get("cpu_features", []))}
+
+
+def client_environment(client: ClientInfo, source: str) -> Environment:
+    """Where and when a client took its timings, now, and by what (`viz.provenance`)."""
+    return unknown_environment(**_client_fields(asdict(client)),
+                               measured_at=utc_now(), source=source)
+
+
+def recorded_at_to_environment(data: dict[str, Any], source: str,
+                               client: Optional[dict[str, Any]]) -> dict[str, Any]:
+    """An upgrade step of a document that kept its time loose in `recorded_at` (ISO, with
+    "+00:00"): it moves into `environment` (`viz.provenance`), with the client machine that
+    `client` (a ClientInfo's dict) describes."""
+    data = dict(data)
+    when = data.pop("recorded_at", "")
+    return environment_from_loose(data, (), source, measured_at=when,
+                                  **_client_fields(client or {}))
+
+
+RECORD_SOURCE = "recorded by viz.serve.record_request"
+
+
+def _stream_v1_to_v2(data: dict) -> dict:
+    """Schema 1: the time was a loose `recorded_at`; it moves into `environment`."""
+    return recorded_at_to_environment(data, RECORD_SOURCE, data.get("client"))
+
+
+@loose_names(recorded_at="measured_at")
 @dataclass
 class StreamRecord(Document):
-    """One streaming request, timed by its client (`record_request`). Lesson 09."""
+    """One streaming request, timed by its client (`record_request`). Lesson 09.
+
+    Where, when and by what is `environment` (`viz.provenance`; `record.recorded_at` reads its
+    time, as before)."""
 
     KIND: ClassVar[str] = "llm-inference-stream"
-    SCHEMA_VERSION: ClassVar[int] = 1
+    SCHEMA_VERSION: ClassVar[int] = 2
+    UPGRADES: ClassVar[dict] = {1: _stream_v1_to_v2}
     WHAT: ClassVar[str] = "stream record"
     AGAIN: ClassVar[str] = ("record it again with viz.serve.record_request(...) or "
                             "`python -m viz request \"prompt\" -o FILE`")
@@ -525,8 +568,9 @@ class StreamRecord(Document):
     temperature: float
     request: RequestRecord
     client: ClientInfo
-    recorded_at: str  # ISO 8601, UTC
     label: str = ""
+    # the client machine, when (ISO UTC: `viz.provenance.utc_now`) and by what
+    environment: Environment = field(default_factory=unknown_environment)
 
     @property
     def ok(self) -> bool:
@@ -570,11 +614,6 @@ class StreamRecord(Document):
             f"text       {r.text!r}"])
 
 
-def utc_now() -> str:
-    """Now, as ISO 8601 in UTC (when a document was recorded)."""
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-
-
 def record_request(url: Any, prompt: str, *, model: Optional[str] = None,
                    endpoint: str = "chat", system: Optional[str] = None, max_tokens: int = 64,
                    temperature: float = 0.0, seed: Optional[int] = None, logprobs: bool = False,
@@ -613,9 +652,10 @@ def record_request(url: Any, prompt: str, *, model: Optional[str] = None,
 
     target, t0 = run_coroutine(go)
     attach_server_timing(url, [rec], t0)
+    client = ClientInfo.here()
     record = StreamRecord(target=target, prompt=prompt, system=system,
-                          temperature=float(temperature), request=rec,
-                          client=ClientInfo.here(), recorded_at=utc_now(), label=label)
+                          temperature=float(temperature), request=rec, client=client,
+                          label=label, environment=client_environment(client, RECORD_SOURCE))
     if rec.error is not None and raise_on_error:
         raise ServeError(rec.error, rec.error_kind or "input", rec.http_status)
     return record

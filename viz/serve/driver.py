@@ -88,6 +88,16 @@ async def drive(client, state: dict, requests: list[RequestRecord], items: list[
 
     send = _closed_loop if settings.mode == "concurrency" else _open_loop
     main = asyncio.create_task(send(job, jobs, requests, settings, t0, deadline, started))
+    await _until_done(main, started, state, bar, deadline)
+    state["t_end"] = now()
+    state["stopped"] = state["stopped"] or stop_reason(requests, settings)
+    _mark_unsent(requests)
+
+
+async def _until_done(main: asyncio.Task, started: list[asyncio.Task], state: dict, bar,
+                      deadline: float) -> None:
+    """Wait for the sending task `main` until the deadline, then cancel what is left (also
+    on an interrupt, which goes on up); the progress bar closed either way."""
     try:
         await asyncio.wait_for(asyncio.shield(main), timeout=max(0.0, deadline - now()))
     except (TimeoutError, asyncio.TimeoutError):
@@ -98,8 +108,10 @@ async def drive(client, state: dict, requests: list[RequestRecord], items: list[
         raise
     finally:
         bar.close()
-    state["t_end"] = now()
-    state["stopped"] = state["stopped"] or stop_reason(requests, settings)
+
+
+def _mark_unsent(requests: list[RequestRecord]) -> None:
+    """Give each request that was never sent its reason."""
     for r in requests:  # never sent: say why, so no request is silently missing
         if r.sent_s is None and r.error is None:
             r.error_kind, r.error = "cancelled", "not sent: the run's time limit came first"

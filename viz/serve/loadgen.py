@@ -38,9 +38,11 @@ from typing import Any, ClassVar, Optional, Sequence
 
 from viz import checks
 from viz.documents import Document
+from viz.provenance import loose_names, unknown_environment
 from viz.serve.client import (ClientInfo, ServeError, Target, Timeouts, attach_server_timing,
-                              check_url, make_client, now, request_id, resolve_target,
-                              run_coroutine, utc_now)
+                              check_url, client_environment, make_client, now,
+                              recorded_at_to_environment, request_id, resolve_target,
+                              run_coroutine)
 from viz.serve.driver import drive, jobs_of
 from viz.serve.engines import kv_pool_tokens, length_fields, tokenizer_for
 from viz.serve.metrics import (SLO, ITLBreakdown, LoadSummary, RequestRecord, StaticBatchWaste,
@@ -48,6 +50,7 @@ from viz.serve.metrics import (SLO, ITLBreakdown, LoadSummary, RequestRecord, St
 from viz.serve.protocol import server_handle
 from viz.serve.scheduler import Schedule
 from viz.serve.server import ServerInfo
+from viz.trace import Environment
 from viz.serve.workload import Lengths, Prompt, Workload, load_prompts  # noqa: F401
 from viz.spread import Spread
 
@@ -125,14 +128,28 @@ def run_v1_to_v2(d: dict) -> dict:
     return {**d, "settings": settings_v1_to_v2(d["settings"])}
 
 
+RUN_SOURCE = "recorded by viz.serve.run_load"
+
+
+def run_v2_to_v3(d: dict) -> dict:
+    """A schema-2 LoadRun dict as schema 3: its loose `recorded_at` moves into `environment`
+    (`viz.provenance`), with the client machine its ClientInfo describes."""
+    return recorded_at_to_environment(d, RUN_SOURCE, d.get("client"))
+
+
+@loose_names(recorded_at="measured_at")
 @dataclass
 class LoadRun(Document):
-    """Every request of one load run, as the client saw it (`run_load`). Lesson 09."""
+    """Every request of one load run, as the client saw it (`run_load`). Lesson 09.
+
+    Where, when and by what is `environment` (`viz.provenance`; `run.recorded_at` reads its
+    time, as before)."""
 
     KIND: ClassVar[str] = "llm-inference-load-run"
     # 2: settings.max_tokens and settings.prompts became settings.workload (a Workload)
-    SCHEMA_VERSION: ClassVar[int] = 2
-    UPGRADES: ClassVar[dict] = {1: run_v1_to_v2}
+    # 3: recorded_at became environment.measured_at (one shape of provenance)
+    SCHEMA_VERSION: ClassVar[int] = 3
+    UPGRADES: ClassVar[dict] = {1: run_v1_to_v2, 2: run_v2_to_v3}
     WHAT: ClassVar[str] = "load run"
     AGAIN: ClassVar[str] = ("run it again with viz.serve.run_load(...) or "
                             "`python -m viz load URL -o FILE`")
@@ -141,7 +158,6 @@ class LoadRun(Document):
     settings: LoadSettings
     requests: list[RequestRecord]
     client: ClientInfo
-    recorded_at: str  # ISO 8601, UTC
     stopped: str = ""  # why the run stopped before sending everything ("" = it did not)
     server: Optional[ServerInfo] = None  # how the server was run, when viz started it
     schedule: Optional[Schedule] = None  # the server's scheduler steps, when it recorded them
@@ -152,6 +168,8 @@ class LoadRun(Document):
     # server viz did not start).
     client_cores: Optional[float] = None
     server_cores: Optional[float] = None
+    # the client machine, when (ISO UTC: `viz.provenance.utc_now`) and by what
+    environment: Environment = field(default_factory=unknown_environment)
 
     def summary(self, slo: Optional[SLO] = None) -> LoadSummary:
         """The workload, percentiles, throughput and goodput (definitions: viz.serve.metrics),
@@ -310,29 +328,34 @@ def run_load(url: Any, *, concurrency: Optional[int] = None, rate: Optional[floa
     timeouts = timeouts or Timeouts()
     slo = slo or SLO()
     server = server_handle(url)
-    w = copy.copy(resolve_workload(workload, prompts, max_tokens))
-    if not w.tokenizer and w.kind in ("synthetic", "chat", "file"):
-        w.tokenizer = tokenizer_for(server)
-    items = w.build(n_requests, seed, endpoint, kv_tokens=kv_pool_tokens(server))
+    w, items = _load_items(server, workload, prompts, max_tokens, n_requests, seed, endpoint)
     jobs = jobs_of(items)
     arrivals = arrival_times(len(jobs), rate, seed) if rate is not None else [0.0] * len(jobs)
-    settings = LoadSettings(
-        mode="rate" if rate is not None else "concurrency",
-        concurrency=concurrency if rate is None else max_concurrency,
-        rate_per_s=float(rate) if rate is not None else None, n_requests=n_requests,
-        max_duration_s=float(max_duration_s), seed=seed, temperature=float(temperature),
-        timeouts=timeouts, slo=slo, workload=w)
+    streams = concurrency if rate is None else max_concurrency  # rate mode: the cap, if any
+    settings = _load_settings(w, rate, streams, n_requests, max_duration_s, seed, temperature,
+                              timeouts, slo)
     requests = _request_records(items, jobs, arrivals)
+    return _drive_load(url, base_url, server, settings, items, jobs, requests, model, endpoint,
+                       api_key, progress, label, out)
+
+
+def _drive_load(url: Any, base_url: str, server: Any, settings: LoadSettings, items: list,
+                jobs: list, requests: list[RequestRecord], model: Optional[str], endpoint: str,
+                api_key: Optional[str], progress: bool, label: str,
+                out: Optional[str]) -> LoadRun:
+    """`run_load`'s sending: every request of `items` driven (`viz.serve.driver.drive`) with
+    `settings` (its timeouts and workload), and the run recorded — also on an interrupt."""
     state: dict[str, Any] = {"t0": None, "t_end": None, "stopped": "", "target": None}
     server_label = server.label if server else ""
     on_failure = (lambda rec: server.failure_note(short=True)) if server else None
 
     async def go() -> None:
-        client = make_client(base_url, timeouts, api_key)
+        client = make_client(base_url, settings.timeouts, api_key)
         try:
             state["target"] = await resolve_target(client, base_url, model, endpoint,
                                                    server_label)
-            fields, note = await length_fields(server, client, state["target"], w)
+            fields, note = await length_fields(server, client, state["target"],
+                                               settings.workload)
             settings.length_fields, settings.length_note = fields, note
             extra = {f: None for f in fields}
             await drive(client, state, requests, items, jobs, settings, extra, on_failure,
@@ -353,6 +376,31 @@ def run_load(url: Any, *, concurrency: Optional[int] = None, rate: Optional[floa
 
     run_coroutine(go, on_interrupt=interrupted)
     return finish()
+
+
+def _load_items(server: Any, workload: Optional[Workload], prompts: Any,
+                max_tokens: Optional[int], n_requests: int, seed: int,
+                endpoint: str) -> tuple[Workload, list]:
+    """`run_load`'s workload (a copy, its tokenizer defaulting to the server's model's own) and
+    the requests it builds: (workload, items)."""
+    w = copy.copy(resolve_workload(workload, prompts, max_tokens))
+    if not w.tokenizer and w.kind in ("synthetic", "chat", "file"):
+        w.tokenizer = tokenizer_for(server)
+    items = w.build(n_requests, seed, endpoint, kv_tokens=kv_pool_tokens(server))
+    return w, items
+
+
+def _load_settings(w: Workload, rate: Optional[float], streams: Optional[int], n_requests: int,
+                   max_duration_s: float, seed: int, temperature: float, timeouts: Timeouts,
+                   slo: SLO) -> LoadSettings:
+    """`run_load`'s settings, as the run records them: rate mode where a rate was given, with
+    `streams` its cap on concurrent requests, else `streams` kept busy."""
+    return LoadSettings(
+        mode="rate" if rate is not None else "concurrency",
+        concurrency=streams,
+        rate_per_s=float(rate) if rate is not None else None, n_requests=n_requests,
+        max_duration_s=float(max_duration_s), seed=seed, temperature=float(temperature),
+        timeouts=timeouts, slo=slo, workload=w)
 
 
 def _request_records(items: list, jobs: list, arrivals: list[float]) -> list[RequestRecord]:
@@ -378,9 +426,10 @@ def _finish(url: Any, state: dict[str, Any], requests: list[RequestRecord],
     wall = now() - cpu0[0]
     if t0 is not None:
         attach_server_timing(url, requests, t0)
+    client = ClientInfo.here()
     run = LoadRun(target=state["target"] or target,
-                  settings=settings, requests=requests, client=ClientInfo.here(),
-                  recorded_at=utc_now(), stopped=state["stopped"],
+                  settings=settings, requests=requests, client=client,
+                  environment=client_environment(client, RUN_SOURCE), stopped=state["stopped"],
                   server=server.info() if server else None, label=label)
     if wall > 0:
         run.client_cores = (time.process_time() - cpu0[1]) / wall

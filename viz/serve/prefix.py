@@ -23,12 +23,14 @@ Lesson 11.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from viz.documents import Document
+from viz.provenance import environment_from_loose, loose_names, unknown_environment
 from viz.serve.probes import record_schedule
 from viz.serve.scheduler import Schedule
+from viz.trace import Environment
 
 
 @dataclass
@@ -41,13 +43,25 @@ class RequestPrefix:
     first_token_s: float  # first pass carrying it → end of the pass with its first token
 
 
+PREFIX_SOURCE = "measured by viz.serve.measure_prefix_sharing"
+
+
+def _prefix_v1_to_v2(data: dict) -> dict:
+    """Schema 1 kept only the transformers version, loose; it moves into `environment`
+    (`viz.provenance`), where nothing else is known of where or when."""
+    return environment_from_loose(data, ("transformers_version",), PREFIX_SOURCE)
+
+
+@loose_names("transformers_version")
 @dataclass
 class PrefixSharing(Document):
     """The same prompts through the engine with prefix sharing on and off (a saved document:
-    `save` / `load`, see `viz.documents`)."""
+    `save` / `load`, see `viz.documents`). Where, when and with what (the transformers
+    version: the engine measured) is `environment` (`viz.provenance`)."""
 
     KIND: ClassVar[str] = "llm-inference-prefix-sharing"
-    SCHEMA_VERSION: ClassVar[int] = 1
+    SCHEMA_VERSION: ClassVar[int] = 2
+    UPGRADES: ClassVar[dict] = {1: _prefix_v1_to_v2}
     WHAT: ClassVar[str] = "prefix-sharing run"
     AGAIN: ClassVar[str] = "measure it again with viz.serve.measure_prefix_sharing(...)"
 
@@ -55,7 +69,7 @@ class PrefixSharing(Document):
     on: list[RequestPrefix]
     off: list[RequestPrefix]
     same_tokens: bool  # every request generated the same tokens both ways
-    transformers_version: str = ""  # the engine measured
+    environment: Environment = field(default_factory=unknown_environment)
 
     @staticmethod
     def hit_rate(requests: list[RequestPrefix]) -> float:
@@ -112,8 +126,17 @@ def measure_prefix_sharing(model: Any, prompts: list[list[int]], *, max_new_toke
                                         prefix_sharing=sharing)
         results[sharing] = request_prefixes(schedule)
         outputs[sharing] = out
-    import transformers
-
     return PrefixSharing(page_size=page_size, on=results[True], off=results[False],
                          same_tokens=outputs[True] == outputs[False],
-                         transformers_version=transformers.__version__)
+                         environment=_environment(model))
+
+
+def _environment(model: Any) -> Environment:
+    """Where `model` (a transformers causal LM) ran, now: its device and dtype."""
+    import torch
+
+    from viz.runtime import dtype_name, environment
+
+    dtype = getattr(model, "dtype", None)
+    return environment(torch.device(getattr(model, "device", "cpu")),
+                       dtype_name(dtype) if dtype is not None else "", source=PREFIX_SOURCE)

@@ -219,18 +219,8 @@ def record_schedule(model: Any, prompts: list[list[int]], *, max_new_tokens: int
     pages already in the cache shares them instead of recomputing them (lesson 11).
     Greedy decoding; no EOS stop (every request makes max_new_tokens tokens). Lesson 09.
     """
-    from transformers import ContinuousBatchingConfig, GenerationConfig
-
-    if not prompts or any(not p for p in prompts):
-        raise ValueError("prompts must be a non-empty list of non-empty token-id lists")
-    for name, v in (("max_new_tokens", max_new_tokens), ("page_size", page_size),
-                    ("num_blocks", num_blocks), ("max_batch_tokens", max_batch_tokens)):
-        checks.whole(name, v, 1)
-    check_transformers_version()
-    gen = GenerationConfig(do_sample=False, max_new_tokens=max_new_tokens, eos_token_id=-1)
-    cfg = ContinuousBatchingConfig(page_size=page_size, num_blocks=num_blocks,
-                                   max_batch_tokens=max_batch_tokens, use_async_batching=False,
-                                   use_cuda_graph=False, allow_block_sharing=bool(prefix_sharing))
+    gen, cfg = _engine_configs(prompts, max_new_tokens, page_size, num_blocks,
+                               max_batch_tokens, prefix_sharing)
     outputs: dict[str, list[int]] = {}
     # Arrivals every k steps, exactly: at the k-th step the engine's thread waits (in the
     # recorder's sink, after recording the step) until the next request is added, so it joins
@@ -277,6 +267,26 @@ def record_schedule(model: Any, prompts: list[list[int]], *, max_new_tokens: int
         raise RuntimeError(f"only {len(outputs)} of {len(prompts)} requests finished"
                            + (f" (recorder: {rec.error})" if rec.error else ""))
     return rec.schedule(label=label), outputs
+
+
+def _engine_configs(prompts: list[list[int]], max_new_tokens: int, page_size: int,
+                    num_blocks: int, max_batch_tokens: int,
+                    prefix_sharing: bool) -> tuple[Any, Any]:
+    """`record_schedule`'s arguments checked, and the engine's (generation config, continuous
+    batching config): greedy, no EOS stop, no CUDA graphs, steps run one after another."""
+    from transformers import ContinuousBatchingConfig, GenerationConfig
+
+    if not prompts or any(not p for p in prompts):
+        raise ValueError("prompts must be a non-empty list of non-empty token-id lists")
+    for name, v in (("max_new_tokens", max_new_tokens), ("page_size", page_size),
+                    ("num_blocks", num_blocks), ("max_batch_tokens", max_batch_tokens)):
+        checks.whole(name, v, 1)
+    check_transformers_version()
+    gen = GenerationConfig(do_sample=False, max_new_tokens=max_new_tokens, eos_token_id=-1)
+    return gen, ContinuousBatchingConfig(page_size=page_size, num_blocks=num_blocks,
+                                         max_batch_tokens=max_batch_tokens,
+                                         use_async_batching=False, use_cuda_graph=False,
+                                         allow_block_sharing=bool(prefix_sharing))
 
 
 def _collect(manager, outputs: dict[str, list[int]], count: int, deadline: float) -> None:

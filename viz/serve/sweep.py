@@ -50,13 +50,16 @@ from typing import Any, Callable, ClassVar, Optional, Sequence
 
 from viz import checks
 from viz.documents import Document
-from viz.serve.client import ServeError, Target, utc_now
-from viz.serve.loadgen import LoadRun, resolve_workload, run_load, run_v1_to_v2
+from viz.provenance import loose_names, unknown_environment
+from viz.serve.client import (ClientInfo, ServeError, Target, client_environment,
+                              recorded_at_to_environment)
+from viz.serve.loadgen import LoadRun, resolve_workload, run_load, run_v1_to_v2, run_v2_to_v3
 from viz.serve.metrics import SLO, LoadSummary, percentiles
 from viz.serve.protocol import server_handle
 from viz.serve.server import ServerInfo
 from viz.serve.workload import Workload
 from viz.spread import TOO_CLOSE, Interval
+from viz.trace import Environment
 
 KINDS = ("synchronous", "throughput", "rate")
 
@@ -172,14 +175,32 @@ def sweep_v1_to_v2(d: dict) -> dict:
     return {**d, "settings": s, "points": points}
 
 
+SWEEP_SOURCE = "recorded by viz.serve.sweep_rates"
+
+
+def sweep_v2_to_v3(d: dict) -> dict:
+    """A schema-2 LoadSweep dict as schema 3: its loose `recorded_at` moves into `environment`
+    (`viz.provenance`), with the client machine its first run names; so in every run
+    (LoadRun schema 3)."""
+    points = [{**p, "runs": [run_v2_to_v3(r) for r in p.get("runs", [])]}
+              for p in d.get("points", [])]
+    first = next((r.get("client") for p in d.get("points", []) for r in p.get("runs", [])), None)
+    return recorded_at_to_environment({**d, "points": points}, SWEEP_SOURCE, first)
+
+
+@loose_names(recorded_at="measured_at")
 @dataclass
 class LoadSweep(Document):
-    """A rate sweep: every load and every run of it (`sweep_rates`). Lesson 10."""
+    """A rate sweep: every load and every run of it (`sweep_rates`). Lesson 10.
+
+    Where, when (the sweep's start) and by what is `environment` (`viz.provenance`;
+    `sweep.recorded_at` reads its time, as before)."""
 
     KIND: ClassVar[str] = "llm-inference-load-sweep"
     # 2: settings.max_tokens became settings.workload, and so in every run (LoadRun schema 2)
-    SCHEMA_VERSION: ClassVar[int] = 2
-    UPGRADES: ClassVar[dict] = {1: sweep_v1_to_v2}
+    # 3: recorded_at became environment.measured_at, and so in every run (LoadRun schema 3)
+    SCHEMA_VERSION: ClassVar[int] = 3
+    UPGRADES: ClassVar[dict] = {1: sweep_v1_to_v2, 2: sweep_v2_to_v3}
     WHAT: ClassVar[str] = "load sweep"
     AGAIN: ClassVar[str] = ("run it again with viz.serve.sweep_rates(...) or "
                             "`python -m viz load URL --sweep -o FILE`")
@@ -188,11 +209,12 @@ class LoadSweep(Document):
     settings: SweepSettings
     slo: SLO  # the objective every run's goodput is judged by
     points: list[SweepPoint]
-    recorded_at: str  # ISO 8601, UTC
     duration_s: float  # the whole sweep, wall clock
     stopped: str = ""  # why the sweep ended before its last load ("" = it did not)
     server: Optional[ServerInfo] = None
     label: str = ""
+    # the client machine, when the sweep began (ISO UTC: `viz.provenance.utc_now`), by what
+    environment: Environment = field(default_factory=unknown_environment)
 
     @property
     def runs(self) -> list[LoadRun]:
@@ -354,19 +376,10 @@ def sweep_rates(url: Any, *, n_requests: int = 8, n_rates: int = 3, repeats: int
     """
     _check_sweep(n_requests, n_rates, repeats, slo_factor, saturation, budget_s, kwargs)
     workload = resolve_workload(workload, prompts, max_tokens)
-    settings = SweepSettings(n_requests=n_requests, n_rates=n_rates, repeats=repeats, seed=seed,
-                             max_duration_s=float(max_duration_s),
-                             budget_s=float(budget_s), saturation=float(saturation),
-                             slo_factor=None if slo is not None else float(slo_factor),
-                             workload=workload)
+    settings = _sweep_settings(workload, slo, n_requests, n_rates, repeats, seed,
+                               max_duration_s, budget_s, saturation, slo_factor)
     began = time.perf_counter()
-    sweep = LoadSweep(target=Target("", "", "", ""), settings=settings, slo=slo or SLO(),
-                      points=[], recorded_at=utc_now(), duration_s=0.0, label=label)
-
-    def save() -> None:
-        sweep.duration_s = time.perf_counter() - began
-        if out:
-            sweep.save(out)
+    sweep = _new_sweep(settings, slo, label)
 
     def load(point: SweepPoint, **how) -> bool:
         """Run `point`'s repeats; False when the budget ran out first."""
@@ -374,27 +387,66 @@ def sweep_rates(url: Any, *, n_requests: int = 8, n_rates: int = 3, repeats: int
         for i in range(repeats):
             left = budget_s - (time.perf_counter() - began)
             if left <= 0:
-                sweep.stopped = (f"the sweep's budget of {budget_s:g} s ran out before "
-                                 f"{point.label} (run {i + 1} of {repeats})")
-                if not point.runs:
-                    sweep.points.pop()
-                save()
+                _budget_out(sweep, point, i, repeats, budget_s)
+                _save(sweep, began, out)
                 return False
             run = run_load(url, n_requests=n_requests, workload=workload, seed=seed + i,
                            slo=sweep.slo, max_duration_s=min(max_duration_s, left),
                            progress=progress,
                            label=label or (h.label if (h := server_handle(url)) else ""),
                            **how, **kwargs)
-            point.runs.append(run)
-            if len(sweep.points) == 1 and i == 0:
-                sweep.target, sweep.server = run.target, run.server
-                sweep.settings.workload = run.settings.workload  # its tokenizer filled in
-            save()
+            _keep_run(sweep, point, run, i)
+            _save(sweep, began, out)
         return True
 
     if _run_loads(sweep, load, slo, slo_factor, n_requests, n_rates, saturation):
-        save()
+        _save(sweep, began, out)
     return sweep
+
+
+def _sweep_settings(workload: Workload, slo: Optional[SLO], n_requests: int, n_rates: int,
+                    repeats: int, seed: int, max_duration_s: float, budget_s: float,
+                    saturation: float, slo_factor: float) -> SweepSettings:
+    """`sweep_rates`'s settings, as the sweep records them (`slo_factor` only where the SLO is
+    derived)."""
+    return SweepSettings(n_requests=n_requests, n_rates=n_rates, repeats=repeats, seed=seed,
+                         max_duration_s=float(max_duration_s),
+                         budget_s=float(budget_s), saturation=float(saturation),
+                         slo_factor=None if slo is not None else float(slo_factor),
+                         workload=workload)
+
+
+def _new_sweep(settings: SweepSettings, slo: Optional[SLO], label: str) -> LoadSweep:
+    """`sweep_rates`'s sweep before its first run: no target, no points yet."""
+    return LoadSweep(target=Target("", "", "", ""), settings=settings, slo=slo or SLO(),
+                     points=[], duration_s=0.0, label=label,
+                     environment=client_environment(ClientInfo.here(), SWEEP_SOURCE))
+
+
+def _save(sweep: LoadSweep, began: float, out: Optional[str]) -> None:
+    """The sweep's duration so far (since `began`) set, and the sweep saved to `out` if given."""
+    sweep.duration_s = time.perf_counter() - began
+    if out:
+        sweep.save(out)
+
+
+def _keep_run(sweep: LoadSweep, point: SweepPoint, run: LoadRun, i: int) -> None:
+    """`run` (repeat `i`) added to `point`; the sweep's first run also names its target, its
+    server and its workload."""
+    point.runs.append(run)
+    if len(sweep.points) == 1 and i == 0:
+        sweep.target, sweep.server = run.target, run.server
+        sweep.settings.workload = run.settings.workload  # its tokenizer filled in
+
+
+def _budget_out(sweep: LoadSweep, point: SweepPoint, i: int, repeats: int,
+                budget_s: float) -> None:
+    """The sweep stopped before `point`'s run `i`, its budget spent; `point` dropped if it has
+    no run yet."""
+    sweep.stopped = (f"the sweep's budget of {budget_s:g} s ran out before "
+                     f"{point.label} (run {i + 1} of {repeats})")
+    if not point.runs:
+        sweep.points.pop()
 
 
 def _check_sweep(n_requests, n_rates, repeats, slo_factor, saturation, budget_s,

@@ -193,21 +193,33 @@ def attention_figure(trace: Trace, step: Optional[int] = None, layer: int = 0,
         margin={"l": 70, "r": 20, "t": 80, "b": 150}))
     fig.update_layout(title_text=first.title(head))
     if step is None and n_steps > 1:
-        from viz.views.distribution import step_controls
-
-        frames = []
-        for i in range(n_steps):
-            d = attention_data(trace, i, layer)
-            frames.append(go.Frame(name=str(i), data=[go.Bar(y=_strip_y(d, head, width)),
-                                                      _row_marker(i, width)],
-                                   traces=[0, 2], layout={"title": {"text": d.title(head)}}))
-        fig.frames = frames
-        controls = step_controls(trace, active=first.step)
-        controls["margin"] = {"l": 70, "r": 20, "t": 80, "b": 260}
-        controls["sliders"][0]["pad"] = {"t": 150, "l": 110}
-        controls["updatemenus"][0]["pad"] = {"t": 155}
-        fig.update_layout(**controls)
+        _add_player(fig, trace, first, (layer, head), (n_steps, width))
     return fig
+
+
+def _add_player(fig, trace: Trace, first: AttentionStep, view: tuple[int, bool],
+                shape: tuple[int, int]) -> None:
+    """One frame per step (the strip and the row marker move), and the slider and play
+    button under the matrix, opening at `first`. `view`: (layer, head) as `attention_figure`
+    takes them; `shape`: the matrix's (steps, positions)."""
+    import plotly.graph_objects as go
+
+    from viz.views.distribution import step_controls
+
+    layer, head = view
+    n_steps, width = shape
+    frames = []
+    for i in range(n_steps):
+        d = attention_data(trace, i, layer)
+        frames.append(go.Frame(name=str(i), data=[go.Bar(y=_strip_y(d, head, width)),
+                                                  _row_marker(i, width)],
+                               traces=[0, 2], layout={"title": {"text": d.title(head)}}))
+    fig.frames = frames
+    controls = step_controls(trace, active=first.step)
+    controls["margin"] = {"l": 70, "r": 20, "t": 80, "b": 260}
+    controls["sliders"][0]["pad"] = {"t": 150, "l": 110}
+    controls["updatemenus"][0]["pad"] = {"t": 155}
+    fig.update_layout(**controls)
 
 
 # ---- ipywidgets ---------------------------------------------------------------------------------

@@ -110,15 +110,7 @@ def compare_figure(trace: Trace, other: Trace):
     fig = make_subplots(rows=3, cols=2, row_heights=[0.3, 0.3, 0.4], vertical_spacing=0.08,
                         horizontal_spacing=0.06,
                         specs=[[{}, {}], [{}, {}], [{"type": "table", "colspan": 2}, None]])
-    # Each side's title above its own column, left-aligned and wrapped to the column's width:
-    # labels and device names of any length stay inside their half of the figure.
-    titles = [side_title_lines(side.title) for side in (d.a, d.b)]
-    lines = max(len(t) for t in titles)
-    for col, text in ((1, titles[0]), (2, titles[1])):
-        left = fig.get_subplot(1, col).xaxis.domain[0]
-        fig.add_annotation(text="<br>".join(esc(line) for line in text), x=left, y=1.0,
-                           xref="paper", yref="paper", xanchor="left", yanchor="bottom",
-                           align="left", showarrow=False, font={"size": SIDE_TITLE_PX})
+    lines = _side_titles(fig, d)
     for col, side in ((1, d.a), (2, d.b)):
         colours = [palette.PHASE[p] for p in side.phases]
         steps = list(range(len(side.phases)))
@@ -132,6 +124,30 @@ def compare_figure(trace: Trace, other: Trace):
     fig.add_trace(go.Table(header={"values": ["", "A", "B", "B ÷ A"], "align": "left"},
                            cells={"values": [[esc(c) for c in col] for col in cols],
                                   "align": "left"}), 3, 1)
+    _same_scales(fig, d)
+    fig.update_layout(**plotly_layout("Two traces, same scales (blue: prefill, orange: decode)",
+                                      height=1000 + SIDE_LINE_PX * (lines - 1),
+                                      showlegend=False,
+                                      margin={"t": 70 + SIDE_LINE_PX * lines}))
+    return fig
+
+
+def _side_titles(fig, d: Comparison) -> int:
+    """Each side's title above its column; the lines the longer one takes."""
+    # Each side's title above its own column, left-aligned and wrapped to the column's width:
+    # labels and device names of any length stay inside their half of the figure.
+    titles = [side_title_lines(side.title) for side in (d.a, d.b)]
+    lines = max(len(t) for t in titles)
+    for col, text in ((1, titles[0]), (2, titles[1])):
+        left = fig.get_subplot(1, col).xaxis.domain[0]
+        fig.add_annotation(text="<br>".join(esc(line) for line in text), x=left, y=1.0,
+                           xref="paper", yref="paper", xanchor="left", yanchor="bottom",
+                           align="left", showarrow=False, font={"size": SIDE_TITLE_PX})
+    return lines
+
+
+def _same_scales(fig, d: Comparison) -> None:
+    """Both columns on the same ranges: latency, KV bytes and steps."""
     for col in (1, 2):
         fig.update_yaxes(range=d.latency_range, row=1, col=col,
                          title="latency (ms)" if col == 1 else None)
@@ -139,11 +155,6 @@ def compare_figure(trace: Trace, other: Trace):
                          title="KV bytes" if col == 1 else None)
         fig.update_xaxes(range=d.steps_range, row=1, col=col)
         fig.update_xaxes(range=d.steps_range, row=2, col=col, title="step (0 = prefill)")
-    fig.update_layout(**plotly_layout("Two traces, same scales (blue: prefill, orange: decode)",
-                                      height=1000 + SIDE_LINE_PX * (lines - 1),
-                                      showlegend=False,
-                                      margin={"t": 70 + SIDE_LINE_PX * lines}))
-    return fig
 
 
 def compare_static(trace: Trace, other: Trace):

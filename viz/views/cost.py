@@ -115,7 +115,6 @@ X_TITLES = {"batch size": "batch size (requests decoded together)",
 def cost_figure(cost: Any, *others: Cost):
     """Plotly: $ per million tokens (above) and the TPOT p50 each setting costs a user (below)
     against the batch size / streams, one colour per Cost (module docstring). Lesson 10."""
-    import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     costs = _check([cost, *others] if isinstance(cost, Cost) else list(cost) + list(others))
@@ -128,30 +127,43 @@ def cost_figure(cost: Any, *others: Cost):
                         subplot_titles=("$ per million tokens: output (solid), input (dotted)",
                                         "the wait between a user's tokens: TPOT p50"))
     for k, c in enumerate(costs):
-        colour = palette.CYCLE[k % len(palette.CYCLE)]
-        name = series_name(c)
-        points = sorted((r for r in rows if r["measurement"] == k and r["x"] is not None
-                         and r["x"] > 0), key=lambda r: r["x"])
-        if not points:
-            continue
+        _add_series(fig, k, c, rows)
+    _cost_axes(fig, title, costs, rows)
+    return fig
 
-        def line(pts: list, key: str, row: int, label: str, dash: Optional[str], size: int,
-                 symbol: Optional[str], legend: Optional[bool]) -> None:
-            """One line of this measurement: `key`'s medians (with spreads) against x."""
-            if pts:
-                fig.add_trace(go.Scatter(
-                    x=[p["x"] for p in pts], y=[p[key]["median"] for p in pts],
-                    mode="lines+markers", name=esc(label), legendgroup=str(k),
-                    showlegend=legend, line={"color": colour, "dash": dash},
-                    marker={"color": colour, "size": size, "symbol": symbol},
-                    error_y=_bars(pts, key), text=[_hover(p) for p in pts],
-                    hovertemplate="%{text}<extra></extra>"), row, 1)
 
-        line(points, "output", 1, name, None, 8, None, None)
-        line([p for p in points if p["input"] is not None], "input", 1, f"{name}: input",
-             "dot", 6, "diamond", False)
-        line([p for p in points if p["tpot_ms"] is not None], "tpot_ms", 2, f"{name}: TPOT",
-             None, 8, None, False)
+def _add_series(fig, k: int, c: Cost, rows: list[dict]) -> None:
+    """The `k`-th measurement's lines: output and input $ (above), TPOT p50 (below)."""
+    import plotly.graph_objects as go
+
+    colour = palette.CYCLE[k % len(palette.CYCLE)]
+    name = series_name(c)
+    points = sorted((r for r in rows if r["measurement"] == k and r["x"] is not None
+                     and r["x"] > 0), key=lambda r: r["x"])
+    if not points:
+        return
+
+    def line(pts: list, key: str, row: int, label: str, dash: Optional[str], size: int,
+             symbol: Optional[str], legend: Optional[bool]) -> None:
+        """One line of this measurement: `key`'s medians (with spreads) against x."""
+        if pts:
+            fig.add_trace(go.Scatter(
+                x=[p["x"] for p in pts], y=[p[key]["median"] for p in pts],
+                mode="lines+markers", name=esc(label), legendgroup=str(k),
+                showlegend=legend, line={"color": colour, "dash": dash},
+                marker={"color": colour, "size": size, "symbol": symbol},
+                error_y=_bars(pts, key), text=[_hover(p) for p in pts],
+                hovertemplate="%{text}<extra></extra>"), row, 1)
+
+    line(points, "output", 1, name, None, 8, None, None)
+    line([p for p in points if p["input"] is not None], "input", 1, f"{name}: input",
+         "dot", 6, "diamond", False)
+    line([p for p in points if p["tpot_ms"] is not None], "tpot_ms", 2, f"{name}: TPOT",
+         None, 8, None, False)
+
+
+def _cost_axes(fig, title: str, costs: list[Cost], rows: list[dict]) -> None:
+    """The layout and both panels' log axes, ticked at the values drawn."""
     names = {c.x_name for c in costs if c.x_name}
     x_title = X_TITLES.get(names.pop(), "") if len(names) == 1 else \
         "batch size, streams or requests in flight"
@@ -175,4 +187,3 @@ def cost_figure(cost: Any, *others: Cost):
     fig.update_yaxes(type="log", title={"text": "ms per token", "standoff": 6},
                      automargin=True, row=2, col=1,
                      **(log_ticks(waits, _plain) if waits else {}))
-    return fig

@@ -80,6 +80,21 @@ def early_exit_figure(trace: Trace, ks: Sequence[int] = (1, 2, 4, 8),
                                  line={"color": colour, "width": 2}, name=f"k={k}",
                                  hovertemplate="L=%{x}: %{y:.2f} tokens/pass"
                                                f"<extra>k={k}</extra>"), 1, 2)
+    _add_measured(fig, d)
+    fig.update_layout(**plotly_layout(f"Early exit, read from the logit lens: {trace.model.name}"
+                                      f" stopped after L of its {len(d['layers']) + 1} layers",
+                                      height=400))
+    fig.update_xaxes(title="exit layer L")
+    fig.update_yaxes(title="share of decode steps", range=[0, 1.02], tickformat=".0%",
+                     row=1, col=1)
+    fig.update_yaxes(title="tokens per full pass", rangemode="tozero", row=1, col=2)
+    return fig
+
+
+def _add_measured(fig, d: dict[str, Any]) -> None:
+    """Each measured comparison as a diamond on the right panel, coloured as its k's line."""
+    import plotly.graph_objects as go
+
     for m in d["measured"]:
         colour = (palette.CYCLE[d["ks"].index(m["k"]) % len(palette.CYCLE)]
                   if m["k"] in d["ks"] else palette.FORMULA)
@@ -89,11 +104,3 @@ def early_exit_figure(trace: Trace, ks: Sequence[int] = (1, 2, 4, 8),
                                          "line": {"color": palette.FORMULA, "width": 1}},
                                  name=name, hovertemplate="%{y:.2f} tokens/pass<extra>"
                                                           + name + "</extra>"), 1, 2)
-    fig.update_layout(**plotly_layout(f"Early exit, read from the logit lens: {trace.model.name}"
-                                      f" stopped after L of its {len(d['layers']) + 1} layers",
-                                      height=400))
-    fig.update_xaxes(title="exit layer L")
-    fig.update_yaxes(title="share of decode steps", range=[0, 1.02], tickformat=".0%",
-                     row=1, col=1)
-    fig.update_yaxes(title="tokens per full pass", rangemode="tozero", row=1, col=2)
-    return fig

@@ -106,12 +106,23 @@ def embeddings_figure(trace: Trace):
     row1, gap, row2 = max(260, 14 * n), 110, SCATTER_PX[1]
     total = row1 + gap + row2
     top = [(row2 + gap) / total, 1.0]
-    lim = float(np.abs(d.vectors).max()) or 1.0
     positions = list(range(n))
     every = max(1, -(-n // 20))  # the cosine map's position numbers: at most ~20 per side
     bar = {"len": (row1 - 10) / total, "y": top[0] + (top[1] - top[0]) / 2, "yanchor": "middle",
            "thickness": 10}
     fig = go.Figure()
+    _add_heatmaps(fig, d, names, positions, bar)
+    _add_map(fig, trace, d, names)
+    _layout(fig, trace, d, positions[::every], top, (total, row2))
+    _panel_titles(fig, row2 / total)
+    return fig
+
+
+def _add_heatmaps(fig, d: EmbeddingData, names: list[str], positions: list[int], bar: dict):
+    """The first row: the vectors (token × dimension) and their cosine similarities."""
+    import plotly.graph_objects as go
+
+    lim = float(np.abs(d.vectors).max()) or 1.0
     # 3 significant digits: the stored vectors hold 8 bits (~2.4 digits) per number anyway,
     # and the figure stays small enough for a committed notebook.
     fig.add_trace(go.Heatmap(z=_round(d.vectors, 3), y=names, colorscale=palette.DIVERGING,
@@ -127,6 +138,12 @@ def embeddings_figure(trace: Trace):
                              colorbar={**bar, "x": 1.01, "xanchor": "left",
                                        "title": {"text": "cosine", "side": "right"}},
                              xaxis="x2", yaxis="y2"))
+
+
+def _add_map(fig, trace: Trace, d: EmbeddingData, names: list[str]):
+    """The second row: the 2-D projection, each point labelled where its label fits."""
+    import plotly.graph_objects as go
+
     labels = [token_label(t.text, t.piece) for t in trace.prompt_tokens]
     where = _scatter_labels(d, labels)
     fig.add_trace(go.Scatter(x=d.xy[:, 0].tolist(), y=d.xy[:, 1].tolist(), mode="markers+text",
@@ -137,6 +154,13 @@ def embeddings_figure(trace: Trace):
                                                for s in d.special], "size": 8},
                              hovertemplate="%{customdata}<br>(%{x:.3f}, %{y:.3f})<extra></extra>",
                              xaxis="x3", yaxis="y3"))
+
+
+def _layout(fig, trace: Trace, d: EmbeddingData, ticks: list[int], top: list[float],
+            heights: tuple[int, int]):
+    """The axes of the three panels: `ticks` the cosine map's numbered positions, `top` the
+    first row's share of the height, `heights` (the plot area's, the 2-D map's) in pixels."""
+    total, row2 = heights
     rows = {"autorange": "reversed", "tickfont": {"size": 9}, "domain": top}
     x3, y3 = _scatter_ranges(d)
     fig.update_layout(**plotly_layout(
@@ -145,20 +169,23 @@ def embeddings_figure(trace: Trace):
         xaxis={"title": "dimension", "domain": [0, 0.55], "anchor": "y"},
         yaxis={**rows, "anchor": "x", "type": "category", "title": None},
         xaxis2={"domain": [0.72, 1.0], "anchor": "y2", "tickmode": "array",
-                "tickvals": positions[::every], "title": "token position", "tickfont": {"size": 9}},
-        yaxis2={**rows, "anchor": "x2", "tickmode": "array", "tickvals": positions[::every],
+                "tickvals": ticks, "title": "token position", "tickfont": {"size": 9}},
+        yaxis2={**rows, "anchor": "x2", "tickmode": "array", "tickvals": ticks,
                 "title": None},
         xaxis3={"domain": [0, 1.0], "anchor": "y3", "range": x3,
                 "title": f"PC1 ({d.explained[0]:.0%} of the variance)"},
         yaxis3={"domain": [0, row2 / total], "anchor": "x3", "range": y3,
                 "title": f"PC2 ({d.explained[1]:.0%})"}))
+
+
+def _panel_titles(fig, map_top: float):
+    """Each panel's title, above its top left corner (`map_top`: the 2-D map's top, paper)."""
     for text, x, y in (("token × dimension (rows: the prompt's tokens)", 0, 1.0),
                        ("cosine similarity (by position)", 0.72, 1.0),
                        ("2-D projection: tokens with similar vectors sit close (hover a dot)", 0,
-                        row2 / total)):
+                        map_top)):
         fig.add_annotation(text=text, x=x, y=y, xref="paper", yref="paper", xanchor="left",
                            yanchor="bottom", showarrow=False, yshift=4, font={"size": 12})
-    return fig
 
 
 # The 2-D map's plot area, in which its labels are placed: an 800 px figure's (margins 190 px;

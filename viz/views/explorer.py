@@ -149,11 +149,27 @@ def explorer_figure(trace: Trace, step: Optional[int] = None, limit: Optional[in
     check_trace(trace)
     first = explorer_data(trace, first_step(trace) if step is None else step)
     n = len(trace.steps)
+    fig = go.Figure(data=_panels(trace, first, limit))
+    _explorer_layout(fig, trace, limit)
+    fig.add_annotation(text=esc(first.caption()), xref="paper", yref="paper", x=0, y=0.655,
+                       xanchor="left", showarrow=False, font={"size": 12})
+    if step is None and n > 1:
+        fig.frames = _explorer_frames(trace, fig.layout.annotations[0].to_plotly_json(), limit)
+        fig.update_layout(**step_controls(trace, active=first.step))
+    return fig
+
+
+def _panels(trace: Trace, first: ExplorerStep, limit: Optional[int]) -> list:
+    """The figure's traces, in the order `MOVING`'s indices name: the text and the candidates
+    at `first`, the KV bytes and latency of every step with `first`'s marked."""
+    import plotly.graph_objects as go
+
+    n = len(trace.steps)
     steps = list(range(n))
     colours = [palette.PHASE[s.phase] for s in trace.steps]
     latencies = [v * 1000 for v in step_latencies_s(trace)]
     moving = _moving_traces(first, limit)
-    fig = go.Figure(data=[
+    return [
         moving[0], moving[1],
         go.Bar(x=steps, y=[s.kv_bytes for s in trace.steps], marker={"color": colours},
                name="KV cache", showlegend=False, xaxis="x3", yaxis="y3",
@@ -164,7 +180,14 @@ def explorer_figure(trace: Trace, step: Optional[int] = None, limit: Optional[in
                showlegend=False, xaxis="x4", yaxis="y4",
                hovertemplate="step %{x}: %{y:.1f} ms<extra></extra>"),
         moving[3],
-    ])
+    ]
+
+
+def _explorer_layout(fig, trace: Trace, limit: Optional[int]) -> None:
+    """The four panels' places: the text above, the candidates left, KV bytes and latency
+    right (sharing the step axis)."""
+    n = len(trace.steps)
+    steps = list(range(n))
     n_bars = max(len(distribution_data(trace, i).bars(limit)) for i in steps)
     bx, by = bar_axes(n_bars)
     hidden = {"visible": False, "range": [0, 1], "fixedrange": True}
@@ -182,19 +205,21 @@ def explorer_figure(trace: Trace, step: Optional[int] = None, limit: Optional[in
         yaxis4={"domain": [0, 0.26], "anchor": "x4", "title": "latency (ms)",
                 "rangemode": "tozero"},
         margin={"l": 60, "r": 20, "t": 60, "b": 60}))
-    fig.add_annotation(text=esc(first.caption()), xref="paper", yref="paper", x=0, y=0.655,
-                       xanchor="left", showarrow=False, font={"size": 12})
-    if step is None and n > 1:
-        caption = fig.layout.annotations[0].to_plotly_json()
-        frames = []
-        for i in steps:
-            e = explorer_data(trace, i)
-            frames.append(go.Frame(name=str(i), data=_moving_traces(e, limit), traces=MOVING,
-                                   layout={"annotations": [{**caption,
-                                                            "text": esc(e.caption())}]}))
-        fig.frames = frames
-        fig.update_layout(**step_controls(trace, active=first.step))
-    return fig
+
+
+def _explorer_frames(trace: Trace, caption: dict, limit: Optional[int]) -> list:
+    """One frame per step: the moving traces and the caption (`caption`: the annotation's
+    place and style)."""
+    import plotly.graph_objects as go
+
+    steps = list(range(len(trace.steps)))
+    frames = []
+    for i in steps:
+        e = explorer_data(trace, i)
+        frames.append(go.Frame(name=str(i), data=_moving_traces(e, limit), traces=MOVING,
+                               layout={"annotations": [{**caption,
+                                                        "text": esc(e.caption())}]}))
+    return frames
 
 
 # ---- ipywidgets ---------------------------------------------------------------------------------

@@ -153,32 +153,13 @@ def format_choice_figure(run, tokens: Optional[dict] = None):
     d = format_choice_data(run, tokens)
     rows = d["rows"]
     fig = go.Figure()
-    for r in rows:
-        colour = ENGINE_STYLE.get(r["engine"], (palette.MUTED, ""))[0]
-        words = ("the reference" if r["label"] == d["reference"] else
-                 f"×{r['speed']:.2f} the speed, {r['same']} of {r['of']} tokens the same")
-        fig.add_trace(go.Bar(
-            y=[r["label"]], x=[r["ms"]], orientation="h", marker_color=colour,
-            error_x={"type": "data", "symmetric": False, "array": [r["ms_high"] - r["ms"]],
-                     "arrayminus": [r["ms"] - r["ms_low"]]},
-            hovertemplate=f"{r['label']}: %{{x:.2f}} ms per step<extra></extra>"))
-        fig.add_trace(go.Scatter(  # its label, past the spread's end
-            y=[r["label"]], x=[r["ms_high"]], mode="text", text=[f"  {r['ms']:.1f} ms: {words}"],
-            textposition="middle right", cliponaxis=False, hoverinfo="skip"))
+    _format_bars(fig, d)
     blocks = []  # (format, its text's lines) under the bars
     for r in rows:
         if r["tokens"]:  # coloured from the first token unlike the reference's (FormatPoint)
             differs = r["same"] if r["same"] < r["of"] else None
             blocks.append((r["format"], _marked_text(r["tokens"], differs)))
-    last = rows[-1]
-    if len(rows) == 1:
-        title = f"{d['reference']} alone: no other format to compare"
-    else:
-        title = (f"{last['format']} on this prompt: ×{last['speed']:.2f} the speed of "
-                 f"{rows[0]['format']}, the same greedy tokens for {last['same']} of "
-                 f"{last['of']}")
-    if d["failed"]:
-        title += " · crashed, not shown: " + ", ".join(label for label, _ in d["failed"])
+    title = _choice_title(d)
     # pixels under the plot: the axis (ticks and title), then each text block
     below = AXIS_PX + sum(LINE_PX * len(lines) + GAP_PX for _, lines in blocks)
     plot_px = 160 + 60 * len(rows)  # the figure without the text below: title, bars, 50-px axis
@@ -197,3 +178,36 @@ def format_choice_figure(run, tokens: Optional[dict] = None):
     fig.update_xaxes(title="time per decode step (ms)", rangemode="tozero", range=[0, top * 2.2])
     fig.update_yaxes(automargin=True, autorange="reversed")
     return fig
+
+
+def _format_bars(fig, d: dict[str, Any]) -> None:
+    """One bar per format with its spread, and its label past the spread's end."""
+    import plotly.graph_objects as go
+
+    for r in d["rows"]:
+        colour = ENGINE_STYLE.get(r["engine"], (palette.MUTED, ""))[0]
+        words = ("the reference" if r["label"] == d["reference"] else
+                 f"×{r['speed']:.2f} the speed, {r['same']} of {r['of']} tokens the same")
+        fig.add_trace(go.Bar(
+            y=[r["label"]], x=[r["ms"]], orientation="h", marker_color=colour,
+            error_x={"type": "data", "symmetric": False, "array": [r["ms_high"] - r["ms"]],
+                     "arrayminus": [r["ms"] - r["ms_low"]]},
+            hovertemplate=f"{r['label']}: %{{x:.2f}} ms per step<extra></extra>"))
+        fig.add_trace(go.Scatter(  # its label, past the spread's end
+            y=[r["label"]], x=[r["ms_high"]], mode="text", text=[f"  {r['ms']:.1f} ms: {words}"],
+            textposition="middle right", cliponaxis=False, hoverinfo="skip"))
+
+
+def _choice_title(d: dict[str, Any]) -> str:
+    """The last format's speed and agreement with the reference, and the formats that crashed."""
+    rows = d["rows"]
+    last = rows[-1]
+    if len(rows) == 1:
+        title = f"{d['reference']} alone: no other format to compare"
+    else:
+        title = (f"{last['format']} on this prompt: ×{last['speed']:.2f} the speed of "
+                 f"{rows[0]['format']}, the same greedy tokens for {last['same']} of "
+                 f"{last['of']}")
+    if d["failed"]:
+        title += " · crashed, not shown: " + ", ".join(label for label, _ in d["failed"])
+    return title

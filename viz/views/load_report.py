@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from viz.documents import atomic_write
+from viz.provenance import shown_iso
 from viz.serve.loadgen import LoadRun
 from viz.serve.metrics import REQUEST_METRICS, request_metrics
 from viz.serve.sweep import LoadSweep
@@ -100,7 +101,7 @@ def _about(docs: list) -> str:
                     f"{d.duration_s:.0f} s")
             cores = ""
         rows.append([f"{i + 1}. {_name(d)}", what, f"{d.target.base_url} ({d.target.model})",
-                     engine, d.recorded_at, cores or "n/a", d.stopped or "no"])
+                     engine, shown_iso(d.recorded_at), cores or "n/a", d.stopped or "no"])
     return _grid(["document", "what", "target", "server", "recorded (UTC)", "cores kept busy",
                   "stopped early"], rows, text=True)
 

@@ -78,7 +78,6 @@ def _errors(rows: list[dict], key: str) -> dict[str, Any]:
 def rate_sweep_figure(sweeps: Any):
     """Plotly: TTFT, TPOT, and goodput beside throughput, against the completed requests per
     second of each load, one colour per sweep (see the module docstring). Lesson 10."""
-    import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     sweeps = _check_sweeps(sweeps)
@@ -88,36 +87,7 @@ def rate_sweep_figure(sweeps: Any):
                                         "goodput (solid) and throughput (dotted)"))
     top = 0.0
     for k, sweep in enumerate(sweeps):
-        colour = palette.CYCLE[k % len(palette.CYCLE)]
-        # joined from the fewest completed requests per second to the most: a saturated load
-        # can complete fewer than a lighter one, and joined in the order of the loads the line
-        # doubled back on its own axis (the hover names each point's load)
-        rows = sorted((r for r in _by_load(rate_sweep_data(sweep))
-                       if r["requests_per_s"]["median"] is not None),
-                      key=lambda r: r["requests_per_s"]["median"])
-        x = [r["requests_per_s"]["median"] for r in rows]
-        top = max([top, *x])
-        symbols = ["x" if r["saturated"] else "circle" for r in rows]
-        names = [r["load"] for r in rows]
-        for n, (panel, key, dash, what) in enumerate([
-                (1, "ttft_p50_s", "solid", "TTFT p50"), (1, "ttft_p90_s", "dot", "TTFT p90"),
-                (2, "tpot_p50_s", "solid", "TPOT p50"), (2, "tpot_p90_s", "dot", "TPOT p90"),
-                (3, "goodput_per_s", "solid", "goodput"),
-                (3, "requests_per_s", "dot", "throughput")]):
-            unit = "ms" if panel < 3 else "requests/s"
-            fig.add_trace(go.Scatter(
-                x=x, y=[r[key]["median"] for r in rows], mode="lines+markers",
-                name=sweep.name, legendgroup=sweep.name, showlegend=n == 0, text=names,
-                line={"color": colour, "dash": dash},
-                marker={"color": colour, "size": 9, "symbol": symbols},
-                error_y=_errors(rows, key),
-                hovertemplate=f"{sweep.name}, %{{text}}: {what} %{{y:.2f}} {unit} at "
-                              "%{x:.2f} requests/s<extra></extra>"), row=panel, col=1)
-        for panel, limit in ((1, sweep.slo.ttft_s), (2, sweep.slo.tpot_s)):
-            fig.add_hline(y=limit * 1e3, line={"color": colour, "dash": "dash", "width": 1},
-                          annotation_text=f"objective {limit * 1e3:.0f} ms",
-                          annotation_position="top left" if k % 2 == 0 else "top right",
-                          annotation_font={"size": 10, "color": colour}, row=panel, col=1)
+        top = max([top, *_add_sweep(fig, k, sweep)])
     fig.update_layout(**plotly_layout("latency and goodput as the load rises (✕ saturated; "
                                       "bars: confidence interval of the median)", height=720))
     fig.update_xaxes(rangemode="tozero", range=[0, top * 1.08 if top else 1])
@@ -127,6 +97,43 @@ def rate_sweep_figure(sweeps: Any):
     fig.update_yaxes(title="ms", rangemode="tozero", row=2, col=1)
     fig.update_yaxes(title="requests / s", rangemode="tozero", row=3, col=1)
     return fig
+
+
+def _add_sweep(fig, k: int, sweep: LoadSweep) -> list[float]:
+    """The `k`-th sweep's lines in the three panels and its objectives; its x values (the
+    completed requests per second of each load)."""
+    import plotly.graph_objects as go
+
+    colour = palette.CYCLE[k % len(palette.CYCLE)]
+    # joined from the fewest completed requests per second to the most: a saturated load
+    # can complete fewer than a lighter one, and joined in the order of the loads the line
+    # doubled back on its own axis (the hover names each point's load)
+    rows = sorted((r for r in _by_load(rate_sweep_data(sweep))
+                   if r["requests_per_s"]["median"] is not None),
+                  key=lambda r: r["requests_per_s"]["median"])
+    x = [r["requests_per_s"]["median"] for r in rows]
+    symbols = ["x" if r["saturated"] else "circle" for r in rows]
+    names = [r["load"] for r in rows]
+    for n, (panel, key, dash, what) in enumerate([
+            (1, "ttft_p50_s", "solid", "TTFT p50"), (1, "ttft_p90_s", "dot", "TTFT p90"),
+            (2, "tpot_p50_s", "solid", "TPOT p50"), (2, "tpot_p90_s", "dot", "TPOT p90"),
+            (3, "goodput_per_s", "solid", "goodput"),
+            (3, "requests_per_s", "dot", "throughput")]):
+        unit = "ms" if panel < 3 else "requests/s"
+        fig.add_trace(go.Scatter(
+            x=x, y=[r[key]["median"] for r in rows], mode="lines+markers",
+            name=sweep.name, legendgroup=sweep.name, showlegend=n == 0, text=names,
+            line={"color": colour, "dash": dash},
+            marker={"color": colour, "size": 9, "symbol": symbols},
+            error_y=_errors(rows, key),
+            hovertemplate=f"{sweep.name}, %{{text}}: {what} %{{y:.2f}} {unit} at "
+                          "%{x:.2f} requests/s<extra></extra>"), row=panel, col=1)
+    for panel, limit in ((1, sweep.slo.ttft_s), (2, sweep.slo.tpot_s)):
+        fig.add_hline(y=limit * 1e3, line={"color": colour, "dash": "dash", "width": 1},
+                      annotation_text=f"objective {limit * 1e3:.0f} ms",
+                      annotation_position="top left" if k % 2 == 0 else "top right",
+                      annotation_font={"size": 10, "color": colour}, row=panel, col=1)
+    return x
 
 
 def _by_load(rows: list[dict]) -> list[dict]:
@@ -188,29 +195,7 @@ def pareto_figure(items: Any):
     loads = list(dict.fromkeys(p["load"] for p in points))  # in order of first appearance
     symbol = {load: SYMBOLS[i % len(SYMBOLS)] for i, load in enumerate(loads)}
     for k, (name, pts) in enumerate(series.items()):
-        pts = sorted(pts, key=lambda p: p["total_tokens_per_s"]["median"])
-        colour = palette.CYCLE[k % len(palette.CYCLE)]
-        tx = lambda key, end: [p[key][end] for p in pts]  # noqa: E731
-        fig.add_trace(go.Scatter(
-            x=tx("total_tokens_per_s", "median"), y=tx("tokens_per_s_per_user", "median"),
-            mode="lines+markers", name=name, text=[p["load"] for p in pts],
-            line={"color": colour},
-            marker={"color": colour, "size": 11, "symbol": [symbol[p["load"]] for p in pts]},
-            error_x={"type": "data", "symmetric": False,
-                     "array": [h - m for h, m in zip(tx("total_tokens_per_s", "high"),
-                                                     tx("total_tokens_per_s", "median"))],
-                     "arrayminus": [m - lo for m, lo in zip(tx("total_tokens_per_s", "median"),
-                                                            tx("total_tokens_per_s", "low"))],
-                     "thickness": 1.2},
-            error_y={"type": "data", "symmetric": False,
-                     "array": [h - m for h, m in zip(tx("tokens_per_s_per_user", "high"),
-                                                     tx("tokens_per_s_per_user", "median"))],
-                     "arrayminus": [m - lo for m, lo in zip(tx("tokens_per_s_per_user",
-                                                               "median"),
-                                                            tx("tokens_per_s_per_user", "low"))],
-                     "thickness": 1.2},
-            hovertemplate=f"{name}, %{{text}}: %{{x:.1f}} tokens/s in all, %{{y:.1f}} tokens/s "
-                          "for each user<extra></extra>"))
+        _add_front(fig, k, name, pts, symbol)
     for load in loads:  # what each marker shape means
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=load,
                                  marker={"color": palette.MUTED, "size": 10,
@@ -224,3 +209,33 @@ def pareto_figure(items: Any):
     fig.update_yaxes(title="each user: output tokens / s (1 / TPOT p50)",
                      range=[0, ymax * 1.15])
     return fig
+
+
+def _add_front(fig, k: int, name: str, pts: list[dict], symbol: dict[str, str]) -> None:
+    """The `k`-th series' line, ordered by total throughput, one marker shape per load, bars
+    for each point's interval both ways."""
+    import plotly.graph_objects as go
+
+    pts = sorted(pts, key=lambda p: p["total_tokens_per_s"]["median"])
+    colour = palette.CYCLE[k % len(palette.CYCLE)]
+    tx = lambda key, end: [p[key][end] for p in pts]  # noqa: E731
+    fig.add_trace(go.Scatter(
+        x=tx("total_tokens_per_s", "median"), y=tx("tokens_per_s_per_user", "median"),
+        mode="lines+markers", name=name, text=[p["load"] for p in pts],
+        line={"color": colour},
+        marker={"color": colour, "size": 11, "symbol": [symbol[p["load"]] for p in pts]},
+        error_x={"type": "data", "symmetric": False,
+                 "array": [h - m for h, m in zip(tx("total_tokens_per_s", "high"),
+                                                 tx("total_tokens_per_s", "median"))],
+                 "arrayminus": [m - lo for m, lo in zip(tx("total_tokens_per_s", "median"),
+                                                        tx("total_tokens_per_s", "low"))],
+                 "thickness": 1.2},
+        error_y={"type": "data", "symmetric": False,
+                 "array": [h - m for h, m in zip(tx("tokens_per_s_per_user", "high"),
+                                                 tx("tokens_per_s_per_user", "median"))],
+                 "arrayminus": [m - lo for m, lo in zip(tx("tokens_per_s_per_user",
+                                                           "median"),
+                                                        tx("tokens_per_s_per_user", "low"))],
+                 "thickness": 1.2},
+        hovertemplate=f"{name}, %{{text}}: %{{x:.1f}} tokens/s in all, %{{y:.1f}} tokens/s "
+                      "for each user<extra></extra>"))

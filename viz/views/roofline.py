@@ -117,41 +117,63 @@ def roofline_figure(roofline: Roofline, *others: Roofline):
         if n > 1:  # one legend column per roofline, under its name
             group = {"legendgroup": f"roofline {k}",
                      "legendgrouptitle": {"text": "<br>".join(esc(s) for s in titles[k])}}
-        index = {id(p): i for i, p in enumerate(r["points"])}
-
-        def where(p, k=k, index=index):
-            return positions[(k, index[id(p)])] or "bottom center"
-
-        def label(p, k=k, index=index):
-            return p["label"] if positions[(k, index[id(p)])] else ""
-
-        dash = "solid" if k == 0 else "dash"
-        roof_colour = palette.FORMULA if k == 0 else palette.ACCENT
-        fig.add_trace(go.Scatter(
-            x=r["roof_x"], y=r["roof_y"], mode="lines", name="roof", **group,
-            line={"color": roof_colour, "dash": dash, "width": 2},
-            hovertemplate="%{x:.3g} FLOP/byte → at most %{y:.3g} FLOP/s<extra></extra>"))
-        fig.add_annotation(x=math.log10(r["ridge"]), y=math.log10(r["roof_y"][1]),
-                           text=_ridge_text(r), showarrow=True, arrowhead=0, ax=0,
-                           ay=-_ridge_lift(k), font={"size": RIDGE_FONT_PX, "color": roof_colour})
-        for phase in ("prefill", "decode"):
-            pts = [p for p in r["points"] if p["phase"] == phase]
-            if not pts:
-                continue
-            colour = _point_colour(phase)
-            fig.add_trace(go.Scatter(
-                x=[p["x"] for p in pts], y=[p["y"] for p in pts], mode="markers+text",
-                name=phase, **group, text=[label(p) for p in pts],
-                textposition=[where(p) for p in pts], textfont={"size": 11},
-                marker={"color": colour, "size": 11, "symbol": "circle" if k == 0 else "diamond",
-                        "line": {"color": "white", "width": 1}},
-                customdata=[[p["seconds"] * 1e3, p["mfu"] * 100, p["mbu"] * 100, p["bound"],
-                             p["label"]] for p in pts],
-                hovertemplate="%{customdata[4]}: %{customdata[0]:.2f} ms, %{x:.3g} FLOP/byte, "
-                              "%{y:.3g} FLOP/s<br>MFU %{customdata[1]:.1f}% · MBU "
-                              "%{customdata[2]:.1f}% · %{customdata[3]}-bound<extra></extra>"))
-    y_lo, y_hi = data["y_range"]
+        _add_roof(fig, k, r, group)
+        _add_points(fig, k, r, positions, group)
     fig.update_layout(**layout)
+    _roofline_axes(fig, data, n)
+    return fig
+
+
+def _add_roof(fig, k: int, r: dict, group: dict[str, Any]) -> None:
+    """The `k`-th roofline's roof (solid for the first, dashed for the others) and its ridge."""
+    import plotly.graph_objects as go
+
+    dash = "solid" if k == 0 else "dash"
+    roof_colour = palette.FORMULA if k == 0 else palette.ACCENT
+    fig.add_trace(go.Scatter(
+        x=r["roof_x"], y=r["roof_y"], mode="lines", name="roof", **group,
+        line={"color": roof_colour, "dash": dash, "width": 2},
+        hovertemplate="%{x:.3g} FLOP/byte → at most %{y:.3g} FLOP/s<extra></extra>"))
+    fig.add_annotation(x=math.log10(r["ridge"]), y=math.log10(r["roof_y"][1]),
+                       text=_ridge_text(r), showarrow=True, arrowhead=0, ax=0,
+                       ay=-_ridge_lift(k), font={"size": RIDGE_FONT_PX, "color": roof_colour})
+
+
+def _add_points(fig, k: int, r: dict, positions: dict, group: dict[str, Any]) -> None:
+    """The `k`-th roofline's measured passes, one trace per phase, labelled where a label
+    fits (`positions`, from `_label_positions`; the hover names every point)."""
+    import plotly.graph_objects as go
+
+    index = {id(p): i for i, p in enumerate(r["points"])}
+
+    def where(p, k=k, index=index):
+        return positions[(k, index[id(p)])] or "bottom center"
+
+    def label(p, k=k, index=index):
+        return p["label"] if positions[(k, index[id(p)])] else ""
+
+    for phase in ("prefill", "decode"):
+        pts = [p for p in r["points"] if p["phase"] == phase]
+        if not pts:
+            continue
+        colour = _point_colour(phase)
+        fig.add_trace(go.Scatter(
+            x=[p["x"] for p in pts], y=[p["y"] for p in pts], mode="markers+text",
+            name=phase, **group, text=[label(p) for p in pts],
+            textposition=[where(p) for p in pts], textfont={"size": 11},
+            marker={"color": colour, "size": 11, "symbol": "circle" if k == 0 else "diamond",
+                    "line": {"color": "white", "width": 1}},
+            customdata=[[p["seconds"] * 1e3, p["mfu"] * 100, p["mbu"] * 100, p["bound"],
+                         p["label"]] for p in pts],
+            hovertemplate="%{customdata[4]}: %{customdata[0]:.2f} ms, %{x:.3g} FLOP/byte, "
+                          "%{y:.3g} FLOP/s<br>MFU %{customdata[1]:.1f}% · MBU "
+                          "%{customdata[2]:.1f}% · %{customdata[3]}-bound<extra></extra>"))
+
+
+def _roofline_axes(fig, data: dict, n: int) -> None:
+    """Log axes ticked at decades (FLOP/s named as G and T), and the legend's columns for
+    several rooflines."""
+    y_lo, y_hi = data["y_range"]
     if n > 1:
         fig.update_layout(legend={"groupclick": "toggleitem", "tracegroupgap": 0,
                                   "valign": "top"})
@@ -163,7 +185,6 @@ def roofline_figure(roofline: Roofline, *others: Roofline):
     fig.update_yaxes(type="log", title="work done per second", range=[math.log10(y_lo),
                                                                       math.log10(y_hi)],
                      tickmode="array", tickvals=y_ticks, ticktext=[flops_text(v) for v in y_ticks])
-    return fig
 
 
 RIDGE_FONT_PX = 10

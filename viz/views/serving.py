@@ -128,6 +128,21 @@ def request_timeline_figure(run: LoadRun, steps: bool = True):
         return empty_figure(title, "no request was sent")
     fig = go.Figure()
     names = [r.label for r in rows]
+    _phase_bars(fig, rows, names)
+    _arrivals_and_failures(fig, rows)
+    if steps and run.schedule is not None and run.schedule.steps:
+        _step_ends(fig, run.schedule, names)
+    fig.update_layout(**plotly_layout(title, height=max(260, 90 + 26 * len(rows)),
+                                      barmode="overlay", margin={"l": 110}))
+    fig.update_xaxes(title="seconds since the run started", rangemode="tozero")
+    fig.update_yaxes(autorange="reversed", type="category", categoryorder="array",
+                     categoryarray=names)
+    return fig
+
+
+def _phase_bars(fig, rows: list[TimelineRow], names: list[str]) -> None:
+    """Each request's bars: waiting and prefill (or both as one, without the server's
+    timestamps), then decode."""
     have_server = any(r.started_s is not None for r in rows)
     ms = lambda v: "n/a" if v is None else f"{v * 1000:.0f} ms"  # noqa: E731
     if have_server:
@@ -149,6 +164,12 @@ def request_timeline_figure(run: LoadRun, steps: bool = True):
          [r.first_token_s for r in rows], [r.end_s if r.ok else r.token_times_s[-1]
                                            if r.token_times_s else None for r in rows], 0.25,
          [f"{r.label}: {len(r.token_times_s)} chunks" for r in rows], True)
+
+
+def _arrivals_and_failures(fig, rows: list[TimelineRow]) -> None:
+    """A tick for each text chunk received, a red cross for each failed request."""
+    import plotly.graph_objects as go
+
     tx, ty = [], []
     for r in rows:
         tx += r.token_times_s
@@ -166,21 +187,20 @@ def request_timeline_figure(run: LoadRun, steps: bool = True):
             marker={"symbol": "x", "size": 12, "color": ERROR},
             hovertext=[(r.error or "")[:200] for r in bad],
             hovertemplate="%{y}: %{hovertext}<extra></extra>"))
-    if steps and run.schedule is not None and run.schedule.steps:
-        xs: list[Optional[float]] = []
-        ys: list[Optional[str]] = []
-        for s in run.schedule.steps:
-            xs += [s.end_s, s.end_s, None]
-            ys += [names[0], names[-1], None]
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="end of a scheduler step",
-                                 line={"color": palette.MUTED, "width": 0.5, "dash": "dot"},
-                                 hoverinfo="skip", visible="legendonly"))
-    fig.update_layout(**plotly_layout(title, height=max(260, 90 + 26 * len(rows)),
-                                      barmode="overlay", margin={"l": 110}))
-    fig.update_xaxes(title="seconds since the run started", rangemode="tozero")
-    fig.update_yaxes(autorange="reversed", type="category", categoryorder="array",
-                     categoryarray=names)
-    return fig
+
+
+def _step_ends(fig, schedule: Schedule, names: list[str]) -> None:
+    """A faint line at the end of each scheduler step, hidden until picked in the legend."""
+    import plotly.graph_objects as go
+
+    xs: list[Optional[float]] = []
+    ys: list[Optional[str]] = []
+    for s in schedule.steps:
+        xs += [s.end_s, s.end_s, None]
+        ys += [names[0], names[-1], None]
+    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="end of a scheduler step",
+                             line={"color": palette.MUTED, "width": 0.5, "dash": "dot"},
+                             hoverinfo="skip", visible="legendonly"))
 
 
 # ---- throughput against latency -----------------------------------------------------------------
@@ -348,7 +368,6 @@ def schedule_figure(schedule: Schedule, names: Optional[dict[str, str]] = None,
     to start, pink = started but left out of this step. Above: the tokens of each step
     against the step's token budget, and the free KV pages. `names`: request id → label
     (e.g. from a load run). Lesson 09."""
-    import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     _check_schedule(schedule)
@@ -362,6 +381,22 @@ def schedule_figure(schedule: Schedule, names: Optional[dict[str, str]] = None,
     steps = list(range(len(schedule.steps)))
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.3, 0.7],
                         vertical_spacing=0.05)
+    _step_totals(fig, schedule, steps)
+    _state_grid(fig, labels, codes, tokens, steps)
+    fig.update_layout(**plotly_layout(f"the scheduler, step by step ({len(steps)} steps)",
+                                      height=max(420, 230 + 22 * len(ids)),
+                                      margin={"l": 110}))
+    fig.update_yaxes(title="tokens · pages", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(autorange="reversed", type="category", row=2, col=1)
+    fig.update_xaxes(title={"text": "step (one forward pass each)", "standoff": 14},
+                     automargin=True, row=2, col=1)
+    return fig
+
+
+def _step_totals(fig, schedule: Schedule, steps: list[int]) -> None:
+    """The upper panel: each step's tokens against the token budget, and the free KV pages."""
+    import plotly.graph_objects as go
+
     per_step = [s.tokens for s in schedule.steps]
     fig.add_trace(go.Bar(x=steps, y=per_step, name="tokens in the step",
                          marker={"color": palette.PREFILL},
@@ -373,13 +408,21 @@ def schedule_figure(schedule: Schedule, names: Optional[dict[str, str]] = None,
                              name=f"free KV pages (of {schedule.total_pages})",
                              line={"color": palette.ACCENT}, hovertemplate="step %{x}: %{y} free "
                              "pages<extra></extra>"), 1, 1)
+
+
+def _state_grid(fig, labels: list[str], codes: list[list[int]], tokens: list[list[int]],
+                steps: list[int]) -> None:
+    """The lower panel: one row per request, one cell per step coloured by its state, and a
+    legend for the colours."""
+    import plotly.graph_objects as go
+
     n = len(STATES)
     scale = []
     for k, c in enumerate(STATE_COLOURS):
         scale += [[k / n, c], [(k + 1) / n, c]]
     hover = [[f"{labels[i]} · step {j}: {STATES[codes[i][j]]}"
               + (f", {tokens[i][j]} tokens" if tokens[i][j] else "")
-              for j in steps] for i in range(len(ids))]
+              for j in steps] for i in range(len(labels))]
     fig.add_trace(go.Heatmap(z=codes, x=steps, y=labels, zmin=0, zmax=n, colorscale=scale,
                              showscale=False, hovertext=hover, xgap=1, ygap=1,
                              hovertemplate="%{hovertext}<extra></extra>"), 2, 1)
@@ -387,14 +430,6 @@ def schedule_figure(schedule: Schedule, names: Optional[dict[str, str]] = None,
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=STATES[k],
                                  marker={"color": STATE_COLOURS[k], "size": 10,
                                          "symbol": "square"}), 2, 1)
-    fig.update_layout(**plotly_layout(f"the scheduler, step by step ({len(steps)} steps)",
-                                      height=max(420, 230 + 22 * len(ids)),
-                                      margin={"l": 110}))
-    fig.update_yaxes(title="tokens · pages", rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(autorange="reversed", type="category", row=2, col=1)
-    fig.update_xaxes(title={"text": "step (one forward pass each)", "standoff": 14},
-                     automargin=True, row=2, col=1)
-    return fig
 
 
 # ---- the page table -----------------------------------------------------------------------------
@@ -518,15 +553,7 @@ def page_table_figure(schedule: Schedule, names: Optional[dict[str, str]] = None
                    hovertemplate="shared by several requests<extra></extra>")])
     caption = {"x": 0, "y": 1.12, "xref": "paper", "yref": "paper", "showarrow": False,
                "xanchor": "left"}
-    frames = []
-    for step, (z, who, sx, sy, d) in grids.items():
-        frames.append(go.Frame(name=str(step),
-                               data=[go.Heatmap(z=z, customdata=who), go.Scatter(x=sx, y=sy)],
-                               traces=[0, 1],
-                               layout={"annotations": [{**caption, "text":
-                                                        _page_caption(schedule, step, d,
-                                                                      names)}]}))
-    fig.frames = frames
+    fig.frames = _page_frames(schedule, grids, caption, names)
     fig.update_layout(**plotly_layout(
         f"the paged KV cache: {schedule.total_pages} pages of {schedule.page_size} tokens",
         height=230 + 30 * rows, showlegend=False,
@@ -535,3 +562,19 @@ def page_table_figure(schedule: Schedule, names: Optional[dict[str, str]] = None
     fig.update_xaxes(visible=False, range=[-0.5, PAGES_PER_ROW - 0.5])
     fig.update_yaxes(visible=False, autorange="reversed", range=[rows - 0.5, -0.5])
     return fig
+
+
+def _page_frames(schedule: Schedule, grids: dict[int, tuple], caption: dict[str, Any],
+                 names: Optional[dict[str, str]]) -> list:
+    """One animation frame per picked step: its grid, its shared pages and its caption."""
+    import plotly.graph_objects as go
+
+    frames = []
+    for step, (z, who, sx, sy, d) in grids.items():
+        frames.append(go.Frame(name=str(step),
+                               data=[go.Heatmap(z=z, customdata=who), go.Scatter(x=sx, y=sy)],
+                               traces=[0, 1],
+                               layout={"annotations": [{**caption, "text":
+                                                        _page_caption(schedule, step, d,
+                                                                      names)}]}))
+    return frames

@@ -141,7 +141,6 @@ def draft_length_figure(comparisons: Mapping[int, LookupComparison],
     pass made, under its ceiling of k + 1, and the speed-up over plain decode with its spread,
     against 1 (no faster). `chosen`: a k to mark (a slider's value). Lesson 13's slider.
     Returned, never displayed."""
-    import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     d = draft_length_data(comparisons)
@@ -150,6 +149,26 @@ def draft_length_figure(comparisons: Mapping[int, LookupComparison],
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.14,
                         subplot_titles=["tokens per decode pass", "speed-up over plain decode"])
     top = max(d["k"]) + 1
+    _draft_traces(fig, d, top)
+    fig.add_hline(y=1.0, line={"color": palette.MUTED, "dash": "dash"}, row=1, col=2)
+    title = "prompt lookup at each draft length k"
+    if chosen is not None:
+        title = _mark_chosen(fig, d, chosen)
+    fig.update_layout(**plotly_layout(title, height=380))
+    for annotation in fig.layout.annotations:  # the panel titles: the figure's font, smaller
+        annotation.font = {"size": 12}
+    fig.update_xaxes(title="k: tokens guessed per lookup", tickmode="linear", tick0=1, dtick=1,
+                     range=[0.5, top - 0.5])
+    fig.update_yaxes(rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(rangemode="tozero", row=1, col=2)
+    return fig
+
+
+def _draft_traces(fig, d: dict[str, Any], top: int) -> None:
+    """The measured lines: tokens per pass under the ceiling (left), the speed-up with its
+    spread (right)."""
+    import plotly.graph_objects as go
+
     fig.add_trace(go.Scatter(x=[0.5, top - 0.5], y=[1.5, top + 0.5], mode="lines",
                              line={"color": palette.MUTED, "dash": "dot"},
                              name="ceiling: every guess accepted (k + 1)", hoverinfo="skip"),
@@ -168,21 +187,16 @@ def draft_length_figure(comparisons: Mapping[int, LookupComparison],
                  "arrayminus": [m - lo for m, lo in zip(d["speedup"], d["speedup_low"])]},
         customdata=d["verdict"],
         hovertemplate="k = %{x}: ×%{y:.2f}, %{customdata}<extra></extra>"), row=1, col=2)
-    fig.add_hline(y=1.0, line={"color": palette.MUTED, "dash": "dash"}, row=1, col=2)
-    title = "prompt lookup at each draft length k"
-    if chosen is not None:
-        i = d["k"].index(chosen)
-        for col, y in ((1, d["tokens_per_pass"][i]), (2, d["speedup"][i])):
-            fig.add_trace(go.Scatter(x=[chosen], y=[y], mode="markers", showlegend=col == 1,
-                                     marker={"color": palette.CHOSEN, "size": 15},
-                                     name="your choice", hoverinfo="skip"), row=1, col=col)
-        title = (f"k = {chosen}: {d['tokens_per_pass'][i]:.2f} tokens per pass, "
-                 f"×{d['speedup'][i]:.2f} ({d['verdict'][i]})")
-    fig.update_layout(**plotly_layout(title, height=380))
-    for annotation in fig.layout.annotations:  # the panel titles: the figure's font, smaller
-        annotation.font = {"size": 12}
-    fig.update_xaxes(title="k: tokens guessed per lookup", tickmode="linear", tick0=1, dtick=1,
-                     range=[0.5, top - 0.5])
-    fig.update_yaxes(rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(rangemode="tozero", row=1, col=2)
-    return fig
+
+
+def _mark_chosen(fig, d: dict[str, Any], chosen: int) -> str:
+    """Mark the draft length `chosen` in both panels; the title that names its numbers."""
+    import plotly.graph_objects as go
+
+    i = d["k"].index(chosen)
+    for col, y in ((1, d["tokens_per_pass"][i]), (2, d["speedup"][i])):
+        fig.add_trace(go.Scatter(x=[chosen], y=[y], mode="markers", showlegend=col == 1,
+                                 marker={"color": palette.CHOSEN, "size": 15},
+                                 name="your choice", hoverinfo="skip"), row=1, col=col)
+    return (f"k = {chosen}: {d['tokens_per_pass'][i]:.2f} tokens per pass, "
+            f"×{d['speedup'][i]:.2f} ({d['verdict'][i]})")

@@ -102,13 +102,31 @@ def _colour(phase: str) -> str:
 def timeline_figure(trace: Trace):
     """Plotly: the time axis (tokenize, prefill, each decode step), TTFT marked; latency per
     step with the TPOT line; the summary figures in the title. Lessons 03 and 04."""
-    import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     d = timeline_data(trace)
     fig = make_subplots(rows=2, cols=1, row_heights=[0.28, 0.72], vertical_spacing=0.24,
                         subplot_titles=["", "latency of each step: what the reader waits for "
                                             "each token"])
+    _phase_bars(fig, d)
+    _latency_bars(fig, trace, d)
+    _ttft_mark(fig, trace, d)
+    card = " · ".join(f"{n} {v}" for n, v, _ in card_rows(trace))
+    fig.update_layout(**plotly_layout(f"{trace_title(trace)}: {card}", height=500,
+                                      barmode="overlay", uniformtext={"mode": "hide",
+                                                                      "minsize": 8}))
+    fig.update_yaxes(showticklabels=False, row=1, col=1)
+    fig.update_xaxes(title="time since the request (ms)", rangemode="tozero", row=1, col=1)
+    fig.update_xaxes(title="step (0 = prefill)", dtick=1 if len(d.latencies_s) <= 40 else None,
+                     row=2, col=1)
+    fig.update_yaxes(title="latency (ms)", rangemode="tozero", row=2, col=1)
+    return fig
+
+
+def _phase_bars(fig, d: Timeline) -> None:
+    """The upper panel: one bar per tokenize, prefill and decode segment, on the time axis."""
+    import plotly.graph_objects as go
+
     for phase in ("tokenize", "prefill", "decode"):
         segs = [s for s in d.segments if s.phase == phase]
         if not segs:
@@ -122,6 +140,12 @@ def timeline_figure(trace: Trace):
             customdata=[[esc(s.name), esc(s.token), s.start_s * 1000] for s in segs],
             hovertemplate="%{customdata[0]}: %{customdata[1]}<br>from %{customdata[2]:.1f} ms, "
                           "%{x:.1f} ms long<extra></extra>", legendgroup=phase), 1, 1)
+
+
+def _latency_bars(fig, trace: Trace, d: Timeline) -> None:
+    """The lower panel: each step's latency, and the TPOT line (none for one token)."""
+    import plotly.graph_objects as go
+
     steps = list(range(len(d.latencies_s)))
     fig.add_trace(go.Bar(
         x=steps, y=[v * 1000 for v in d.latencies_s],
@@ -134,6 +158,10 @@ def timeline_figure(trace: Trace):
         fig.add_trace(go.Scatter(x=[0.5, len(steps) - 0.5], y=[d.tpot_s * 1000] * 2,
                                  mode="lines", name=f"TPOT {ms(d.tpot_s)}",
                                  line={"color": palette.FORMULA, "dash": "dash"}), 2, 1)
+
+
+def _ttft_mark(fig, trace: Trace, d: Timeline) -> None:
+    """The TTFT line across the time axis, labelled."""
     fig.add_vline(x=d.ttft_s * 1000, line={"color": palette.FORMULA, "width": 2}, row=1, col=1)
     # the label sits left of the line, unless the prefill is a sliver of the axis (a short
     # prompt and slow steps): then on its right, where there is room
@@ -141,16 +169,6 @@ def timeline_figure(trace: Trace):
     fig.add_annotation(x=d.ttft_s * 1000, y=1, yref="y domain", text=f"TTFT {ms(d.ttft_s)}",
                        showarrow=False, xanchor="right" if left else "left",
                        yanchor="bottom", row=1, col=1)
-    card = " · ".join(f"{n} {v}" for n, v, _ in card_rows(trace))
-    fig.update_layout(**plotly_layout(f"{trace_title(trace)}: {card}", height=500,
-                                      barmode="overlay", uniformtext={"mode": "hide",
-                                                                      "minsize": 8}))
-    fig.update_yaxes(showticklabels=False, row=1, col=1)
-    fig.update_xaxes(title="time since the request (ms)", rangemode="tozero", row=1, col=1)
-    fig.update_xaxes(title="step (0 = prefill)", dtick=1 if len(steps) <= 40 else None,
-                     row=2, col=1)
-    fig.update_yaxes(title="latency (ms)", rangemode="tozero", row=2, col=1)
-    return fig
 
 
 def timeline_static(trace: Trace):

@@ -83,6 +83,14 @@ def wall_data(run: WallRun, fit: bool = True) -> dict[str, Any]:
 
 
 def _add_run(fig, data: dict[str, Any], k: int, name: str) -> None:
+    """The `k`-th run (`name`: its label for the legend, "" for the first): its floors, then
+    its points."""
+    _add_floors(fig, data, k, name)
+    _add_points(fig, data, k, name)
+
+
+def _add_floors(fig, data: dict[str, Any], k: int, name: str) -> None:
+    """The memory floor, each fixed cost, and (first run only) the fitted line."""
     import plotly.graph_objects as go
 
     dash = "solid" if k == 0 else "dot"
@@ -111,6 +119,12 @@ def _add_run(fig, data: dict[str, Any], k: int, name: str) -> None:
             line={"color": palette.ACCENT, "dash": "dashdot", "width": 1.5},
             name=f"fit: {ft['fixed_s'] * 1e3:.1f} ms + bytes ÷ {ft['bytes_per_s'] / 1e9:.1f} GB/s",
             hoverinfo="skip"))
+
+
+def _add_points(fig, data: dict[str, Any], k: int, name: str) -> None:
+    """The measured points, one trace per regime (hollow for a second run)."""
+    import plotly.graph_objects as go
+
     for regime, colour in REGIME_COLOURS.items():
         pts = [p for p in data["points"] if p["regime"] == regime]
         if not pts:
@@ -135,6 +149,7 @@ def _add_run(fig, data: dict[str, Any], k: int, name: str) -> None:
                           "%{customdata[4]:.1f}%<br>memory floor %{customdata[1]:.3g} ms · "
                           "fixed cost %{customdata[2]:.3g} ms · compute floor "
                           f"%{{customdata[3]:.3g}} ms<br>{regime}<extra></extra>"))
+
 
 
 def wall_figure(run: WallRun, *others: WallRun, fit: bool = True, height: int = 500):

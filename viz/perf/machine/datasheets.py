@@ -35,6 +35,7 @@ from viz import checks
 from viz.perf.configs import config_spec
 from viz.perf.counts import decode_cost
 from viz.perf.machine.peaks import MachinePeaks
+from viz.provenance import shown_utc
 
 # The model whose bytes per token the table's ceilings divide by (the default model's shape),
 # the dtypes shown, and the tokens in the sequence when a step is counted (as `computed_wall`).
@@ -246,7 +247,7 @@ def measured_row(peaks: MachinePeaks, dtype: str = "float32", *,
         memory="",
         bytes_per_s=peaks.bytes_per_s, flops_per_s=flops,
         flops_format=f"{dtype} matmul, measured",
-        source=f"viz.perf.machine_peaks(), measured {peaks.measured_at}",
+        source=f"viz.perf.machine_peaks(), measured {shown_utc(peaks.measured_at)}",
         note=f"read bandwidth: median of {peaks.read.repeats} reads of a "
              f"{peaks.read.buffer_bytes / 1e6:,.0f} MB buffer; FLOP/s: median {m.n}×{m.n} "
              f"product in {dtype}")

@@ -23,7 +23,6 @@ saved beside the peaks in the viz cache folder (keyed on the same machine facts,
 
 from __future__ import annotations
 
-import datetime
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -37,8 +36,10 @@ from viz.documents import Document
 from viz.perf.configs import from_config, read_config
 from viz.perf.machine.cache import MachineCache, machine_key
 from viz.perf.wall_point import WallPoint, measure_point, short_dtype
-from viz.runtime import release_memory, resolve_device, using_threads
+from viz.provenance import environment_from_loose, iso_utc, loose_names, unknown_environment
+from viz.runtime import environment, release_memory, resolve_device, using_threads, utc_now
 from viz.spread import Spread
+from viz.trace import Environment
 
 # The tiny width and vocabulary of the models that measure the fixed cost.
 NARROW_WIDTH, NARROW_VOCAB = 64, 512
@@ -159,24 +160,43 @@ def measure_overhead(depths: Sequence[int], dtype: str = "float32", *, base: Uni
 
 
 # ---- the figure, measured once per machine ---------------------------------------------------
+# The provenance fields FixedCosts kept loose before schema 2: now its `environment`'s.
+FIXED_LOOSE = ("device", "device_name", "threads", "torch_version", "cpu_features",
+               "cpu_capability")
+FIXED_SOURCE = "measured by viz.perf.fixed_cost"
+
+
+def _fixed_costs_v1_to_v2(data: dict) -> dict:
+    """Schema 1: device, threads, torch and CPU features were loose fields, and each figure's
+    time read "2026-12-05 12:12 UTC". They move into `environment` (`viz.provenance`), whose
+    time is the newest figure's; each figure's time becomes ISO."""
+    times = {k: iso_utc(v) for k, v in (data.get("measured_at") or {}).items()}
+    data = {**data, "measured_at": times}
+    return environment_from_loose(data, FIXED_LOOSE, FIXED_SOURCE,
+                                  measured_at=max(times.values(), default=""))
+
+
+@loose_names(*FIXED_LOOSE)
 @dataclass
 class FixedCosts(Document):
-    """The fixed per-step cost at each measured depth, per dtype, on one machine."""
+    """The fixed per-step cost at each measured depth, per dtype, on one machine.
+
+    Where and with what is `environment` (`viz.provenance`; its fields read as before too:
+    `costs.threads`); when each figure was measured is `measured_at`, the newest of them the
+    environment's."""
 
     KIND: ClassVar[str] = "llm-inference-fixed-costs"
-    SCHEMA_VERSION: ClassVar[int] = 1
+    SCHEMA_VERSION: ClassVar[int] = 2
+    UPGRADES: ClassVar[dict] = {1: _fixed_costs_v1_to_v2}
     WHAT: ClassVar[str] = "fixed-cost file"
     AGAIN: ClassVar[str] = "measure it again with viz.perf.fixed_cost(..., refresh=True)"
 
-    device: str
-    device_name: str
     cpu_count: int
-    threads: int
-    torch_version: str
     floors: list[OverheadFloor] = field(default_factory=list)  # one per dtype
-    measured_at: dict[str, str] = field(default_factory=dict)  # "dtype/depth" → when (UTC)
-    cpu_features: list[str] = field(default_factory=list)
-    cpu_capability: str = ""
+    # "dtype/depth" → when it was measured (ISO UTC, `viz.runtime.utc_now`): the file gathers
+    # its figures over many lessons, so each keeps its own time.
+    measured_at: dict[str, str] = field(default_factory=dict)
+    environment: Environment = field(default_factory=unknown_environment)
 
     def floor(self, dtype: str) -> Optional[OverheadFloor]:
         return next((o for o in self.floors if o.dtype == dtype), None)
@@ -219,7 +239,8 @@ def machine_overhead(dtype: str = "float32", depths: Sequence[int] = (30,), *,
                       file=sys.stderr, flush=True)
             floor, _ = measure_overhead(missing, dtype, max_new_tokens=MAX_NEW_TOKENS,
                                         repeats=REPEATS, device=dev)
-            when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+            when = utc_now()
+            costs.environment.measured_at = when  # the newest figure's time
             for d, sec, spr in zip(floor.layers, floor.seconds, floor.spreads):
                 known[d] = (sec, spr)
                 costs.measured_at[f"{dtype}/{d}"] = when
@@ -249,8 +270,17 @@ def _load(file: Path, dev: torch.device, threads: int) -> FixedCosts:
     if costs is not None and any(len(o.spreads) != len(o.layers) for o in costs.floors):
         costs = None  # a floor saved without its spreads: measure again
     if costs is None:
-        costs = FixedCosts(**machine_key(dev, threads))
+        costs = _this_machine(dev, threads)
     return _CACHE.remember(file, costs)
+
+
+def _this_machine(dev: torch.device, threads: int) -> FixedCosts:
+    """An empty FixedCosts keyed on this machine (`machine_key`: what `MachineCache.read`
+    compares a file with), nothing measured yet."""
+    key = machine_key(dev, threads)
+    # dtype "": the floors are in several (one per dtype)
+    env = replace(environment(dev, "", source=FIXED_SOURCE), **{n: key[n] for n in FIXED_LOOSE})
+    return FixedCosts(cpu_count=key["cpu_count"], environment=env)
 
 
 def forget_in_process() -> None:

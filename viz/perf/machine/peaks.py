@@ -41,7 +41,7 @@ CUDA each run is timed with CUDA events (the device's own clock), elsewhere with
 
 from __future__ import annotations
 
-import datetime
+import dataclasses
 import os
 import sys
 import time
@@ -57,9 +57,11 @@ from viz.perf.machine.bandwidth import (Bandwidth, bandwidth_v1_to_v2, default_b
                                         measure_bandwidth)
 from viz.perf.machine.cache import MachineCache
 from viz.perf.machine.matmul import BUDGET_S, Matmul, measure_matmul
-from viz.runtime import (cpu_capability, cpu_features, device_name, dtype_name, resolve_device,
+from viz.provenance import environment_from_loose, loose_names, shown_utc, unknown_environment
+from viz.runtime import (cpu_capability, cpu_features, dtype_name, environment, resolve_device,
                          resolve_dtype, using_threads)
 from viz.spread import Spread
+from viz.trace import Environment
 
 # A dtype whose matmul peak is below this share of float32's is reported as slow.
 SLOW_SHARE = 0.5
@@ -94,31 +96,44 @@ def _peaks_v1_to_v2(data: dict) -> dict:
     return data
 
 
+# The provenance fields a MachinePeaks kept loose before schema 3: now its `environment`'s.
+PEAKS_LOOSE = ("device", "device_name", "threads", "torch_version", "cpu_features",
+               "cpu_capability", "measured_at")
+PEAKS_SOURCE = "measured by viz.perf.machine_peaks"
+
+
+def _peaks_v2_to_v3(data: dict) -> dict:
+    """Schema 2: device, threads, torch, CPU features and the time ("2026-12-05 12:12 UTC")
+    were loose fields; they move into `environment` (the time in ISO, `viz.provenance`)."""
+    return environment_from_loose(data, PEAKS_LOOSE, PEAKS_SOURCE)
+
+
+@loose_names(*PEAKS_LOOSE)
 @dataclass
 class MachinePeaks(Document):
-    """This machine's ceilings: matmul FLOP/s per dtype and memory bandwidths, with spreads."""
+    """This machine's ceilings: matmul FLOP/s per dtype and memory bandwidths, with spreads.
+
+    Where, when and with what they were measured is `environment` (`viz.provenance`); its
+    fields read as before too: `peaks.device_name`, `peaks.threads`, `peaks.measured_at`."""
 
     KIND: ClassVar[str] = "llm-inference-machine-peaks"
-    SCHEMA_VERSION: ClassVar[int] = 2
-    UPGRADES: ClassVar[dict] = {1: _peaks_v1_to_v2}
+    SCHEMA_VERSION: ClassVar[int] = 3
+    UPGRADES: ClassVar[dict] = {1: _peaks_v1_to_v2, 2: _peaks_v2_to_v3}
     WHAT: ClassVar[str] = "machine peaks file"
     AGAIN: ClassVar[str] = "measure them again with viz.perf.machine_peaks(refresh=True)"
 
-    device: str  # "cpu", "cuda" or "mps"
-    device_name: str  # e.g. the CPU model or "NVIDIA H200"
     cpu_count: int  # logical CPUs the operating system reports
-    threads: int  # torch intra-op threads every figure was measured with
     matmul: dict[str, Matmul]  # dtype → the matrix product's peak
     read: Bandwidth  # the memory floor's bandwidth (see viz.perf.machine.bandwidth)
     copy: Bandwidth  # read + write, for comparison
     matvec: dict[str, Bandwidth]  # dtype → the decode kernel's own reading speed
-    measured_at: str  # when, UTC, ISO 8601
-    torch_version: str
     load_average: list[float] = field(default_factory=list)  # 1/5/15-min load then (Unix)
     by_size: list[Bandwidth] = field(default_factory=list)  # optional: read at other sizes
-    cpu_features: list[str] = field(default_factory=list)  # `viz.runtime.cpu_features`
-    cpu_capability: str = ""  # `viz.runtime.cpu_capability`: what torch's kernels used
     seconds: float = 0.0  # how long measuring took
+    # The device ("cpu", "cuda" or "mps") and its name, the torch threads every figure was
+    # measured with, torch, the CPU's features (`viz.runtime.cpu_features`) and what torch's
+    # kernels used (`viz.runtime.cpu_capability`), when (ISO UTC) and by what.
+    environment: Environment = field(default_factory=unknown_environment)
 
     # Where this object came from, and what the check on reuse found (not saved).
     loaded_from: ClassVar[str] = ""
@@ -200,7 +215,7 @@ class MachinePeaks(Document):
         features = " ".join(self.cpu_features) or "not listed"
         lines = [f"{self.device_name} ({self.device}, {self.cpu_count} logical CPUs), "
                  f"{self.threads} torch thread{'s' if self.threads != 1 else ''}, torch "
-                 f"{self.torch_version}, measured {self.measured_at}"
+                 f"{self.torch_version}, measured {shown_utc(self.measured_at)}"
                  + (f" in {self.seconds:.1f} s" if self.seconds else "")
                  + (f", load average {self.load_average[0]:.2f}" if self.load_average else ""),
                  f"  CPU features: {features}; torch's kernels use {self.cpu_capability or '?'}"]
@@ -249,14 +264,15 @@ def measure_machine_peaks(device: Union[str, torch.device] = "cpu", *,
                                         repeats=repeats if dt == "float32" else min(repeats, 3))
                   for dt in matmul}
         by_size = [measure_bandwidth(s, "read", device=dev, repeats=repeats) for s in sizes]
+    # dtype "": the figures are in several (see `matmul`). A GPU's speed does not depend on its
+    # host's instructions, so a GPU's peaks list none (as `viz.perf.machine.machine_key`).
+    env = dataclasses.replace(environment(dev, "", source=PEAKS_SOURCE), threads=n_threads,
+                              cpu_features=cpu_features() if dev.type == "cpu" else [],
+                              cpu_capability=cpu_capability() if dev.type == "cpu" else "")
     return MachinePeaks(
-        device=dev.type, device_name=device_name(dev), cpu_count=os.cpu_count() or 0,
-        threads=n_threads, matmul=matmul, read=read, copy=copy, matvec=matvec,
-        measured_at=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        torch_version=torch.__version__, load_average=_load_average(), by_size=by_size,
-        cpu_features=cpu_features() if dev.type == "cpu" else [],
-        cpu_capability=cpu_capability() if dev.type == "cpu" else "",
-        seconds=round(time.perf_counter() - start, 2))
+        cpu_count=os.cpu_count() or 0, matmul=matmul, read=read, copy=copy, matvec=matvec,
+        load_average=_load_average(), by_size=by_size,
+        seconds=round(time.perf_counter() - start, 2), environment=env)
 
 
 # The peaks' file in `measurements_dir()/peaks`, and the peaks this process already read (and
@@ -340,7 +356,7 @@ def _check(cached: MachinePeaks, fresh: Bandwidth) -> Optional[str]:
         return None
     return (f"a fresh read gave {now / 1e9:.1f} GB/s, {abs(off):.0%} "
             f"{'above' if off > 0 else 'below'} the cached {then.median / 1e9:.1f} GB/s "
-            f"(measured {cached.measured_at})")
+            f"(measured {shown_utc(cached.measured_at)})")
 
 
 def forget_in_process() -> None:
@@ -412,7 +428,8 @@ def peaks_from_machine(machine: MachinePeaks, dtype: str = "float32") -> Peaks:
                  threads=machine.threads, flops_per_s=m.flops_per_s,
                  bytes_per_s=read.bytes_per_s, matmul_n=m.n, buffer_bytes=read.buffer_bytes,
                  repeats=read.repeats, timer=read.timer,
-                 how=(f"{source}, measured {machine.measured_at}: matmul {dtype} {m.how}; "
+                 how=(f"{source}, measured {shown_utc(machine.measured_at)}: matmul {dtype} "
+                      f"{m.how}; "
                       f"read bandwidth: {read.how}"),
                  flops_spread=m.spread, bytes_spread=read.spread,
                  cpu_features=list(machine.cpu_features), cpu_capability=machine.cpu_capability)

@@ -23,6 +23,7 @@ import torch
 
 from viz.perf.machine.fixed_costs import fixed_cost
 from viz.perf.machine.peaks import machine_peaks
+from viz.provenance import shown_utc
 from viz.spread import Spread
 
 PREFIX = "yardsticks:"  # every printed line begins with it (tests find them by it)
@@ -39,14 +40,14 @@ class Yardsticks:
     read: Spread  # read bandwidth, bytes/s: what every memory floor divides by
     fixed: Spread  # seconds of fixed cost per pass at `n_layers`
     n_layers: int
-    measured_at: str  # when the peaks were measured (UTC)
+    measured_at: str  # when the peaks were measured (ISO UTC; shown as "2026-12-05 12:12 UTC")
 
     def __str__(self) -> str:
         return (f"{PREFIX} {self.machine} · {self.threads} thread{'s' * (self.threads != 1)} "
                 f"· {self.dtype} peak {self.flops.text(1e-9, 'GFLOP/s', runs=False)} "
                 f"· read {self.read.text(1e-9, 'GB/s', runs=False)} "
                 f"· fixed cost {self.fixed.text(1e3, 'ms', runs=False)} per "
-                f"{self.n_layers}-layer pass · measured {self.measured_at}")
+                f"{self.n_layers}-layer pass · measured {shown_utc(self.measured_at)}")
 
 
 def yardsticks(n_layers: int = 30, dtype: str = "float32", *,
