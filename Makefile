@@ -98,9 +98,11 @@ test-other-kernels: setup
 test-fast: setup lint
 	$(BIN)/python -m pytest tests -m "not slow"
 
-# ruff over the code, the lessons, the tests and the benchmarks (settings in pyproject.toml).
+# ruff over the code, the lessons, the tests and the benchmarks (settings in pyproject.toml),
+# then the layout of everything but the lessons (`ruff format .` fixes it).
 lint: setup
 	$(BIN)/python -m ruff check .
+	$(BIN)/python -m ruff format --check .
 
 # Re-execute every notebook from its source in lessons/ (outputs kept, widget JavaScript
 # dropped, peak memory and run time recorded), then regenerate the README's lesson table.

@@ -87,24 +87,54 @@ def guidellm_python(folder: Optional[Path] = None) -> Path:
     folder.parent.mkdir(parents=True, exist_ok=True)
     print(f"making {folder} with {GUIDELLM} (once; about a minute)", flush=True)
     subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, timeout=300)
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                    GUIDELLM, "-c", str(ROOT / "requirements.txt")], check=True,
-                   timeout=INSTALL_TIMEOUT_S)
+    subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            GUIDELLM,
+            "-c",
+            str(ROOT / "requirements.txt"),
+        ],
+        check=True,
+        timeout=INSTALL_TIMEOUT_S,
+    )
     (folder / STAMP).write_text(GUIDELLM + "\n")
     return python
 
 
-def guidellm_command(python: Path, base_url: str, model: str, prompt_tokens: int,
-                     output_tokens: int, streams: int, requests: int, out: Path) -> list[str]:
+def guidellm_command(
+    python: Path,
+    base_url: str,
+    model: str,
+    prompt_tokens: int,
+    output_tokens: int,
+    streams: int,
+    requests: int,
+    out: Path,
+) -> list[str]:
     """GuideLLM 0.8's command line for one stream count (its JSON report in `out`)."""
     target = base_url.removesuffix("/v1")
-    return [str(python), "-m", "guidellm", "run",
-            "--backend", f"kind=openai_http,target={target},model={model},"
-                         f"max_tokens={output_tokens}",
-            "--data", f"kind=synthetic_text,prompt_tokens={prompt_tokens}",
-            "--profile", f"kind=concurrent,streams={streams}",
-            "--constraint", f"kind=max_requests,count={requests}",
-            "--output", f"kind=json,path={out}", "--disable-console-interactive"]
+    return [
+        str(python),
+        "-m",
+        "guidellm",
+        "run",
+        "--backend",
+        f"kind=openai_http,target={target},model={model},max_tokens={output_tokens}",
+        "--data",
+        f"kind=synthetic_text,prompt_tokens={prompt_tokens}",
+        "--profile",
+        f"kind=concurrent,streams={streams}",
+        "--constraint",
+        f"kind=max_requests,count={requests}",
+        "--output",
+        f"kind=json,path={out}",
+        "--disable-console-interactive",
+    ]
 
 
 # ---- one tool's figures at one load ----------------------------------------------------------
@@ -141,11 +171,17 @@ def merged(runs: list[Figures]) -> Figures:
 
 def viz_figures(run) -> Figures:
     done = [r for r in run.requests if r.ok]
-    return Figures("viz", [r.ttft_s for r in done], [g for r in done for g in r.itl_s],
-                   [r.tpot_s for r in done if r.tpot_s is not None],
-                   [r.ntpot_s for r in done], [r.n_output_tokens for r in done],
-                   [r.prompt_tokens for r in done if r.prompt_tokens is not None],
-                   run.summary().output_tokens_per_s, len(run.requests) - len(done))
+    return Figures(
+        "viz",
+        [r.ttft_s for r in done],
+        [g for r in done for g in r.itl_s],
+        [r.tpot_s for r in done if r.tpot_s is not None],
+        [r.ntpot_s for r in done],
+        [r.n_output_tokens for r in done],
+        [r.prompt_tokens for r in done if r.prompt_tokens is not None],
+        run.summary().output_tokens_per_s,
+        len(run.requests) - len(done),
+    )
 
 
 def guidellm_figures(report: dict) -> Figures:
@@ -154,8 +190,11 @@ def guidellm_figures(report: dict) -> Figures:
     TPOT); no per-gap times, so no pooled ITL; throughput from its requests' own times."""
     bench = report["benchmarks"][0]
     done = bench["requests"]["successful"]
-    f = Figures("GuideLLM", failed=len(bench["requests"].get("errored") or [])
-                + len(bench["requests"].get("incomplete") or []))
+    f = Figures(
+        "GuideLLM",
+        failed=len(bench["requests"].get("errored") or [])
+        + len(bench["requests"].get("incomplete") or []),
+    )
     for r in done:
         f.ttft.append(r["time_to_first_token_ms"] / 1e3)
         if r.get("inter_token_latency_ms") is not None and r["output_tokens"] > 1:
@@ -164,8 +203,7 @@ def guidellm_figures(report: dict) -> Figures:
         f.output_tokens.append(int(r["output_tokens"]))
         f.prompt_tokens.append(int(r["prompt_tokens"]))
     if done:
-        span = max(r["request_end_time"] for r in done) - min(r["request_start_time"]
-                                                               for r in done)
+        span = max(r["request_end_time"] for r in done) - min(r["request_start_time"] for r in done)
         f.tokens_per_s = sum(f.output_tokens) / span if span > 0 else None
     return f
 
@@ -175,11 +213,20 @@ def guidellm_figures(report: dict) -> Figures:
 # same-definition row for it is viz's TPOT.
 ROWS = [
     ("TTFT", "ttft", "ttft", "the same definition in both"),
-    ("ITL", "itl_gaps", "tpot", "viz: every gap pooled; GuideLLM: (E2E − TTFT) ÷ (n − 1) per "
-                                "request (viz's TPOT)"),
+    (
+        "ITL",
+        "itl_gaps",
+        "tpot",
+        "viz: every gap pooled; GuideLLM: (E2E − TTFT) ÷ (n − 1) per request (viz's TPOT)",
+    ),
     ("ITL, same definition", "tpot", "tpot", "(E2E − TTFT) ÷ (n − 1) per request in both"),
-    ("TPOT", "tpot", "ntpot", "viz: (E2E − TTFT) ÷ (n − 1); GuideLLM: E2E ÷ n, the first "
-                              "token's wait included (viz's normalized TPOT)"),
+    (
+        "TPOT",
+        "tpot",
+        "ntpot",
+        "viz: (E2E − TTFT) ÷ (n − 1); GuideLLM: E2E ÷ n, the first "
+        "token's wait included (viz's normalized TPOT)",
+    ),
     ("TPOT, same definition", "ntpot", "ntpot", "E2E ÷ n per request in both"),
 ]
 
@@ -200,8 +247,16 @@ def compare(streams: int, a: Figures, b: Figures) -> list[Row]:
     for name, mine, theirs, meaning in ROWS:
         x, y = getattr(a, mine), getattr(b, theirs)
         if not x or not y:
-            rows.append(Row(streams, name, Spread.of(x) if x else None,
-                            Spread.of(y) if y else None, None, "n/a (no values)"))
+            rows.append(
+                Row(
+                    streams,
+                    name,
+                    Spread.of(x) if x else None,
+                    Spread.of(y) if y else None,
+                    None,
+                    "n/a (no values)",
+                )
+            )
             continue
         sx, sy = Spread.of(x), Spread.of(y)
         ratio = sx / sy
@@ -218,9 +273,14 @@ def _throughput(streams: int, a: Figures, b: Figures) -> Row:
     pace = Spread.of(b.tpot) / Spread.of(a.tpot)
     r = a.tokens_per_s / b.tokens_per_s
     ratio = Spread(r, r * pace.low / pace.median, r * pace.high / pace.median, pace.runs, True)
-    return Row(streams, "output tokens/s", Spread.exact(a.tokens_per_s),
-               Spread.exact(b.tokens_per_s), ratio,
-               verdict("output tokens/s", ratio, a, b, "the same definition in both"))
+    return Row(
+        streams,
+        "output tokens/s",
+        Spread.exact(a.tokens_per_s),
+        Spread.exact(b.tokens_per_s),
+        ratio,
+        verdict("output tokens/s", ratio, a, b, "the same definition in both"),
+    )
 
 
 def verdict(name: str, ratio: Spread, a: Figures, b: Figures, meaning: str) -> str:
@@ -232,28 +292,43 @@ def verdict(name: str, ratio: Spread, a: Figures, b: Figures, meaning: str) -> s
     if "same definition" not in name and "the same definition" not in meaning:
         return f"viz {side}: by definition ({meaning})"
     reasons = []
-    for what, x, y in (("answers", a.output_tokens, b.output_tokens),
-                       ("prompts as the server counted them", a.prompt_tokens, b.prompt_tokens)):
-        if x and y and abs(statistics.median(x) - statistics.median(y)) > \
-                0.1 * statistics.median(y):
-            reasons.append(f"{what}: viz median {statistics.median(x):g} tokens, GuideLLM "
-                           f"{statistics.median(y):g}")
+    for what, x, y in (
+        ("answers", a.output_tokens, b.output_tokens),
+        ("prompts as the server counted them", a.prompt_tokens, b.prompt_tokens),
+    ):
+        if (
+            x
+            and y
+            and abs(statistics.median(x) - statistics.median(y)) > 0.1 * statistics.median(y)
+        ):
+            reasons.append(
+                f"{what}: viz median {statistics.median(x):g} tokens, GuideLLM "
+                f"{statistics.median(y):g}"
+            )
     if reasons:
         return f"viz {side}: the workloads differed — " + "; ".join(reasons)
     own = server_ratio(name, a, b)
     if own is not None and ratio.low <= own.median <= ratio.high:
-        return (f"viz {side}: the server served viz's requests so — by its own clock the "
-                f"ratio is ×{own.median:.2f} ({own.low:.2f}–{own.high:.2f}): it did "
-                "differently under the two runs (the machine's other load, how requests "
-                "arrived), and each tool measured what it did")
-    return (f"viz {side} beyond the spread, not by definition, workload or the server's own "
-            "clock: a difference in how the tools measure (look at the requests of both)")
+        return (
+            f"viz {side}: the server served viz's requests so — by its own clock the "
+            f"ratio is ×{own.median:.2f} ({own.low:.2f}–{own.high:.2f}): it did "
+            "differently under the two runs (the machine's other load, how requests "
+            "arrived), and each tool measured what it did"
+        )
+    return (
+        f"viz {side} beyond the spread, not by definition, workload or the server's own "
+        "clock: a difference in how the tools measure (look at the requests of both)"
+    )
 
 
 # What the server's own clock gives for each row: received → first token, (last − first token)
 # ÷ (n − 1), (last token − received) ÷ n, tokens ÷ (first received → last token).
-SERVER_SIDE = {"TTFT": "ttft", "ITL, same definition": "tpot", "TPOT, same definition": "ntpot",
-               "output tokens/s": "tokens_per_s"}
+SERVER_SIDE = {
+    "TTFT": "ttft",
+    "ITL, same definition": "tpot",
+    "TPOT, same definition": "ntpot",
+    "output tokens/s": "tokens_per_s",
+}
 
 
 def server_ratio(name: str, a: Figures, b: Figures) -> Optional[Spread]:
@@ -293,16 +368,25 @@ def table(rows: list[Row]) -> str:
             return f"{s.median:.1f}"
         return f"{s.median * 1e3:.0f} ({s.low * 1e3:.0f}–{s.high * 1e3:.0f})"
 
-    lines = [f"{'streams':>7}  {'metric':<22} {'viz, ms':>16} {'GuideLLM, ms':>16} "
-             f"{'viz ÷ GuideLLM':>20}  verdict"]
+    lines = [
+        f"{'streams':>7}  {'metric':<22} {'viz, ms':>16} {'GuideLLM, ms':>16} "
+        f"{'viz ÷ GuideLLM':>20}  verdict"
+    ]
     for r in rows:
         tput = r.metric == "output tokens/s"
-        ratio = "n/a" if r.ratio is None else \
-            f"×{r.ratio.median:.2f} ({r.ratio.low:.2f}–{r.ratio.high:.2f})"
-        lines.append(f"{r.streams:>7}  {r.metric:<22} {ms(r.viz, tput):>16} "
-                     f"{ms(r.peer, tput):>16} {ratio:>20}  {r.verdict}")
-    lines.append("(ms: median and middle half of the per-request values; output tokens/s: one "
-                 "figure per run, its ratio spread from the requests' paces)")
+        ratio = (
+            "n/a"
+            if r.ratio is None
+            else f"×{r.ratio.median:.2f} ({r.ratio.low:.2f}–{r.ratio.high:.2f})"
+        )
+        lines.append(
+            f"{r.streams:>7}  {r.metric:<22} {ms(r.viz, tput):>16} "
+            f"{ms(r.peer, tput):>16} {ratio:>20}  {r.verdict}"
+        )
+    lines.append(
+        "(ms: median and middle half of the per-request values; output tokens/s: one "
+        "figure per run, its ratio spread from the requests' paces)"
+    )
     return "\n".join(lines)
 
 
@@ -314,10 +398,12 @@ def order(k: int, repeats: int) -> list[str]:
     return [t for i in range(repeats) for t in (pair if i % 2 == 0 else pair[::-1])]
 
 
-def run_guidellm(python: Path, server, model: str, args, streams: int, n: int,
-                 out: Path) -> Figures:
-    cmd = guidellm_command(python, server.url, model, args.prompt_tokens, args.output_tokens,
-                           streams, n, out)
+def run_guidellm(
+    python: Path, server, model: str, args, streams: int, n: int, out: Path
+) -> Figures:
+    cmd = guidellm_command(
+        python, server.url, model, args.prompt_tokens, args.output_tokens, streams, n, out
+    )
     print("  $ " + " ".join(cmd[1:]), flush=True)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     t0, before = time.perf_counter(), set(server.server_timings())
@@ -327,8 +413,9 @@ def run_guidellm(python: Path, server, model: str, args, streams: int, n: int,
         raise SystemExit(f"GuideLLM failed (exit {done.returncode}):\n{tail}")
     figures = guidellm_figures(json.loads(out.read_text()))
     timings = server.server_timings()
-    figures.server = server_figures([t for k, t in timings.items()
-                                     if k not in before and t["received"] >= t0])
+    figures.server = server_figures(
+        [t for k, t in timings.items() if k not in before and t["received"] >= t0]
+    )
     return figures
 
 
@@ -336,18 +423,30 @@ def main(argv: Optional[list[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--streams", type=int, nargs="+", default=[1, 4, 8])
     p.add_argument("--requests", type=int, default=16, help="per stream count, tool and repeat")
-    p.add_argument("--repeats", type=int, default=1,
-                   help="runs of each tool per stream count, in the order viz, GuideLLM, "
-                        "GuideLLM, viz, ... (a steady drift of the machine's load cancels); "
-                        "requests pooled, throughput the median of the runs")
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="runs of each tool per stream count, in the order viz, GuideLLM, "
+        "GuideLLM, viz, ... (a steady drift of the machine's load cancels); "
+        "requests pooled, throughput the median of the runs",
+    )
     p.add_argument("--prompt-tokens", type=int, default=64)
     p.add_argument("--output-tokens", type=int, default=32)
-    p.add_argument("--quick", action="store_true",
-                   help="a tiny workload: 16 tokens in, 8 out, 4 requests at 1 and 2 streams")
-    p.add_argument("--peer", choices=["guidellm", "none"], default="guidellm",
-                   help="none: viz's side only (no GuideLLM environment needed)")
-    p.add_argument("--venv", default=None, help=f"where GuideLLM's venv lives (default "
-                                                 f"{venv_dir()})")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="a tiny workload: 16 tokens in, 8 out, 4 requests at 1 and 2 streams",
+    )
+    p.add_argument(
+        "--peer",
+        choices=["guidellm", "none"],
+        default="guidellm",
+        help="none: viz's side only (no GuideLLM environment needed)",
+    )
+    p.add_argument(
+        "--venv", default=None, help=f"where GuideLLM's venv lives (default {venv_dir()})"
+    )
     p.add_argument("-o", "--out", default=None, help="keep the runs and reports in this folder")
     args = p.parse_args(argv)
     if args.quick:
@@ -355,13 +454,16 @@ def main(argv: Optional[list[str]] = None) -> int:
     from viz.serve import EmbeddedServer, Workload, run_load
 
     workload = Workload.synthetic(args.prompt_tokens, args.output_tokens)
-    python = guidellm_python(Path(args.venv) if args.venv else None) \
-        if args.peer == "guidellm" else None
+    python = (
+        guidellm_python(Path(args.venv) if args.venv else None) if args.peer == "guidellm" else None
+    )
     folder = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="viz-crosscheck-"))
     folder.mkdir(parents=True, exist_ok=True)
     began, rows = time.perf_counter(), []
-    print(f"workload: {workload}, {args.requests} requests per stream count and tool; "
-          f"answers capped with max_tokens (no ignore_eos: transformers serve refuses it)")
+    print(
+        f"workload: {workload}, {args.requests} requests per stream count and tool; "
+        f"answers capped with max_tokens (no ignore_eos: transformers serve refuses it)"
+    )
     with EmbeddedServer(continuous_batching=True, record=True) as server:
         model = str(server.model_folder)
         print(f"server: {server!r}", flush=True)
@@ -371,31 +473,62 @@ def main(argv: Optional[list[str]] = None) -> int:
             for tool in order(k, args.repeats):
                 i = len(mine_runs) if tool == "viz" else len(their_runs)
                 if tool == "viz":
-                    run = run_load(server, concurrency=streams, n_requests=n, workload=workload,
-                                   seed=k * 100 + i, progress=False,
-                                   out=str(folder / f"viz-{streams}-{i}.json"))
+                    run = run_load(
+                        server,
+                        concurrency=streams,
+                        n_requests=n,
+                        workload=workload,
+                        seed=k * 100 + i,
+                        progress=False,
+                        out=str(folder / f"viz-{streams}-{i}.json"),
+                    )
                     mine_runs.append(viz_figures(run))
                     timings = server.server_timings()
                     mine_runs[-1].server = server_figures(
-                        [timings[r.request_id] for r in run.requests if r.request_id in timings])
-                    print(f"  viz load --concurrency {streams}: {run.summary().n_completed} "
-                          f"completed, {mine_runs[-1].tokens_per_s or 0:.1f} tokens/s",
-                          flush=True)
+                        [timings[r.request_id] for r in run.requests if r.request_id in timings]
+                    )
+                    print(
+                        f"  viz load --concurrency {streams}: {run.summary().n_completed} "
+                        f"completed, {mine_runs[-1].tokens_per_s or 0:.1f} tokens/s",
+                        flush=True,
+                    )
                 elif python is not None:
-                    their_runs.append(run_guidellm(python, server, model, args, streams, n,
-                                                   folder / f"guidellm-{streams}-{i}.json"))
+                    their_runs.append(
+                        run_guidellm(
+                            python,
+                            server,
+                            model,
+                            args,
+                            streams,
+                            n,
+                            folder / f"guidellm-{streams}-{i}.json",
+                        )
+                    )
             mine = merged(mine_runs)
             theirs = merged(their_runs) if their_runs else Figures("none")
             rows += compare(streams, mine, theirs)
-            lengths = (f"answers: viz median {statistics.median(mine.output_tokens or [0]):g} "
-                       f"tokens" + (f", GuideLLM {statistics.median(theirs.output_tokens):g}"
-                                    if theirs.output_tokens else ""))
-            pace = "" if theirs.server is None or not theirs.server.tpot else \
-                (f"; by the server's clock, TPOT p50 of viz's requests "
-                 f"{statistics.median(mine.server.tpot) * 1e3:.0f} ms, of GuideLLM's "
-                 f"{statistics.median(theirs.server.tpot) * 1e3:.0f} ms")
-            print(f"  {streams} streams: {lengths}{pace}; load average "
-                  f"{os.getloadavg()[0]:.1f}", flush=True)
+            lengths = (
+                f"answers: viz median {statistics.median(mine.output_tokens or [0]):g} "
+                f"tokens"
+                + (
+                    f", GuideLLM {statistics.median(theirs.output_tokens):g}"
+                    if theirs.output_tokens
+                    else ""
+                )
+            )
+            pace = (
+                ""
+                if theirs.server is None or not theirs.server.tpot
+                else (
+                    f"; by the server's clock, TPOT p50 of viz's requests "
+                    f"{statistics.median(mine.server.tpot) * 1e3:.0f} ms, of GuideLLM's "
+                    f"{statistics.median(theirs.server.tpot) * 1e3:.0f} ms"
+                )
+            )
+            print(
+                f"  {streams} streams: {lengths}{pace}; load average {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
     print()
     print(table(rows))
     print(f"\n{time.perf_counter() - began:.0f} s; runs and reports in {folder}")

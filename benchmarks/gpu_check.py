@@ -79,9 +79,18 @@ from viz.provenance import shown_utc  # noqa: E402
 from viz.spread import Spread  # noqa: E402
 
 CHAT_PROMPT = "Explain in a few sentences why the sky is blue."
-SMI_FIELDS = ["clocks.sm", "clocks.mem", "clocks.max.sm", "power.draw", "power.limit",
-              "temperature.gpu", "utilization.gpu", "memory.used", "pstate",
-              "clocks_throttle_reasons.active"]
+SMI_FIELDS = [
+    "clocks.sm",
+    "clocks.mem",
+    "clocks.max.sm",
+    "power.draw",
+    "power.limit",
+    "temperature.gpu",
+    "utilization.gpu",
+    "memory.used",
+    "pstate",
+    "clocks_throttle_reasons.active",
+]
 
 FULL = {
     "configs": ["smollm2-135m", "llama-3.1-8b"],
@@ -104,30 +113,62 @@ FULL = {
     # rounds give a narrower spread than a timer's noise) is set aside, not shipped
     "probe": {"rounds": 5, "launches": 2000, "drift_floor": 0.05, "host_steps": 8},
     # the overhead remedy on a GPU (lesson 13), then a profile of its step and the eager one
-    "compiled": {"configs": ["smollm2-135m", "llama-3.1-8b"], "mode": "reduce-overhead",
-                 "backend": "inductor", "new_tokens": 32, "repeats": 5, "compile_threads": 16,
-                 "profiled": 5},
+    "compiled": {
+        "configs": ["smollm2-135m", "llama-3.1-8b"],
+        "mode": "reduce-overhead",
+        "backend": "inductor",
+        "new_tokens": 32,
+        "repeats": 5,
+        "compile_threads": 16,
+        "profiled": 5,
+    },
     # the GPU's own time in a decode step against the batch size, past the counted knee (~200
     # for the 8B at a short context), with the busy time's fixed cost (a model as deep, 64 wide)
-    "busy": {"configs": ["smollm2-135m", "llama-3.1-8b"],
-             "batch_sizes": [1, 16, 64, 96, 128, 160, 192, 224, 256, 512, 1024], "warmup": 2,
-             "timed": 6, "profiled": 4},
+    "busy": {
+        "configs": ["smollm2-135m", "llama-3.1-8b"],
+        "batch_sizes": [1, 16, 64, 96, 128, 160, 192, 224, 256, 512, 1024],
+        "warmup": 2,
+        "timed": 6,
+        "profiled": 4,
+    },
     # decode against the context at two batch sizes (where the knee stops existing: ~650
     # cached tokens per request for the 8B), memory against KV capacity, eager vs SDPA
-    "grid": {"configs": ["llama-3.1-8b"], "contexts": [0, 512, 1024, 2048, 4096, 8192],
-             "batch_sizes": [1, 64], "warmup": 2, "timed": 4, "profiled": 2,
-             "attention": ["eager", "sdpa"], "attention_contexts": [1024, 8192]},
-    "wall": {"shapes": ["smollm2-135m", "smollm2-360m", "llama-3.2-1b", "smollm2-1.7b",
-                        "llama-3.1-8b"],
-             "dtypes": ["bfloat16", "float32"], "steps": 16, "repeats": 3,
-             "buffer_bytes": 2 << 30, "max_n": 16384,
-             "compute_point": ("llama-3.2-1b", "bfloat16", 512)},
+    "grid": {
+        "configs": ["llama-3.1-8b"],
+        "contexts": [0, 512, 1024, 2048, 4096, 8192],
+        "batch_sizes": [1, 64],
+        "warmup": 2,
+        "timed": 4,
+        "profiled": 2,
+        "attention": ["eager", "sdpa"],
+        "attention_contexts": [1024, 8192],
+    },
+    "wall": {
+        "shapes": ["smollm2-135m", "smollm2-360m", "llama-3.2-1b", "smollm2-1.7b", "llama-3.1-8b"],
+        "dtypes": ["bfloat16", "float32"],
+        "steps": 16,
+        "repeats": 3,
+        "buffer_bytes": 2 << 30,
+        "max_n": 16384,
+        "compute_point": ("llama-3.2-1b", "bfloat16", 512),
+    },
 }
-TINY = {"name": "tiny-llama", "source": "viz tests", "config": {
-    "model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
-    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-    "head_dim": 16, "vocab_size": 300, "max_position_embeddings": 256,
-    "tie_word_embeddings": True}}
+TINY = {
+    "name": "tiny-llama",
+    "source": "viz tests",
+    "config": {
+        "model_type": "llama",
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "vocab_size": 300,
+        "max_position_embeddings": 256,
+        "tie_word_embeddings": True,
+    },
+}
 # A dry run for any machine (the test suite runs it on the CPU): a 2-layer config, tiny sizes.
 QUICK = {
     "configs": [TINY],
@@ -147,16 +188,41 @@ QUICK = {
     "dtype": None,
     # a shared CPU drifts: the dry run records the drift and ships everything regardless
     "probe": {"rounds": 3, "launches": 200, "drift_floor": None, "host_steps": 2},
-    "compiled": {"configs": ["tiny-llama"], "mode": "default", "backend": "aot_eager",
-                 "new_tokens": 3, "repeats": 1, "compile_threads": 1, "profiled": 2},
-    "busy": {"configs": ["tiny-llama"], "batch_sizes": [1, 4], "warmup": 1, "timed": 2,
-             "profiled": 1},
-    "grid": {"configs": ["tiny-llama"], "contexts": [0, 32], "batch_sizes": [1, 2],
-             "warmup": 1, "timed": 2, "profiled": 1, "attention": ["eager", "sdpa"],
-             "attention_contexts": [32]},
-    "wall": {"shapes": ["tiny-llama"], "dtypes": ["float32"], "steps": 3, "repeats": 1,
-             "buffer_bytes": 4 << 20, "max_n": 64, "compute_point": ("tiny-llama",
-                                                                        "float32", 4)},
+    "compiled": {
+        "configs": ["tiny-llama"],
+        "mode": "default",
+        "backend": "aot_eager",
+        "new_tokens": 3,
+        "repeats": 1,
+        "compile_threads": 1,
+        "profiled": 2,
+    },
+    "busy": {
+        "configs": ["tiny-llama"],
+        "batch_sizes": [1, 4],
+        "warmup": 1,
+        "timed": 2,
+        "profiled": 1,
+    },
+    "grid": {
+        "configs": ["tiny-llama"],
+        "contexts": [0, 32],
+        "batch_sizes": [1, 2],
+        "warmup": 1,
+        "timed": 2,
+        "profiled": 1,
+        "attention": ["eager", "sdpa"],
+        "attention_contexts": [32],
+    },
+    "wall": {
+        "shapes": ["tiny-llama"],
+        "dtypes": ["float32"],
+        "steps": 3,
+        "repeats": 1,
+        "buffer_bytes": 4 << 20,
+        "max_n": 64,
+        "compute_point": ("tiny-llama", "float32", 4),
+    },
 }
 
 
@@ -186,10 +252,14 @@ def launch_drift(before: Spread, after: Spread, floor: Optional[float]) -> dict:
     spreads (or `floor` × the cost before, where the spreads are narrower): drifted. floor
     None: recorded, never drifted (the dry run on a shared CPU)."""
     moved = abs(after.median - before.median)
-    allowed = max(before.high - before.low, after.high - after.low,
-                  (floor or 0.0) * before.median)
-    return {"before_s": before.median, "after_s": after.median, "moved_s": moved,
-            "allowed_s": allowed, "drifted": floor is not None and moved > allowed}
+    allowed = max(before.high - before.low, after.high - after.low, (floor or 0.0) * before.median)
+    return {
+        "before_s": before.median,
+        "after_s": after.median,
+        "moved_s": moved,
+        "allowed_s": allowed,
+        "drifted": floor is not None and moved > allowed,
+    }
 
 
 def cpu_times() -> dict:
@@ -218,19 +288,21 @@ def gpu_state() -> dict:
 
         pynvml.nvmlInit()
         h = pynvml.nvmlDeviceGetHandleByIndex(0)
-        state = {"source": "nvml",
-                 "clocks.sm": pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
-                 "clocks.mem": pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM),
-                 "clocks.max.sm": pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM),
-                 "power.draw": pynvml.nvmlDeviceGetPowerUsage(h) / 1e3,
-                 "power.limit": pynvml.nvmlDeviceGetEnforcedPowerLimit(h) / 1e3,
-                 "temperature.gpu": pynvml.nvmlDeviceGetTemperature(
-                     h, pynvml.NVML_TEMPERATURE_GPU),
-                 "utilization.gpu": pynvml.nvmlDeviceGetUtilizationRates(h).gpu,
-                 "memory.used": pynvml.nvmlDeviceGetMemoryInfo(h).used / 2**20}
+        state = {
+            "source": "nvml",
+            "clocks.sm": pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
+            "clocks.mem": pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM),
+            "clocks.max.sm": pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM),
+            "power.draw": pynvml.nvmlDeviceGetPowerUsage(h) / 1e3,
+            "power.limit": pynvml.nvmlDeviceGetEnforcedPowerLimit(h) / 1e3,
+            "temperature.gpu": pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU),
+            "utilization.gpu": pynvml.nvmlDeviceGetUtilizationRates(h).gpu,
+            "memory.used": pynvml.nvmlDeviceGetMemoryInfo(h).used / 2**20,
+        }
         try:
             state["clocks_throttle_reasons.active"] = hex(
-                pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(h))
+                pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(h)
+            )
         except Exception:  # an older or newer NVML names it differently: leave it out
             pass
         return state
@@ -238,9 +310,12 @@ def gpu_state() -> dict:
         pass
     for fields in (SMI_FIELDS, SMI_FIELDS[:-1]):  # an older driver may not know the last one
         try:
-            out = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}",
-                                  "--format=csv,noheader,nounits"], capture_output=True,
-                                 text=True, timeout=20)
+            out = subprocess.run(
+                ["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"],
+                capture_output=True,
+                text=True,
+                timeout=20,
+            )
         except (OSError, subprocess.SubprocessError):
             return {"source": None}
         if out.returncode == 0 and out.stdout.strip():
@@ -252,17 +327,24 @@ def gpu_state() -> dict:
 def host_state(probe: dict) -> dict:
     """The host and the GPU right now: the launch cost (a `Spread`, as a dict), the load
     average, the CPU times and the GPU's state."""
-    return {"at": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-            "launch_s": asdict(launch_probe(probe["rounds"], probe["launches"])),
-            "load_average": list(os.getloadavg()), "cpu_times": cpu_times(),
-            "gpu": gpu_state()}
+    return {
+        "at": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "launch_s": asdict(launch_probe(probe["rounds"], probe["launches"])),
+        "load_average": list(os.getloadavg()),
+        "cpu_times": cpu_times(),
+        "gpu": gpu_state(),
+    }
 
 
 def gpu_driver() -> str:
     """The NVIDIA driver's version, as nvidia-smi reports it ("" where it cannot be read)."""
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout else ""
     except (OSError, subprocess.SubprocessError):
         return ""
@@ -271,17 +353,28 @@ def gpu_driver() -> str:
 def environment() -> dict:
     import transformers
 
-    env = {"python": platform.python_version(), "torch": torch.__version__,
-           "transformers": transformers.__version__, "cuda": torch.version.cuda,
-           "viz": viz.__version__, "device": "cpu",
-           "cpu": viz.runtime.cpu_name(), "cpu_count": os.cpu_count(),
-           "torch_threads": torch.get_num_threads(), "platform": platform.platform(),
-           "command": "python benchmarks/gpu_check.py " + " ".join(sys.argv[1:]),
-           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    env = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "cuda": torch.version.cuda,
+        "viz": viz.__version__,
+        "device": "cpu",
+        "cpu": viz.runtime.cpu_name(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "platform": platform.platform(),
+        "command": "python benchmarks/gpu_check.py " + " ".join(sys.argv[1:]),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
     if torch.cuda.is_available():
         p = torch.cuda.get_device_properties(0)
-        env.update(device=torch.cuda.get_device_name(0), memory_bytes=p.total_memory,
-                   multiprocessors=p.multi_processor_count, driver=gpu_driver())
+        env.update(
+            device=torch.cuda.get_device_name(0),
+            memory_bytes=p.total_memory,
+            multiprocessors=p.multi_processor_count,
+            driver=gpu_driver(),
+        )
     return env
 
 
@@ -338,15 +431,16 @@ class Runner:
             result = fn()
         except Exception as e:  # a part's own steps catch theirs; this is what fell between
             traceback.print_exc()
-            self.steps.append({"step": name, "status": f"error: {type(e).__name__}: {e}",
-                               "seconds": 0})
+            self.steps.append(
+                {"step": name, "status": f"error: {type(e).__name__}: {e}", "seconds": 0}
+            )
         finally:
             self.dest = self.out
         after = host_state(self.probe)
-        drift = launch_drift(Spread(**before["launch_s"]), Spread(**after["launch_s"]),
-                             self.probe["drift_floor"])
-        host = {"part": name, "before": before, "after": after, "launch_drift": drift,
-                **self.notes}
+        drift = launch_drift(
+            Spread(**before["launch_s"]), Spread(**after["launch_s"]), self.probe["drift_floor"]
+        )
+        host = {"part": name, "before": before, "after": after, "launch_drift": drift, **self.notes}
         target = self.out / "drifted" if drift["drifted"] else self.out
         target.mkdir(parents=True, exist_ok=True)
         files = []
@@ -360,16 +454,27 @@ class Runner:
             files.append(path.name)
         shutil.rmtree(stage, ignore_errors=True)
         us = lambda s: f"{s * 1e6:.2f} µs"  # noqa: E731
-        line = (f"host launch cost {us(drift['before_s'])} before, {us(drift['after_s'])} "
-                f"after (moved {us(drift['moved_s'])}, allowed {us(drift['allowed_s'])})")
+        line = (
+            f"host launch cost {us(drift['before_s'])} before, {us(drift['after_s'])} "
+            f"after (moved {us(drift['moved_s'])}, allowed {us(drift['allowed_s'])})"
+        )
         if drift["drifted"]:
-            print("!" * 78 + f"\n!!! HOST DRIFTED during {name}: {line}.\n!!! Its files "
-                  f"({', '.join(files) or 'none'}) are in {target}, NOT to be shipped.\n"
-                  + "!" * 78, flush=True)
+            print(
+                "!" * 78 + f"\n!!! HOST DRIFTED during {name}: {line}.\n!!! Its files "
+                f"({', '.join(files) or 'none'}) are in {target}, NOT to be shipped.\n" + "!" * 78,
+                flush=True,
+            )
         else:
             print(f"    {name}: {line}", flush=True)
-        self.parts.append({"part": name, "files": files, "drifted": drift["drifted"],
-                           "launch_drift": drift, **self.notes})
+        self.parts.append(
+            {
+                "part": name,
+                "files": files,
+                "drifted": drift["drifted"],
+                "launch_drift": drift,
+                **self.notes,
+            }
+        )
         return result
 
     def save(self, obj, name: str) -> Path:
@@ -395,9 +500,22 @@ def cuda_tests(runner: Runner) -> str:
         import pytest  # noqa: F401
     except ImportError:
         return "pytest not installed: CUDA tests not run"
-    proc = subprocess.run([sys.executable, "-m", "pytest", "tests/test_perf_cuda.py", "-q",
-                           "-rs", "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=180)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "tests/test_perf_cuda.py",
+            "-q",
+            "-rs",
+            "-p",
+            "no:cacheprovider",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     (runner.out / "cuda-tests.txt").write_text(proc.stdout + proc.stderr)
     tail = proc.stdout.strip().splitlines()[-1:] or ["no output"]
     if proc.returncode != 0:
@@ -410,9 +528,11 @@ def build(runner: Runner, plan: dict, config, what: str, reserve_s: float = 30):
     named "<tag>: build <what>"; returns (model or None, tag). Notes its attention."""
     name = config if isinstance(config, str) else config["name"]
     tag = name.lower()
-    lm = runner.run(f"{tag}: build {what}",
-                    lambda: perf.from_config(config, device=plan["device"], dtype=plan["dtype"]),
-                    reserve_s=reserve_s)
+    lm = runner.run(
+        f"{tag}: build {what}",
+        lambda: perf.from_config(config, device=plan["device"], dtype=plan["dtype"]),
+        reserve_s=reserve_s,
+    )
     if lm is not None:
         runner.notes.setdefault("attention", {})[name] = attention_of(lm)
     return lm, tag
@@ -463,8 +583,12 @@ def host_check(runner: Runner, plan: dict) -> dict:
         return out
 
     default = torch.get_num_threads()
-    runs = {f"launch_s_threads_{default}": [], "launch_s_threads_1": [],
-            f"step_s_threads_{default}": [], "step_s_threads_1": []}
+    runs = {
+        f"launch_s_threads_{default}": [],
+        "launch_s_threads_1": [],
+        f"step_s_threads_{default}": [],
+        "step_s_threads_1": [],
+    }
     steps(2)  # warm-up
     for _ in range(probe["rounds"]):
         for n in (default, 1):
@@ -473,11 +597,17 @@ def host_check(runner: Runner, plan: dict) -> dict:
                 runs[f"step_s_threads_{n}"] += steps(probe["host_steps"])
     attention = attention_of(lm)
     lm = None  # let go (a closure above read it: not `del`)
-    result = {"model": config if isinstance(config, str) else config["name"],
-              "dtype": plan["dtype"], "attention": attention, "cpu": viz.runtime.cpu_name(),
-              "cpu_count": os.cpu_count(), "load_average": list(os.getloadavg()),
-              "cpu_times": cpu_times(), "gpu": gpu_state(),
-              **{k: asdict(Spread.of(v)) for k, v in runs.items()}}
+    result = {
+        "model": config if isinstance(config, str) else config["name"],
+        "dtype": plan["dtype"],
+        "attention": attention,
+        "cpu": viz.runtime.cpu_name(),
+        "cpu_count": os.cpu_count(),
+        "load_average": list(os.getloadavg()),
+        "cpu_times": cpu_times(),
+        "gpu": gpu_state(),
+        **{k: asdict(Spread.of(v)) for k, v in runs.items()},
+    }
     for k, v in runs.items():
         print(f"    {k}: {Spread.of(v).text(1e6, 'µs', 3)}", flush=True)
     runner.write_json(result, "gpu-host.json")
@@ -488,12 +618,41 @@ def host_check(runner: Runner, plan: dict) -> dict:
 KERNEL_KINDS = (  # first match wins; names as CUDA kernels (and, on a CPU, aten ops) are called
     ("attention", ("flash", "fmha", "attention", "attn", "sdpa", "softmax")),
     ("fused (Inductor)", ("triton",)),
-    ("matrix products", ("gemm", "gemv", "cutlass", "cublas", "nvjet", "xmma", "matmul", "mm",
-                         "linear", "splitk", "sm90", "sm80")),
+    (
+        "matrix products",
+        (
+            "gemm",
+            "gemv",
+            "cutlass",
+            "cublas",
+            "nvjet",
+            "xmma",
+            "matmul",
+            "mm",
+            "linear",
+            "splitk",
+            "sm90",
+            "sm80",
+        ),
+    ),
     ("copies", ("copy", "memcpy", "memset", "cat", "clone", "fill", "index")),
     ("norms and reductions", ("norm", "reduce", "mean", "rsqrt", "sum", "argmax", "max")),
-    ("elementwise", ("elementwise", "vectorized", "unrolled", "mul", "add", "silu", "pow",
-                     "neg", "exp", "cos", "sin")),
+    (
+        "elementwise",
+        (
+            "elementwise",
+            "vectorized",
+            "unrolled",
+            "mul",
+            "add",
+            "silu",
+            "pow",
+            "neg",
+            "exp",
+            "cos",
+            "sin",
+        ),
+    ),
 )
 
 
@@ -521,10 +680,15 @@ def kernels_by_kind(events, steps: int) -> dict:
         k = kinds.setdefault(kernel_kind(e.name), {"kernels": 0, "seconds": 0.0})
         k["kernels"] += 1
         k["seconds"] += e.time_range.elapsed_us() / 1e6
-    per = {k: {"kernels": v["kernels"] / steps, "seconds": v["seconds"] / steps}
-           for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]["seconds"])}
-    return {"kernels_per_step": sum(v["kernels"] for v in per.values()),
-            "seconds_per_step": sum(v["seconds"] for v in per.values()), "by_kind": per}
+    per = {
+        k: {"kernels": v["kernels"] / steps, "seconds": v["seconds"] / steps}
+        for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]["seconds"])
+    }
+    return {
+        "kernels_per_step": sum(v["kernels"] for v in per.values()),
+        "seconds_per_step": sum(v["seconds"] for v in per.values()),
+        "by_kind": per,
+    }
 
 
 def profiled(fn: Callable[[], Any], activities) -> tuple[Any, Any]:
@@ -553,8 +717,7 @@ def timed_steps(lm, step: Callable[[], Any], b: dict) -> dict:
     for k in range(b["warmup"] + b["timed"] + b["profiled"]):
         if k >= b["warmup"] + b["timed"]:
             _, prof = profiled(step, activities)
-            kernels = [e for e in prof.events()
-                       if e.device_type == torch.autograd.DeviceType.CUDA]
+            kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
             busy.append(sum(e.time_range.elapsed_us() for e in kernels) / 1e6)
             count.append(len(kernels))
         else:
@@ -562,8 +725,11 @@ def timed_steps(lm, step: Callable[[], Any], b: dict) -> dict:
             step()
             if k >= b["warmup"]:
                 wall.append(clock.now() - t0)
-    return {"wall": Spread.of(wall), "busy": Spread.of(busy) if any(busy) else None,
-            "kernels": sorted(count)[len(count) // 2]}
+    return {
+        "wall": Spread.of(wall),
+        "busy": Spread.of(busy) if any(busy) else None,
+        "kernels": sorted(count)[len(count) // 2],
+    }
 
 
 def device_busy(runner: Runner, plan: dict, config) -> None:
@@ -593,13 +759,15 @@ def device_busy(runner: Runner, plan: dict, config) -> None:
 
             r = timed_steps(lm, step, b)
         cache = None  # let go (a closure above read it: not `del`)
-        return {"batch_size": batch, "context_tokens": len(prompt) + b["warmup"] + b["timed"],
-                **r}
+        return {"batch_size": batch, "context_tokens": len(prompt) + b["warmup"] + b["timed"], **r}
 
     narrow = perf.narrow_config(config)
     small, _ = build(runner, plan, narrow, "(64 wide, for the busy time's fixed cost)")
-    fixed = runner.run(f"{narrow['name']}: busy time's fixed cost",
-                       lambda: one(small, 1)) if small is not None else None
+    fixed = (
+        runner.run(f"{narrow['name']}: busy time's fixed cost", lambda: one(small, 1))
+        if small is not None
+        else None
+    )
     small = None  # let go (a closure above read it: not `del`)
     free()
     lm, tag = build(runner, plan, config, "for the device-busy sweep", reserve_s=20)
@@ -611,31 +779,50 @@ def device_busy(runner: Runner, plan: dict, config) -> None:
         spreads = {"decode_step_s": [r["wall"] for r in rows]}
         if all(r["busy"] for r in rows):
             spreads["gpu_busy_s"] = [r["busy"] for r in rows]
-        columns = {"batch_size": [r["batch_size"] for r in rows],
-                   "context_tokens": [r["context_tokens"] for r in rows],
-                   "decode_step_s": [r["wall"].median for r in rows],
-                   "gpu_busy_s": [r["busy"].median if r["busy"] else None for r in rows],
-                   "kernels_per_step": [r["kernels"] for r in rows]}
-        settings = {"prompt": BATCH_PROMPT, **b, "attention": attention_of(lm),
-                    "how": "eager decode steps (DynamicCache); wall: Clock (synchronized "
-                           "perf_counter); busy: the sum of the step's CUDA kernel durations "
-                           "(torch.profiler), one profiled step at a time"}
+        columns = {
+            "batch_size": [r["batch_size"] for r in rows],
+            "context_tokens": [r["context_tokens"] for r in rows],
+            "decode_step_s": [r["wall"].median for r in rows],
+            "gpu_busy_s": [r["busy"].median if r["busy"] else None for r in rows],
+            "kernels_per_step": [r["kernels"] for r in rows],
+        }
+        settings = {
+            "prompt": BATCH_PROMPT,
+            **b,
+            "attention": attention_of(lm),
+            "how": "eager decode steps (DynamicCache); wall: Clock (synchronized "
+            "perf_counter); busy: the sum of the step's CUDA kernel durations "
+            "(torch.profiler), one profiled step at a time",
+        }
         if fixed is not None:
             settings["fixed_cost"] = {
-                "n_layers": lm.spec.n_layers, "hidden_size": narrow["config"]["hidden_size"],
-                "vocab_size": narrow["config"]["vocab_size"], "batch_size": 1,
+                "n_layers": lm.spec.n_layers,
+                "hidden_size": narrow["config"]["hidden_size"],
+                "vocab_size": narrow["config"]["vocab_size"],
+                "batch_size": 1,
                 "busy_s": asdict(fixed["busy"]) if fixed["busy"] else None,
-                "wall_s": asdict(fixed["wall"]), "kernels": fixed["kernels"],
+                "wall_s": asdict(fixed["wall"]),
+                "kernels": fixed["kernels"],
                 "how": "the same step of a model of the same depth, 64 wide, 512-token "
-                       "vocabulary (viz.perf.narrow_config), at batch 1"}
+                "vocabulary (viz.perf.narrow_config), at batch 1",
+            }
             if fixed["busy"]:
-                print(f"    busy time's fixed cost ({narrow['name']}): "
-                      f"{fixed['busy'].text(1e3, 'ms', 3)}, {fixed['kernels']:,} kernels, "
-                      f"{fixed['busy'].median / max(1, fixed['kernels']) * 1e6:.2f} µs each",
-                      flush=True)
-        s = Sweep(name="device_busy", x="batch_size", columns=columns, model=lm.spec,
-                  environment=lm.environment(), spreads=spreads, settings=settings,
-                  label=f"{viz.runtime.device_name(lm.device)} (random weights)")
+                print(
+                    f"    busy time's fixed cost ({narrow['name']}): "
+                    f"{fixed['busy'].text(1e3, 'ms', 3)}, {fixed['kernels']:,} kernels, "
+                    f"{fixed['busy'].median / max(1, fixed['kernels']) * 1e6:.2f} µs each",
+                    flush=True,
+                )
+        s = Sweep(
+            name="device_busy",
+            x="batch_size",
+            columns=columns,
+            model=lm.spec,
+            environment=lm.environment(),
+            spreads=spreads,
+            settings=settings,
+            label=f"{viz.runtime.device_name(lm.device)} (random weights)",
+        )
         return runner.save_sweep(s, f"gpu-{tag}-busy-sweep.json")
 
     runner.run(f"{tag}: device-busy sweep", sweep, reserve_s=20)
@@ -654,22 +841,33 @@ def compiled_step(runner: Runner, plan: dict, config) -> None:
         return
 
     def measure():
-        run = measure_compiled_step(lm, new_tokens=c["new_tokens"], repeats=c["repeats"],
-                                    backend=c["backend"], mode=c["mode"],
-                                    compile_threads=c["compile_threads"])
-        run = replace(run, note=f"random weights; {run.device_name}, driver "
-                                f"{gpu_driver() or 'unknown'}; attention {attention_of(lm)}; "
-                                f"python benchmarks/gpu_check.py",
-                      source=f"{run.device_name}, driver {gpu_driver() or 'unknown'}, torch "
-                             f"{run.torch_version}, {shown_utc(run.measured_at)}: python "
-                             f"benchmarks/gpu_check.py (random weights)")
+        run = measure_compiled_step(
+            lm,
+            new_tokens=c["new_tokens"],
+            repeats=c["repeats"],
+            backend=c["backend"],
+            mode=c["mode"],
+            compile_threads=c["compile_threads"],
+        )
+        run = replace(
+            run,
+            note=f"random weights; {run.device_name}, driver "
+            f"{gpu_driver() or 'unknown'}; attention {attention_of(lm)}; "
+            f"python benchmarks/gpu_check.py",
+            source=f"{run.device_name}, driver {gpu_driver() or 'unknown'}, torch "
+            f"{run.torch_version}, {shown_utc(run.measured_at)}: python "
+            f"benchmarks/gpu_check.py (random weights)",
+        )
         runner.save(run, f"gpu-{tag}-compiled-step.json")
         print("    " + str(run).replace("\n", "\n    "), flush=True)
         return run
 
     runner.run(f"{tag}: compiled step ({c['mode']})", measure, reserve_s=60)
-    runner.run(f"{tag}: profile of the compiled step",
-               lambda: profile_compiled(runner, lm, tag, c), reserve_s=60)
+    runner.run(
+        f"{tag}: profile of the compiled step",
+        lambda: profile_compiled(runner, lm, tag, c),
+        reserve_s=60,
+    )
     lm = None  # let go (a closure above read it: not `del`)
     free()
 
@@ -692,23 +890,37 @@ def profile_compiled(runner: Runner, lm, tag: str, c: dict) -> dict:
     def step(token, cache, position):
         return forward(token, cache, position_ids=position).argmax(-1, keepdim=True)
 
-    result: dict[str, Any] = {"model": lm.spec.name, "mode": c["mode"], "backend": c["backend"],
-                              "attention": attention_of(lm), "profiled_steps": k,
-                              "device": viz.runtime.device_name(dev),
-                              "torch_version": torch.__version__}
-    with torch.no_grad(), empty_inductor_cache(), \
-            inductor_config.patch(compile_threads=c["compile_threads"]):
+    result: dict[str, Any] = {
+        "model": lm.spec.name,
+        "mode": c["mode"],
+        "backend": c["backend"],
+        "attention": attention_of(lm),
+        "profiled_steps": k,
+        "device": viz.runtime.device_name(dev),
+        "torch_version": torch.__version__,
+    }
+    with (
+        torch.no_grad(),
+        empty_inductor_cache(),
+        inductor_config.patch(compile_threads=c["compile_threads"]),
+    ):
         _clear_compiled()
-        graph = torch.compile(step, backend=c["backend"], fullgraph=True, dynamic=False,
-                              mode=None if c["mode"] == "default" else c["mode"])
+        graph = torch.compile(
+            step,
+            backend=c["backend"],
+            fullgraph=True,
+            dynamic=False,
+            mode=None if c["mode"] == "default" else c["mode"],
+        )
 
         def compiled(token, cache, position):  # keep a copy: a replay overwrites its output
             return graph(token, cache, position).clone()
 
         for way, fn in (("eager", step), ("compiled", compiled)):
             cache.reset()
-            token = forward(ids, cache, position_ids=torch.arange(n, device=dev)[None]) \
-                .argmax(-1, keepdim=True)
+            token = forward(ids, cache, position_ids=torch.arange(n, device=dev)[None]).argmax(
+                -1, keepdim=True
+            )
             positions = [torch.tensor([[n + j]], device=dev) for j in range(4 + k)]
             for j in range(3):  # warm-up (the compiled way compiles and records its graph here)
                 token = fn(token, cache, positions[j])
@@ -720,18 +932,22 @@ def profile_compiled(runner: Runner, lm, tag: str, c: dict) -> dict:
 
             _, prof = profiled(steps, activities_here())
             result[way] = kernels_by_kind(device_events(prof), k)
-            result[way]["graph_launches_per_step"] = sum(
-                e.name == "cudaGraphLaunch" for e in prof.events()) / k
+            result[way]["graph_launches_per_step"] = (
+                sum(e.name == "cudaGraphLaunch" for e in prof.events()) / k
+            )
         # the compiled call alone, after the profile: wall time, and the GPU's span per call
         cache.reset()
-        token = forward(ids, cache, position_ids=torch.arange(n, device=dev)[None]) \
-            .argmax(-1, keepdim=True)
+        token = forward(ids, cache, position_ids=torch.arange(n, device=dev)[None]).argmax(
+            -1, keepdim=True
+        )
         walls, spans = [], []
         for j in range(3 + k):
             position = torch.tensor([[n + j]], device=dev)
             if dev.type == "cuda":
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(
-                    enable_timing=True)
+                start, end = (
+                    torch.cuda.Event(enable_timing=True),
+                    torch.cuda.Event(enable_timing=True),
+                )
                 start.record()
             t0 = clock.now()
             token = compiled(token, cache, position)
@@ -741,19 +957,27 @@ def profile_compiled(runner: Runner, lm, tag: str, c: dict) -> dict:
                 end.synchronize()
                 spans.append(start.elapsed_time(end) / 1e3)
         result["compiled_call_wall_s"] = asdict(Spread.of(walls[1:] or walls))
-        result["compiled_call_gpu_span_s"] = asdict(Spread.of(spans[1:] or spans)) if spans \
-            else None
+        result["compiled_call_gpu_span_s"] = (
+            asdict(Spread.of(spans[1:] or spans)) if spans else None
+        )
         graph = compiled = None  # let go (a closure above read it: not `del`)
         _clear_compiled()
     if result["compiled"]["kernels_per_step"] == 0 and dev.type == "cuda":
-        result["note"] = ("torch.profiler saw no kernel inside the CUDA graph's replays: its "
-                          "kinds are unknown; the GPU span by CUDA events stands")
+        result["note"] = (
+            "torch.profiler saw no kernel inside the CUDA graph's replays: its "
+            "kinds are unknown; the GPU span by CUDA events stands"
+        )
     for way in ("eager", "compiled"):
         r = result[way]
-        kinds = ", ".join(f"{name} {v['kernels']:.0f} / {v['seconds'] * 1e3:.3f} ms"
-                          for name, v in r["by_kind"].items())
-        print(f"    {way}: {r['kernels_per_step']:.0f} kernels, {r['seconds_per_step'] * 1e3:.3f} "
-              f"ms a step ({kinds})", flush=True)
+        kinds = ", ".join(
+            f"{name} {v['kernels']:.0f} / {v['seconds'] * 1e3:.3f} ms"
+            for name, v in r["by_kind"].items()
+        )
+        print(
+            f"    {way}: {r['kernels_per_step']:.0f} kernels, {r['seconds_per_step'] * 1e3:.3f} "
+            f"ms a step ({kinds})",
+            flush=True,
+        )
     runner.write_json(result, f"gpu-{tag}-compiled-profile.json")
     return result
 
@@ -798,14 +1022,18 @@ def decode_grid(runner: Runner, plan: dict, config) -> None:
             torch.cuda.reset_peak_memory_stats()
         state = {"token": torch.zeros(batch, 1, dtype=torch.long, device=lm.device)}
         with torch.no_grad():
+
             def step():
                 state["token"] = forward(state["token"], cache).argmax(-1, keepdim=True)
 
             r = timed_steps(lm, step, g)
-        r.update(batch_size=batch, context_tokens=context,
-                 kv_bytes_counted=batch * context * per_token,
-                 memory_allocated_bytes=held if cuda else None,
-                 memory_peak_bytes=torch.cuda.max_memory_allocated() if cuda else None)
+        r.update(
+            batch_size=batch,
+            context_tokens=context,
+            kv_bytes_counted=batch * context * per_token,
+            memory_allocated_bytes=held if cuda else None,
+            memory_peak_bytes=torch.cuda.max_memory_allocated() if cuda else None,
+        )
         cache = state = None  # let go (a closure above read it: not `del`)
         free()
         return r
@@ -814,37 +1042,53 @@ def decode_grid(runner: Runner, plan: dict, config) -> None:
         rows = [point(b, c) for b in g["batch_sizes"] for c in g["contexts"]]
         total = torch.cuda.get_device_properties(0).total_memory if cuda else None
         settings = {k: v for k, v in g.items() if k != "configs"}
-        settings.update(attention_implementation=default_attention, kv_bytes_per_token=per_token,
-                        device_memory_bytes=total, weights_allocated_bytes=weights_allocated,
-                        how="eager decode steps over a DynamicCache filled with random keys "
-                            "and values (no prefill); wall: Clock; busy: kernels summed "
-                            "(torch.profiler); memory: torch.cuda.memory_allocated after the "
-                            "fill, max_memory_allocated over the steps")
+        settings.update(
+            attention_implementation=default_attention,
+            kv_bytes_per_token=per_token,
+            device_memory_bytes=total,
+            weights_allocated_bytes=weights_allocated,
+            how="eager decode steps over a DynamicCache filled with random keys "
+            "and values (no prefill); wall: Clock; busy: kernels summed "
+            "(torch.profiler); memory: torch.cuda.memory_allocated after the "
+            "fill, max_memory_allocated over the steps",
+        )
         if cuda:  # what the largest step needed beyond its KV cache, and the room left for KV
             overhead = max(r["memory_peak_bytes"] - r["kv_bytes_counted"] for r in rows)
-            settings.update(step_overhead_bytes=overhead,
-                            kv_capacity_tokens=max(0, total - overhead) // per_token,
-                            kv_capacity_tokens_counted=max(0, total - lm.spec.weight_bytes)
-                            // per_token)
-            print(f"    KV capacity: {settings['kv_capacity_tokens']:,} tokens measured "
-                  f"(the device's {total / 2**30:.1f} GiB less the largest step's "
-                  f"{overhead / 2**30:.1f} GiB besides its cache), "
-                  f"{settings['kv_capacity_tokens_counted']:,} counted beside the weights",
-                  flush=True)
-        columns = {"context_tokens": [r["context_tokens"] for r in rows],
-                   "batch_size": [r["batch_size"] for r in rows],
-                   "decode_step_s": [r["wall"].median for r in rows],
-                   "gpu_busy_s": [r["busy"].median if r["busy"] else None for r in rows],
-                   "kernels_per_step": [r["kernels"] for r in rows],
-                   "kv_bytes_counted": [r["kv_bytes_counted"] for r in rows],
-                   "memory_allocated_bytes": [r["memory_allocated_bytes"] for r in rows],
-                   "memory_peak_bytes": [r["memory_peak_bytes"] for r in rows]}
+            settings.update(
+                step_overhead_bytes=overhead,
+                kv_capacity_tokens=max(0, total - overhead) // per_token,
+                kv_capacity_tokens_counted=max(0, total - lm.spec.weight_bytes) // per_token,
+            )
+            print(
+                f"    KV capacity: {settings['kv_capacity_tokens']:,} tokens measured "
+                f"(the device's {total / 2**30:.1f} GiB less the largest step's "
+                f"{overhead / 2**30:.1f} GiB besides its cache), "
+                f"{settings['kv_capacity_tokens_counted']:,} counted beside the weights",
+                flush=True,
+            )
+        columns = {
+            "context_tokens": [r["context_tokens"] for r in rows],
+            "batch_size": [r["batch_size"] for r in rows],
+            "decode_step_s": [r["wall"].median for r in rows],
+            "gpu_busy_s": [r["busy"].median if r["busy"] else None for r in rows],
+            "kernels_per_step": [r["kernels"] for r in rows],
+            "kv_bytes_counted": [r["kv_bytes_counted"] for r in rows],
+            "memory_allocated_bytes": [r["memory_allocated_bytes"] for r in rows],
+            "memory_peak_bytes": [r["memory_peak_bytes"] for r in rows],
+        }
         spreads = {"decode_step_s": [r["wall"] for r in rows]}
         if all(r["busy"] for r in rows):
             spreads["gpu_busy_s"] = [r["busy"] for r in rows]
-        s = Sweep(name="context_batch", x="context_tokens", columns=columns, model=lm.spec,
-                  environment=lm.environment(), spreads=spreads, settings=settings,
-                  label=f"{viz.runtime.device_name(lm.device)} (random weights)")
+        s = Sweep(
+            name="context_batch",
+            x="context_tokens",
+            columns=columns,
+            model=lm.spec,
+            environment=lm.environment(),
+            spreads=spreads,
+            settings=settings,
+            label=f"{viz.runtime.device_name(lm.device)} (random weights)",
+        )
         return runner.save_sweep(s, f"gpu-{tag}-context-batch-sweep.json")
 
     def attention():
@@ -857,20 +1101,32 @@ def decode_grid(runner: Runner, plan: dict, config) -> None:
                 for impl in g["attention"]:
                     set_attention(lm, impl)
                     r = point(b, c)
-                    for name, value in ((f"{impl}_step_s", r["wall"]),
-                                        (f"{impl}_busy_s", r["busy"])):
+                    for name, value in (
+                        (f"{impl}_step_s", r["wall"]),
+                        (f"{impl}_busy_s", r["busy"]),
+                    ):
                         cols.setdefault(name, []).append(value.median if value else None)
                         if value:
                             spreads.setdefault(name, []).append(value)
                     cols.setdefault(f"{impl}_kernels", []).append(r["kernels"])
         set_attention(lm, default_attention)
         spreads = {k: v for k, v in spreads.items() if len(v) == len(cols["context_tokens"])}
-        s = Sweep(name="attention", x="context_tokens", columns=cols, model=lm.spec,
-                  environment=lm.environment(), spreads=spreads,
-                  settings={"implementations": g["attention"], "default": default_attention,
-                            "warmup": g["warmup"], "timed": g["timed"],
-                            "profiled": g["profiled"]},
-                  label=f"{viz.runtime.device_name(lm.device)} (random weights)")
+        s = Sweep(
+            name="attention",
+            x="context_tokens",
+            columns=cols,
+            model=lm.spec,
+            environment=lm.environment(),
+            spreads=spreads,
+            settings={
+                "implementations": g["attention"],
+                "default": default_attention,
+                "warmup": g["warmup"],
+                "timed": g["timed"],
+                "profiled": g["profiled"],
+            },
+            label=f"{viz.runtime.device_name(lm.device)} (random weights)",
+        )
         return runner.save_sweep(s, f"gpu-{tag}-attention-sweep.json")
 
     runner.run(f"{tag}: decode against context and batch", grid, reserve_s=30)
@@ -887,8 +1143,9 @@ def warm_lengths(lm, lengths) -> None:
     from viz.perf.sweeps import prompt_of_length
 
     for n in lengths:
-        viz.record(lm, prompt_of_length(lm.tokenizer, n), max_new_tokens=1, embeddings=False,
-                   log_top=1)
+        viz.record(
+            lm, prompt_of_length(lm.tokenizer, n), max_new_tokens=1, embeddings=False, log_top=1
+        )
 
 
 def one_config(runner: Runner, plan: dict, config, peaks) -> None:
@@ -900,46 +1157,73 @@ def one_config(runner: Runner, plan: dict, config, peaks) -> None:
     print(f"    {lm!r}", flush=True)
 
     def trace():
-        t = viz.record(lm, CHAT_PROMPT, chat=True, max_new_tokens=plan["trace_tokens"],
-                       stop_at_eos=False, embeddings=False, label=label)
+        t = viz.record(
+            lm,
+            CHAT_PROMPT,
+            chat=True,
+            max_new_tokens=plan["trace_tokens"],
+            stop_at_eos=False,
+            embeddings=False,
+            label=label,
+        )
         runner.save(t, f"gpu-{tag}-trace.json")
         print("    " + t.summary().replace("\n", "\n    "), flush=True)
         m = t.memory
         if m.device_peak_bytes is not None:
-            print(f"    device memory: weights {m.device_weights_bytes / 1e9:.2f} GB, peak "
-                  f"{m.device_peak_bytes / 1e9:.2f} GB, after {m.device_end_bytes / 1e9:.2f} GB "
-                  f"(KV cache by formula {t.steps[-1].kv_bytes_formula / 1e6:.1f} MB)", flush=True)
+            print(
+                f"    device memory: weights {m.device_weights_bytes / 1e9:.2f} GB, peak "
+                f"{m.device_peak_bytes / 1e9:.2f} GB, after {m.device_end_bytes / 1e9:.2f} GB "
+                f"(KV cache by formula {t.steps[-1].kv_bytes_formula / 1e6:.1f} MB)",
+                flush=True,
+            )
         return t
 
-    t = runner.run(f"{tag}: trace", trace, reserve_s=20) \
-        if name in plan["trace_configs"] else None
+    t = runner.run(f"{tag}: trace", trace, reserve_s=20) if name in plan["trace_configs"] else None
     sweeps = {}
+
     def prompt():
         warm_lengths(lm, plan["prompt_lengths"])
-        return perf.prompt_length_sweep(lm, plan["prompt_lengths"],
-                                        repeats=plan["prompt_repeats"], progress=False,
-                                        label=label)
+        return perf.prompt_length_sweep(
+            lm, plan["prompt_lengths"], repeats=plan["prompt_repeats"], progress=False, label=label
+        )
 
     steps = {
         "prompt": prompt,
         "context": lambda: perf.context_length_sweep(
-            lm, plan["contexts"], max_new_tokens=plan["context_steps"] + 1, progress=False,
-            label=label),
+            lm,
+            plan["contexts"],
+            max_new_tokens=plan["context_steps"] + 1,
+            progress=False,
+            label=label,
+        ),
         "batch": lambda: perf.batch_size_sweep(
-            lm, plan["batch_sizes"], max_new_tokens=plan["batch_tokens"], progress=False,
-            label=label),
+            lm,
+            plan["batch_sizes"],
+            max_new_tokens=plan["batch_tokens"],
+            progress=False,
+            label=label,
+        ),
         "cache": lambda: perf.cache_sweep(
-            lm, CHAT_PROMPT, max_new_tokens=plan["cache_tokens"], progress=False, label=label),
+            lm, CHAT_PROMPT, max_new_tokens=plan["cache_tokens"], progress=False, label=label
+        ),
     }
     for kind in plan["sweeps"]:
+
         def run_sweep(kind=kind, fn=steps[kind]):
             s = fn()
             return runner.save_sweep(s, f"gpu-{tag}-{kind}-sweep.json")
+
         sweeps[kind] = runner.run(f"{tag}: {kind} sweep", run_sweep, reserve_s=20)
 
     def roofline():
-        r = perf.measure_roofline(lm, peaks=peaks, trace=t, batch=sweeps.get("batch"),
-                                  prompt_sweep=sweeps.get("prompt"), label=label)
+        r = perf.measure_roofline(
+            lm,
+            peaks=peaks,
+            trace=t,
+            batch=sweeps.get("batch"),
+            prompt_sweep=sweeps.get("prompt"),
+            label=label,
+        )
         runner.save(r, f"gpu-{tag}-roofline.json")
         print("    " + str(r).replace("\n", "\n    "), flush=True)
 
@@ -959,27 +1243,53 @@ def memory_wall(runner: Runner, plan: dict):
     shapes = [named.get(s, s) for s in w["shapes"]]
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     dtypes = list(dict.fromkeys(w["dtypes"] + ["bfloat16", "float32"]))
-    peaks = measure_machine_peaks(dev, buffer_bytes=w["buffer_bytes"], max_n=w["max_n"],
-                                  dtypes=dtypes)
+    peaks = measure_machine_peaks(
+        dev, buffer_bytes=w["buffer_bytes"], max_n=w["max_n"], dtypes=dtypes
+    )
     print("    " + peaks.how().replace("\n", "\n    "), flush=True)
     label = f"{peaks.device_name} (random weights)"
-    run = measure_wall(shapes, w["dtypes"], peaks=peaks, overhead_depths=[1],
-                       max_new_tokens=w["steps"], repeats=w["repeats"], device=dev, label=label)
+    run = measure_wall(
+        shapes,
+        w["dtypes"],
+        peaks=peaks,
+        overhead_depths=[1],
+        max_new_tokens=w["steps"],
+        repeats=w["repeats"],
+        device=dev,
+        label=label,
+    )
     if w.get("compute_point"):
         shape, dtype, batch = w["compute_point"]
-        more = measure_wall([named.get(shape, shape)], [dtype], peaks=peaks, batch_sizes=[batch],
-                            prompt="Hi", max_new_tokens=max(3, w["steps"] // 2),
-                            repeats=w["repeats"], overhead=run.overhead, device=dev,
-                            fixed_cost_points=False, label=label)
+        more = measure_wall(
+            [named.get(shape, shape)],
+            [dtype],
+            peaks=peaks,
+            batch_sizes=[batch],
+            prompt="Hi",
+            max_new_tokens=max(3, w["steps"] // 2),
+            repeats=w["repeats"],
+            overhead=run.overhead,
+            device=dev,
+            fixed_cost_points=False,
+            label=label,
+        )
         run = run.merged(more)
     try:
         fit = str(run.fit())
     except ValueError as e:  # tiny dry-run models may show no slope
         fit = f"no fit: {e}"
-    run = replace(run, notes=[fit], recorded={
-        **run.recorded, "command": "python benchmarks/gpu_check.py " + " ".join(sys.argv[1:]),
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "machine": peaks.device_name, "driver": gpu_driver(), "cpu": viz.runtime.cpu_name()})
+    run = replace(
+        run,
+        notes=[fit],
+        recorded={
+            **run.recorded,
+            "command": "python benchmarks/gpu_check.py " + " ".join(sys.argv[1:]),
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "machine": peaks.device_name,
+            "driver": gpu_driver(),
+            "cpu": viz.runtime.cpu_name(),
+        },
+    )
     runner.save(run, "gpu-memory-wall.json")
     print("    " + str(run).replace("\n", "\n    ") + "\n    " + fit, flush=True)
     return run
@@ -989,28 +1299,54 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="folder for the JSON results")
     ap.add_argument("--quick", action="store_true", help="a tiny dry run (any device, seconds)")
-    ap.add_argument("--budget-s", type=float, default=540.0,
-                    help="stop starting new parts after this many seconds (default 540)")
-    ap.add_argument("--configs", nargs="*", default=None,
-                    help="only these shipped configs' traces and sweeps (none when the flag is "
-                         "given alone)")
-    ap.add_argument("--wall-only", action="store_true",
-                    help="only the peaks and the memory wall (lesson 08's GPU reference)")
+    ap.add_argument(
+        "--budget-s",
+        type=float,
+        default=540.0,
+        help="stop starting new parts after this many seconds (default 540)",
+    )
+    ap.add_argument(
+        "--configs",
+        nargs="*",
+        default=None,
+        help="only these shipped configs' traces and sweeps (none when the flag is given alone)",
+    )
+    ap.add_argument(
+        "--wall-only",
+        action="store_true",
+        help="only the peaks and the memory wall (lesson 08's GPU reference)",
+    )
     ap.add_argument("--no-wall", action="store_true", help="leave the memory wall out")
     ap.add_argument("--no-tests", action="store_true", help="leave the CUDA tests out")
     ap.add_argument("--no-host", action="store_true", help="leave the host's launch cost out")
-    ap.add_argument("--busy", nargs="*", default=None,
-                    help="the configs whose device-busy sweep is measured (default: the plan's; "
-                         "none when the flag is given alone)")
-    ap.add_argument("--compiled", nargs="*", default=None,
-                    help="the configs whose compiled step is measured and profiled (default: "
-                         "the plan's; none when the flag is given alone)")
-    ap.add_argument("--grid", nargs="*", default=None,
-                    help="the configs whose context × batch grid and attention are measured "
-                         "(default: the plan's; none when the flag is given alone)")
-    ap.add_argument("--drift-floor", type=float, default=None,
-                    help="a part's launch cost may move by its spread or this share of it "
-                         "(default: the plan's, 0.05 on a GPU; the dry run only records it)")
+    ap.add_argument(
+        "--busy",
+        nargs="*",
+        default=None,
+        help="the configs whose device-busy sweep is measured (default: the plan's; "
+        "none when the flag is given alone)",
+    )
+    ap.add_argument(
+        "--compiled",
+        nargs="*",
+        default=None,
+        help="the configs whose compiled step is measured and profiled (default: "
+        "the plan's; none when the flag is given alone)",
+    )
+    ap.add_argument(
+        "--grid",
+        nargs="*",
+        default=None,
+        help="the configs whose context × batch grid and attention are measured "
+        "(default: the plan's; none when the flag is given alone)",
+    )
+    ap.add_argument(
+        "--drift-floor",
+        type=float,
+        default=None,
+        help="a part's launch cost may move by its spread or this share of it "
+        "(default: the plan's, 0.05 on a GPU; the dry run only records it)",
+    )
     args = ap.parse_args(argv)
     plan = json.loads(json.dumps(QUICK if args.quick else FULL))  # a copy, tuples as lists
     plan["host_config"] = plan["configs"][0]  # the course model's shape (the dry run: tiny)
@@ -1035,61 +1371,93 @@ def main(argv=None) -> int:
     at_start = cpu_times()
 
     if not args.no_host:
-        runner.part("host", lambda: runner.run("host launch cost",
-                                               lambda: host_check(runner, plan)), reserve_s=30)
+        runner.part(
+            "host",
+            lambda: runner.run("host launch cost", lambda: host_check(runner, plan)),
+            reserve_s=30,
+        )
 
     def measure(dtype):
         dev = "cuda" if plan["device"] == "cuda" else plan["device"]
         p = perf.measure_peaks(dev, dtype, **plan["peaks"])
-        print(f"    {p.device_name} {p.dtype}: {p.flops_per_s / 1e12:.2f} TFLOP/s, "
-              f"{p.bytes_per_s / 1e9:.1f} GB/s, ridge {p.ridge_intensity:.0f} FLOP/byte "
-              f"({p.timer})", flush=True)
+        print(
+            f"    {p.device_name} {p.dtype}: {p.flops_per_s / 1e12:.2f} TFLOP/s, "
+            f"{p.bytes_per_s / 1e9:.1f} GB/s, ridge {p.ridge_intensity:.0f} FLOP/byte "
+            f"({p.timer})",
+            flush=True,
+        )
         return p
 
     def peaks_part():
         p = runner.run("peaks (model dtype)", lambda: measure(plan["dtype"]))
         f = runner.run("peaks (float32)", lambda: measure("float32"), reserve_s=60)
-        runner.write_json({"environment": env, "model_dtype": asdict(p) if p else None,
-                           "float32": asdict(f) if f else None}, "gpu-peaks.json")
+        runner.write_json(
+            {
+                "environment": env,
+                "model_dtype": asdict(p) if p else None,
+                "float32": asdict(f) if f else None,
+            },
+            "gpu-peaks.json",
+        )
         return p
 
     peaks = runner.part("peaks", peaks_part)
     for config in plan["busy"]["configs"]:
-        runner.part(f"{config}: busy time", lambda c=named.get(config, config):
-                    device_busy(runner, plan, c), reserve_s=30)
+        runner.part(
+            f"{config}: busy time",
+            lambda c=named.get(config, config): device_busy(runner, plan, c),
+            reserve_s=30,
+        )
     for config in plan["compiled"]["configs"]:
-        runner.part(f"{config}: compiled step", lambda c=named.get(config, config):
-                    compiled_step(runner, plan, c), reserve_s=90)
+        runner.part(
+            f"{config}: compiled step",
+            lambda c=named.get(config, config): compiled_step(runner, plan, c),
+            reserve_s=90,
+        )
     for config in plan["grid"]["configs"]:
-        runner.part(f"{config}: context × batch", lambda c=named.get(config, config):
-                    decode_grid(runner, plan, c), reserve_s=60)
+        runner.part(
+            f"{config}: context × batch",
+            lambda c=named.get(config, config): decode_grid(runner, plan, c),
+            reserve_s=60,
+        )
     if not args.no_wall:
-        runner.part("memory wall", lambda: runner.run("memory wall",
-                                                      lambda: memory_wall(runner, plan)),
-                    reserve_s=90)
-    for config in ([] if args.wall_only else plan["configs"]):
+        runner.part(
+            "memory wall",
+            lambda: runner.run("memory wall", lambda: memory_wall(runner, plan)),
+            reserve_s=90,
+        )
+    for config in [] if args.wall_only else plan["configs"]:
         tag = config if isinstance(config, str) else config["name"]
-        runner.part(f"{tag}: trace and sweeps",
-                    lambda c=config: one_config(runner, plan, c, peaks), reserve_s=30)
+        runner.part(
+            f"{tag}: trace and sweeps",
+            lambda c=config: one_config(runner, plan, c, peaks),
+            reserve_s=30,
+        )
 
     if torch.cuda.is_available() and not (args.wall_only or args.no_tests):
         # last: they passed on the first contact; the measurements come first in the budget
         runner.run("CUDA tests", lambda: cuda_tests(runner), reserve_s=60)
 
     drifted = [p["part"] for p in runner.parts if p["drifted"]]
-    summary = {"environment": env, "plan": {k: v for k, v in plan.items()
-                                            if k not in ("configs", "host_config")},
-               "configs": [c if isinstance(c, str) else c["name"] for c in plan["configs"]],
-               "steps": runner.steps, "parts": runner.parts, "drifted": drifted,
-               "total_s": round(runner.elapsed(), 1),
-               "cpu_times": {"start": at_start, "end": cpu_times()},
-               "files": sorted(p.name for p in out.glob("*.json")),
-               "set_aside": sorted(p.name for p in (out / "drifted").glob("*.json"))}
+    summary = {
+        "environment": env,
+        "plan": {k: v for k, v in plan.items() if k not in ("configs", "host_config")},
+        "configs": [c if isinstance(c, str) else c["name"] for c in plan["configs"]],
+        "steps": runner.steps,
+        "parts": runner.parts,
+        "drifted": drifted,
+        "total_s": round(runner.elapsed(), 1),
+        "cpu_times": {"start": at_start, "end": cpu_times()},
+        "files": sorted(p.name for p in out.glob("*.json")),
+        "set_aside": sorted(p.name for p in (out / "drifted").glob("*.json")),
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     failed = [s for s in runner.steps if s["status"].startswith("error")]
-    print(f"done in {runner.elapsed():.0f} s: {len(runner.steps)} steps, {len(failed)} failed, "
-          f"{sum(s['status'].startswith('skipped') for s in runner.steps)} skipped, "
-          f"{len(drifted)} parts set aside (host drifted)")
+    print(
+        f"done in {runner.elapsed():.0f} s: {len(runner.steps)} steps, {len(failed)} failed, "
+        f"{sum(s['status'].startswith('skipped') for s in runner.steps)} skipped, "
+        f"{len(drifted)} parts set aside (host drifted)"
+    )
     if drifted:
         print(f"!!! the host drifted during: {', '.join(drifted)}: see {out / 'drifted'}")
     return 1 if failed else 0

@@ -87,8 +87,9 @@ def wait_for_idle(limit: float, max_wait_s: float) -> None:
         if busy <= limit:
             return
         if time.perf_counter() - start > max_wait_s:
-            print(f"  (still {busy:.0%} busy after {max_wait_s:.0f} s: measuring anyway)",
-                  flush=True)
+            print(
+                f"  (still {busy:.0%} busy after {max_wait_s:.0f} s: measuring anyway)", flush=True
+            )
             return
         time.sleep(8)
 
@@ -98,7 +99,13 @@ class Lab:
     more than `limit` of the CPUs while it ran, and labels what it saves with the conditions."""
 
     def __init__(self, lm, out: Path, limit: float, max_wait_s: float, tries: int):
-        self.lm, self.out, self.limit, self.max_wait_s, self.tries = lm, out, limit, max_wait_s, tries
+        self.lm, self.out, self.limit, self.max_wait_s, self.tries = (
+            lm,
+            out,
+            limit,
+            max_wait_s,
+            tries,
+        )
 
     def run(self, name: str, measure):
         for attempt in range(1, self.tries + 1):
@@ -106,8 +113,11 @@ class Lab:
             before, snap = load1(), cpu_snapshot()
             result = measure()
             share = others_share(snap)
-            print(f"  ({name}: other programs used {share:.0%} of the CPUs, load {before:.1f}-"
-                  f"{load1():.1f}, attempt {attempt})", flush=True)
+            print(
+                f"  ({name}: other programs used {share:.0%} of the CPUs, load {before:.1f}-"
+                f"{load1():.1f}, attempt {attempt})",
+                flush=True,
+            )
             if self.limit <= 0 or share <= self.limit or attempt == self.tries:
                 return result, (before, load1(), share)
 
@@ -117,11 +127,15 @@ class Lab:
         (the recording's own threads count in it: about 1 on an otherwise idle 2-core machine).
         The share of the CPUs other programs used is printed beside it, not stored."""
         n = torch.get_num_threads()
-        where = "" if self.lm.device.type == "cpu" \
-            else viz.runtime.device_name(self.lm.device) + ", "
+        where = (
+            "" if self.lm.device.type == "cpu" else viz.runtime.device_name(self.lm.device) + ", "
+        )
         load = max(max(c[0], c[1]) for c in conditions)
-        print(f"  (conditions: load {min(c[0] for c in conditions):.1f}-{load:.1f}, other "
-              f"programs at most {max(c[2] for c in conditions):.0%} of the CPUs)", flush=True)
+        print(
+            f"  (conditions: load {min(c[0] for c in conditions):.1f}-{load:.1f}, other "
+            f"programs at most {max(c[2] for c in conditions):.0%} of the CPUs)",
+            flush=True,
+        )
         return f"{where}{n} thread{'s' if n != 1 else ''}, load {load:.1f}"
 
     def save(self, obj, name: str, *conditions: tuple[float, float, float]) -> None:
@@ -136,13 +150,22 @@ def random_vs_real(lm, rounds: int = 3, tokens: int = 16) -> None:
     tpot = {"real": [], "random": []}
     for _ in range(rounds):
         for name, m in (("real", lm), ("random", rnd)):
-            t = viz.record(m, CHAT, chat=True, max_new_tokens=tokens, stop_at_eos=False,
-                           embeddings=False, log_top=1)
+            t = viz.record(
+                m,
+                CHAT,
+                chat=True,
+                max_new_tokens=tokens,
+                stop_at_eos=False,
+                embeddings=False,
+                log_top=1,
+            )
             tpot[name].append(t.tpot_s)
     real, random = statistics.median(tpot["real"]), statistics.median(tpot["random"])
-    print(f"random weights vs real, same shape: TPOT {random * 1e3:.1f} ms vs "
-          f"{real * 1e3:.1f} ms (ratio {random / real:.2f}; medians of {rounds} interleaved "
-          f"runs of {tokens} tokens)\n")
+    print(
+        f"random weights vs real, same shape: TPOT {random * 1e3:.1f} ms vs "
+        f"{real * 1e3:.1f} ms (ratio {random / real:.2f}; medians of {rounds} interleaved "
+        f"runs of {tokens} tokens)\n"
+    )
 
 
 def main() -> None:
@@ -150,27 +173,48 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "viz" / "data"))
     ap.add_argument("--only", nargs="+", choices=PARTS, default=PARTS)
     ap.add_argument("--quiet", action="store_true", help="no progress bars")
-    ap.add_argument("--wait-idle", type=float, default=0.15, metavar="SHARE",
-                    help="before each part, wait until other programs use at most this share "
-                         "of the CPUs, and measure the part again if they used more while it "
-                         "ran (default 0.15; 0: neither)")
-    ap.add_argument("--max-wait", type=float, default=1800, metavar="SECONDS",
-                    help="longest wait for an idle machine before each part (default 1800)")
-    ap.add_argument("--tries", type=int, default=3,
-                    help="measurements of a part at most, when other programs disturb it")
-    ap.add_argument("--threads", type=int, default=None,
-                    help="torch threads (default: torch's, one per core: what a learner's "
-                         "kernel uses). With 2 threads and another program on the second core "
-                         "every parallel op waits for the busy core and runs 3-8x slower (seen "
-                         "here): hence --wait-idle; the label says how busy the machine was")
+    ap.add_argument(
+        "--wait-idle",
+        type=float,
+        default=0.15,
+        metavar="SHARE",
+        help="before each part, wait until other programs use at most this share "
+        "of the CPUs, and measure the part again if they used more while it "
+        "ran (default 0.15; 0: neither)",
+    )
+    ap.add_argument(
+        "--max-wait",
+        type=float,
+        default=1800,
+        metavar="SECONDS",
+        help="longest wait for an idle machine before each part (default 1800)",
+    )
+    ap.add_argument(
+        "--tries",
+        type=int,
+        default=3,
+        help="measurements of a part at most, when other programs disturb it",
+    )
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads (default: torch's, one per core: what a learner's "
+        "kernel uses). With 2 threads and another program on the second core "
+        "every parallel op waits for the busy core and runs 3-8x slower (seen "
+        "here): hence --wait-idle; the label says how busy the machine was",
+    )
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     progress = not args.quiet
     t0 = time.perf_counter()
     lm = viz.load_model(device="cpu")
-    print(f"{lm!r}, {torch.get_num_threads()} threads, torch {torch.__version__}, "
-          f"load average {os.getloadavg() if hasattr(os, 'getloadavg') else 'n/a'}\n", flush=True)
+    print(
+        f"{lm!r}, {torch.get_num_threads()} threads, torch {torch.__version__}, "
+        f"load average {os.getloadavg() if hasattr(os, 'getloadavg') else 'n/a'}\n",
+        flush=True,
+    )
     viz.record(lm, "Hello", max_new_tokens=2)  # warm-up: the first pass pays set-up costs
     lab = Lab(lm, Path(args.out), args.wait_idle, args.max_wait, args.tries)
 
@@ -180,36 +224,62 @@ def main() -> None:
         lab.save(t, "cpu-chat-trace", how)
     prompts = None
     if "prompt" in args.only or "roofline" in args.only:
-        prompts, prompts_how = lab.run("prompt sweep", lambda: perf.prompt_length_sweep(
-            lm, [8, 16, 32, 64, 128, 256], repeats=3, progress=progress))
+        prompts, prompts_how = lab.run(
+            "prompt sweep",
+            lambda: perf.prompt_length_sweep(
+                lm, [8, 16, 32, 64, 128, 256], repeats=3, progress=progress
+            ),
+        )
         print(prompts)
         if "prompt" in args.only:
             lab.save(prompts, "cpu-prompt-sweep", prompts_how)
     if "context" in args.only:
-        s, how = lab.run("context sweep", lambda: perf.context_length_sweep(
-            lm, [16, 64, 256, 512, 1024], max_new_tokens=9, repeats=1, progress=progress))
+        s, how = lab.run(
+            "context sweep",
+            lambda: perf.context_length_sweep(
+                lm, [16, 64, 256, 512, 1024], max_new_tokens=9, repeats=1, progress=progress
+            ),
+        )
         print(s)
         lab.save(s, "cpu-context-sweep", how)
     if "cache" in args.only:
-        s, how = lab.run("cache sweep", lambda: perf.cache_sweep(
-            lm, "The KV cache saves work because", max_new_tokens=32, repeats=1,
-            progress=progress))
+        s, how = lab.run(
+            "cache sweep",
+            lambda: perf.cache_sweep(
+                lm,
+                "The KV cache saves work because",
+                max_new_tokens=32,
+                repeats=1,
+                progress=progress,
+            ),
+        )
         print(s)
         lab.save(s, "cpu-cache-sweep", how)
     batch = None
     if "batch" in args.only or "roofline" in args.only:
-        batch, batch_how = lab.run("batch sweep", lambda: perf.batch_size_sweep(
-            lm, [1, 2, 4, 8, 16], max_new_tokens=16, repeats=2, progress=progress))
+        batch, batch_how = lab.run(
+            "batch sweep",
+            lambda: perf.batch_size_sweep(
+                lm, [1, 2, 4, 8, 16], max_new_tokens=16, repeats=2, progress=progress
+            ),
+        )
         print(batch)
         if "batch" in args.only:
             lab.save(batch, "cpu-batch-sweep", batch_how)
     if "roofline" in args.only:
+
         def roofline():
             machine = perf.machine_peaks(lm.device, refresh=True)  # updates the lessons' cache
             print(machine.how())
-            return perf.measure_roofline(lm, prompt_tokens=128, max_new_tokens=16,
-                                         peaks=perf.peaks_from_machine(machine, lm.spec.dtype),
-                                         batch=batch, prompt_sweep=prompts)
+            return perf.measure_roofline(
+                lm,
+                prompt_tokens=128,
+                max_new_tokens=16,
+                peaks=perf.peaks_from_machine(machine, lm.spec.dtype),
+                batch=batch,
+                prompt_sweep=prompts,
+            )
+
         roof, how = lab.run("peaks and roofline", roofline)
         print(roof)
         lab.save(roof, "cpu-roofline", prompts_how, batch_how, how)

@@ -52,8 +52,10 @@ def load_average() -> str:
 
 def source(command: str, before: str) -> str:
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    return (f"`{command}` on {cpu_name()} ({os.cpu_count()} CPUs), torch {torch.__version__}, "
-            f"{when}; load average {before} before, {load_average()} after")
+    return (
+        f"`{command}` on {cpu_name()} ({os.cpu_count()} CPUs), torch {torch.__version__}, "
+        f"{when}; load average {before} before, {load_average()} after"
+    )
 
 
 def main(argv=None) -> int:
@@ -62,8 +64,12 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="+", choices=PARTS, default=list(PARTS))
     ap.add_argument("--tokens", type=int, default=32, help="greedy tokens per formats run")
     ap.add_argument("--repeats", type=int, default=3, help="timed runs of each format / way")
-    ap.add_argument("--threads", type=int, default=None,
-                    help="torch threads (default: torch's, what a learner's kernel uses)")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads (default: torch's, what a learner's kernel uses)",
+    )
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -72,16 +78,25 @@ def main(argv=None) -> int:
 
     if "formats" in args.only:
         before, t0 = load_average(), time.perf_counter()
-        run = perf.measure_formats(formats=perf.available_formats(), new_tokens=args.tokens,
-                                   repeats=args.repeats, threads=args.threads)
-        run = dataclasses.replace(run, source=source(command, before),
-                                  read_bytes_per_s=perf.machine_peaks().bytes_per_s)
+        run = perf.measure_formats(
+            formats=perf.available_formats(),
+            new_tokens=args.tokens,
+            repeats=args.repeats,
+            threads=args.threads,
+        )
+        run = dataclasses.replace(
+            run, source=source(command, before), read_bytes_per_s=perf.machine_peaks().bytes_per_s
+        )
         print(run, flush=True)
         if run.failures:  # a reference is all six rows from one machine, or nothing
-            raise SystemExit(f"not saved: {', '.join(f.format for f in run.failures)} failed "
-                             "(above); fix that, then measure again")
-        print(f"formats: {time.perf_counter() - t0:.0f} s → {run.save(out / 'cpu-formats.json')}",
-              flush=True)
+            raise SystemExit(
+                f"not saved: {', '.join(f.format for f in run.failures)} failed "
+                "(above); fix that, then measure again"
+            )
+        print(
+            f"formats: {time.perf_counter() - t0:.0f} s → {run.save(out / 'cpu-formats.json')}",
+            flush=True,
+        )
 
     if "compiled" in args.only:
         narrow = perf.from_config(perf.narrow_config("smollm2-135m"), device="cpu")
@@ -94,10 +109,16 @@ def main(argv=None) -> int:
         course = perf.measure_compiled_step(lm, repeats=args.repeats, threads=args.threads)
         course = dataclasses.replace(course, source=source(command, before))
         print(course, flush=True)
-        print(f"saved per step on the course model {course.saved.text(1e3, 'ms', 2)}, on the "
-              f"fixed-cost model {fixed.saved.text(1e3, 'ms', 2)}", flush=True)
-        print(f"compiled: {time.perf_counter() - t0:.0f} s → "
-              f"{course.save(out / 'cpu-compiled-step.json')}", flush=True)
+        print(
+            f"saved per step on the course model {course.saved.text(1e3, 'ms', 2)}, on the "
+            f"fixed-cost model {fixed.saved.text(1e3, 'ms', 2)}",
+            flush=True,
+        )
+        print(
+            f"compiled: {time.perf_counter() - t0:.0f} s → "
+            f"{course.save(out / 'cpu-compiled-step.json')}",
+            flush=True,
+        )
     return 0
 
 

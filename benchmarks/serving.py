@@ -36,6 +36,7 @@ SETTINGS = ("one-at-a-time", "continuous", "llama.cpp")
 def start(name: str):
     if name == "llama.cpp":
         from viz.serve import LlamaCppServer
+
         return LlamaCppServer().start()
     return EmbeddedServer(continuous_batching=name == "continuous").start()
 
@@ -52,26 +53,44 @@ def _cell(v, scale: float = 1.0, digits: int = 2) -> str:
 def side_by_side(sweeps: dict[str, LoadSweep]) -> str:
     """Each setting's lightest load (one at a time) and heaviest (all at once), medians with
     intervals: requests/s, output tokens/s, TTFT p50, TPOT p50, goodput."""
-    coverage = {p.figure("requests_per_s", s.slo).coverage for s in sweeps.values()
-                for p in s.points if p.figure("requests_per_s", s.slo).runs > 1}
-    ci = (f"the {min(coverage):.0%} confidence interval of the median" if coverage
-          else "one run each: no interval")
-    lines = [f"side by side: medians (in brackets {ci}); times in ms",
-             f"{'setting':>22} {'load':>14} {'requests/s':>17} {'tokens/s':>17} "
-             f"{'TTFT p50':>19} {'TPOT p50':>12} {'goodput/s':>17}"]
+    coverage = {
+        p.figure("requests_per_s", s.slo).coverage
+        for s in sweeps.values()
+        for p in s.points
+        if p.figure("requests_per_s", s.slo).runs > 1
+    }
+    ci = (
+        f"the {min(coverage):.0%} confidence interval of the median"
+        if coverage
+        else "one run each: no interval"
+    )
+    lines = [
+        f"side by side: medians (in brackets {ci}); times in ms",
+        f"{'setting':>22} {'load':>14} {'requests/s':>17} {'tokens/s':>17} "
+        f"{'TTFT p50':>19} {'TPOT p50':>12} {'goodput/s':>17}",
+    ]
     for name, sweep in sweeps.items():
         for kind in ("synchronous", "throughput"):
             p = sweep.point(kind)
             if p is None:
                 continue
-            f = {k: p.figure(k, sweep.slo) for k in ("requests_per_s", "output_tokens_per_s",
-                                                     "ttft_p50_s", "tpot_p50_s",
-                                                     "goodput_per_s")}
-            lines.append(f"{name:>22} {p.label:>14} {_cell(f['requests_per_s']):>17} "
-                         f"{_cell(f['output_tokens_per_s'], 1, 1):>17} "
-                         f"{_cell(f['ttft_p50_s'], 1e3, 0):>19} "
-                         f"{_cell(f['tpot_p50_s'], 1e3, 0):>12} "
-                         f"{_cell(f['goodput_per_s']):>17}")
+            f = {
+                k: p.figure(k, sweep.slo)
+                for k in (
+                    "requests_per_s",
+                    "output_tokens_per_s",
+                    "ttft_p50_s",
+                    "tpot_p50_s",
+                    "goodput_per_s",
+                )
+            }
+            lines.append(
+                f"{name:>22} {p.label:>14} {_cell(f['requests_per_s']):>17} "
+                f"{_cell(f['output_tokens_per_s'], 1, 1):>17} "
+                f"{_cell(f['ttft_p50_s'], 1e3, 0):>19} "
+                f"{_cell(f['tpot_p50_s'], 1e3, 0):>12} "
+                f"{_cell(f['goodput_per_s']):>17}"
+            )
     return "\n".join(lines)
 
 
@@ -89,19 +108,30 @@ def main(argv=None) -> int:
     out = Path(args.out) if args.out else None
     if out:
         out.mkdir(parents=True, exist_ok=True)
-    print(f"machine: {os.cpu_count()} CPUs; load average at start "
-          f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
+    print(
+        f"machine: {os.cpu_count()} CPUs; load average at start "
+        f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}",
+        flush=True,
+    )
     began, sweeps, slo = time.perf_counter(), {}, None
     for name in args.settings:
         t = time.perf_counter()
         server = start(name)
         try:
             print(f"\nstarted {server!r} in {time.perf_counter() - t:.1f} s", flush=True)
-            sweep = sweep_rates(server, n_requests=args.n_requests, n_rates=args.rates,
-                                repeats=args.repeats, max_tokens=args.max_tokens,
-                                seed=args.seed, slo=slo, budget_s=args.budget,
-                                progress=False, label=getattr(server, "label", name),
-                                out=str(out / f"sweep-{name}.json") if out else None)
+            sweep = sweep_rates(
+                server,
+                n_requests=args.n_requests,
+                n_rates=args.rates,
+                repeats=args.repeats,
+                max_tokens=args.max_tokens,
+                seed=args.seed,
+                slo=slo,
+                budget_s=args.budget,
+                progress=False,
+                label=getattr(server, "label", name),
+                out=str(out / f"sweep-{name}.json") if out else None,
+            )
             peak = server.peak_rss_bytes() if hasattr(server, "peak_rss_bytes") else None
         finally:
             server.stop()
@@ -111,8 +141,10 @@ def main(argv=None) -> int:
         print(f"{sweep}\n(swept in {sweep.duration_s:.0f} s{memory})", flush=True)
     print()
     print(side_by_side(sweeps))
-    print(f"\ntotal {time.perf_counter() - began:.0f} s; load average at end "
-          f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(
+        f"\ntotal {time.perf_counter() - began:.0f} s; load average at end "
+        f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}"
+    )
     return 0
 
 

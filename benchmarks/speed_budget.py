@@ -49,15 +49,17 @@ PROMPT = "Once upon a time, in a small village by the sea, there lived an old fi
 def bare_greedy(lm, prompt: str, n: int) -> tuple[list[int], str]:
     """The floor: tokenize, prefill, then argmax and feed back, n tokens, nothing recorded."""
     model, tok = lm.model, lm.tokenizer
-    cache_arg = "cache" if "cache" in inspect.signature(model.forward).parameters \
-        else "past_key_values"
+    cache_arg = (
+        "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    )
     with torch.inference_mode():
         x = torch.tensor([tok(prompt)["input_ids"]], device=lm.device)
         cache = new_cache(model)
         out: list[int] = []
         for _ in range(n):
-            logits = model(input_ids=x, use_cache=True, logits_to_keep=1,
-                           **{cache_arg: cache}).logits[0, -1]
+            logits = model(
+                input_ids=x, use_cache=True, logits_to_keep=1, **{cache_arg: cache}
+            ).logits[0, -1]
             token = int(logits.argmax())
             out.append(token)
             x = torch.tensor([[token]], device=lm.device)
@@ -68,10 +70,15 @@ def hf_generate(lm, prompt: str, n: int) -> tuple[list[int], str]:
     tok = lm.tokenizer
     with torch.inference_mode():
         x = torch.tensor([tok(prompt)["input_ids"]], device=lm.device)
-        out = lm.model.generate(x, attention_mask=torch.ones_like(x), do_sample=False,
-                                max_new_tokens=n, min_new_tokens=0,
-                                pad_token_id=tok.pad_token_id)
-    ids = out[0, x.shape[1]:].tolist()
+        out = lm.model.generate(
+            x,
+            attention_mask=torch.ones_like(x),
+            do_sample=False,
+            max_new_tokens=n,
+            min_new_tokens=0,
+            pad_token_id=tok.pad_token_id,
+        )
+    ids = out[0, x.shape[1] :].tolist()
     return ids, tok.decode(ids)
 
 
@@ -85,13 +92,19 @@ def record_minimal(lm, prompt: str, n: int) -> tuple[list[int], str]:
     return t.generated_ids, t.generated_text
 
 
-METHODS = {"record": record_default, "record (log_top=1, no embeddings)": record_minimal,
-           "bare KV loop": bare_greedy, "generate": hf_generate}
+METHODS = {
+    "record": record_default,
+    "record (log_top=1, no embeddings)": record_minimal,
+    "bare KV loop": bare_greedy,
+    "generate": hf_generate,
+}
 
 
 def bench_generation(lm, n: int, repeats: int) -> None:
-    print(f"\n== generation: {n} tokens, prompt {PROMPT[:40]!r}..., {repeats} interleaved rounds, "
-          f"{torch.get_num_threads()} threads ==")
+    print(
+        f"\n== generation: {n} tokens, prompt {PROMPT[:40]!r}..., {repeats} interleaved rounds, "
+        f"{torch.get_num_threads()} threads =="
+    )
     names = list(METHODS)
     ids = {}
     for name in names:  # warm-up round, also checks that all give the same tokens
@@ -101,26 +114,34 @@ def bench_generation(lm, n: int, repeats: int) -> None:
     wall: dict[str, list[float]] = {k: [] for k in names}
     cpu: dict[str, list[float]] = {k: [] for k in names}
     for r in range(repeats):
-        order = names[r % len(names):] + names[: r % len(names)]  # rotate the order
+        order = names[r % len(names) :] + names[: r % len(names)]  # rotate the order
         for name in order:
             t0, c0 = time.perf_counter(), time.process_time()
             METHODS[name](lm, PROMPT, n)
             wall[name].append(time.perf_counter() - t0)
             cpu[name].append(time.process_time() - c0)
     base, base_cpu = statistics.median(wall["bare KV loop"]), statistics.median(cpu["bare KV loop"])
-    print(f"{'method':<36}{'median s':>10}{'min s':>8}{'tok/s':>7}{'× bare':>8}"
-          f"{'CPU s':>8}{'× bare':>8}")
+    print(
+        f"{'method':<36}{'median s':>10}{'min s':>8}{'tok/s':>7}{'× bare':>8}"
+        f"{'CPU s':>8}{'× bare':>8}"
+    )
     for name in names:
         med, c = statistics.median(wall[name]), statistics.median(cpu[name])
-        print(f"{name:<36}{med:>10.3f}{min(wall[name]):>8.3f}{n / med:>7.1f}{med / base:>8.3f}"
-              f"{c:>8.3f}{c / base_cpu:>8.3f}")
+        print(
+            f"{name:<36}{med:>10.3f}{min(wall[name]):>8.3f}{n / med:>7.1f}{med / base:>8.3f}"
+            f"{c:>8.3f}{c / base_cpu:>8.3f}"
+        )
     ratio = statistics.median(wall["record"]) / base
     paired = sorted(a / b for a, b in zip(wall["record"], wall["bare KV loop"]))
-    print(f"record / bare (wall medians) = {ratio:.3f}; by mins = "
-          f"{min(wall['record']) / min(wall['bare KV loop']):.3f}; paired per-round ratios: "
-          f"median {statistics.median(paired):.3f}, range {paired[0]:.3f}-{paired[-1]:.3f}")
-    print(f"target record <= 1.03 x bare: {'met' if ratio <= 1.03 else 'MISSED'} "
-          "(on the medians; see the accounting below for a noise-free estimate)")
+    print(
+        f"record / bare (wall medians) = {ratio:.3f}; by mins = "
+        f"{min(wall['record']) / min(wall['bare KV loop']):.3f}; paired per-round ratios: "
+        f"median {statistics.median(paired):.3f}, range {paired[0]:.3f}-{paired[-1]:.3f}"
+    )
+    print(
+        f"target record <= 1.03 x bare: {'met' if ratio <= 1.03 else 'MISSED'} "
+        "(on the medians; see the accounting below for a noise-free estimate)"
+    )
     overhead_accounting(lm, n, base)
 
 
@@ -147,10 +168,12 @@ def overhead_accounting(lm, n: int, bare_s: float, repeats: int = 5) -> None:
         after.append(time.perf_counter() - t0 - t.timing.end_to_end_s)
     in_loop = n * min(per_step)
     post = statistics.median(after)
-    print(f"overhead accounting: per-step cache reading {min(per_step) * 1e3:.2f} ms × {n} = "
-          f"{in_loop * 1e3:.1f} ms; after the loop {post * 1e3:.1f} ms; together "
-          f"{(in_loop + post) * 1e3:.1f} ms = {(in_loop + post) / bare_s:.1%} of the bare loop's "
-          f"{bare_s:.2f} s -> record ≈ {1 + (in_loop + post) / bare_s:.3f} x bare")
+    print(
+        f"overhead accounting: per-step cache reading {min(per_step) * 1e3:.2f} ms × {n} = "
+        f"{in_loop * 1e3:.1f} ms; after the loop {post * 1e3:.1f} ms; together "
+        f"{(in_loop + post) * 1e3:.1f} ms = {(in_loop + post) / bare_s:.1%} of the bare loop's "
+        f"{bare_s:.2f} s -> record ≈ {1 + (in_loop + post) / bare_s:.3f} x bare"
+    )
 
 
 LOAD_SNIPPET = """
@@ -169,8 +192,14 @@ print(t2 - t0, t1 - t0, t2 - t1, t3 - t2)
 
 def _timed_subprocess(env: dict) -> list[float]:
     """[total to a loaded model, of which `import torch, transformers`, the rest, a 2nd load]."""
-    out = subprocess.run([sys.executable, "-c", LOAD_SNIPPET], env=env, cwd=ROOT,
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", LOAD_SNIPPET],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return [float(x) for x in out.stdout.strip().splitlines()[-1].split()]
 
 
@@ -185,28 +214,42 @@ def bench_load(repeats: int, cold: bool) -> None:
                 os.symlink(wheel, Path(tmp) / default_model.WHEEL_NAME)
                 env = {**os.environ, "VIZ_CACHE_DIR": tmp}
                 cold = _timed_subprocess(env)
-            print(f"cold, fresh process (unpack + check + dequantize + cache + load, imports "
-                  f"included): {cold[0]:.1f} s")
+            print(
+                f"cold, fresh process (unpack + check + dequantize + cache + load, imports "
+                f"included): {cold[0]:.1f} s"
+            )
     runs = [_timed_subprocess(dict(os.environ)) for _ in range(repeats)]
     total, imports, first, second = (statistics.median(col) for col in zip(*runs))
-    print(f"warm, fresh process: {total:.2f} s to a loaded model (median of {repeats}) = "
-          f"`import torch, transformers` {imports:.2f} s + first load_model {first:.2f} s "
-          "(mostly transformers importing its Llama and generation modules on first use)")
+    print(
+        f"warm, fresh process: {total:.2f} s to a loaded model (median of {repeats}) = "
+        f"`import torch, transformers` {imports:.2f} s + first load_model {first:.2f} s "
+        "(mostly transformers importing its Llama and generation modules on first use)"
+    )
     print(f"warm, a second load_model in the same process: {second:.2f} s")
-    print(f"target warm load <= 3 s: {'met' if total <= 3 else 'MISSED'} from a fresh process "
-          f"(imports included); {'met' if second <= 3 else 'MISSED'} once imported")
+    print(
+        f"target warm load <= 3 s: {'met' if total <= 3 else 'MISSED'} from a fresh process "
+        f"(imports included); {'met' if second <= 3 else 'MISSED'} once imported"
+    )
 
 
 def bench_trace_size(lm) -> None:
     print("\n== trace file size, 64 steps ==")
     with tempfile.TemporaryDirectory() as tmp:
         for chat, emb in ((True, True), (True, False)):
-            t = viz.record(lm, "Tell me about the sea.", chat=chat, max_new_tokens=64,
-                           stop_at_eos=False, embeddings=emb)
+            t = viz.record(
+                lm,
+                "Tell me about the sea.",
+                chat=chat,
+                max_new_tokens=64,
+                stop_at_eos=False,
+                embeddings=emb,
+            )
             size = t.save(Path(tmp) / "t.json").stat().st_size
-            print(f"chat prompt of {len(t.prompt_tokens)} tokens, 64 steps, log_top=20, "
-                  f"embeddings={emb}: {size:,} bytes ({size / 1024:.0f} KiB) — target <= 200 KB: "
-                  f"{'met' if size <= 200_000 else 'MISSED'}")
+            print(
+                f"chat prompt of {len(t.prompt_tokens)} tokens, 64 steps, log_top=20, "
+                f"embeddings={emb}: {size:,} bytes ({size / 1024:.0f} KiB) — target <= 200 KB: "
+                f"{'met' if size <= 200_000 else 'MISSED'}"
+            )
 
 
 def time_course(folder: Path = ROOT / "notebooks", timeout_s: int = 600) -> dict[str, float]:
@@ -221,8 +264,12 @@ def time_course(folder: Path = ROOT / "notebooks", timeout_s: int = 600) -> dict
     times = {}
     for path in sorted(folder.glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
-        client = NotebookClient(nb, timeout=timeout_s, kernel_name="python3",
-                                resources={"metadata": {"path": str(path.parent)}})
+        client = NotebookClient(
+            nb,
+            timeout=timeout_s,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(path.parent)}},
+        )
         t0 = time.perf_counter()
         client.execute()
         times[path.name] = time.perf_counter() - t0
@@ -238,8 +285,10 @@ def bench_course() -> None:
     for name, s in times.items():
         print(f"{name:<40}{s:>8.1f} s")
     total = sum(times.values())
-    print(f"total {total:.0f} s ({total / 60:.1f} min) — target <= 5 min: "
-          f"{'met' if total <= 300 else 'MISSED'}")
+    print(
+        f"total {total:.0f} s ({total / 60:.1f} min) — target <= 5 min: "
+        f"{'met' if total <= 300 else 'MISSED'}"
+    )
 
 
 def main() -> None:
@@ -252,8 +301,10 @@ def main() -> None:
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"{viz.runtime.device_name(torch.device('cpu'))}")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
+        f"{viz.runtime.device_name(torch.device('cpu'))}"
+    )
     bench_load(3, cold=not args.skip_cold)
     lm = viz.load_model(device="cpu")
     bench_generation(lm, args.tokens, args.repeats)

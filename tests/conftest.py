@@ -20,24 +20,49 @@ from viz import perf
 
 def tiny_config(gqa: bool = True, n_layers: int = 2, context_length: int = 512) -> dict:
     """A Llama config: 4 query heads sharing 2 KV heads (gqa=True) or 4 KV heads (plain MHA)."""
-    return {"name": f"tiny-{'gqa' if gqa else 'mha'}", "source": "tests/conftest.py", "config": {
-        "model_type": "llama", "vocab_size": perf.BYTE_VOCAB, "hidden_size": 64,
-        "intermediate_size": 128, "num_hidden_layers": n_layers, "num_attention_heads": 4,
-        "num_key_value_heads": 2 if gqa else 4, "head_dim": 16,
-        "max_position_embeddings": context_length, "tie_word_embeddings": True}}
+    return {
+        "name": f"tiny-{'gqa' if gqa else 'mha'}",
+        "source": "tests/conftest.py",
+        "config": {
+            "model_type": "llama",
+            "vocab_size": perf.BYTE_VOCAB,
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "num_hidden_layers": n_layers,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2 if gqa else 4,
+            "head_dim": 16,
+            "max_position_embeddings": context_length,
+            "tie_word_embeddings": True,
+        },
+    }
 
 
-def tiny_model(gqa: bool = True, *, seed: int = 0, device: str = "cpu", n_layers: int = 2,
-               context_length: int = 512, dtype: Optional[str] = None) -> viz.LoadedModel:
+def tiny_model(
+    gqa: bool = True,
+    *,
+    seed: int = 0,
+    device: str = "cpu",
+    n_layers: int = 2,
+    context_length: int = 512,
+    dtype: Optional[str] = None,
+) -> viz.LoadedModel:
     """A random-weight 2-layer Llama (GQA or MHA) with the byte tokenizer, seeded (dtype None:
     the device's default, float32 on a CPU and bfloat16 on CUDA)."""
-    return perf.from_config(tiny_config(gqa, n_layers, context_length), device=device, seed=seed,
-                            dtype=dtype)
+    return perf.from_config(
+        tiny_config(gqa, n_layers, context_length), device=device, seed=seed, dtype=dtype
+    )
 
 
-def fake_machine_peaks(read: float = 30e9, flops: Optional[dict] = None, *,
-                       device_name: str = "Test CPU", threads: int = 2, spread: float = 0.0,
-                       **fields) -> "perf.MachinePeaks":
+def fake_machine_peaks(
+    read: float = 30e9,
+    flops: Optional[dict] = None,
+    *,
+    device_name: str = "Test CPU",
+    threads: int = 2,
+    spread: float = 0.0,
+    **fields,
+) -> "perf.MachinePeaks":
     """Machine peaks made by hand: read bandwidth `read` bytes/s, matmul `flops` (dtype →
     FLOP/s; default 90 and 180 GFLOP/s), each with seven runs spread ±`spread` around it (the
     middle half then runs from -spread/2 to +spread/2, about)."""
@@ -48,15 +73,37 @@ def fake_machine_peaks(read: float = 30e9, flops: Optional[dict] = None, *,
 
     def bw(method, dtype="float32"):
         n = 1 << 28
-        return perf.Bandwidth(method, n, read, read * 1.1, dtype, threads, 7, "perf_counter",
-                              runs_s=runs(read, n), moved_bytes=n)
+        return perf.Bandwidth(
+            method,
+            n,
+            read,
+            read * 1.1,
+            dtype,
+            threads,
+            7,
+            "perf_counter",
+            runs_s=runs(read, n),
+            moved_bytes=n,
+        )
 
-    matmul = {dt: perf.Matmul(dt, 64, f, f * 1.1, runs_s=runs(f, 2.0 * 64 ** 3), sizes=[64],
-                              sizes_flops_per_s=[f]) for dt, f in flops.items()}
-    args = dict(device="cpu", device_name=device_name, cpu_count=2, threads=threads,
-                matmul=matmul, read=bw("read"), copy=bw("copy"),
-                matvec={dt: bw("matvec", dt) for dt in flops}, measured_at="2026-01-01 00:00 UTC",
-                torch_version="x")
+    matmul = {
+        dt: perf.Matmul(
+            dt, 64, f, f * 1.1, runs_s=runs(f, 2.0 * 64**3), sizes=[64], sizes_flops_per_s=[f]
+        )
+        for dt, f in flops.items()
+    }
+    args = dict(
+        device="cpu",
+        device_name=device_name,
+        cpu_count=2,
+        threads=threads,
+        matmul=matmul,
+        read=bw("read"),
+        copy=bw("copy"),
+        matvec={dt: bw("matvec", dt) for dt in flops},
+        measured_at="2026-01-01 00:00 UTC",
+        torch_version="x",
+    )
     return perf.MachinePeaks(**{**args, **fields})
 
 
@@ -147,8 +194,12 @@ def pytest_collection_modifyitems(config, items):
 
 
 BINDER_TEST = "tests/test_binder.py::test_binder_build_emulated"
-HEAVY_FILES = ("tests/test_browser.py", "tests/test_report_browser.py",
-               "tests/test_figure_text.py", "tests/test_fallbacks.py")
+HEAVY_FILES = (
+    "tests/test_browser.py",
+    "tests/test_report_browser.py",
+    "tests/test_figure_text.py",
+    "tests/test_fallbacks.py",
+)
 BROWSER_LESSON = "tests/test_browser.py::test_lesson_runs_in_the_browser["
 # `make test` runs on two pytest-xdist workers (`-n 2`, the Makefile's TEST_WORKERS), with the
 # scheduler below: a lesson's browser run and nbval's comparison of that run
@@ -163,7 +214,7 @@ LESSONS_UNIT = "lessons"
 def _lesson_of(nodeid: str) -> Optional[str]:
     """The notebook file name a lesson's browser test or nbval item is about, else None."""
     if nodeid.startswith(BROWSER_LESSON):
-        return nodeid[len(BROWSER_LESSON):-1]
+        return nodeid[len(BROWSER_LESSON) : -1]
     if nodeid.startswith("notebooks/") and "::" in nodeid:
         return nodeid.split("::")[0].split("/")[-1]
     return None
@@ -232,7 +283,8 @@ def _binder_build_starts_beside(request, tmp_path_factory):
         return
     _FIRST_TEST.append(request.node.nodeid)
     if _lesson_of(request.node.nodeid) is None and any(
-            item.nodeid == BINDER_TEST for item in request.session.items):
+        item.nodeid == BINDER_TEST for item in request.session.items
+    ):
         import test_binder
 
         test_binder.start_build(tmp_path_factory.mktemp("binder-build"))
@@ -240,24 +292,40 @@ def _binder_build_starts_beside(request, tmp_path_factory):
 
 # ---- one browser for every browser test -----------------------------------------------------
 # Flags that let Chromium run headless as root on a machine with no network (see NOTES.md).
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--disable-dev-shm-usage"]
-CHROMIUM_CANDIDATES = ["/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome",
-                       "google-chrome-stable",
-                       "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
-                       "/Applications/Chromium.app/Contents/MacOS/Chromium"]
-HOW_TO_ENABLE = ("no Chromium or Chrome found. To run the browser test: `sudo make browser` "
-                 "(Debian/Ubuntu: apt-get install chromium chromium-driver fonts-liberation), or "
-                 "set VIZ_CHROMIUM=/path/to/chrome")
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+CHROMIUM_CANDIDATES = [
+    "/usr/bin/chromium",
+    "chromium",
+    "chromium-browser",
+    "google-chrome",
+    "google-chrome-stable",
+    "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
+    "/Applications/Chromium.app/Contents/MacOS/Chromium",
+]
+HOW_TO_ENABLE = (
+    "no Chromium or Chrome found. To run the browser test: `sudo make browser` "
+    "(Debian/Ubuntu: apt-get install chromium chromium-driver fonts-liberation), or "
+    "set VIZ_CHROMIUM=/path/to/chrome"
+)
 
 
 def find_chromium() -> Optional[str]:
     for name in [os.environ.get("VIZ_CHROMIUM", "")] + CHROMIUM_CANDIDATES:
         if not name:
             continue
-        path = shutil.which(name) or (name if os.path.isfile(name) and os.access(name, os.X_OK)
-                                      else None)
+        path = shutil.which(name) or (
+            name if os.path.isfile(name) and os.access(name, os.X_OK) else None
+        )
         if path:
             return path
     return None
@@ -285,8 +353,12 @@ def browser(tmp_path_factory):
 
     with sync_playwright() as p:
         ctx = p.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=path,
-            headless=True, args=CHROMIUM_FLAGS, viewport={"width": 1280, "height": 1600})
+            str(tmp_path_factory.mktemp("chromium-profile")),
+            executable_path=path,
+            headless=True,
+            args=CHROMIUM_FLAGS,
+            viewport={"width": 1280, "height": 1600},
+        )
         ctx.set_default_timeout(60_000)
         yield ctx
         ctx.close()

@@ -94,13 +94,19 @@ def figure_problems(fig: dict) -> list[str]:
     out = []
     texts, frame = fig["texts"], fig["frame"]
     for i, a in enumerate(texts):
-        for b in texts[i + 1:]:
+        for b in texts[i + 1 :]:
             if _overlap(a, b):
                 out.append(f"{where}: {_name(a)} overlaps {_name(b)}")
-        cut = [side for side, bad in (("left", a["x0"] < frame["x0"] - SLACK_PX),
-                                      ("right", a["x1"] > frame["x1"] + SLACK_PX),
-                                      ("top", a["y0"] < frame["y0"] - SLACK_PX),
-                                      ("bottom", a["y1"] > frame["y1"] + SLACK_PX)) if bad]
+        cut = [
+            side
+            for side, bad in (
+                ("left", a["x0"] < frame["x0"] - SLACK_PX),
+                ("right", a["x1"] > frame["x1"] + SLACK_PX),
+                ("top", a["y0"] < frame["y0"] - SLACK_PX),
+                ("bottom", a["y1"] > frame["y1"] + SLACK_PX),
+            )
+            if bad
+        ]
         if cut:
             out.append(f"{where}: {_name(a)} is cut off at the {' and '.join(cut)} edge")
     return out
@@ -113,8 +119,9 @@ def page_text_problems(page, root_selector: str | None = None) -> tuple[list[str
     figs = page.evaluate(MEASURE_JS, root)
     problems = [p for f in figs for p in figure_problems(f)]
     for w in page.evaluate(WIDGET_LABELS_JS, root):
-        problems.append(f"widget label {w['text']!r} is cut short: {w['width']} px wide, "
-                        f"needs {w['needs']} px")
+        problems.append(
+            f"widget label {w['text']!r} is cut short: {w['width']} px wide, needs {w['needs']} px"
+        )
     return problems, figs
 
 
@@ -133,8 +140,9 @@ def shoot(page, figs: list[dict], problems: list[str], folder: Path, stem: str) 
             saved.append(path)
         except Exception:  # a figure scrolled away or gone: the JSON still lists it
             pass
-    (folder / f"{stem}-text-problems.json").write_text(json.dumps(problems, indent=1,
-                                                                  ensure_ascii=False))
+    (folder / f"{stem}-text-problems.json").write_text(
+        json.dumps(problems, indent=1, ensure_ascii=False)
+    )
     return saved
 
 
@@ -160,6 +168,7 @@ def open_offline(browser, path: Path, n_plots: int):
 
     pg.route("**/*", offline)
     pg.goto(path.as_uri())
-    pg.wait_for_function(f"document.querySelectorAll('.js-plotly-plot').length >= {n_plots}",
-                         timeout=20000)
+    pg.wait_for_function(
+        f"document.querySelectorAll('.js-plotly-plot').length >= {n_plots}", timeout=20000
+    )
     return pg

@@ -43,16 +43,45 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-MODES = ["ok", "http500", "http400", "http422", "nonstream", "malformed", "truncated", "cut",
-         "error-event", "stall", "die", "flaky", "http400-empty", "uuid-id",
-         "http422-long", "early", "strict", "echo"]
+MODES = [
+    "ok",
+    "http500",
+    "http400",
+    "http422",
+    "nonstream",
+    "malformed",
+    "truncated",
+    "cut",
+    "error-event",
+    "stall",
+    "die",
+    "flaky",
+    "http400-empty",
+    "uuid-id",
+    "http422-long",
+    "early",
+    "strict",
+    "echo",
+]
 # What transformers serve's chat endpoint knows (the strict mode refuses anything else).
-KNOWN = {"model", "messages", "stream", "stream_options", "max_tokens", "temperature", "seed",
-         "logprobs", "top_logprobs", "stop", "top_p"}
+KNOWN = {
+    "model",
+    "messages",
+    "stream",
+    "stream_options",
+    "max_tokens",
+    "temperature",
+    "seed",
+    "logprobs",
+    "top_logprobs",
+    "stop",
+    "top_p",
+}
 
 
-def chunk(rid: str, model: str, content=None, role=None, finish=None, usage=None,
-          logprob=None) -> str:
+def chunk(
+    rid: str, model: str, content=None, role=None, finish=None, usage=None, logprob=None
+) -> str:
     delta = {}
     if role:
         delta["role"] = role
@@ -60,10 +89,16 @@ def chunk(rid: str, model: str, content=None, role=None, finish=None, usage=None
         delta["content"] = content
     choice = {"index": 0, "delta": delta, "finish_reason": finish}
     if logprob is not None:
-        choice["logprobs"] = {"content": [{"token": content, "logprob": logprob, "bytes": None,
-                                           "top_logprobs": []}]}
-    body = {"id": rid, "object": "chat.completion.chunk", "created": int(time.time()),
-            "model": model, "choices": [choice]}
+        choice["logprobs"] = {
+            "content": [{"token": content, "logprob": logprob, "bytes": None, "top_logprobs": []}]
+        }
+    body = {
+        "id": rid,
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [choice],
+    }
     if usage:
         body["usage"] = usage
     return f"data: {json.dumps(body)}\n\n"
@@ -74,8 +109,12 @@ async def health(request: Request):
 
 
 async def models(request: Request):
-    return JSONResponse({"object": "list", "data": [{"id": m, "object": "model",
-                                                     "owned_by": "tests"} for m in MODES]})
+    return JSONResponse(
+        {
+            "object": "list",
+            "data": [{"id": m, "object": "model", "owned_by": "tests"} for m in MODES],
+        }
+    )
 
 
 async def chat(request: Request):
@@ -93,40 +132,82 @@ async def chat(request: Request):
     if mode == "http400-empty":
         return Response(status_code=400)
     if mode == "strict" and set(body) - KNOWN:
-        return JSONResponse({"detail": f"Unexpected fields in the request: "
-                                       f"{set(body) - KNOWN}"}, status_code=422)
+        return JSONResponse(
+            {"detail": f"Unexpected fields in the request: {set(body) - KNOWN}"}, status_code=422
+        )
     finish = "length"
-    if mode in ("early", "strict") and not (body.get("ignore_eos")
-                                             or int(body.get("min_tokens") or 0) >= n):
+    if mode in ("early", "strict") and not (
+        body.get("ignore_eos") or int(body.get("min_tokens") or 0) >= n
+    ):
         n, finish = max(1, n // 2), "stop"
     if mode == "http422-long":
         reason = "Input should be less than or equal to 20 " + "x" * 1000
-        return JSONResponse({"detail": [{"type": "less_than_equal", "msg": reason, "input": 99,
-                                         "loc": ["body", "top_logprobs"]}]}, status_code=422)
+        return JSONResponse(
+            {
+                "detail": [
+                    {
+                        "type": "less_than_equal",
+                        "msg": reason,
+                        "input": 99,
+                        "loc": ["body", "top_logprobs"],
+                    }
+                ]
+            },
+            status_code=422,
+        )
     if mode == "http500":
-        return JSONResponse({"error": {"message": "the fault server failed on purpose",
-                                       "type": "server_error"}}, status_code=500)
+        return JSONResponse(
+            {"error": {"message": "the fault server failed on purpose", "type": "server_error"}},
+            status_code=500,
+        )
     if mode == "http400":
-        return JSONResponse({"error": {"message": "max_tokens is too large for this model",
-                                       "type": "invalid_request_error"}}, status_code=400)
+        return JSONResponse(
+            {
+                "error": {
+                    "message": "max_tokens is too large for this model",
+                    "type": "invalid_request_error",
+                }
+            },
+            status_code=400,
+        )
     if mode == "http422":
-        return JSONResponse({"detail": "Unexpected fields in the request: {'bogus'}"},
-                            status_code=422)
+        return JSONResponse(
+            {"detail": "Unexpected fields in the request: {'bogus'}"}, status_code=422
+        )
     if mode == "nonstream":
-        return JSONResponse({"id": rid, "object": "chat.completion", "model": mode,
-                             "choices": [{"index": 0, "finish_reason": "stop",
-                                          "message": {"role": "assistant", "content": "hi"}}]})
+        return JSONResponse(
+            {
+                "id": rid,
+                "object": "chat.completion",
+                "model": mode,
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": "hi"},
+                    }
+                ],
+            }
+        )
 
     async def events():
         yield chunk(rid, mode, role="assistant")
-        stop_after = {"malformed": 2, "truncated": 3, "cut": 3, "error-event": 2, "stall": 2,
-                      "die": 2}.get(mode, n)
+        stop_after = {
+            "malformed": 2,
+            "truncated": 3,
+            "cut": 3,
+            "error-event": 2,
+            "stall": 2,
+            "die": 2,
+        }.get(mode, n)
         for i in range(min(n, stop_after)):
             await asyncio.sleep(0.01)
-            text = f"m{len(body.get('messages') or [])} " if mode == "echo" and i == 0 \
-                else f"tok{i} "
-            yield chunk(rid, mode, content=text,
-                        logprob=-0.25 * (i + 1) if body.get("logprobs") else None)
+            text = (
+                f"m{len(body.get('messages') or [])} " if mode == "echo" and i == 0 else f"tok{i} "
+            )
+            yield chunk(
+                rid, mode, content=text, logprob=-0.25 * (i + 1) if body.get("logprobs") else None
+            )
         if mode == "malformed":
             yield "data: {this is not json\n\n"
         elif mode == "truncated":
@@ -141,14 +222,23 @@ async def chat(request: Request):
             await asyncio.sleep(0.05)
             os._exit(1)
         else:
-            yield chunk(rid, mode, finish=finish,
-                        usage={"prompt_tokens": 5, "completion_tokens": n, "total_tokens": 5 + n})
+            yield chunk(
+                rid,
+                mode,
+                finish=finish,
+                usage={"prompt_tokens": 5, "completion_tokens": n, "total_tokens": 5 + n},
+            )
 
     return StreamingResponse(events(), media_type="text/event-stream")
 
 
-app = Starlette(routes=[Route("/health", health), Route("/v1/models", models),
-                        Route("/v1/chat/completions", chat, methods=["POST"])])
+app = Starlette(
+    routes=[
+        Route("/health", health),
+        Route("/v1/models", models),
+        Route("/v1/chat/completions", chat, methods=["POST"]),
+    ]
+)
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser()

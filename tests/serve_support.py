@@ -13,9 +13,14 @@ FAULT_SERVER = Path(__file__).with_name("serve_fault_server.py")
 def fault_server(log_dir: Path, name: str = "fault") -> ManagedProcess:
     """tests/serve_fault_server.py on a free port, tied to this process like the real server."""
     port = free_port()
-    return ManagedProcess(["--script", str(FAULT_SERVER), "--", "--port", str(port)],
-                          host="127.0.0.1", port=port, log_path=log_dir / f"{name}.log",
-                          startup_timeout_s=150, what="fault server")
+    return ManagedProcess(
+        ["--script", str(FAULT_SERVER), "--", "--port", str(port)],
+        host="127.0.0.1",
+        port=port,
+        log_path=log_dir / f"{name}.log",
+        startup_timeout_s=150,
+        what="fault server",
+    )
 
 
 def gone(pid: int, timeout_s: float = 10.0) -> bool:

@@ -21,8 +21,9 @@ PROMPT = "Hi 🍕 東京, the cache"
 
 @pytest.fixture(scope="module")
 def looked(tiny_gqa):
-    return viz.record(tiny_gqa, PROMPT, max_new_tokens=6, stop_at_eos=False, attention=True,
-                      attention_head=3)
+    return viz.record(
+        tiny_gqa, PROMPT, max_new_tokens=6, stop_at_eos=False, attention=True, attention_head=3
+    )
 
 
 def full_pass_attention(lm, ids: list[int]) -> torch.Tensor:
@@ -41,12 +42,19 @@ def full_pass_attention(lm, ids: list[int]) -> torch.Tensor:
 
 @pytest.mark.parametrize("use_cache", [True, False])
 def test_recorded_weights_equal_output_attentions_of_a_full_pass(tiny, use_cache):
-    trace = viz.record(tiny, PROMPT, max_new_tokens=5, stop_at_eos=False, attention=True,
-                       attention_head=2, use_cache=use_cache)
+    trace = viz.record(
+        tiny,
+        PROMPT,
+        max_new_tokens=5,
+        stop_at_eos=False,
+        attention=True,
+        attention_head=2,
+        use_cache=use_cache,
+    )
     ids = trace.prompt_ids + trace.generated_ids
     assert trace.attention.lengths == [s.seq_len for s in trace.steps]
     for s in trace.steps:
-        ref = full_pass_attention(tiny, ids[:s.seq_len])  # the sequence this step read
+        ref = full_pass_attention(tiny, ids[: s.seq_len])  # the sequence this step read
         got = trace.attention.step(s.index)  # (layers, 2, positions)
         for kind, want in ((0, ref.mean(dim=1)), (1, ref[:, 2])):
             want = want.numpy()
@@ -88,8 +96,7 @@ def test_attention_survives_a_save_and_load(looked, tmp_path):
     looked.save(tmp_path / "t.json")
     again = viz.Trace.load(tmp_path / "t.json")
     for s in looked.steps:
-        np.testing.assert_array_equal(again.attention.step(s.index),
-                                      looked.attention.step(s.index))
+        np.testing.assert_array_equal(again.attention.step(s.index), looked.attention.step(s.index))
     assert json.loads((tmp_path / "t.json").read_text())["attention"]["head"] == 3
 
 
@@ -115,7 +122,7 @@ def test_the_view_draws_the_stored_weights(looked):
         shown = [v for v in frame.data[0].y if v is not None]
         np.testing.assert_allclose(shown, looked.attention.step(s.index)[layer, 0], atol=5e-4)
     matrix = views.attention_matrix(looked, layer)
-    assert np.isnan(matrix[0, len(looked.prompt_tokens):]).all()  # the prefill saw the prompt
+    assert np.isnan(matrix[0, len(looked.prompt_tokens) :]).all()  # the prefill saw the prompt
 
 
 def test_the_query_of_each_step_is_the_token_fed_in(looked):
@@ -123,8 +130,10 @@ def test_the_query_of_each_step_is_the_token_fed_in(looked):
     assert views.attention_data(looked, 0).query == views.tokens_data(looked)[n - 1].label
     for s in looked.steps[1:]:
         fed = looked.steps[s.index - 1]
-        assert views.attention_data(looked, s.index).query == \
-            views.tokens_data(looked)[n + fed.index].label
+        assert (
+            views.attention_data(looked, s.index).query
+            == views.tokens_data(looked)[n + fed.index].label
+        )
 
 
 def test_widget_follows_step_and_layer(looked):
@@ -134,12 +143,15 @@ def test_widget_follows_step_and_layer(looked):
             w.controls["step"].value, w.controls["layer"].value = step, layer
             assert w.error is None
             want = looked.attention.step(step)[layer, 0]
-            np.testing.assert_allclose([v for v in w.figure.data[0].y if v is not None], want,
-                                       atol=5e-4)
+            np.testing.assert_allclose(
+                [v for v in w.figure.data[0].y if v is not None], want, atol=5e-4
+            )
     w.controls["head"].value = True
-    np.testing.assert_allclose([v for v in w.figure.data[0].y if v is not None],
-                               looked.attention.step(w.values["step"])[w.values["layer"], 1],
-                               atol=5e-4)
+    np.testing.assert_allclose(
+        [v for v in w.figure.data[0].y if v is not None],
+        looked.attention.step(w.values["step"])[w.values["layer"], 1],
+        atol=5e-4,
+    )
 
 
 def test_a_trace_without_attention_says_how_to_record_it(tiny_gqa):
@@ -165,8 +177,9 @@ def test_a_64_step_trace_stays_within_the_size_budget(make_tiny, tmp_path):
     #   model's chat prompt for "What is the capital of France?" is 37 tokens)
     sizes = {}
     for attention in (False, True):
-        trace = viz.record(lm, prompt, max_new_tokens=64, stop_at_eos=False,
-                           attention=attention, embeddings=True)
+        trace = viz.record(
+            lm, prompt, max_new_tokens=64, stop_at_eos=False, attention=attention, embeddings=True
+        )
         trace.save(tmp_path / f"{attention}.json")
         sizes[attention] = (tmp_path / f"{attention}.json").stat().st_size
     assert sizes[False] <= 200_000 and sizes[True] <= 400_000, sizes
@@ -179,7 +192,7 @@ def test_real_model_attention_matches_a_full_pass_and_keeps_the_tokens(smollm):
     assert looked.generated_ids == plain.generated_ids
     s = looked.steps[-1]
     ids = looked.prompt_ids + looked.generated_ids
-    ref = full_pass_attention(smollm, ids[:s.seq_len]).mean(dim=1).numpy()
+    ref = full_pass_attention(smollm, ids[: s.seq_len]).mean(dim=1).numpy()
     got = looked.attention.step(s.index)[:, 0]
     bound = ref.max(axis=-1, keepdims=True) / 255 / 2 + 1e-4
     assert np.all(np.abs(got - ref) <= bound)

@@ -57,9 +57,10 @@ def image_lessons() -> list[Path]:
     assert len(chosen) == len(IMAGE_LESSONS), f"no notebook for each of {IMAGE_LESSONS}"
     return chosen
 
+
 # Refuse every network connection except to this machine (the kernels talk to nbval on
 # loopback), so that the lessons are shown to run offline once the image is built.
-OFFLINE_SITECUSTOMIZE = '''
+OFFLINE_SITECUSTOMIZE = """
 import socket
 _connect = socket.socket.connect
 def _loopback_only(self, address, *args, **kwargs):
@@ -68,12 +69,13 @@ def _loopback_only(self, address, *args, **kwargs):
         raise OSError(f"network disabled by the Binder emulation: {address}")
     return _connect(self, address, *args, **kwargs)
 socket.socket.connect = _loopback_only
-'''
+"""
 
 
 def requirement_lines(path: Path) -> list[str]:
-    return [ln.split("#")[0].strip() for ln in path.read_text().splitlines()
-            if ln.split("#")[0].strip()]
+    return [
+        ln.split("#")[0].strip() for ln in path.read_text().splitlines() if ln.split("#")[0].strip()
+    ]
 
 
 # ---- the configuration ---------------------------------------------------------------------
@@ -125,11 +127,19 @@ def export_tree(dest: Path, source: str) -> str:
         with tarfile.open(archive) as tar:
             tar.extractall(dest, filter="tar")
         archive.unlink()
-        rev = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True).stdout.strip()
+        rev = subprocess.run(
+            git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
         return f"git archive HEAD ({rev})"
-    listed = subprocess.run(git + ["ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            capture_output=True, check=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            git + ["ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     n = 0
     for rel in filter(None, listed):
         src = ROOT / rel
@@ -179,14 +189,16 @@ def run(cmd, log: Path, **kwargs) -> float:
         finally:
             _RUNNING.remove(proc)
     if proc.returncode != 0:
-        pytest.fail(f"`{' '.join(map(str, cmd))}` failed ({proc.returncode}):\n"
-                    f"{log.read_text()[-5000:]}")
+        pytest.fail(
+            f"`{' '.join(map(str, cmd))}` failed ({proc.returncode}):\n{log.read_text()[-5000:]}"
+        )
     return time.monotonic() - start
 
 
 def build_source() -> str:
-    source = os.environ.get("VIZ_BINDER_SOURCE") or ("head" if os.environ.get("VIZ_CI")
-                                                    else "worktree")
+    source = os.environ.get("VIZ_BINDER_SOURCE") or (
+        "head" if os.environ.get("VIZ_CI") else "worktree"
+    )
     assert source in ("head", "worktree"), f"VIZ_BINDER_SOURCE={source!r}: use head or worktree"
     return source
 
@@ -212,18 +224,41 @@ def build_image(tmp_path: Path) -> dict:
     # A fresh environment of the runtime's Python, then binder/requirements.txt.
     times["venv_s"] = run([python, "-m", "venv", str(env_dir)], log)
     py = env_dir / "bin" / "python"
-    times["pip_install_s"] = run([py, "-m", "pip", "install", "--disable-pip-version-check",
-                                  "-r", "binder/requirements.txt"], log, cwd=repo)
+    times["pip_install_s"] = run(
+        [
+            py,
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "-r",
+            "binder/requirements.txt",
+        ],
+        log,
+        cwd=repo,
+    )
 
     # postBuild, as repo2docker runs it: from the repository root, the environment first on
     # PATH, HOME in the image (here a new folder, so nothing is cached yet).
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("VIZ_CACHE_DIR", "JUPYTER", "VIRTUAL_ENV", "PYTHONPATH"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("VIZ_CACHE_DIR", "JUPYTER", "VIRTUAL_ENV", "PYTHONPATH"))
+    }
     env.update(HOME=str(home), PATH=f"{env_dir / 'bin'}{os.pathsep}{env['PATH']}")
     (repo / "binder" / "postBuild").chmod(0o755)
     times["postbuild_s"] = run(["./binder/postBuild"], log, cwd=repo, env=env)
-    return {"repo": repo, "home": home, "py": py, "env": env, "log": log, "copied": copied,
-            "dropped": dropped, "python": python, "times": times}
+    return {
+        "repo": repo,
+        "home": home,
+        "py": py,
+        "env": env,
+        "log": log,
+        "copied": copied,
+        "dropped": dropped,
+        "python": python,
+        "times": times,
+    }
 
 
 # The build runs in the background from the start of the session (`start_build`, called by
@@ -263,10 +298,12 @@ def test_binder_build_emulated(tmp_path):
     repo, home, py, env, log = (built[k] for k in ("repo", "home", "py", "env", "log"))
     times, copied, dropped, python = (built[k] for k in ("times", "copied", "dropped", "python"))
 
-    check = ("import viz, viz.default_model as d; from pathlib import Path; "
-             "assert Path(viz.__file__).resolve().is_relative_to(Path.cwd()), viz.__file__; "
-             "assert d.read_converted(d.converted_dir(d.GGUF_SHA256)), 'model not cached'; "
-             "print('model cached in', d.cache_dir())")
+    check = (
+        "import viz, viz.default_model as d; from pathlib import Path; "
+        "assert Path(viz.__file__).resolve().is_relative_to(Path.cwd()), viz.__file__; "
+        "assert d.read_converted(d.converted_dir(d.GGUF_SHA256)), 'model not cached'; "
+        "print('model cached in', d.cache_dir())"
+    )
     run([py, "-c", check], log, cwd=repo, env=env)
     cache = home / ".cache" / "llm-inference-viz"
     assert cache.is_dir(), f"postBuild left no model cache in {cache}"
@@ -277,28 +314,48 @@ def test_binder_build_emulated(tmp_path):
     (offline / "sitecustomize.py").write_text(OFFLINE_SITECUSTOMIZE)
     memory_json = tmp_path / "peak-memory.json"
     lessons = image_lessons()
-    nbval = [py, "-m", "pytest", "-p", "no:cacheprovider",
-             *[str(p.relative_to(ROOT)) for p in lessons], "--nbval",
-             "--nbval-current-env", "--nbval-cell-timeout=600",
-             "--nbval-sanitize-with", "tests/nbval-sanitize.cfg",
-             "-p", "tools.nbval_memory", "-p", "tools.nbval_tolerance",
-             f"--peak-memory-json={memory_json}"]
+    nbval = [
+        py,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        *[str(p.relative_to(ROOT)) for p in lessons],
+        "--nbval",
+        "--nbval-current-env",
+        "--nbval-cell-timeout=600",
+        "--nbval-sanitize-with",
+        "tests/nbval-sanitize.cfg",
+        "-p",
+        "tools.nbval_memory",
+        "-p",
+        "tools.nbval_tolerance",
+        f"--peak-memory-json={memory_json}",
+    ]
     times["nbval_s"] = run(nbval, log, cwd=repo, env=dict(env, PYTHONPATH=str(offline)))
 
     # The server lesson 09 starts, from the image, offline: one streaming request.
     answer = tmp_path / "request.json"
-    times["server_request_s"] = run([py, "-m", "viz", "request", "Hi", "--embedded",
-                                     "--max-tokens", "4", "-o", str(answer)], log, cwd=repo,
-                                    env=dict(env, PYTHONPATH=str(offline)))
+    times["server_request_s"] = run(
+        [py, "-m", "viz", "request", "Hi", "--embedded", "--max-tokens", "4", "-o", str(answer)],
+        log,
+        cwd=repo,
+        env=dict(env, PYTHONPATH=str(offline)),
+    )
     request = json.loads(answer.read_text())["request"]
     assert request["error"] is None and request["output_tokens"] == 4, request
     assert len(request["token_times_s"]) == 4 and "".join(request["token_texts"]).strip()
 
-    figures = {"source": copied, "dropped_indexes": dropped, "python": python,
-               **{k: round(v, 1) for k, v in times.items()},
-               "image_cache_bytes": sum(f.stat().st_size for f in cache.rglob("*") if f.is_file()),
-               "peak_rss_mib": {k: round(v / 2**20) for k, v in
-                                json.loads(memory_json.read_text()).items()}}
+    figures = {
+        "source": copied,
+        "dropped_indexes": dropped,
+        "python": python,
+        **{k: round(v, 1) for k, v in times.items()},
+        "image_cache_bytes": sum(f.stat().st_size for f in cache.rglob("*") if f.is_file()),
+        "peak_rss_mib": {
+            k: round(v / 2**20) for k, v in json.loads(memory_json.read_text()).items()
+        },
+    }
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / "binder.json").write_text(json.dumps(figures, indent=1) + "\n")
     shutil.copy(log, ARTIFACTS / "binder-build.log")

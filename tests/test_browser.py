@@ -54,8 +54,7 @@ SLIDER_TIMEOUT_S = 60
 # JupyterLab settings for the test server: no news pop-up over the page, and every cell
 # rendered (windowing would leave off-screen cells, and their plots, out of the page).
 LAB_OVERRIDES = {
-    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false",
-                                                    "checkForUpdates": False},
+    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
     # recordTiming: each cell's start and end are saved in its metadata, so a run saved for
     # nbval (tools/nbval_replay.py) shows where a lesson's time went (tools/cell_times.py).
     "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none", "recordTiming": True},
@@ -97,8 +96,6 @@ SHOWN_JS = """() => [...document.querySelectorAll('.jp-Notebook .jp-OutputArea')
 }).join('\\n')"""
 
 
-
-
 # ---- JupyterLab servers --------------------------------------------------------------------
 def free_port() -> int:
     with socket.socket() as s:
@@ -109,9 +106,13 @@ def free_port() -> int:
 def jupyter_env(home: Path) -> dict[str, str]:
     """Environment for a test server: its own config, runtime, data and workspace folders."""
     env = dict(os.environ)
-    for var, sub in [("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_RUNTIME_DIR", "runtime"),
-                     ("JUPYTER_DATA_DIR", "data"), ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
-                     ("IPYTHONDIR", "ipython")]:
+    for var, sub in [
+        ("JUPYTER_CONFIG_DIR", "config"),
+        ("JUPYTER_RUNTIME_DIR", "runtime"),
+        ("JUPYTER_DATA_DIR", "data"),
+        ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
+        ("IPYTHONDIR", "ipython"),
+    ]:
         (home / sub).mkdir(parents=True, exist_ok=True)
         env[var] = str(home / sub)
     settings = home / "settings"
@@ -128,27 +129,38 @@ def get_json(url: str, method: str = "GET", timeout: float = 5):
 
 
 @contextmanager
-def lab_server(cmd: list[str], env: dict, port: int, token: str, log: Path,
-               cwd: Path = ROOT, start_timeout_s: float = 300) -> Iterator[str]:
+def lab_server(
+    cmd: list[str],
+    env: dict,
+    port: int,
+    token: str,
+    log: Path,
+    cwd: Path = ROOT,
+    start_timeout_s: float = 300,
+) -> Iterator[str]:
     """Start a Jupyter server (its own process group), yield its base URL once /api/status
     answers, and stop every process of the group afterwards."""
     base = f"http://127.0.0.1:{port}"
     with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
         try:
             deadline = time.monotonic() + start_timeout_s
             while True:
                 if proc.poll() is not None:
-                    raise AssertionError(f"server exited with {proc.returncode}:\n"
-                                         f"{log.read_text()[-3000:]}")
+                    raise AssertionError(
+                        f"server exited with {proc.returncode}:\n{log.read_text()[-3000:]}"
+                    )
                 try:
                     get_json(f"{base}/api/status?token={token}")
                     break
                 except OSError:
                     if time.monotonic() > deadline:
-                        raise AssertionError(f"no answer from {base} after {start_timeout_s} s:"
-                                             f"\n{log.read_text()[-3000:]}")
+                        raise AssertionError(
+                            f"no answer from {base} after {start_timeout_s} s:"
+                            f"\n{log.read_text()[-3000:]}"
+                        )
                     time.sleep(0.5)
             yield base
         finally:
@@ -169,9 +181,19 @@ def stop_group(proc: subprocess.Popen) -> None:
 
 
 def lab_command(port: int, token: str, root_dir: Path, settings_dir: Path) -> list[str]:
-    return [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
-            "--ip=127.0.0.1", f"--port={port}", f"--ServerApp.token={token}",
-            f"--ServerApp.root_dir={root_dir}", f"--LabApp.app_settings_dir={settings_dir}"]
+    return [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--no-browser",
+        "--allow-root",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        f"--ServerApp.token={token}",
+        f"--ServerApp.root_dir={root_dir}",
+        f"--LabApp.app_settings_dir={settings_dir}",
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -182,8 +204,9 @@ def lab(tmp_path_factory):
     shutil.copytree(course.NOTEBOOKS, copy, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     port, token = free_port(), "browser-test"
     env = jupyter_env(home)
-    with lab_server(lab_command(port, token, copy, home / "settings"), env, port, token,
-                    home / "server.log") as base:
+    with lab_server(
+        lab_command(port, token, copy, home / "settings"), env, port, token, home / "server.log"
+    ) as base:
         yield base, token, copy
 
 
@@ -240,8 +263,9 @@ def expected_outputs(path: Path) -> dict[int, dict[str, int]]:
             data = out.get("data", {})
             plotly = "application/vnd.plotly.v1+json" in data
             e["plotly"] += plotly
-            e["image"] += not plotly and any(k in data for k in ("image/png", "image/jpeg",
-                                                                 "image/svg+xml"))
+            e["image"] += not plotly and any(
+                k in data for k in ("image/png", "image/jpeg", "image/svg+xml")
+            )
             if "application/vnd.jupyter.widget-view+json" in data:
                 e["widget"] += 1
                 e["slider"] += data.get("text/plain", "").count("Slider(")
@@ -287,29 +311,41 @@ def saved_view_problems(page, path: Path) -> list[str]:
             continue
         outs = cell.get("outputs", [])
         plotly = sum("application/vnd.plotly.v1+json" in o.get("data", {}) for o in outs)
-        pictures = sum(("image/png" in o.get("data", {}) or "image/jpeg" in o.get("data", {}))
-                       and "application/vnd.plotly.v1+json" not in o.get("data", {})
-                       for o in outs)
+        pictures = sum(
+            ("image/png" in o.get("data", {}) or "image/jpeg" in o.get("data", {}))
+            and "application/vnd.plotly.v1+json" not in o.get("data", {})
+            for o in outs
+        )
         want[i] = (plotly, pictures)
     total = sum(p for p, _ in want.values())
     wait_for_plots(page, total)
-    if any("application/vnd.jupyter.widget-view+json" in o.get("data", {})
-           for cell in cells if cell.cell_type == "code" for o in cell.get("outputs", [])):
+    if any(
+        "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+        for cell in cells
+        if cell.cell_type == "code"
+        for o in cell.get("outputs", [])
+    ):
         page.wait_for_timeout(2500)  # a widget with no saved state gives up after ~2 s
     problems = []
     located = page.locator(".jp-Notebook .jp-Cell")
     for i, (plotly, pictures) in want.items():
         got = located.nth(i).evaluate(SAVED_CELL_JS)
         if got["plotly"] < plotly:
-            problems.append(f"saved cell {i}: {plotly} plotly figure(s), {got['plotly']} drawn "
-                            "live before running")
+            problems.append(
+                f"saved cell {i}: {plotly} plotly figure(s), {got['plotly']} drawn "
+                "live before running"
+            )
         if got["images"] != pictures:
-            problems.append(f"saved cell {i}: {pictures} picture(s) expected before running "
-                            f"(widgets' static pictures, plots' kept out of sight), "
-                            f"{got['images']} shown: run `make notebooks`")
+            problems.append(
+                f"saved cell {i}: {pictures} picture(s) expected before running "
+                f"(widgets' static pictures, plots' kept out of sight), "
+                f"{got['images']} shown: run `make notebooks`"
+            )
         if got["dead"]:
-            problems.append(f"saved cell {i}: a widget shows 'model not found' before running: "
-                            "run `make notebooks` (it adds the widget's picture)")
+            problems.append(
+                f"saved cell {i}: a widget shows 'model not found' before running: "
+                "run `make notebooks` (it adds the widget's picture)"
+            )
     return problems
 
 
@@ -317,9 +353,12 @@ def wait_for_plots(page, n: int, timeout_s: float = 30) -> None:
     """Until n plotly figures are drawn in the notebook (or timeout_s: the checks after this
     count them, cell by cell, and say which are missing)."""
     try:
-        page.wait_for_function(f"() => document.querySelectorAll("
-                               f"'.jp-Notebook .js-plotly-plot svg.main-svg').length >= {n}",
-                               timeout=timeout_s * 1000, polling=250)
+        page.wait_for_function(
+            f"() => document.querySelectorAll("
+            f"'.jp-Notebook .js-plotly-plot svg.main-svg').length >= {n}",
+            timeout=timeout_s * 1000,
+            polling=250,
+        )
     except Exception:
         pass
 
@@ -370,8 +409,9 @@ def move_plotly_slider(page, plot) -> None:
     rail = plot.locator(".slider-container .slider-rail-touch-rect").first
     rail.scroll_into_view_if_needed()
     box = rail.bounding_box()
-    early = plot.evaluate("p => { const s = p.layout.sliders[0];"
-                          " return (s.active || 0) < s.steps.length / 2; }")
+    early = plot.evaluate(
+        "p => { const s = p.layout.sliders[0]; return (s.active || 0) < s.steps.length / 2; }"
+    )
     rail.click(position={"x": box["width"] * (0.85 if early else 0.15), "y": box["height"] / 2})
 
 
@@ -380,8 +420,11 @@ def expect_change(page, move, problems: list[str], what: str) -> None:
     page.evaluate(f"() => {{ window.vizShownBefore = ({SHOWN_JS})(); }}")
     move()
     try:
-        page.wait_for_function(f"() => ({SHOWN_JS})() !== window.vizShownBefore",
-                               timeout=SLIDER_TIMEOUT_S * 1000, polling=250)
+        page.wait_for_function(
+            f"() => ({SHOWN_JS})() !== window.vizShownBefore",
+            timeout=SLIDER_TIMEOUT_S * 1000,
+            polling=250,
+        )
     except Exception:
         problems.append(f"{what} moved, but nothing else on the page changed")
 
@@ -454,8 +497,10 @@ def test_lesson_runs_in_the_browser(path, browser, lab):
         problems += text_problems
         done("figure text")
 
-        prompts = [t.strip() for t in
-                   page.locator(".jp-Notebook .jp-CodeCell .jp-InputPrompt").all_text_contents()]
+        prompts = [
+            t.strip()
+            for t in page.locator(".jp-Notebook .jp-CodeCell .jp-InputPrompt").all_text_contents()
+        ]
         if prompts != [f"[{n}]:" for n in range(1, len(prompts) + 1)]:
             problems.append(f"not every cell ran, in order, in this session: prompts {prompts}")
         for i, want in expected.items():
@@ -466,8 +511,10 @@ def test_lesson_runs_in_the_browser(path, browser, lab):
                 problems.append(f"cell {i}: the saved notebook has output here, the browser none")
             for kind in ("plotly", "image", "widget", "slider"):
                 if got[kind] < want[kind]:
-                    problems.append(f"cell {i}: {want[kind]} {kind} output(s) expected from the "
-                                    f"saved notebook, {got[kind]} rendered")
+                    problems.append(
+                        f"cell {i}: {want[kind]} {kind} output(s) expected from the "
+                        f"saved notebook, {got[kind]} rendered"
+                    )
 
         done("cells")
         # The main control of each interactive view: every slider must change what is shown.
@@ -475,19 +522,24 @@ def test_lesson_runs_in_the_browser(path, browser, lab):
         sliders = page.locator(".jp-Notebook .widget-slider")
         # Plotly figures with a slider of their own (frames: no kernel needed).
         plots = page.locator(".jp-Notebook .js-plotly-plot:has(.slider-container)")
-        for found, move, name, tag in [(sliders, move_slider, "slider", "slider"),
-                                       (plots, move_plotly_slider, "plotly slider", "plot-slider")]:
+        for found, move, name, tag in [
+            (sliders, move_slider, "slider", "slider"),
+            (plots, move_plotly_slider, "plotly slider", "plot-slider"),
+        ]:
             for k in range(found.count()):
                 expect_change(page, lambda: move(page, found.nth(k)), problems, f"{name} {k}")
                 found.nth(k).locator(ancestor_cell).screenshot(
-                    path=str(ARTIFACTS / f"{path.stem}-{tag}{k}-moved.png"))
+                    path=str(ARTIFACTS / f"{path.stem}-{tag}{k}-moved.png")
+                )
         done("sliders")
         problems += [f"JavaScript error on the page: {e}" for e in js_errors]
         (ARTIFACTS / "timings").mkdir(exist_ok=True)
         (ARTIFACTS / "timings" / f"{path.stem}.json").write_text(json.dumps(phases, indent=1))
-        print(f"{path.name}: ran in the browser in {run_s:.1f} s, {sliders.count()} widget and "
-              f"{plots.count()} plotly slider(s) moved; screenshots in "
-              f"{ARTIFACTS.relative_to(ROOT)}; seconds by phase {phases}")
+        print(
+            f"{path.name}: ran in the browser in {run_s:.1f} s, {sliders.count()} widget and "
+            f"{plots.count()} plotly slider(s) moved; screenshots in "
+            f"{ARTIFACTS.relative_to(ROOT)}; seconds by phase {phases}"
+        )
         assert not problems, "\n".join(problems)
     finally:
         page.close()
@@ -500,8 +552,10 @@ def test_make_lab_serves_the_lessons(browser, tmp_path):
     port, token = free_port(), "make-lab-test"
     env = jupyter_env(tmp_path)
     env.pop("MAKELEVEL", None)
-    flags = f"--no-browser --ip=127.0.0.1 --ServerApp.token={token} " \
-            f"--LabApp.app_settings_dir={tmp_path / 'settings'}"
+    flags = (
+        f"--no-browser --ip=127.0.0.1 --ServerApp.token={token} "
+        f"--LabApp.app_settings_dir={tmp_path / 'settings'}"
+    )
     cmd = ["make", "-s", "-C", str(ROOT), "lab", f"PORT={port}", f"LAB_FLAGS={flags}"]
     with lab_server(cmd, env, port, token, tmp_path / "make-lab.log") as base:
         contents = get_json(f"{base}/api/contents?token={token}")["content"]
@@ -529,8 +583,12 @@ def test_report_renders_offline(browser, tmp_path):
     trace = viz.record(tiny_model(gqa=True), "Hello, world", max_new_tokens=6)
     trace.save(tmp_path / "trace.json")
     report = tmp_path / "report.html"
-    proc = subprocess.run([sys.executable, "-m", "viz", "report", str(tmp_path / "trace.json"),
-                           "-o", str(report)], capture_output=True, text=True, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "viz", "report", str(tmp_path / "trace.json"), "-o", str(report)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     page = browser.new_page()
     requests: list[str] = []

@@ -15,8 +15,11 @@ BAD_NUMBERS = [True, False, None, "3", [3], float("nan"), float("inf"), -math.in
 
 # ---- the message ----------------------------------------------------------------------------
 def test_refuse_names_the_argument_what_it_must_be_the_fix_and_the_value():
-    with pytest.raises(ValueError, match=r"^repeats must be a whole number >= 1 \(timed runs\), "
-                                         r"not 0$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^repeats must be a whole number >= 1 \(timed runs\), "
+        r"not 0$",
+    ):
         checks.refuse("repeats", "a whole number >= 1", 0, "timed runs")
     with pytest.raises(ValueError, match=r"^x must be text, not 'a'$"):
         checks.refuse("x", "text", "a")
@@ -28,11 +31,21 @@ def test_the_error_class_can_be_chosen():
     assert e.value.kind == "input"
 
 
-@pytest.mark.parametrize("args, words", [
-    ((1,), ">= 1"), ((0, None, True), "> 0"), ((None, 8), "<= 8"), ((None, 8, False, True), "< 8"),
-    ((1, 64), "from 1 to 64"), ((0, 1, True), "in (0, 1]"), ((0, 1, False, True), "in [0, 1)"),
-    ((1e-6, 1e4), "from 1e-06 to 10000"), ((1, 1_000_000), "from 1 to 1,000,000"), ((), ""),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        ((1,), ">= 1"),
+        ((0, None, True), "> 0"),
+        ((None, 8), "<= 8"),
+        ((None, 8, False, True), "< 8"),
+        ((1, 64), "from 1 to 64"),
+        ((0, 1, True), "in (0, 1]"),
+        ((0, 1, False, True), "in [0, 1)"),
+        ((1e-6, 1e4), "from 1e-06 to 10000"),
+        ((1, 1_000_000), "from 1 to 1,000,000"),
+        ((), ""),
+    ],
+)
 def test_span_says_the_bounds_in_words(args, words):
     assert checks.span(*args) == words
 
@@ -55,17 +68,26 @@ def test_whole_returns_the_value_within_its_bounds():
 
 @pytest.mark.parametrize("value", [0, -1, 65, 2.0, 1.5, True, "3", None])
 def test_whole_refuses_anything_else_naming_the_range_and_the_fix(value):
-    with pytest.raises(ValueError, match=r"^turns must be a whole number from 1 to 64 "
-                                         r"\(one per question\), not " + re.escape(repr(value))):
+    with pytest.raises(
+        ValueError,
+        match=r"^turns must be a whole number from 1 to 64 "
+        r"\(one per question\), not " + re.escape(repr(value)),
+    ):
         checks.whole("turns", value, 1, 64, fix="one per question")
 
 
 def test_whole_takes_a_noun_or_a_whole_description():
-    with pytest.raises(ValueError, match=r"^layer must be a layer number from 0 to 3 "
-                                         r"\(4 layers\), not 4$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^layer must be a layer number from 0 to 3 "
+        r"\(4 layers\), not 4$",
+    ):
         checks.whole("layer", 4, 0, 3, noun="a layer number", fix="4 layers")
-    with pytest.raises(ValueError, match=r"^buffer_bytes must be a whole number of bytes >= 1 "
-                                         r"MiB, not 1000$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^buffer_bytes must be a whole number of bytes >= 1 "
+        r"MiB, not 1000$",
+    ):
         checks.whole("buffer_bytes", 1000, 1 << 20, what="a whole number of bytes >= 1 MiB")
     with pytest.raises(ValueError, match=r"^seed must be a whole number, not 'x'$"):
         checks.whole("seed", "x")
@@ -82,14 +104,23 @@ def test_number_returns_ints_and_floats_within_their_bounds():
 
 @pytest.mark.parametrize("value", BAD_NUMBERS + [-0.1])
 def test_number_refuses_a_bool_nan_an_infinity_text_and_out_of_range(value):
-    with pytest.raises(ValueError, match=r"^temperature must be a number >= 0 \(0 = greedy\), "
-                                         r"not "):
+    with pytest.raises(
+        ValueError,
+        match=r"^temperature must be a number >= 0 \(0 = greedy\), "
+        r"not ",
+    ):
         checks.number("temperature", value, 0, fix="0 = greedy")
 
 
-@pytest.mark.parametrize("value, open_low, open_high, words", [
-    (0, True, False, r"in \(0, 1\]"), (1, False, True, r"in \[0, 1\)"),
-    (1.5, False, False, "from 0 to 1"), (-0.1, False, False, "from 0 to 1")])
+@pytest.mark.parametrize(
+    "value, open_low, open_high, words",
+    [
+        (0, True, False, r"in \(0, 1\]"),
+        (1, False, True, r"in \[0, 1\)"),
+        (1.5, False, False, "from 0 to 1"),
+        (-0.1, False, False, "from 0 to 1"),
+    ],
+)
 def test_an_open_end_excludes_its_bound(value, open_low, open_high, words):
     with pytest.raises(ValueError, match=rf"^top_p must be {words}, not {value}$"):
         checks.number("top_p", value, 0, 1, open_low=open_low, open_high=open_high, noun="")
@@ -108,8 +139,11 @@ def test_threads_is_none_or_a_whole_number_of_at_least_one():
     assert checks.threads(None) is None
     assert checks.threads(2) == 2
     for bad in (0, -1, 1.0, True, "2"):
-        with pytest.raises(ValueError, match=rf"^threads must be a whole number >= 1 \(or None "
-                                             rf"for torch's current {torch.get_num_threads()}\)"):
+        with pytest.raises(
+            ValueError,
+            match=rf"^threads must be a whole number >= 1 \(or None "
+            rf"for torch's current {torch.get_num_threads()}\)",
+        ):
             checks.threads(bad)
 
 
@@ -123,8 +157,11 @@ def test_flag_is_true_or_false_only():
 def test_text_needs_something_other_than_spaces():
     assert checks.text("name", " a ") == " a "
     for bad in ("", "  \n", None, 3):
-        with pytest.raises(ValueError, match=r"^name must be a non-empty string \(or None for "
-                                             r"the default model\), not "):
+        with pytest.raises(
+            ValueError,
+            match=r"^name must be a non-empty string \(or None for "
+            r"the default model\), not ",
+        ):
             checks.text("name", bad, what="a non-empty string", fix="or None for the default model")
         with pytest.raises(ValueError, match=r"^\"prompt\" must be a non-empty text, not "):
             checks.text('"prompt"', bad)
@@ -154,8 +191,11 @@ def test_whole_list_returns_a_list_and_can_ask_for_increasing_values():
     assert checks.whole_list("depths", (3, 1, 3)) == [3, 1, 3]
     assert checks.whole_list("contexts", iter([0, 4]), 0, increasing=True) == [0, 4]
     for bad in ([], [0, 1], [1.5], [True], ["2"]):
-        with pytest.raises(ValueError, match=r"^lengths must be a non-empty list of whole numbers "
-                                             r">= 1, not "):
+        with pytest.raises(
+            ValueError,
+            match=r"^lengths must be a non-empty list of whole numbers "
+            r">= 1, not ",
+        ):
             checks.whole_list("lengths", bad)
     for bad in ([4, 2], [2, 2]):
         with pytest.raises(ValueError, match=r"^lengths must be increasing with no repeats, not "):
@@ -167,10 +207,14 @@ def test_whole_list_returns_a_list_and_can_ask_for_increasing_values():
 def test_number_list_checks_every_value_against_the_bounds():
     assert checks.number_list("shares", [0.0, 0.5], 0, 1, open_high=True) == [0.0, 0.5]
     for bad in ([], [1.0], [-0.1], [float("nan")], [True], ["0.5"]):
-        with pytest.raises(ValueError, match=r"^shares must be a non-empty list of fractions in "
-                                             r"\[0, 1\) \(one token new\), not "):
-            checks.number_list("shares", bad, 0, 1, open_high=True, noun="fractions",
-                               fix="one token new")
+        with pytest.raises(
+            ValueError,
+            match=r"^shares must be a non-empty list of fractions in "
+            r"\[0, 1\) \(one token new\), not ",
+        ):
+            checks.number_list(
+                "shares", bad, 0, 1, open_high=True, noun="fractions", fix="one token new"
+            )
     with pytest.raises(ValueError, match="shares must be increasing with no repeats"):
         checks.number_list("shares", [0.5, 0.25], 0, 1, increasing=True)
 

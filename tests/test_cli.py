@@ -7,7 +7,7 @@ import sys
 
 from viz.trace import Trace
 
-NO_NETWORK = '''
+NO_NETWORK = """
 import socket
 def _refuse(self, address, *a, **k):
     if self.family in (socket.AF_INET, socket.AF_INET6):
@@ -16,21 +16,35 @@ def _refuse(self, address, *a, **k):
 _connect = socket.socket.connect
 socket.socket.connect = _refuse
 socket.socket.connect_ex = lambda self, address: 111
-'''
+"""
 
 
 def run_cli(tmp_path, *args, env=None):
     (tmp_path / "sitecustomize.py").write_text(NO_NETWORK)
     env = dict(os.environ, PYTHONPATH=str(tmp_path), **(env or {}))
     env.pop("HF_HUB_OFFLINE", None)
-    return subprocess.run([sys.executable, "-m", "viz", *args], capture_output=True, text=True,
-                          env=env, cwd=tmp_path, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "viz", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
 
 
 def test_record_offline_prints_summary_and_saves(tmp_path):
     out = tmp_path / "trace.json"
-    proc = run_cli(tmp_path, "record", "What is the capital of France?", "--chat",
-                   "--max-new-tokens", "12", "-o", str(out))
+    proc = run_cli(
+        tmp_path,
+        "record",
+        "What is the capital of France?",
+        "--chat",
+        "--max-new-tokens",
+        "12",
+        "-o",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     for word in ("TTFT", "TPOT", "tokens/s", "KV cache", "Paris", "saved"):
         assert word in proc.stdout
@@ -51,8 +65,12 @@ def test_bad_input_exits_2_with_one_line(tmp_path):
 def test_sitecustomize_really_blocks_the_network(tmp_path):
     (tmp_path / "sitecustomize.py").write_text(NO_NETWORK)
     code = "import socket; socket.create_connection(('127.0.0.1', 9), timeout=1)"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=str(tmp_path)))
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(tmp_path)),
+    )
     assert "network disabled by the test" in proc.stderr
 
 
@@ -62,8 +80,15 @@ def test_peaks_measured_once_then_reused_and_saved(tmp_path):
     from viz.perf import MachinePeaks
 
     env_dir = tmp_path / "measurements"
-    first = run_cli(tmp_path, "peaks", "--threads", "1", "-o", str(tmp_path / "p.json"),
-                    env={"VIZ_MEASURE_DIR": str(env_dir)})
+    first = run_cli(
+        tmp_path,
+        "peaks",
+        "--threads",
+        "1",
+        "-o",
+        str(tmp_path / "p.json"),
+        env={"VIZ_MEASURE_DIR": str(env_dir)},
+    )
     assert first.returncode == 0, first.stderr
     assert "measuring this machine's peaks once" in first.stderr
     assert "matmul float32" in first.stdout and "measured now (the first time" in first.stdout

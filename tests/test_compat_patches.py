@@ -34,7 +34,11 @@ def test_a_patch_is_put_back_as_it_was():
         assert len(patches) == 4
         c = Child()
         assert (c.own(), c.greet(), Child.static(), Child.named()) == (
-            "patched", "patched greet", "patched static", "patched named")
+            "patched",
+            "patched greet",
+            "patched static",
+            "patched named",
+        )
     assert dict(vars(Child)) == originals  # the inherited name is gone again, not copied
     assert "greet" not in vars(Child) and Child().greet() == "base"
     assert isinstance(vars(Child)["static"], staticmethod) and Child.named() == "Child"
@@ -52,7 +56,8 @@ def test_a_name_patched_twice_ends_as_it_began_and_an_error_still_restores():
 
 def test_a_missing_name_is_refused_and_nothing_is_patched():
     patches = Patches()
-    with pytest.raises(AttributeError, match="'Child' has no 'gone' to patch: transformers' "
-                                             "internals moved"):
+    with pytest.raises(
+        AttributeError, match="'Child' has no 'gone' to patch: transformers' internals moved"
+    ):
         patches.set(Child, "gone", lambda self: None)
     assert len(patches) == 0 and not hasattr(Child, "gone")

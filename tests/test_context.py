@@ -142,17 +142,32 @@ def test_long_prefill_sweep_splits_each_pass_and_counts_its_shares(tiny):
     sweep = perf.long_prefill_sweep(tiny, [32, 64, 128], repeats=2, progress=False)
     spec = tiny.spec
     assert sweep.column("prompt_tokens") == [32, 64, 128]
-    for n, total, att, rest, share in zip(*(sweep.column(c) for c in (
-            "prompt_tokens", "prefill_s", "attention_s", "rest_s", "counted_attention_share"))):
+    for n, total, att, rest, share in zip(
+        *(
+            sweep.column(c)
+            for c in (
+                "prompt_tokens",
+                "prefill_s",
+                "attention_s",
+                "rest_s",
+                "counted_attention_share",
+            )
+        )
+    ):
         assert 0 < att < total
         assert rest == pytest.approx(total - att, rel=0.5)  # medians of differences
         # attention: 4·L·n_h·d·(1 + 2 + ... + n); matmuls: 2·n·L·P_layer + 2·h·V, with
         # P_layer = h·q + 2·h·kv + q·h + 3·h·i written out for this shape
-        h, q, kv, i = spec.hidden_size, spec.n_heads * spec.head_dim, \
-            spec.n_kv_heads * spec.head_dim, spec.intermediate_size
+        h, q, kv, i = (
+            spec.hidden_size,
+            spec.n_heads * spec.head_dim,
+            spec.n_kv_heads * spec.head_dim,
+            spec.intermediate_size,
+        )
         attention = 4 * spec.n_layers * q * n * (n + 1) // 2
-        matmul = 2 * n * spec.n_layers * (2 * h * q + 2 * h * kv + 3 * h * i) \
-            + 2 * h * spec.vocab_size
+        matmul = (
+            2 * n * spec.n_layers * (2 * h * q + 2 * h * kv + 3 * h * i) + 2 * h * spec.vocab_size
+        )
         assert share == pytest.approx(attention / (attention + matmul))
     assert sweep.spread("prefill_s")[0].runs == 2
     fig = views.sweep_figure(sweep)
@@ -181,9 +196,13 @@ def test_the_counted_crossover_is_where_attention_reaches_the_rest():
 
 def _split_sweep(tiny, att, rest) -> Sweep:
     n = [1000, 2000, 3000]
-    return Sweep(name="long_prefill", x="prompt_tokens",
-                 columns={"prompt_tokens": n, "attention_s": att, "rest_s": rest},
-                 model=tiny.spec, environment=tiny.environment())
+    return Sweep(
+        name="long_prefill",
+        x="prompt_tokens",
+        columns={"prompt_tokens": n, "attention_s": att, "rest_s": rest},
+        model=tiny.spec,
+        environment=tiny.environment(),
+    )
 
 
 def test_the_measured_crossover_solves_the_fitted_curves(tiny_gqa):
@@ -206,8 +225,9 @@ def test_long_decode_sweep_reads_weights_and_the_cache(tiny):
     weights = sweep.column("weight_bytes")[0]
     assert sweep.column("step_bytes") == [weights + spec.kv_bytes(c + 1) for c in (0, 100, 400)]
     assert all(s > 0 for s in sweep.column("decode_step_s"))
-    assert all(0 < a < s for a, s in zip(sweep.column("attention_s"),
-                                         sweep.column("decode_step_s")))
+    assert all(
+        0 < a < s for a, s in zip(sweep.column("attention_s"), sweep.column("decode_step_s"))
+    )
     assert sweep.column("cache_copy_s")[0] == 0 and sweep.column("cache_copy_s")[2] > 0
     assert all(e > 0 for e in sweep.column("empty_step_s"))
     assert sweep.spread("growth")[0].runs == 3  # one ratio per pair of steps
@@ -228,9 +248,18 @@ def test_long_decode_sweep_reads_weights_and_the_cache(tiny):
 
 def test_the_long_decode_view_draws_the_floor_and_the_bytes_prediction(tiny_gqa):
     sweep = perf.long_decode_sweep(tiny_gqa, [0, 400], repeats=2, progress=False)
-    peaks = perf.Peaks(device="cpu", device_name="test", dtype="float32", threads=2,
-                       flops_per_s=1e11, bytes_per_s=20e9, matmul_n=512,
-                       buffer_bytes=2**28, repeats=7, timer="perf_counter")
+    peaks = perf.Peaks(
+        device="cpu",
+        device_name="test",
+        dtype="float32",
+        threads=2,
+        flops_per_s=1e11,
+        bytes_per_s=20e9,
+        matmul_n=512,
+        buffer_bytes=2**28,
+        repeats=7,
+        timer="perf_counter",
+    )
     d = views.long_decode_data(sweep, peaks)
     moved = sweep.column("step_bytes")
     assert d["floor_ms"] == pytest.approx([b / 20e9 * 1e3 for b in moved])
@@ -238,15 +267,17 @@ def test_the_long_decode_view_draws_the_floor_and_the_bytes_prediction(tiny_gqa)
     assert d["bytes_prediction_ms"][1] == pytest.approx(base * moved[1] / moved[0] * 1e3)
     assert len(views.long_decode_figure(sweep, peaks).data) == 3
     with pytest.raises(ValueError, match="long_decode sweep"):
-        views.long_decode_figure(perf.long_prefill_sweep(tiny_gqa, [16, 32], repeats=1,
-                                                         progress=False))
+        views.long_decode_figure(
+            perf.long_prefill_sweep(tiny_gqa, [16, 32], repeats=1, progress=False)
+        )
 
 
 def test_a_long_decode_sweep_grown_by_the_slider_labels_only_its_ends(tiny_gqa):
     # Lesson 11's slider measures one more context at a time and merges it into the sweep.
     sweep = perf.long_decode_sweep(tiny_gqa, [0, 400], repeats=2, progress=False)
-    more = sweep.merged(perf.long_decode_sweep(tiny_gqa, [100, 200, 300, 350], repeats=1,
-                                               progress=False))
+    more = sweep.merged(
+        perf.long_decode_sweep(tiny_gqa, [100, 200, 300, 350], repeats=1, progress=False)
+    )
     assert more.column("context_tokens") == [0, 100, 200, 300, 350, 400]
     step = views.long_decode_figure(more).data[-1]  # the measured steps
     assert list(step.text) == ["0 cached", "", "", "", "", "400 cached"]
@@ -326,8 +357,13 @@ def test_chat_turns_needs_a_chat_template(make_tiny):
 
 
 def test_chat_turns_keep_what_was_sent_before(tiny_gqa):
-    sweep = perf.chat_turns(tiny_gqa, ["hello there", "and again", "once more"],
-                            reply_tokens=5, repeats=2, progress=False)
+    sweep = perf.chat_turns(
+        tiny_gqa,
+        ["hello there", "and again", "once more"],
+        reply_tokens=5,
+        repeats=2,
+        progress=False,
+    )
     prompt, reused = sweep.column("prompt_tokens"), sweep.column("reused_tokens")
     assert reused[0] == 0 and all(0 < r < p for r, p in zip(reused[1:], prompt[1:]))
     assert sweep.column("new_tokens") == [p - r for p, r in zip(prompt, reused)]
@@ -336,9 +372,13 @@ def test_chat_turns_keep_what_was_sent_before(tiny_gqa):
 
 
 def test_chat_turns_reuse_the_history_on_the_real_model(smollm):
-    sweep = perf.chat_turns(smollm, ["What is a KV cache?", "Why does it grow?",
-                                     "Name one way to shrink it."], reply_tokens=6,
-                            repeats=1, progress=False)
+    sweep = perf.chat_turns(
+        smollm,
+        ["What is a KV cache?", "Why does it grow?", "Name one way to shrink it."],
+        reply_tokens=6,
+        repeats=1,
+        progress=False,
+    )
     prompt, reused = sweep.column("prompt_tokens"), sweep.column("reused_tokens")
     assert reused[0] == 0
     # each turn re-sends the last one's prompt and reply: all of them is kept, except
@@ -363,8 +403,9 @@ def test_the_engine_reuses_full_pages_only_with_sharing_on(make_tiny):
     model = make_tiny(gqa=True, seed=3).model
     common = ids_of(40, 5)  # two full 16-token pages and 8 tokens of a third
     prompts = [common + ids_of(8, 100 + 20 * k) for k in range(3)]
-    run = measure_prefix_sharing(model, prompts, max_new_tokens=3, page_size=16,
-                                 num_blocks=32, max_batch_tokens=64)
+    run = measure_prefix_sharing(
+        model, prompts, max_new_tokens=3, page_size=16, num_blocks=32, max_batch_tokens=64
+    )
     assert [r.reused_tokens for r in run.on] == [0, 32, 32]
     assert [r.reused_tokens for r in run.off] == [0, 0, 0]
     assert run.hit_rate(run.on) == pytest.approx(64 / 144)
@@ -380,20 +421,44 @@ def test_the_engine_reuses_full_pages_only_with_sharing_on(make_tiny):
 
 def test_request_prefixes_reads_a_hand_made_schedule():
     def entry(rid, phase, q, cached, new):
-        return BatchEntry(request_id=rid, phase=phase, query_tokens=q, cached_tokens=cached,
-                          new_token=new, pages=[])
+        return BatchEntry(
+            request_id=rid,
+            phase=phase,
+            query_tokens=q,
+            cached_tokens=cached,
+            new_token=new,
+            pages=[],
+        )
 
     def step(i, start, end, batch):
-        return SchedulerStep(index=i, start_s=start, forward_s=start, end_s=end, batch=batch,
-                             waiting=[], held=[], finished=[], free_pages=0, cached_pages=0,
-                             shared_pages=[])
+        return SchedulerStep(
+            index=i,
+            start_s=start,
+            forward_s=start,
+            end_s=end,
+            batch=batch,
+            waiting=[],
+            held=[],
+            finished=[],
+            free_pages=0,
+            cached_pages=0,
+            shared_pages=[],
+        )
 
-    schedule = Schedule(page_size=16, total_pages=8, first_page=0, bytes_per_page=1,
-                        max_batch_tokens=32, prompt_tokens={"a": 40, "b": 40},
-                        transformers_version="5.24", steps=[
-                            step(0, 0.0, 1.0, [entry("a", "prefill", 32, 0, False)]),
-                            step(1, 1.0, 1.5, [entry("a", "prefill", 8, 32, True)]),
-                            step(2, 2.0, 2.25, [entry("b", "prefill", 8, 32, True)])])
+    schedule = Schedule(
+        page_size=16,
+        total_pages=8,
+        first_page=0,
+        bytes_per_page=1,
+        max_batch_tokens=32,
+        prompt_tokens={"a": 40, "b": 40},
+        transformers_version="5.24",
+        steps=[
+            step(0, 0.0, 1.0, [entry("a", "prefill", 32, 0, False)]),
+            step(1, 1.0, 1.5, [entry("a", "prefill", 8, 32, True)]),
+            step(2, 2.0, 2.25, [entry("b", "prefill", 8, 32, True)]),
+        ],
+    )
     rows = request_prefixes(schedule)
     assert rows == [RequestPrefix("a", 40, 0, 1.5), RequestPrefix("b", 40, 32, 0.25)]
     run = PrefixSharing(page_size=16, on=rows, off=rows, same_tokens=True)

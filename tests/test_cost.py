@@ -15,7 +15,7 @@ from viz import perf, views
 from viz.cli import main
 from viz.perf.cost import check_price, in_flight, usd
 from viz.perf.energy import counter_delta
-from viz.serve import (SLO, LoadRun, LoadSettings, LoadSweep, RequestRecord, Target, Timeouts)
+from viz.serve import SLO, LoadRun, LoadSettings, LoadSweep, RequestRecord, Target, Timeouts
 from viz.serve.client import ClientInfo
 from viz.serve.scheduler import BatchEntry, Schedule, SchedulerStep
 from viz.serve.sweep import SweepPoint, SweepSettings
@@ -49,16 +49,16 @@ def test_batch_sweep_prices_by_hand():
     for k, (r, row) in enumerate(zip(bill.rows, rows)):
         b, p = row["batch_size"], row["prompt_tokens"]
         assert r.output_tokens_per_s.median == pytest.approx(b / row["decode_step_s"])
-        assert r.output_per_mtok.median == pytest.approx(
-            by_hand(0.10, b / row["decode_step_s"]))
+        assert r.output_per_mtok.median == pytest.approx(by_hand(0.10, b / row["decode_step_s"]))
         # the spread: a slower step (its high end) makes the dearer token
         assert r.output_per_mtok.high == pytest.approx(by_hand(0.10, b / steps[k].high))
         assert r.output_per_mtok.low == pytest.approx(by_hand(0.10, b / steps[k].low))
         assert r.input_per_mtok.median == pytest.approx(by_hand(0.10, b * p / row["ttft_s"]))
         assert r.tpot_s is steps[k]
     # batch 1 on the reference: a 40.75 ms step, 24.5 tokens/s → $0.10 ÷ (24.5 × 3600) × 1e6
-    assert bill.rows[0].output_per_mtok.median == pytest.approx(0.10 / 3600 * 0.04075 * 1e6,
-                                                                rel=1e-3)
+    assert bill.rows[0].output_per_mtok.median == pytest.approx(
+        0.10 / 3600 * 0.04075 * 1e6, rel=1e-3
+    )
     assert bill.best().setting == "batch 16"
     assert "×7.9 cheaper than batch 1" in bill.verdict()
     text = str(bill)
@@ -91,11 +91,13 @@ def test_gpu_reference_busy_and_wall():
     bill = perf.cost(busy, perf.EXAMPLE_PRICES["h200"])
     row = busy.rows()[0]
     assert bill.rows[0].output_per_mtok.median == pytest.approx(
-        by_hand(3.50, row["batch_size"] / row["gpu_busy_s"]))
+        by_hand(3.50, row["batch_size"] / row["gpu_busy_s"])
+    )
     assert bill.rows[0].input_per_mtok is None and "give prefill=" in bill.input_how
     wall = perf.cost(busy, 3.50, clock="wall")
     assert wall.rows[0].output_per_mtok.median == pytest.approx(
-        by_hand(3.50, row["batch_size"] / row["decode_step_s"]))
+        by_hand(3.50, row["batch_size"] / row["decode_step_s"])
+    )
     withp = perf.cost(busy, 3.50, prefill=perf.gpu_reference("prompt-sweep", "llama-3.1-8b"))
     assert withp.rows[0].input_per_mtok is not None and "upper bound" in withp.input_how
     assert withp.best().setting == "batch 1024"
@@ -106,10 +108,20 @@ def test_gpu_reference_busy_and_wall():
 # ---- load runs and sweeps, built here ------------------------------------------------------------
 def req(i, sent, ttft, n, gap, prompt=20) -> RequestRecord:
     times = [sent + ttft + k * gap for k in range(n)]
-    return RequestRecord(index=i, request_id=f"r{i}", prompt_name="p", max_tokens=n,
-                         scheduled_s=sent, sent_s=sent, token_times_s=times,
-                         token_texts=["x"] * n, end_s=times[-1], output_tokens=n,
-                         prompt_tokens=prompt, finish_reason="length")
+    return RequestRecord(
+        index=i,
+        request_id=f"r{i}",
+        prompt_name="p",
+        max_tokens=n,
+        scheduled_s=sent,
+        sent_s=sent,
+        token_times_s=times,
+        token_texts=["x"] * n,
+        end_s=times[-1],
+        output_tokens=n,
+        prompt_tokens=prompt,
+        finish_reason="length",
+    )
 
 
 def step(i, start, end, *entries) -> SchedulerStep:
@@ -122,25 +134,43 @@ def schedule(*steps) -> Schedule:
 
 
 def run(requests, mode="concurrency", concurrency=2, sched=None, label="cb") -> LoadRun:
-    how = dict(mode=mode, concurrency=concurrency if mode == "concurrency" else None,
-               rate_per_s=2.0 if mode == "rate" else None, n_requests=len(requests),
-               max_duration_s=60.0, seed=0, temperature=0.0, timeouts=Timeouts(), slo=SLO())
+    how = dict(
+        mode=mode,
+        concurrency=concurrency if mode == "concurrency" else None,
+        rate_per_s=2.0 if mode == "rate" else None,
+        n_requests=len(requests),
+        max_duration_s=60.0,
+        seed=0,
+        temperature=0.0,
+        timeouts=Timeouts(),
+        slo=SLO(),
+    )
     if "max_tokens" in {f.name for f in dataclasses.fields(LoadSettings)}:
         how["max_tokens"] = None  # schema 1's one answer limit (None: each prompt's own)
     settings = LoadSettings(**how)
-    return LoadRun(target=Target("http://127.0.0.1:1/v1", "chat", "m"), settings=settings,
-                   requests=requests, client=ClientInfo.here(),
-                   recorded_at="2026-01-01T00:00:00", label=label, schedule=sched)
+    return LoadRun(
+        target=Target("http://127.0.0.1:1/v1", "chat", "m"),
+        settings=settings,
+        requests=requests,
+        client=ClientInfo.here(),
+        recorded_at="2026-01-01T00:00:00",
+        label=label,
+        schedule=sched,
+    )
 
 
 def test_a_load_run_by_hand():
     # Two requests of 5 tokens: sent at 0, first tokens at 0.2, then every 0.1 s (TPOT 0.1
     # and 0.2): ends at 0.6 and 1.0. 10 tokens in 1.0 s: 10 tokens/s, all-in.
-    r = run([req(0, 0.0, 0.2, 5, 0.1), req(1, 0.0, 0.2, 5, 0.2)],
-            sched=schedule(step(0, 0.0, 0.2, ("r0", "prefill", 20), ("r1", "prefill", 20)),
-                           step(1, 0.2, 0.3, ("r0", "decode", 1), ("r1", "decode", 1)),
-                           step(2, 0.3, 0.35, ("r0", "decode", 1), ("r1", "prefill", 10)),
-                           step(3, 0.4, 0.5, ("r1", "prefill", 10))))
+    r = run(
+        [req(0, 0.0, 0.2, 5, 0.1), req(1, 0.0, 0.2, 5, 0.2)],
+        sched=schedule(
+            step(0, 0.0, 0.2, ("r0", "prefill", 20), ("r1", "prefill", 20)),
+            step(1, 0.2, 0.3, ("r0", "decode", 1), ("r1", "decode", 1)),
+            step(2, 0.3, 0.35, ("r0", "decode", 1), ("r1", "prefill", 10)),
+            step(3, 0.4, 0.5, ("r1", "prefill", 10)),
+        ),
+    )
     bill = perf.cost(r, 0.36)
     (row,) = bill.rows
     assert row.setting == "2 streams" and row.x == 2 and bill.x_name == "streams"
@@ -164,14 +194,18 @@ def test_a_load_run_without_a_scheduler_record_has_no_input_price():
     bill = perf.cost(run([req(0, 0.0, 0.2, 5, 0.1)]), 0.10)
     assert bill.rows[0].input_per_mtok is None
     assert "record=True" in bill.input_how
-    mixed = run([req(0, 0.0, 0.2, 5, 0.1)],
-                sched=schedule(step(0, 0.0, 0.2, ("r0", "prefill", 20), ("r9", "decode", 1))))
+    mixed = run(
+        [req(0, 0.0, 0.2, 5, 0.1)],
+        sched=schedule(step(0, 0.0, 0.2, ("r0", "prefill", 20), ("r9", "decode", 1))),
+    )
     assert "no recorded pass carried prompt chunks alone" in perf.cost(mixed, 0.1).input_how
 
 
 def test_runs_at_several_loads_and_little_law():
-    runs = [run([req(0, 0.0, 0.2, 5, 0.1)], concurrency=1),
-            run([req(0, 0.0, 0.2, 5, 0.1), req(1, 0.0, 0.3, 5, 0.1)], concurrency=2)]
+    runs = [
+        run([req(0, 0.0, 0.2, 5, 0.1)], concurrency=1),
+        run([req(0, 0.0, 0.2, 5, 0.1), req(1, 0.0, 0.3, 5, 0.1)], concurrency=2),
+    ]
     bill = perf.cost(runs, 1.0)
     assert [r.x for r in bill.rows] == [1, 2]
     assert "2 streams" in bill.source
@@ -186,15 +220,28 @@ def test_runs_at_several_loads_and_little_law():
 def test_a_rate_sweep_prices_each_load_over_its_runs():
     sync = [run([req(0, 0.0, 0.2, 5, g)], concurrency=1) for g in (0.1, 0.12, 0.14)]
     top = [run([req(0, 0.0, 0.2, 5, 0.2), req(1, 0.0, 0.3, 5, 0.2)], concurrency=2)]
-    how = dict(n_requests=2, n_rates=1, repeats=3, seed=0, max_duration_s=60.0,
-               budget_s=600.0, saturation=0.25, slo_factor=2.0)
+    how = dict(
+        n_requests=2,
+        n_rates=1,
+        repeats=3,
+        seed=0,
+        max_duration_s=60.0,
+        budget_s=600.0,
+        saturation=0.25,
+        slo_factor=2.0,
+    )
     if "max_tokens" in {f.name for f in dataclasses.fields(SweepSettings)}:
         how["max_tokens"] = None  # schema 1's field
     settings = SweepSettings(**how)
-    sweep = LoadSweep(target=sync[0].target, settings=settings, slo=SLO(),
-                      points=[SweepPoint("synchronous", None, sync),
-                              SweepPoint("throughput", None, top)],
-                      recorded_at="2026-01-01T00:00:00", duration_s=5.0, label="cb")
+    sweep = LoadSweep(
+        target=sync[0].target,
+        settings=settings,
+        slo=SLO(),
+        points=[SweepPoint("synchronous", None, sync), SweepPoint("throughput", None, top)],
+        recorded_at="2026-01-01T00:00:00",
+        duration_s=5.0,
+        label="cb",
+    )
     bill = perf.cost(sweep, 1.0)
     assert [r.setting for r in bill.rows] == ["one at a time", "all 2 at once"]
     tps = [r.summary().output_tokens_per_s for r in sync]  # 5 tokens in 0.6, 0.68, 0.76 s
@@ -209,15 +256,25 @@ def test_cached_input_by_hand():
     # them C = 0.03 s. Fresh: 0.2/100 s a token; the 10 new ones pay 10 × 0.002 = 0.02 s, the
     # 90 cached the other 0.01 s: 0.01/90 s each, 1/18 of a fresh token.
     sweep = perf.load_reference("cpu-batch-sweep")
-    prefix = perf.Sweep(name="prefix_cache", x="shared_share",
-                        columns={"shared_tokens": [0, 90], "shared_share": [0.0, 0.9],
-                                 "new_tokens": [100, 10], "ttft_full_s": [0.2, 0.2],
-                                 "ttft_cached_s": [0.2, 0.03], "speedup": [1.0, 0.2 / 0.03]},
-                        model=sweep.model, environment=sweep.environment,
-                        settings={"prompt_tokens": 100},
-                        spreads={"ttft_full_s": [Spread.exact(0.2), Spread(0.2, 0.19, 0.21, 3)],
-                                 "ttft_cached_s": [Spread.exact(0.2),
-                                                   Spread(0.03, 0.029, 0.031, 3)]})
+    prefix = perf.Sweep(
+        name="prefix_cache",
+        x="shared_share",
+        columns={
+            "shared_tokens": [0, 90],
+            "shared_share": [0.0, 0.9],
+            "new_tokens": [100, 10],
+            "ttft_full_s": [0.2, 0.2],
+            "ttft_cached_s": [0.2, 0.03],
+            "speedup": [1.0, 0.2 / 0.03],
+        },
+        model=sweep.model,
+        environment=sweep.environment,
+        settings={"prompt_tokens": 100},
+        spreads={
+            "ttft_full_s": [Spread.exact(0.2), Spread(0.2, 0.19, 0.21, 3)],
+            "ttft_cached_s": [Spread.exact(0.2), Spread(0.03, 0.029, 0.031, 3)],
+        },
+    )
     bill = perf.cost(sweep, 3.6, prefix=prefix)
     (c,) = bill.cached
     per_s = 3.6 / 3600 * 1e6  # $ per second of the machine, per million tokens
@@ -240,7 +297,8 @@ def test_tiny_model_batch_and_prefix(tiny_gqa):
     bill = perf.cost(sweep, 0.10, prefix=prefix)
     for r, row in zip(bill.rows, sweep.rows()):
         assert r.output_per_mtok.median == pytest.approx(
-            by_hand(0.10, row["batch_size"] / row["decode_step_s"]))
+            by_hand(0.10, row["batch_size"] / row["decode_step_s"])
+        )
     assert bill.cached[0].cached_tokens == 32
     assert views.cost_figure(bill).data
 
@@ -254,7 +312,8 @@ def test_real_model_batching_makes_output_tokens_cheaper(smollm):
     one, four = bill.rows
     assert four.output_per_mtok.median < one.output_per_mtok.median
     assert one.output_per_mtok.median == pytest.approx(
-        by_hand(0.10, 1 / sweep.column("decode_step_s")[0]))
+        by_hand(0.10, 1 / sweep.column("decode_step_s")[0])
+    )
     assert one.input_per_mtok.median < one.output_per_mtok.median
 
 
@@ -279,8 +338,11 @@ def test_measurements_with_no_throughput_are_refused():
     with pytest.raises(ValueError, match="clock must be"):
         perf.cost(perf.load_reference("cpu-batch-sweep"), 0.1, clock="gpu")
     with pytest.raises(ValueError, match="prefill=.*prompt-length sweep"):
-        perf.cost(perf.load_reference("cpu-batch-sweep"), 0.1,
-                  prefill=perf.load_reference("cpu-batch-sweep"))
+        perf.cost(
+            perf.load_reference("cpu-batch-sweep"),
+            0.1,
+            prefill=perf.load_reference("cpu-batch-sweep"),
+        )
     failed = req(0, 0.0, 0.2, 5, 0.1)
     failed.error, failed.error_kind = "HTTP 500", "http"
     with pytest.raises(ValueError, match="no load of this measurement completed a request"):
@@ -296,8 +358,11 @@ def test_overlapping_spreads_are_too_close_to_call():
         del column[2:]
     for spreads in sweep.spreads.values():
         del spreads[2:]
-    assert perf.cost(sweep, 0.1).verdict().startswith(
-        "cheapest output token: too close to call between batch 1 and batch 2")
+    assert (
+        perf.cost(sweep, 0.1)
+        .verdict()
+        .startswith("cheapest output token: too close to call between batch 1 and batch 2")
+    )
 
 
 def test_a_throughput_given_as_a_spread():
@@ -309,14 +374,19 @@ def test_a_throughput_given_as_a_spread():
 
 
 # ---- the view ------------------------------------------------------------------------------------
-def test_recorded_replies_price_output_from_their_gaps_and_input_from_ttft(tiny_gqa,
-                                                                             fake_clock):
+def test_recorded_replies_price_output_from_their_gaps_and_input_from_ttft(tiny_gqa, fake_clock):
     # Under a clock that ticks 0.01 s per reading, the gaps between tokens are exact multiples
     # of it; the prices are taken here from the trace's own timestamps, by hand.
-    short = viz.record(tiny_gqa, "Hi", max_new_tokens=5, stop_at_eos=False,
-                       clock=fake_clock(step=0.01))
-    longer = viz.record(tiny_gqa, "Hello there, " * 6, max_new_tokens=5, stop_at_eos=False,
-                        clock=fake_clock(step=0.01, growth=0.001))
+    short = viz.record(
+        tiny_gqa, "Hi", max_new_tokens=5, stop_at_eos=False, clock=fake_clock(step=0.01)
+    )
+    longer = viz.record(
+        tiny_gqa,
+        "Hello there, " * 6,
+        max_new_tokens=5,
+        stop_at_eos=False,
+        clock=fake_clock(step=0.01, growth=0.001),
+    )
     bill = perf.cost([short, longer], 3.6)
     assert [r.x for r in bill.rows] == [len(short.prompt_tokens), len(longer.prompt_tokens)]
     for row, t in zip(bill.rows, (short, longer)):
@@ -324,7 +394,8 @@ def test_recorded_replies_price_output_from_their_gaps_and_input_from_ttft(tiny_
         median_gap = (gaps[len(gaps) // 2] + gaps[(len(gaps) - 1) // 2]) / 2
         assert row.output_per_mtok.median == pytest.approx(by_hand(3.6, 1 / median_gap))
         assert row.input_per_mtok.median == pytest.approx(
-            by_hand(3.6, len(t.prompt_tokens) / t.timing.ttft_s))
+            by_hand(3.6, len(t.prompt_tokens) / t.timing.ttft_s)
+        )
         assert row.ttft_s.median == pytest.approx(t.timing.ttft_s)
     # the plain clock makes every gap the same: one price, no spread; the growing one does not
     plain, growing = (r.output_per_mtok for r in bill.rows)
@@ -384,10 +455,15 @@ def test_counter_delta_handles_wraparound():
 
 
 def test_rapl_on_a_fake_powercap_folder(tmp_path):
-    root = powercap(tmp_path, {"intel-rapl:0": ("package-0", 1_000_000, 10_000_000),
-                               "intel-rapl:1": ("package-1", 9_500_000, 10_000_000),
-                               "intel-rapl:2": ("psys", 0, 10_000_000),
-                               "intel-rapl:0:0": ("core", 0, 10_000_000)})
+    root = powercap(
+        tmp_path,
+        {
+            "intel-rapl:0": ("package-0", 1_000_000, 10_000_000),
+            "intel-rapl:1": ("package-1", 9_500_000, 10_000_000),
+            "intel-rapl:2": ("psys", 0, 10_000_000),
+            "intel-rapl:0:0": ("core", 0, 10_000_000),
+        },
+    )
     assert perf.energy_counter(root=root) == "energy counter: RAPL package-0 + package-1"
     with perf.energy_meter(root=root) as meter:
         set_energy(root, "intel-rapl:0", 3_000_000)  # +2 J
@@ -404,9 +480,11 @@ def test_no_rapl_folder_says_so_and_never_invents_a_number(tmp_path):
     with perf.energy_meter(root=tmp_path / "nothing") as meter:
         pass
     assert meter.energy.joules is None and meter.energy.per_token(10) is None
-    assert str(meter.energy) == ("this machine exposes no energy counter: RAPL not found under "
-                                 f"{tmp_path / 'nothing'} (virtual machines rarely pass it "
-                                 "through)")
+    assert str(meter.energy) == (
+        "this machine exposes no energy counter: RAPL not found under "
+        f"{tmp_path / 'nothing'} (virtual machines rarely pass it "
+        "through)"
+    )
     (tmp_path / "empty").mkdir()
     assert "no RAPL zone" in perf.energy_counter(root=tmp_path / "empty")
     assert "no energy counter is read on 'mps'" in perf.energy_counter("mps")
@@ -457,32 +535,63 @@ def test_nvml_through_a_fake_module(monkeypatch):
 
 # ---- the command line ----------------------------------------------------------------------------
 def test_cli_prints_the_table(capsys):
-    assert main(["cost", str(DATA / "cpu-batch-sweep.json"), "--price-per-hour", "0.10",
-                 "--prefill", str(DATA / "cpu-prompt-sweep.json")]) == 0
+    assert (
+        main(
+            [
+                "cost",
+                str(DATA / "cpu-batch-sweep.json"),
+                "--price-per-hour",
+                "0.10",
+                "--prefill",
+                str(DATA / "cpu-prompt-sweep.json"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "$ per million tokens at $0.100 an hour" in out and "batch 16" in out
     assert "cheapest output token: batch 16" in out
-    assert main(["cost", str(DATA / "gpu-llama-3.1-8b-busy-sweep.json"), "--price-per-hour",
-                 "3.5", "--clock", "wall"]) == 0
+    assert (
+        main(
+            [
+                "cost",
+                str(DATA / "gpu-llama-3.1-8b-busy-sweep.json"),
+                "--price-per-hour",
+                "3.5",
+                "--clock",
+                "wall",
+            ]
+        )
+        == 0
+    )
     assert "wall time" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("args, message", [
-    (["cpu-batch-sweep.json", "--price-per-hour", "-0.1"], "price per hour must be a positive"),
-    (["cpu-batch-sweep.json", "--price-per-hour", "0"], "price per hour must be a positive"),
-    (["missing.json", "--price-per-hour", "0.1"], "no file at .*missing.json: check the path"),
-    (["cpu-chat-trace.json", "--price-per-hour", "0.1"], "holds a trace, which has no throughput"),
-    (["cpu-roofline.json", "--price-per-hour", "0.1"], "holds a roofline, which has no"),
-    (["cpu-prompt-sweep.json", "--price-per-hour", "0.1"], "give it as --prefill"),
-    (["cpu-batch-sweep.json", "--price-per-hour", "0.1", "--prefix", "cpu-batch-sweep.json"],
-     "prefix-cache sweep"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["cpu-batch-sweep.json", "--price-per-hour", "-0.1"], "price per hour must be a positive"),
+        (["cpu-batch-sweep.json", "--price-per-hour", "0"], "price per hour must be a positive"),
+        (["missing.json", "--price-per-hour", "0.1"], "no file at .*missing.json: check the path"),
+        (
+            ["cpu-chat-trace.json", "--price-per-hour", "0.1"],
+            "holds a trace, which has no throughput",
+        ),
+        (["cpu-roofline.json", "--price-per-hour", "0.1"], "holds a roofline, which has no"),
+        (["cpu-prompt-sweep.json", "--price-per-hour", "0.1"], "give it as --prefill"),
+        (
+            ["cpu-batch-sweep.json", "--price-per-hour", "0.1", "--prefix", "cpu-batch-sweep.json"],
+            "prefix-cache sweep",
+        ),
+    ],
+)
 def test_cli_refuses_bad_input_in_one_line(args, message, capsys):
     args = [str(DATA / a) if a.endswith(".json") else a for a in args]
     assert main(["cost", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1
     import re
+
     assert re.search(message, err)
 
 
@@ -492,9 +601,12 @@ def test_python_m_viz_cost_end_to_end():
     import subprocess
 
     def cost(*args):
-        return subprocess.run([sys.executable, "-m", "viz", "cost",
-                               str(DATA / "cpu-batch-sweep.json"), *args],
-                              capture_output=True, text=True, timeout=300)
+        return subprocess.run(
+            [sys.executable, "-m", "viz", "cost", str(DATA / "cpu-batch-sweep.json"), *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
 
     good = cost("--price-per-hour", "0.10")
     assert good.returncode == 0, good.stderr

@@ -18,8 +18,22 @@ from viz import doctor
 from viz.doctor import FAIL, OK, WARN, Check
 from viz.perf import engine_child
 
-ORDER = ["cpu", "threads", "memory", "model", "load", "record", "llama.cpp", "chromium", "cache",
-         "peaks", "fixed cost", "python", "torch", "transformers"]
+ORDER = [
+    "cpu",
+    "threads",
+    "memory",
+    "model",
+    "load",
+    "record",
+    "llama.cpp",
+    "chromium",
+    "cache",
+    "peaks",
+    "fixed cost",
+    "python",
+    "torch",
+    "transformers",
+]
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +49,9 @@ def test_clean_on_this_machine_and_json_parses(json_report):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert [c["check"] for c in checks] == ORDER
     assert all(set(c) == {"check", "status", "finding", "fix"} for c in checks)
-    assert all(c["status"] in (OK, WARN) for c in checks), [c for c in checks
-                                                           if c["status"] == FAIL]
+    assert all(c["status"] in (OK, WARN) for c in checks), [
+        c for c in checks if c["status"] == FAIL
+    ]
     by = {c["check"]: c for c in checks}
     for name in ("model", "load", "record"):
         assert by[name]["status"] == OK, by[name]
@@ -66,8 +81,11 @@ def test_missing_llamacpp_is_a_warn_naming_make_setup(monkeypatch):
     import viz.serve.llamacpp  # noqa: F401  (imported before find_spec is patched)
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "llama_cpp" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "llama_cpp" else real(name, *a),
+    )
     check = doctor.check_llamacpp()
     assert check.status == WARN and check.check == "llama.cpp"
     assert check.finding.startswith("not installed (missing: llama_cpp)")
@@ -146,8 +164,12 @@ def test_cached_measurements_are_read_and_judged(tmp_path, monkeypatch):
     old = doctor.check_peaks()
     assert old.status == WARN and "read 30.0 GB/s" in old.finding and "days old" in old.finding
     assert "python -m viz peaks --refresh" in old.fix
-    fake_machine_peaks(measured_at=doctor.datetime.datetime.now(doctor.datetime.timezone.utc)
-                       .strftime("%Y-%m-%d %H:%M UTC"), load_average=[9.0, 9.0, 9.0]).save(file)
+    fake_machine_peaks(
+        measured_at=doctor.datetime.datetime.now(doctor.datetime.timezone.utc).strftime(
+            "%Y-%m-%d %H:%M UTC"
+        ),
+        load_average=[9.0, 9.0, 9.0],
+    ).save(file)
     busy = doctor.check_peaks()
     assert busy.status == WARN and "busy (load average 9.0 on 2 CPUs)" in busy.finding
     file.write_text("{not json")
@@ -159,13 +181,20 @@ def test_report_lines_summary_and_exit_status():
     out = io.StringIO()
     assert doctor.doctor(checks=iter(checks), out=out) == 0
     assert out.getvalue().splitlines() == [
-        "OK   cpu          fine", "WARN chromium     none", "     fix: sudo make browser",
-        "doctor: 1 OK, 1 WARN, 0 FAIL: ready"]
+        "OK   cpu          fine",
+        "WARN chromium     none",
+        "     fix: sudo make browser",
+        "doctor: 1 OK, 1 WARN, 0 FAIL: ready",
+    ]
     out = io.StringIO()
     failed = [*checks, Check("model", FAIL, "missing", "make model")]
     assert doctor.doctor(as_json=True, checks=iter(failed), out=out) == 1
-    assert json.loads(out.getvalue())[2] == {"check": "model", "status": FAIL,
-                                             "finding": "missing", "fix": "make model"}
+    assert json.loads(out.getvalue())[2] == {
+        "check": "model",
+        "status": FAIL,
+        "finding": "missing",
+        "fix": "make model",
+    }
 
 
 def test_a_broken_check_is_a_fail_not_a_crash():

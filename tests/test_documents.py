@@ -47,8 +47,7 @@ def test_every_saved_type_writes_the_same_way(tmp_path):
         doc = cls.load(FIXTURES / f"{name}-v1.json")
         text = doc.to_json()
         assert cls.to_json is Document.to_json and cls.save is Document.save
-        assert text.startswith('{"kind":"%s","schema_version":%d,' % (cls.KIND,
-                                                                        cls.SCHEMA_VERSION))
+        assert text.startswith('{"kind":"%s","schema_version":%d,' % (cls.KIND, cls.SCHEMA_VERSION))
         assert "\n" not in text
         assert load_document(doc.save(tmp_path / f"{name}.json")) == doc
 
@@ -89,21 +88,35 @@ def test_older_versions_are_upgraded_one_step_at_a_time():
 
 
 def test_new_fields_take_their_defaults_and_unknown_fields_are_ignored():
-    doc = {"kind": "viz-test-toy", "schema_version": 3, "name": "n",
-           "parts": [{"size_bytes": 1, "from_the_future": True}], "also_new": 1}
+    doc = {
+        "kind": "viz-test-toy",
+        "schema_version": 3,
+        "name": "n",
+        "parts": [{"size_bytes": 1, "from_the_future": True}],
+        "also_new": 1,
+    }
     toy = _Toy.from_dict(doc)
     assert toy.seconds is None and toy.extra == {} and toy.parts == [_Part(1)]
 
 
-@pytest.mark.parametrize("body, message", [
-    ({"name": "n"}, r"toy is missing the field 'parts'; the file is not complete: make a new toy"),
-    ({"name": "n", "parts": [{"size_bytes": 1.5}]}, r"toy\.parts\[0\]\.size_bytes should be an "
-                                                    r"integer, found 1\.5"),
-    ({"name": "n", "parts": {}}, r"toy\.parts should be a list, found dict"),
-    ({"name": "n", "parts": [], "extra": []}, r"toy\.extra should be an object, found list"),
-    ({"name": "n", "parts": [], "seconds": "1"}, r"toy\.seconds should be a finite number"),
-    ({"name": None, "parts": []}, r"toy\.name should be a str, found None"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (
+            {"name": "n"},
+            r"toy is missing the field 'parts'; the file is not complete: make a new toy",
+        ),
+        (
+            {"name": "n", "parts": [{"size_bytes": 1.5}]},
+            r"toy\.parts\[0\]\.size_bytes should be an "
+            r"integer, found 1\.5",
+        ),
+        ({"name": "n", "parts": {}}, r"toy\.parts should be a list, found dict"),
+        ({"name": "n", "parts": [], "extra": []}, r"toy\.extra should be an object, found list"),
+        ({"name": "n", "parts": [], "seconds": "1"}, r"toy\.seconds should be a finite number"),
+        ({"name": None, "parts": []}, r"toy\.name should be a str, found None"),
+    ],
+)
 def test_a_bad_field_is_named_with_its_path(body, message):
     with pytest.raises(ValueError, match=message):
         _Toy.from_dict({"kind": "viz-test-toy", "schema_version": 3, **body})
@@ -112,8 +125,11 @@ def test_a_bad_field_is_named_with_its_path(body, message):
 def test_a_file_of_another_kind_says_what_it_holds(tmp_path):
     path = tmp_path / "x.json"
     path.write_text((FIXTURES / "sweep-v1.json").read_text())
-    with pytest.raises(ValueError, match=r"x\.json: this is not a viz trace .* \(it holds a "
-                                         r"sweep\); record it again"):
+    with pytest.raises(
+        ValueError,
+        match=r"x\.json: this is not a viz trace .* \(it holds a "
+        r"sweep\); record it again",
+    ):
         viz.Trace.load(path)
 
 
@@ -140,15 +156,16 @@ def test_every_shipped_file_loads_after_a_bare_import_viz():
     import subprocess
     import sys
 
-    code = ("import sys, viz\n"
-            "from pathlib import Path\n"
-            "from viz.documents import load_document\n"
-            "assert 'viz.perf.table' not in sys.modules\n"
-            "files = sorted(Path(viz.__file__).parent.joinpath('data').glob('*.json'))\n"
-            "kinds = {type(load_document(f)).__name__ for f in files}\n"
-            "print(len(files), sorted(kinds))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
+    code = (
+        "import sys, viz\n"
+        "from pathlib import Path\n"
+        "from viz.documents import load_document\n"
+        "assert 'viz.perf.table' not in sys.modules\n"
+        "files = sorted(Path(viz.__file__).parent.joinpath('data').glob('*.json'))\n"
+        "kinds = {type(load_document(f)).__name__ for f in files}\n"
+        "print(len(files), sorted(kinds))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     count = int(out.stdout.split()[0])
     assert count == len(list((Path(viz.__file__).parent / "data").glob("*.json"))) >= 10
@@ -166,8 +183,9 @@ def test_the_homes_map_names_every_document_kind():
     for info in pkgutil.walk_packages(viz.__path__, "viz."):
         if not info.name.endswith("__main__"):
             importlib.import_module(info.name)
-    ours = {kind: cls for kind, cls in document_types().items()
-            if cls.__module__.startswith("viz.")}
+    ours = {
+        kind: cls for kind, cls in document_types().items() if cls.__module__.startswith("viz.")
+    }
     assert set(ours) == set(HOMES)
     for kind, module in HOMES.items():
         assert ours[kind].__module__ == module, kind

@@ -57,8 +57,9 @@ def test_a_draft_pass_is_the_lens_at_its_exit_layer(tiny, looked):
             probs = torch.softmax(forward(ids, new_cache(tiny.model))[0].float(), dim=-1)
         top = torch.topk(probs, 5)
         assert top.indices.tolist() == looked.lens.ids()[0, layer].tolist()
-        torch.testing.assert_close(top.values, torch.tensor(looked.lens.probs()[0, layer]),
-                                   rtol=1e-4, atol=1e-6)
+        torch.testing.assert_close(
+            top.values, torch.tensor(looked.lens.probs()[0, layer]), rtol=1e-4, atol=1e-6
+        )
     assert tiny.model.config.num_hidden_layers == 4  # restored
 
 
@@ -112,39 +113,52 @@ def test_the_reply_stops_at_end_of_sequence_inside_a_round(tiny, looked):
 
 
 def test_compare_early_exit_on_the_tiny_model(tiny):
-    c = perf.compare_early_exit(tiny, PROMPT, exit_layer=3, draft_tokens=2, max_new_tokens=16,
-                                chat=False, repeats=3)
+    c = perf.compare_early_exit(
+        tiny, PROMPT, exit_layer=3, draft_tokens=2, max_new_tokens=16, chat=False, repeats=3
+    )
     assert c.identical and c.repeats == 3 and len(c.plain_tpots_s) == len(c.early_tpots_s) == 3
     assert c.speedup_spread.runs == 3 and c.speedup_verdict.word in (
-        *perf.EARLY_EXIT_WORDS, viz.TOO_CLOSE)
+        *perf.EARLY_EXIT_WORDS,
+        viz.TOO_CLOSE,
+    )
     assert sum(n for n in c.accepted_histogram().values()) == len(c.early.passes)
     assert c.draft_cost > 0 and c.break_even > 1
     text = str(c)
-    for words in ("plain", "early exit (L=3, k=2)", "drafts accepted per full pass",
-                  "breaks even", "same greedy tokens: True"):
+    for words in (
+        "plain",
+        "early exit (L=3, k=2)",
+        "drafts accepted per full pass",
+        "breaks even",
+        "same greedy tokens: True",
+    ):
         assert words in text
     spread = c.early.tokens_per_pass_spread
     assert spread.low <= spread.median <= spread.high <= 3
 
 
 def test_shown_beside_prompt_lookup_in_one_view(tiny):
-    early = perf.compare_early_exit(tiny, PROMPT, exit_layer=2, draft_tokens=3,
-                                    max_new_tokens=12, chat=False, repeats=1)
-    lookup = perf.compare_prompt_lookup(tiny, PROMPT, max_new_tokens=12, chat=False, repeats=1,
-                                        num_lookup_tokens=4)
+    early = perf.compare_early_exit(
+        tiny, PROMPT, exit_layer=2, draft_tokens=3, max_new_tokens=12, chat=False, repeats=1
+    )
+    lookup = perf.compare_prompt_lookup(
+        tiny, PROMPT, max_new_tokens=12, chat=False, repeats=1, num_lookup_tokens=4
+    )
     data = views.accepted_histogram_data({"early exit": early, "prompt lookup": lookup})
     assert [d["kind"] for d in data] == ["early exit", "prompt lookup"]
     assert data[0]["k"] == 3 and sum(data[0]["passes"]) == data[0]["decode_passes"] == len(
-        early.early.passes)
+        early.early.passes
+    )
     fig = views.accepted_histogram_figure({"early exit": early, "prompt lookup": lookup})
     assert len(fig.data) == 2 and "Prompt lookup and early exit" in fig.layout.title.text
     assert views.accepted_histogram_figure([lookup]).layout.title.text.startswith(
-        "Prompt lookup:")  # lesson 13's figure as it was
+        "Prompt lookup:"
+    )  # lesson 13's figure as it was
 
 
 def test_early_exit_view_reads_the_lens(tiny, looked):
-    measured = perf.compare_early_exit(tiny, PROMPT, exit_layer=2, draft_tokens=2,
-                                       max_new_tokens=20, chat=False, repeats=1)
+    measured = perf.compare_early_exit(
+        tiny, PROMPT, exit_layer=2, draft_tokens=2, max_new_tokens=20, chat=False, repeats=1
+    )
     d = views.early_exit_data(looked, ks=(1, 2), measured=[measured])
     assert d["layers"] == [1, 2, 3] and len(d["tokens_per_pass"][2]) == 3
     assert d["agreement"] == [round(v, 4) for v in lens.agreement_by_layer(looked)[1:4]]
@@ -155,17 +169,20 @@ def test_early_exit_view_reads_the_lens(tiny, looked):
         views.early_exit_data(looked, measured=["not a run"])
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"exit_layer": 0}, r"exit_layer must be a layer number from 1 to 3 .*not 0"),
-    ({"exit_layer": 4}, r"from 1 to 3 .*4 would be the full model"),
-    ({"exit_layer": "2"}, "exit_layer must be a layer number"),
-    ({"exit_layer": True}, "exit_layer must be a layer number"),
-    ({"exit_layer": 2, "draft_tokens": 0}, r"draft_tokens must be a whole number >= 1 .*try 4"),
-    ({"exit_layer": 2, "draft_tokens": 1.5}, "draft_tokens must be a whole number >= 1"),
-    ({"exit_layer": 2, "max_new_tokens": 1}, "max_new_tokens must be a whole number >= 2"),
-    ({"exit_layer": 2, "repeats": 0}, "repeats must be a whole number >= 1"),
-    ({"exit_layer": 2, "threads": 0}, "threads must be a whole number >= 1"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"exit_layer": 0}, r"exit_layer must be a layer number from 1 to 3 .*not 0"),
+        ({"exit_layer": 4}, r"from 1 to 3 .*4 would be the full model"),
+        ({"exit_layer": "2"}, "exit_layer must be a layer number"),
+        ({"exit_layer": True}, "exit_layer must be a layer number"),
+        ({"exit_layer": 2, "draft_tokens": 0}, r"draft_tokens must be a whole number >= 1 .*try 4"),
+        ({"exit_layer": 2, "draft_tokens": 1.5}, "draft_tokens must be a whole number >= 1"),
+        ({"exit_layer": 2, "max_new_tokens": 1}, "max_new_tokens must be a whole number >= 2"),
+        ({"exit_layer": 2, "repeats": 0}, "repeats must be a whole number >= 1"),
+        ({"exit_layer": 2, "threads": 0}, "threads must be a whole number >= 1"),
+    ],
+)
 def test_bad_input_names_the_fix(tiny, kwargs, message):
     with pytest.raises(ValueError, match=message):
         perf.compare_early_exit(tiny, PROMPT, chat=False, **kwargs)
@@ -189,8 +206,9 @@ def test_real_model_early_exit_is_plain_decoding_and_the_lens_predicts_it(smollm
     prompt = "Explain why the sky is blue in two sentences."
     trace = viz.record(smollm, prompt, chat=True, max_new_tokens=24, lens=True)
     for exit_layer, k in ((29, 1), (24, 3)):
-        run = perf.early_exit_generate(smollm, prompt, exit_layer=exit_layer, draft_tokens=k,
-                                       max_new_tokens=24)
+        run = perf.early_exit_generate(
+            smollm, prompt, exit_layer=exit_layer, draft_tokens=k, max_new_tokens=24
+        )
         assert run.token_ids == trace.generated_ids
         assert run.tokens_per_pass_counts == perf.lens_drafts(trace, exit_layer, k).made
     assert smollm.model.config.num_hidden_layers == 30
@@ -203,7 +221,8 @@ def test_draft_bytes_share_by_hand(tiny):
     layer, rest = 36_864 + 128, 64 + 259 * 64
     for exit_layer in (1, 2, 3):
         assert perf.draft_bytes_share(tiny.spec, exit_layer) == pytest.approx(
-            (exit_layer * layer + rest) / (4 * layer + rest))
+            (exit_layer * layer + rest) / (4 * layer + rest)
+        )
     with pytest.raises(ValueError, match="from 1 to 3"):
         perf.draft_bytes_share(tiny.spec, 4)
 
@@ -211,8 +230,9 @@ def test_draft_bytes_share_by_hand(tiny):
 def test_speedup_if_bytes_by_hand():
     """Three rounds that drafted 2, 2 and 1 and made 3, 1 and 2 tokens: 6 tokens for 5 drafts
     of 0.4 of a pass plus 3 checking passes = 5 passes: ×1.2; at 0.9 a draft, 6 ÷ 7.5 = ×0.8."""
-    run = ee.LensDrafts(exit_layer=2, draft_tokens=2, drafted=[2, 2, 1], made=[3, 1, 2],
-                        agreement=0.5)
+    run = ee.LensDrafts(
+        exit_layer=2, draft_tokens=2, drafted=[2, 2, 1], made=[3, 1, 2], agreement=0.5
+    )
     assert run.speedup_if_bytes(0.4) == pytest.approx(6 / 5)
     assert run.speedup_if_bytes(0.9) == pytest.approx(6 / 7.5)
     assert ee.LensDrafts(1, 1, [], [], 0.0).speedup_if_bytes(0.5) is None
@@ -223,14 +243,17 @@ def test_speedup_if_bytes_by_hand():
 
 def test_best_lens_draft_is_the_grids_fastest(tiny, looked):
     best = perf.best_lens_draft(looked, tiny.spec, ks=(1, 2, 4))
-    by_hand = {(g.exit_layer, g.draft_tokens):
-               g.made and sum(g.made) / (sum(g.drafted) * perf.draft_bytes_share(
-                   tiny.spec, g.exit_layer) + len(g.made))
-               for g in perf.lens_draft_grid(looked, ks=(1, 2, 4))}
+    by_hand = {
+        (g.exit_layer, g.draft_tokens): g.made
+        and sum(g.made)
+        / (sum(g.drafted) * perf.draft_bytes_share(tiny.spec, g.exit_layer) + len(g.made))
+        for g in perf.lens_draft_grid(looked, ks=(1, 2, 4))
+    }
     assert len(by_hand) == 3 * 3
     top = max(by_hand.values())
-    assert best.speedup_if_bytes(perf.draft_bytes_share(tiny.spec, best.exit_layer)) == \
-        pytest.approx(top)
+    assert best.speedup_if_bytes(
+        perf.draft_bytes_share(tiny.spec, best.exit_layer)
+    ) == pytest.approx(top)
     ties = sorted(key for key, v in by_hand.items() if v == pytest.approx(top))
     assert (best.exit_layer, best.draft_tokens) == ties[0]  # smallest L, then k
     only = perf.best_lens_draft(looked, tiny.spec, layers=[3], ks=[1])

@@ -19,12 +19,16 @@ from viz.perf.engine_child import FAULT_ENV, EngineCrash, uses_amx
 ROOT = Path(__file__).resolve().parents[1]
 
 # /proc/cpuinfo `flags` of real machines (trimmed to what matters here, plus some that do not)
-SAPPHIRE_RAPIDS = ("fpu sse sse2 ssse3 fma cx16 sse4_1 sse4_2 popcnt avx f16c bmi1 avx2 bmi2 "
-                   "avx512f avx512dq avx512cd avx512bw avx512vl avx512ifma avx512vbmi "
-                   "avx512_vbmi2 avx512_vnni avx512_bf16 avx_vnni avx512_fp16 amx_bf16 "
-                   "amx_tile amx_int8")
-EPYC_ZEN4 = ("fpu sse sse2 ssse3 fma sse4_1 sse4_2 avx f16c bmi1 avx2 bmi2 avx512f avx512dq "
-             "avx512cd avx512bw avx512vl avx512vbmi avx512_vnni avx512_bf16")
+SAPPHIRE_RAPIDS = (
+    "fpu sse sse2 ssse3 fma cx16 sse4_1 sse4_2 popcnt avx f16c bmi1 avx2 bmi2 "
+    "avx512f avx512dq avx512cd avx512bw avx512vl avx512ifma avx512vbmi "
+    "avx512_vbmi2 avx512_vnni avx512_bf16 avx_vnni avx512_fp16 amx_bf16 "
+    "amx_tile amx_int8"
+)
+EPYC_ZEN4 = (
+    "fpu sse sse2 ssse3 fma sse4_1 sse4_2 avx f16c bmi1 avx2 bmi2 avx512f avx512dq "
+    "avx512cd avx512bw avx512vl avx512vbmi avx512_vnni avx512_bf16"
+)
 LAPTOP_AVX2 = "fpu sse sse2 ssse3 fma sse4_1 sse4_2 avx f16c bmi1 avx2 bmi2"
 OLD_AVX = "fpu sse sse2 ssse3 sse4_1 sse4_2 avx"
 GRAVITON3 = "fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp asimddp sve i8mm bf16"
@@ -40,10 +44,15 @@ def switches(recipe: engines.Recipe) -> dict[str, str]:
 
 
 def test_no_recipe_is_native_or_uses_amx():
-    for recipe in (x86(SAPPHIRE_RAPIDS), x86(EPYC_ZEN4), x86(LAPTOP_AVX2), x86(OLD_AVX),
-                   engines.recipe_for("aarch64", "Linux", set(GRAVITON3.split())),
-                   engines.recipe_for("arm64", "Darwin", set()),
-                   engines.recipe_for("riscv64", "Linux", set())):
+    for recipe in (
+        x86(SAPPHIRE_RAPIDS),
+        x86(EPYC_ZEN4),
+        x86(LAPTOP_AVX2),
+        x86(OLD_AVX),
+        engines.recipe_for("aarch64", "Linux", set(GRAVITON3.split())),
+        engines.recipe_for("arm64", "Darwin", set()),
+        engines.recipe_for("riscv64", "Linux", set()),
+    ):
         s = switches(recipe)
         assert s["GGML_NATIVE"] == "OFF"
         assert not any(k.startswith("GGML_AMX") and v == "ON" for k, v in s.items())
@@ -60,16 +69,18 @@ def test_every_x86_switch_is_set_from_the_cpu():
     # CPU must get them OFF explicitly, or the wheel dies there with SIGILL
     old = switches(x86(OLD_AVX))
     assert old["GGML_AVX"] == "ON" and old["GGML_SSE42"] == "ON"
-    assert all(old[k] == "OFF" for k in ("GGML_AVX2", "GGML_FMA", "GGML_F16C", "GGML_BMI2",
-                                         "GGML_AVX512"))
+    assert all(
+        old[k] == "OFF" for k in ("GGML_AVX2", "GGML_FMA", "GGML_F16C", "GGML_BMI2", "GGML_AVX512")
+    )
     laptop = switches(x86(LAPTOP_AVX2))
     assert laptop["GGML_AVX2"] == laptop["GGML_FMA"] == "ON"
     assert laptop["GGML_AVX512"] == laptop["GGML_AVX512_BF16"] == "OFF"
     # AVX-512's extensions need AVX-512 itself: a CPU listing VNNI alone gets neither
     odd = switches(x86(LAPTOP_AVX2 + " avx512_vnni"))
     assert odd["GGML_AVX512"] == odd["GGML_AVX512_VNNI"] == "OFF"
-    assert len(switches(x86(EPYC_ZEN4))) == len(engines.COMMON) + len(engines.X86_SWITCHES) \
-        + len(engines.NEVER)
+    assert len(switches(x86(EPYC_ZEN4))) == len(engines.COMMON) + len(engines.X86_SWITCHES) + len(
+        engines.NEVER
+    )
 
 
 def test_arm_recipes_name_an_architecture_not_native():
@@ -95,8 +106,10 @@ def test_a_wheel_is_cached_per_recipe_never_per_version_alone():
 
 
 def test_cpuinfo_flags_are_read_for_x86_and_arm():
-    x = "processor\t: 0\nflags\t\t: fpu avx2 amx_tile\nbugs\t\t: spectre\nprocessor\t: 1\n" \
+    x = (
+        "processor\t: 0\nflags\t\t: fpu avx2 amx_tile\nbugs\t\t: spectre\nprocessor\t: 1\n"
         "flags\t\t: fpu avx2 amx_tile\n"
+    )
     assert engines.cpuinfo_flags(x) == {"fpu", "avx2", "amx_tile"}
     arm = "processor\t: 0\nFeatures\t: fp asimd asimddp\nCPU implementer\t: 0x41\n"
     assert engines.cpuinfo_flags(arm) == {"fp", "asimd", "asimddp"}
@@ -138,8 +151,11 @@ def test_a_failed_check_names_the_fix(tmp_path, monkeypatch):
 
 
 def test_the_check_command_fails_on_an_amx_build(monkeypatch, capsys):
-    monkeypatch.setattr(engines, "system_info", lambda: {
-        "version": engines.VERSION, "system_info": "CPU : AVX2 = 1 | AMX_INT8 = 1 | "})
+    monkeypatch.setattr(
+        engines,
+        "system_info",
+        lambda: {"version": engines.VERSION, "system_info": "CPU : AVX2 = 1 | AMX_INT8 = 1 | "},
+    )
     assert engines._main(["check"]) == 1
     assert "`make engines`" in capsys.readouterr().err
 

@@ -17,13 +17,16 @@ def test_no_prediction_yet_shows_no_measurement():
     assert "measurement says" not in repr(fb)  # ... but not the answer
 
 
-@pytest.mark.parametrize("prediction, ok, words", [
-    (30, True, "off by 23% (too high). Within 25%"),    # (30 - 24.4) / 24.4 = 0.23
-    (20, True, "off by 18% (too low)"),                 # (20 - 24.4) / 24.4 = -0.18
-    (24.4, True, "off by 0% (exactly right)"),
-    (31, False, "off by 27% (too high). More than 25% away. Hint: h"),
-    (12.2, False, "off by 50% (too low)"),
-])
+@pytest.mark.parametrize(
+    "prediction, ok, words",
+    [
+        (30, True, "off by 23% (too high). Within 25%"),  # (30 - 24.4) / 24.4 = 0.23
+        (20, True, "off by 18% (too low)"),  # (20 - 24.4) / 24.4 = -0.18
+        (24.4, True, "off by 0% (exactly right)"),
+        (31, False, "off by 27% (too high). More than 25% away. Hint: h"),
+        (12.2, False, "off by 50% (too low)"),
+    ],
+)
 def test_numbers_say_how_far_and_which_way(prediction, ok, words):
     fb = compare_prediction(prediction, 24.4, unit="ms", hint="h")
     assert fb.ok is ok and words in repr(fb)

@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-FACES = {"viz": ROOT / "viz" / "__init__.py",
-         "viz.perf": ROOT / "viz" / "perf" / "__init__.py",
-         "viz.views": ROOT / "viz" / "views" / "__init__.py",
-         "viz.serve": ROOT / "viz" / "serve" / "__init__.py"}
+FACES = {
+    "viz": ROOT / "viz" / "__init__.py",
+    "viz.perf": ROOT / "viz" / "perf" / "__init__.py",
+    "viz.views": ROOT / "viz" / "views" / "__init__.py",
+    "viz.serve": ROOT / "viz" / "serve" / "__init__.py",
+}
 TABLED = ["viz.perf"]  # the faces whose docstring has a module table
 
 
@@ -36,8 +38,12 @@ def face_problems(source: str) -> list[str]:
     tree = ast.parse(source)
     body = list(tree.body)
     problems = []
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-            and isinstance(body[0].value.value, str):
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
         body = body[1:]
     else:
         problems.append("the face does not start with its docstring")
@@ -51,18 +57,24 @@ def face_problems(source: str) -> list[str]:
     if stray:
         problems.append(f"imports outside the block after the docstring, at lines {stray}")
 
-    assigns = [s for s in ast.walk(tree)
-               if (isinstance(s, ast.Assign) and any(is_all(t) for t in s.targets))
-               or (isinstance(s, ast.AnnAssign) and is_all(s.target))]
-    grown = [s.lineno for s in ast.walk(tree)
-             if (isinstance(s, ast.AugAssign) and is_all(s.target))
-             or (isinstance(s, ast.Call) and isinstance(s.func, ast.Attribute)
-                 and is_all(s.func.value))]
+    assigns = [
+        s
+        for s in ast.walk(tree)
+        if (isinstance(s, ast.Assign) and any(is_all(t) for t in s.targets))
+        or (isinstance(s, ast.AnnAssign) and is_all(s.target))
+    ]
+    grown = [
+        s.lineno
+        for s in ast.walk(tree)
+        if (isinstance(s, ast.AugAssign) and is_all(s.target))
+        or (isinstance(s, ast.Call) and isinstance(s.func, ast.Attribute) and is_all(s.func.value))
+    ]
     if grown:
         problems.append(f"__all__ grown after its assignment (+=, .extend, ...) at lines {grown}")
     if len(assigns) != 1:
-        problems.append(f"{len(assigns)} assignments of __all__, not one "
-                        f"(lines {[s.lineno for s in assigns]})")
+        problems.append(
+            f"{len(assigns)} assignments of __all__, not one (lines {[s.lineno for s in assigns]})"
+        )
         return problems
     (assign,) = assigns
     if not rest or rest[0] is not assign:
@@ -87,9 +99,11 @@ def face_problems(source: str) -> list[str]:
     order = [(where[x], x) for x in names if x in where]
     for (i, a), (j, b) in zip(order, order[1:]):
         if j < i:
-            problems.append(f"__all__ is not grouped in the imports' order: {b!r} (import at "
-                            f"line {imports[j].lineno}) comes after {a!r} (line "
-                            f"{imports[i].lineno})")
+            problems.append(
+                f"__all__ is not grouped in the imports' order: {b!r} (import at "
+                f"line {imports[j].lineno}) comes after {a!r} (line "
+                f"{imports[i].lineno})"
+            )
             break
     return problems
 
@@ -119,7 +133,7 @@ def first_imported(source: str, package: str) -> list[str]:
             continue
         for mod in mods:
             if mod.startswith(package + "."):
-                mod = ".".join(mod.split(".")[:len(package.split(".")) + 1])
+                mod = ".".join(mod.split(".")[: len(package.split(".")) + 1])
             if mod not in seen:
                 seen.append(mod)
     return seen
@@ -170,7 +184,8 @@ def test_a_faces_table_lists_exactly_its_packages_modules(face):
     assert len(table) == len(set(table)), f"a module twice in {face}'s table: {table}"
     assert set(table) == package_modules(face), (
         f"in the table, no such module: {sorted(set(table) - package_modules(face))}; "
-        f"a module the table misses: {sorted(package_modules(face) - set(table))}")
+        f"a module the table misses: {sorted(package_modules(face) - set(table))}"
+    )
 
 
 BAD_FACE = '''"""A face.
@@ -196,22 +211,31 @@ def test_the_checks_find_what_they_look_for():
         assert expected in problems, problems
     twice = BAD_FACE.replace("__all__ += ", "VERSION = 1\n__all__ = ")
     assert "2 assignments of __all__, not one" in " | ".join(face_problems(twice))
-    late = BAD_FACE.replace('__all__ = ["y", "x"]\nfrom pkg.c import z\n\n__all__ += ["z", "x"]',
-                            'VERSION = 1\n__all__ = ["x", "y"]')
+    late = BAD_FACE.replace(
+        '__all__ = ["y", "x"]\nfrom pkg.c import z\n\n__all__ += ["z", "x"]',
+        'VERSION = 1\n__all__ = ["x", "y"]',
+    )
     assert face_problems(late) == ["__all__ (line 12) does not come right after the imports"]
-    problems = face_problems(BAD_FACE.replace("\n__all__ += [\"z\", \"x\"]\n", "")
-                             .replace("from pkg.c import z\n", "")
-                             .replace('["y", "x"]', '["y", "x", "y", "w"]'))
+    problems = face_problems(
+        BAD_FACE.replace('\n__all__ += ["z", "x"]\n', "")
+        .replace("from pkg.c import z\n", "")
+        .replace('["y", "x"]', '["y", "x", "y", "w"]')
+    )
     problems = " | ".join(problems)
-    for expected in ["not grouped in the imports' order", "twice: ['y']",
-                     "not imported by the block: ['w']"]:
+    for expected in [
+        "not grouped in the imports' order",
+        "twice: ['y']",
+        "not imported by the block: ['w']",
+    ]:
         assert expected in problems, problems
     assert table_modules(BAD_FACE, "pkg") == ["pkg.b", "pkg.a"]
     problems = " | ".join(table_order_problems(BAD_FACE, "pkg"))
     assert "pkg.b is first imported after pkg.a" in problems, problems
     assert "not in the docstring's table: ['pkg.c']" in problems, problems
-    good = '"""F.\n\n| module | its one job |\n|---|---|\n| `a.py` | one |\n"""\n\n' \
-           'from pkg.a import x\n# a comment between imports is fine\nimport other\n\n' \
-           '__all__ = ["x", "other"]\n'
+    good = (
+        '"""F.\n\n| module | its one job |\n|---|---|\n| `a.py` | one |\n"""\n\n'
+        "from pkg.a import x\n# a comment between imports is fine\nimport other\n\n"
+        '__all__ = ["x", "other"]\n'
+    )
     assert face_problems(good) == []
     assert table_order_problems(good, "pkg") == []

@@ -25,15 +25,30 @@ import pytest
 from tools import course, fallbacks
 
 NOTEBOOKS = course.notebook_paths()
-ERROR_TEXT = re.compile(r"Error displaying widget|model not found|Traceback \(most recent|"
-                        r"ModuleNotFoundError|No such file or directory")
+ERROR_TEXT = re.compile(
+    r"Error displaying widget|model not found|Traceback \(most recent|"
+    r"ModuleNotFoundError|No such file or directory"
+)
 
 
 def convert(paths: list[Path], out: Path) -> dict[str, str]:
     """`jupyter nbconvert --to html` (one process for all), → {notebook name: its HTML}."""
-    proc = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "html",
-                           "--output-dir", str(out), *map(str, paths)],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "nbconvert",
+            "--to",
+            "html",
+            "--output-dir",
+            str(out),
+            *map(str, paths),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return {p.name: (out / (p.stem + ".html")).read_text(encoding="utf-8") for p in paths}
 
@@ -56,11 +71,14 @@ def page_problems(nb, page: str) -> list[str]:
         widgets = sum(fallbacks.WIDGET in o.get("data", {}) for o in outs)
         images = html.count("<img")
         if ERROR_TEXT.search(html):
-            problems.append(f"code cell {i}: shows an error text: "
-                            f"{ERROR_TEXT.search(html).group(0)!r}")
+            problems.append(
+                f"code cell {i}: shows an error text: {ERROR_TEXT.search(html).group(0)!r}"
+            )
         if images < plotly + widgets:
-            problems.append(f"code cell {i}: {plotly} plotly figure(s) and {widgets} widget(s),"
-                            f" but {images} picture(s) on the page")
+            problems.append(
+                f"code cell {i}: {plotly} plotly figure(s) and {widgets} widget(s),"
+                f" but {images} picture(s) on the page"
+            )
     return problems
 
 
@@ -72,8 +90,9 @@ def pages(tmp_path_factory):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_every_interactive_cell_has_a_picture_in_the_saved_notebook(path):
     problems = fallbacks.fallback_problems(nbformat.read(path, as_version=4))
-    assert not problems, (f"{path.name}: run `make notebooks` to add the static pictures:\n"
-                          + "\n".join(problems))
+    assert not problems, (
+        f"{path.name}: run `make notebooks` to add the static pictures:\n" + "\n".join(problems)
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
@@ -83,7 +102,7 @@ def test_the_converted_page_shows_every_interactive_cell(path, pages):
 
 
 # ---- the tool, end to end -------------------------------------------------------------------
-LESSON = '''# %%
+LESSON = """# %%
 import viz
 from viz import views, perf
 lm = perf.from_config({"name": "t", "source": "t",
@@ -100,7 +119,7 @@ views.whatif_widget(trace)
 
 # %%
 print("plain text stays as it is")
-'''
+"""
 
 
 @pytest.mark.slow  # a kernel, Chromium, nbconvert and nbval twice: about a minute
@@ -119,8 +138,10 @@ def test_make_notebooks_adds_pictures_that_convert_and_pass_nbval(browser, tmp_p
     # The figure's picture sits beside it as an SVG (JupyterLab draws the plotly JSON; a PNG
     # there would make jupyterlab-plotly show the picture instead).
     assert fallbacks.PICTURE in kv[0]["data"] and fallbacks.PLOTLY in kv[0]["data"]
-    assert "image/png" not in kv[0]["data"] and "data:image/png;base64," in \
-        kv[0]["data"][fallbacks.PICTURE]
+    assert (
+        "image/png" not in kv[0]["data"]
+        and "data:image/png;base64," in kv[0]["data"][fallbacks.PICTURE]
+    )
     assert kv[0]["metadata"][fallbacks.PICTURE]["alt"].startswith("figure: KV cache")
     assert fallbacks.is_fallback(widget[0]) and list(widget[0]["data"]) == ["image/png"]
     assert widget[1]["data"][fallbacks.WIDGET]["model_id"] == ""  # Lab hides the dead view
@@ -128,12 +149,28 @@ def test_make_notebooks_adds_pictures_that_convert_and_pass_nbval(browser, tmp_p
     assert "widgets" not in nb.metadata and out.stat().st_size < 300_000
     page = convert([out], tmp_path / "html")[out.name]
     assert page_problems(nb, page) == []
+
     # nbval re-runs it and compares, as `make test` runs it: the pictures change nothing.
     # Without the plugin that leaves them out, nbval would miss them in the kernel's output.
     def nbval(*plugin):
-        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                               "--nbval", "--nbval-current-env", *plugin, str(out)],
-                              capture_output=True, text=True, cwd=course.ROOT, timeout=600)
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--nbval",
+                "--nbval-current-env",
+                *plugin,
+                str(out),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=course.ROOT,
+            timeout=600,
+        )
 
     proc = nbval("-p", "tools.nbval_memory")
     assert proc.returncode == 0, proc.stdout[-3000:]
@@ -151,8 +188,12 @@ def test_a_tall_figure_is_pictured_whole(browser):
     from PIL import Image
 
     fig = go.Figure(go.Scatter(x=[0, 1], y=[0, 1]))
-    fig.update_layout(height=1200, margin={"t": 20, "b": 20}, paper_bgcolor="white",
-                      xaxis_title="the bottom edge's title")
+    fig.update_layout(
+        height=1200,
+        margin={"t": 20, "b": 20},
+        paper_bgcolor="white",
+        xaxis_title="the bottom edge's title",
+    )
     with fallbacks.painter(context=browser) as paint:
         png = paint.figure(json.loads(fig.to_json()))
         short = paint.figure(json.loads(fig.update_layout(height=300).to_json()))
@@ -162,15 +203,25 @@ def test_a_tall_figure_is_pictured_whole(browser):
 
 def test_a_notebook_without_pictures_is_reported():
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("fig", outputs=[nbformat.v4.new_output(
-        "display_data", data={fallbacks.PLOTLY: {"data": []}, "text/plain": "fig"})])]
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "fig",
+            outputs=[
+                nbformat.v4.new_output(
+                    "display_data", data={fallbacks.PLOTLY: {"data": []}, "text/plain": "fig"}
+                )
+            ],
+        )
+    ]
     assert fallbacks.fallback_problems(nb) == ["cell 0: a plotly figure without a static picture"]
 
 
 def test_nbval_compares_the_figure_not_its_picture():
-    out = nbformat.v4.new_output("display_data", data={fallbacks.PLOTLY: {"data": []},
-                                                       fallbacks.PICTURE: "<svg/>"},
-                                 metadata={"viz": {"static": fallbacks.PICTURE}})
+    out = nbformat.v4.new_output(
+        "display_data",
+        data={fallbacks.PLOTLY: {"data": []}, fallbacks.PICTURE: "<svg/>"},
+        metadata={"viz": {"static": fallbacks.PICTURE}},
+    )
     kept = nbformat.v4.new_output("display_data", data={fallbacks.PICTURE: "<svg>mine</svg>"})
     a, b = fallbacks.drop_pictures([out, kept])
     assert list(a.data) == [fallbacks.PLOTLY] and a.metadata == out.metadata

@@ -25,8 +25,10 @@ def no_measuring(*args, **kwargs):
 def test_measured_once_then_reused(cache, monkeypatch):
     floor = perf.machine_overhead("float32", [1, 2], progress=False)
     assert floor.layers == [1, 2] and len(floor.spreads) == 2
-    assert all(isinstance(x, Spread) and x.runs == fc.REPEATS * (fc.MAX_NEW_TOKENS - 1)
-               for x in floor.spreads)
+    assert all(
+        isinstance(x, Spread) and x.runs == fc.REPEATS * (fc.MAX_NEW_TOKENS - 1)
+        for x in floor.spreads
+    )
     assert floor.seconds == [x.median for x in floor.spreads]
     path = fc.fixed_costs_path()
     assert path.is_file() and path.parent == cache / "fixed-cost"

@@ -35,13 +35,20 @@ def imports(path: Path, modules: set[str]) -> list[tuple[str, str, int]]:
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            found += [(a.name, "", node.lineno) for a in node.names if a.name.split(".")[0] == "viz"]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
-                and node.module.split(".")[0] == "viz":
+            found += [
+                (a.name, "", node.lineno) for a in node.names if a.name.split(".")[0] == "viz"
+            ]
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.level == 0
+            and node.module.split(".")[0] == "viz"
+        ):
             for a in node.names:
                 sub = f"{node.module}.{a.name}"
-                found.append((sub, "", node.lineno) if sub in modules
-                             else (node.module, a.name, node.lineno))
+                found.append(
+                    (sub, "", node.lineno) if sub in modules else (node.module, a.name, node.lineno)
+                )
     return found
 
 
@@ -72,7 +79,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str]:
         path.append(node)
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                return path[path.index(nxt):] + [nxt]
+                return path[path.index(nxt) :] + [nxt]
             if nxt not in state:
                 cycle = visit(nxt)
                 if cycle:
@@ -100,8 +107,9 @@ def test_a_cycle_added_to_viz_is_caught(tmp_path):
     """The real graph plus one back edge (what `from viz.cli import main` inside
     viz/runtime.py would add) must be reported."""
     graph, _ = import_graph()
-    assert "viz.runtime" in graph["viz.cli"] or any("viz.runtime" in graph[m]
-                                                     for m in graph["viz.cli"])
+    assert "viz.runtime" in graph["viz.cli"] or any(
+        "viz.runtime" in graph[m] for m in graph["viz.cli"]
+    )
     graph["viz.runtime"] = graph["viz.runtime"] | {"viz.cli"}
     assert "viz.runtime" in find_cycle(graph)
 
@@ -130,8 +138,9 @@ def test_private_imports_and_cycles_in_files_are_detected(tmp_path):
     assert find_cycle(graph) == ["viz.a", "viz.b", "viz.a"]
 
 
-@pytest.mark.parametrize("lesson", sorted((ROOT / "lessons").glob("[0-9]*.py")),
-                         ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "lesson", sorted((ROOT / "lessons").glob("[0-9]*.py")), ids=lambda p: p.stem
+)
 def test_lessons_import_only_from_the_faces(lesson):
     modules = {module_name(p) for p in PACKAGE.rglob("*.py")}
     bad = []
@@ -151,9 +160,13 @@ def raises_without_match(path: Path) -> list[int]:
     """Lines of `pytest.raises(...)` calls that do not say which message they expect."""
     lines = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr == "raises" and getattr(node.func.value, "id", "") == "pytest" \
-                and not any(k.arg == "match" for k in node.keywords):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "raises"
+            and getattr(node.func.value, "id", "") == "pytest"
+            and not any(k.arg == "match" for k in node.keywords)
+        ):
             lines.append(node.lineno)
     return lines
 
@@ -161,8 +174,35 @@ def raises_without_match(path: Path) -> list[int]:
 def test_every_expected_error_names_its_message(tmp_path):
     """`pytest.raises(ValueError)` alone passes for the wrong ValueError too: ask for match=."""
     probe = tmp_path / "probe.py"
-    probe.write_text("import pytest\nwith pytest.raises(ValueError):\n    pass\n"
-                     "with pytest.raises(ValueError, match='x'):\n    pass\n")
+    probe.write_text(
+        "import pytest\nwith pytest.raises(ValueError):\n    pass\n"
+        "with pytest.raises(ValueError, match='x'):\n    pass\n"
+    )
     assert raises_without_match(probe) == [2]
     found = {p.name: raises_without_match(p) for p in (ROOT / "tests").glob("*.py")}
     assert {name: lines for name, lines in found.items() if lines} == {}
+
+
+MAX_FUNCTION_LINES = 80  # as `ruff format` lays it out (`make lint` checks the layout)
+
+
+def long_functions(path: Path, limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    """`name (N lines)` for every function or method in a file longer than `limit` lines,
+    its decorators, docstring and comments counted."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            if node.end_lineno - first + 1 > limit:
+                found.append(f"{node.name} ({node.end_lineno - first + 1} lines)")
+    return found
+
+
+def test_no_function_in_viz_is_over_80_lines(tmp_path):
+    """A function that does one job fits on a screen or two: split a longer one into named
+    steps (issue 30). The probe proves the check counts a long one."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("def short():\n    pass\n\n\ndef long():\n" + "    x = 1\n" * 80)
+    assert long_functions(probe) == ["long (81 lines)"]
+    found = {str(p.relative_to(ROOT)): long_functions(p) for p in PACKAGE.rglob("*.py")}
+    assert {name: fns for name, fns in found.items() if fns} == {}

@@ -27,9 +27,18 @@ def live_bytes(cache) -> int:
 
 
 def fake_peaks() -> perf.Peaks:
-    return perf.Peaks(device="cpu", device_name="test", dtype="float32", threads=2,
-                      flops_per_s=1e11, bytes_per_s=40e9, matmul_n=2048, buffer_bytes=2**28,
-                      repeats=7, timer="perf_counter")
+    return perf.Peaks(
+        device="cpu",
+        device_name="test",
+        dtype="float32",
+        threads=2,
+        flops_per_s=1e11,
+        bytes_per_s=40e9,
+        matmul_n=2048,
+        buffer_bytes=2**28,
+        repeats=7,
+        timer="perf_counter",
+    )
 
 
 # ---- the bytes -------------------------------------------------------------------------------
@@ -56,8 +65,9 @@ def test_counted_bytes_by_hand_for_the_default_models_shape():
     # int2, 90 positions quantized, 10 in the window: 270 groups packed four to a byte along
     # the groups (ceil(270 / 4) = 68 rows of 64 bytes), a scale and a shift each; the window's
     # positions at 4 bytes a value
-    assert kq.kv_quant_bytes(spec, 100, kq.KVQuant(2), window_tokens=10) == \
-        2 * 30 * (68 * 64 + 270 * 8 + 3 * 64 * 4 * 10)
+    assert kq.kv_quant_bytes(spec, 100, kq.KVQuant(2), window_tokens=10) == 2 * 30 * (
+        68 * 64 + 270 * 8 + 3 * 64 * 4 * 10
+    )
     # fp8: a byte a value and one float32 scale per tensor
     assert kq.kv_quant_bytes(spec, 8192, kq.KVQuant(8)) == 2 * 30 * (3 * 64 * 8192 + 4)
     assert kq.kv_quant_bytes(spec, 8192) == spec.kv_bytes(8192)
@@ -72,11 +82,17 @@ def test_a_synthetic_quantized_cache_has_the_layout_a_real_prefill_leaves(tiny_g
     real = quant.cache(model)
     with torch.inference_mode():
         compat.last_logits(model)(torch.tensor([ids_of(34)]), real)
-    fake = compat.synthetic_quantized_cache(model, 34, quant.backend, quant.nbits,
-                                            group_size=quant.group_size,
-                                            residual_length=quant.residual_length)
+    fake = compat.synthetic_quantized_cache(
+        model,
+        34,
+        quant.backend,
+        quant.nbits,
+        group_size=quant.group_size,
+        residual_length=quant.residual_length,
+    )
     assert compat.is_quantized_cache(fake) and not compat.is_quantized_cache(
-        compat.new_cache(model))
+        compat.new_cache(model)
+    )
     assert compat.quantized_parts(fake) == compat.quantized_parts(real)
     assert compat.cache_length(fake) == 34
     with pytest.raises(ValueError, match="tokens >= 1"):
@@ -87,9 +103,14 @@ def test_a_synthetic_quantized_cache_has_the_layout_a_real_prefill_leaves(tiny_g
 def test_a_quantized_cache_is_cut_back_to_the_same_step(tiny_gqa, quant):
     model = tiny_gqa.model
     forward = compat.last_logits(model)
-    cache = compat.synthetic_quantized_cache(model, 30, quant.backend, quant.nbits,
-                                             group_size=quant.group_size,
-                                             residual_length=quant.residual_length)
+    cache = compat.synthetic_quantized_cache(
+        model,
+        30,
+        quant.backend,
+        quant.nbits,
+        group_size=quant.group_size,
+        residual_length=quant.residual_length,
+    )
     before = compat.quantized_parts(cache)
     x, pos = torch.tensor([[7]]), torch.tensor([[30]])
     with torch.inference_mode():
@@ -106,8 +127,7 @@ def test_a_quanto_cache_is_cut_back_only_within_its_window(tiny_gqa):
     cache = compat.synthetic_quantized_cache(model, 30, "quanto", 4, group_size=32)
     with torch.inference_mode():
         compat.last_logits(model)(torch.tensor([[7]]), cache, position_ids=torch.tensor([[30]]))
-    with pytest.raises(ValueError, match="only its 1 newest positions are held in full "
-                                         "precision"):
+    with pytest.raises(ValueError, match="only its 1 newest positions are held in full precision"):
         compat.trim_cache(cache, 29)
     assert quant.residual_length == 128
 
@@ -118,9 +138,14 @@ def test_the_greedy_loop_over_a_quantized_cache_is_generates(tiny_gqa, quant):
     model, prompt = tiny_gqa.model, ids_of(24)
     [agreement] = kq.kv_quant_agreement(tiny_gqa, [quant], steps=10, prompt=prompt)
     with torch.inference_mode():
-        out = model.generate(torch.tensor([prompt]), max_new_tokens=10, min_new_tokens=10,
-                             do_sample=False, **quant.generate_kwargs())
-    assert agreement.tokens == out[0, len(prompt):].tolist()
+        out = model.generate(
+            torch.tensor([prompt]),
+            max_new_tokens=10,
+            min_new_tokens=10,
+            do_sample=False,
+            **quant.generate_kwargs(),
+        )
+    assert agreement.tokens == out[0, len(prompt) :].tolist()
     assert agreement.tokens[0] == agreement.reference[0]  # the prefill attends to float keys
 
 
@@ -166,28 +191,32 @@ def test_kv_quant_sweep_times_each_cache_and_counts_its_bytes(tiny_gqa):
     line = d["lines"]["int4"]
     assert line["context_tokens"] == [0, 64, 200]
     assert line["step_mb"][0] == pytest.approx(sweep.column("weight_bytes")[0] / 1e6)
-    assert line["step_mb"][1:] == pytest.approx([b / 1e6 for b in
-                                                 sweep.column("step_bytes")[2::3]])
-    assert d["floor"]["floor_ms"][1] == pytest.approx(
-        max(sweep.column("step_bytes")) / 40e9 * 1e3)
+    assert line["step_mb"][1:] == pytest.approx([b / 1e6 for b in sweep.column("step_bytes")[2::3]])
+    assert d["floor"]["floor_ms"][1] == pytest.approx(max(sweep.column("step_bytes")) / 40e9 * 1e3)
     fig = views.kv_quant_figure(sweep, fake_peaks())
     assert [t.name for t in fig.data][1:] == ["float32", "fp8", "int4"]
     assert views.kv_quant_data(sweep)["floor"] is None
     with pytest.raises(ValueError, match="expected a kv_quant_decode sweep"):
-        views.kv_quant_figure(perf.long_decode_sweep(tiny_gqa, [0, 8], repeats=1,
-                                                      progress=False))
+        views.kv_quant_figure(perf.long_decode_sweep(tiny_gqa, [0, 8], repeats=1, progress=False))
 
 
 def test_a_sweep_without_the_float_cache_is_drawn_beside_a_long_decode_sweep(tiny_gqa):
-    quant = perf.kv_quant_sweep(tiny_gqa, [100], [kq.KVQuant(4, group_size=32)], repeats=1,
-                                float_cache=False, progress=False)
+    quant = perf.kv_quant_sweep(
+        tiny_gqa,
+        [100],
+        [kq.KVQuant(4, group_size=32)],
+        repeats=1,
+        float_cache=False,
+        progress=False,
+    )
     assert quant.column("kv_bits") == [4] and kq.cache_names(quant) == {4: "int4"}
     decode = perf.long_decode_sweep(tiny_gqa, [0, 50, 100], repeats=1, progress=False)
     d = views.kv_quant_data(quant, float_sweep=decode)
     assert list(d["lines"]) == ["float32", "int4"]
     assert d["lines"]["float32"]["context_tokens"] == [0, 50, 100]
     assert d["lines"]["float32"]["step_mb"] == pytest.approx(
-        [b / 1e6 for b in decode.column("step_bytes")])
+        [b / 1e6 for b in decode.column("step_bytes")]
+    )
     fig = views.kv_quant_figure(quant, fake_peaks(), float_sweep=decode)
     assert [t.name for t in fig.data][1:] == ["float32", "int4"]
     with pytest.raises(ValueError, match="float_sweep must be a long_decode sweep"):
@@ -200,8 +229,13 @@ def test_a_sweep_without_the_float_cache_is_drawn_beside_a_long_decode_sweep(tin
 
 
 def test_agreement_counts_the_tokens_before_the_first_difference():
-    a = kq.Agreement(cache="int4", prompt_tokens=9, tokens=[1, 2, 3, 9, 5],
-                     reference=[1, 2, 3, 4, 5], first_step_logit_diff=0.25)
+    a = kq.Agreement(
+        cache="int4",
+        prompt_tokens=9,
+        tokens=[1, 2, 3, 9, 5],
+        reference=[1, 2, 3, 4, 5],
+        first_step_logit_diff=0.25,
+    )
     assert (a.same_until, a.steps) == (3, 5)
     assert "int4: 3 of 5 greedy tokens equal" in a.line() and "the first 3" in a.line()
     same = kq.Agreement("fp8", 9, [1, 2], [1, 2], 0.0)
@@ -215,10 +249,14 @@ def test_a_bit_width_the_backends_lack_is_refused_with_the_ones_they_have(nbits)
         kq.KVQuant(nbits)
 
 
-@pytest.mark.parametrize("field, value, match", [
-    ("group_size", 0, "group_size must be a whole number >= 1"),
-    ("residual_length", 1, "at 1 every step would quantize the whole cache again"),
-    ("residual_length", 2.5, "residual_length must be a whole number >= 2")])
+@pytest.mark.parametrize(
+    "field, value, match",
+    [
+        ("group_size", 0, "group_size must be a whole number >= 1"),
+        ("residual_length", 1, "at 1 every step would quantize the whole cache again"),
+        ("residual_length", 2.5, "residual_length must be a whole number >= 2"),
+    ],
+)
 def test_bad_settings_are_refused(field, value, match):
     with pytest.raises(ValueError, match=match):
         kq.KVQuant(4, **{field: value})
@@ -226,18 +264,19 @@ def test_bad_settings_are_refused(field, value, match):
 
 def test_a_group_size_that_does_not_divide_a_positions_keys_is_refused(tiny_gqa):
     # the tiny model holds 2 KV heads of 16 per position: 32 values; 64 would fail on odd lengths
-    with pytest.raises(ValueError, match="group_size=64 does not divide the 32 key values.*"
-                                         "e.g. 32"):
+    with pytest.raises(
+        ValueError, match="group_size=64 does not divide the 32 key values.*e.g. 32"
+    ):
         perf.kv_quant_sweep(tiny_gqa, [8], [4], repeats=1, progress=False)
     kq.KVQuant(8).check(tiny_gqa.spec)  # fp8 has no groups
 
 
 def test_contexts_beyond_the_model_or_empty_are_refused(tiny_gqa):
-    with pytest.raises(ValueError, match="needs 513 positions but tiny-gqa has 512: use "
-                                         "smaller values"):
+    with pytest.raises(
+        ValueError, match="needs 513 positions but tiny-gqa has 512: use smaller values"
+    ):
         perf.kv_quant_sweep(tiny_gqa, [512], [8], repeats=1, progress=False)
-    with pytest.raises(ValueError, match="contexts must be a non-empty list of whole numbers "
-                                         ">= 1"):
+    with pytest.raises(ValueError, match="contexts must be a non-empty list of whole numbers >= 1"):
         perf.kv_quant_sweep(tiny_gqa, [0, 8], [8], repeats=1, progress=False)
     with pytest.raises(ValueError, match="each cache once"):
         perf.kv_quant_sweep(tiny_gqa, [8], [8, 8], repeats=1, progress=False)
@@ -256,8 +295,9 @@ def test_a_missing_backend_names_make_setup(tiny_gqa, monkeypatch):
     with pytest.raises(ImportError, match=r"needs optimum-quanto.*run `make setup`"):
         kq.KVQuant(4, group_size=32).cache(tiny_gqa.model)
     with pytest.raises(ImportError, match="make setup"):
-        perf.kv_quant_sweep(tiny_gqa, [8], [kq.KVQuant(4, group_size=32)], repeats=1,
-                            progress=False)
+        perf.kv_quant_sweep(
+            tiny_gqa, [8], [kq.KVQuant(4, group_size=32)], repeats=1, progress=False
+        )
     with pytest.raises(ValueError, match="unknown quantized-cache backend 'hqq'"):
         compat.quantized_cache_missing("hqq")
 

@@ -34,8 +34,7 @@ def tiny():
 
 @pytest.fixture(scope="module")
 def looked(tiny):
-    return viz.record(tiny, "Hi there, the cache", max_new_tokens=16, stop_at_eos=False,
-                      lens=True)
+    return viz.record(tiny, "Hi there, the cache", max_new_tokens=16, stop_at_eos=False, lens=True)
 
 
 # ---- the hand computation ------------------------------------------------------------------
@@ -59,7 +58,7 @@ def check_against_hand(lm, trace: Trace, steps) -> None:
     got_ids, got_probs, chosen = trace.lens.ids(), trace.lens.probs(), trace.lens.chosen_probs()
     ranks = trace.lens.chosen_ranks()
     for s in steps:
-        logits = hand_lens(lm, ids_all[:n_prompt + s])  # step s reads the prompt and s tokens
+        logits = hand_lens(lm, ids_all[: n_prompt + s])  # step s reads the prompt and s tokens
         probs = torch.softmax(logits, dim=-1)
         token = trace.generated_ids[s]
         np.testing.assert_allclose(chosen[s], probs[:, token].numpy(), rtol=2e-3, atol=2e-6)
@@ -77,15 +76,21 @@ def check_against_hand(lm, trace: Trace, steps) -> None:
 
 
 def test_lens_matches_a_hand_computation_on_an_unseen_prompt(tiny):
-    trace = viz.record(tiny, "Zebras vote twice on Tuesdays", max_new_tokens=6, lens=True,
-                       stop_at_eos=False)
+    trace = viz.record(
+        tiny, "Zebras vote twice on Tuesdays", max_new_tokens=6, lens=True, stop_at_eos=False
+    )
     assert trace.lens.n_layers == 4 and trace.lens.rows == 5 and trace.lens.steps == 6
     check_against_hand(tiny, trace, range(6))
 
 
 def test_real_model_lens_matches_a_hand_computation(smollm):
-    trace = viz.record(smollm, "Name a planet with rings, and say why it has them.", chat=True,
-                       max_new_tokens=6, lens=True)
+    trace = viz.record(
+        smollm,
+        "Name a planet with rings, and say why it has them.",
+        chat=True,
+        max_new_tokens=6,
+        lens=True,
+    )
     assert trace.lens.n_layers == 30 and trace.lens.top == 5
     check_against_hand(smollm, trace, range(trace.n_generated))
     # the last row is the model's own output: its top-5 are the step's own candidates
@@ -113,14 +118,21 @@ def test_the_last_layer_is_the_model_output_and_tokens_do_not_change(tiny, looke
 def test_first_agreement_and_settled_by_hand():
     """Three steps of a 4-layer lens written by hand: which layer agrees when."""
     chosen = [7, 8, 9]
-    top1 = [[1, 7, 2, 7, 7],  # first agrees at 1, then layer 2 disagrees: settles at 3
-            [8, 8, 8, 8, 8],  # agrees from the embedding on
-            [1, 2, 3, 4, 5]]  # a sampled token no layer chose
+    top1 = [
+        [1, 7, 2, 7, 7],  # first agrees at 1, then layer 2 disagrees: settles at 3
+        [8, 8, 8, 8, 8],  # agrees from the embedding on
+        [1, 2, 3, 4, 5],
+    ]  # a sampled token no layer chose
     ids = np.zeros((3, 5, 2), np.int32)
     ids[:, :, 0] = top1
     ids[:, :, 1] = 99
-    made = Lens.from_arrays(ids, np.full((3, 5, 2), 0.5), np.full((3, 5), 0.5),
-                            np.zeros((3, 5)), lambda t: (f"t{t}", ""))
+    made = Lens.from_arrays(
+        ids,
+        np.full((3, 5, 2), 0.5),
+        np.full((3, 5), 0.5),
+        np.zeros((3, 5)),
+        lambda t: (f"t{t}", ""),
+    )
     trace = viz.record(spread_model(), "ab", max_new_tokens=3, stop_at_eos=False)
     for s, t in zip(trace.steps, chosen):
         s.token_id = t
@@ -154,15 +166,26 @@ def test_a_64_step_lens_trace_stays_within_the_size_budget(make_tiny, tmp_path):
     """The lens adds ~1.5 kB per step of a 30-layer model: a 64-step trace stays under 300 KB
     with it (200 KB without: tests/test_trace.py)."""
     lm = make_tiny(n_layers=30)
-    trace = viz.record(lm, "What is the capital of France? Answer.!", max_new_tokens=64,
-                       stop_at_eos=False, lens=True)
+    trace = viz.record(
+        lm,
+        "What is the capital of France? Answer.!",
+        max_new_tokens=64,
+        stop_at_eos=False,
+        lens=True,
+    )
     size = trace.save(tmp_path / "t.json").stat().st_size
     assert trace.lens.rows == 31 and size <= 300_000, size
 
 
 def test_real_model_64_step_lens_trace_stays_within_the_size_budget(smollm, tmp_path):
-    trace = viz.record(smollm, "Tell me a story about a robot.", chat=True, max_new_tokens=64,
-                       stop_at_eos=False, lens=True)
+    trace = viz.record(
+        smollm,
+        "Tell me a story about a robot.",
+        chat=True,
+        max_new_tokens=64,
+        stop_at_eos=False,
+        lens=True,
+    )
     size = trace.save(tmp_path / "t.json").stat().st_size
     lens_bytes = len(json.dumps(json.loads(trace.to_json())["lens"]))
     assert size <= 300_000 and lens_bytes <= 100_000, (size, lens_bytes)
@@ -206,26 +229,37 @@ def test_the_lens_figure_survives_another_cpus_last_digit(looked):
     assert all(r == "past 100" or int(r.replace(",", "")) < 100 for r in ranks)
     d = views.logit_lens_data(looked)
     assert sorted({r == "past 100" for r in ranks}) == sorted(
-        {r >= 100 for row in d.chosen_ranks for r in row})
+        {r >= 100 for row in d.chosen_ranks for r in row}
+    )
 
 
 def test_views_and_functions_without_a_lens_name_the_fix(tiny):
     plain = viz.record(tiny, "ab", max_new_tokens=3)
-    for call in (lambda: views.logit_lens_figure(plain), lambda: views.logit_lens_data(plain),
-                 lambda: views.logit_lens_step_figure(plain), lambda: lens.lens_table(plain),
-                 lambda: views.early_exit_figure(plain)):
-        with pytest.raises(ValueError, match=r"record it again with viz.record\(lm, prompt, "
-                                             r"lens=True\)"):
+    for call in (
+        lambda: views.logit_lens_figure(plain),
+        lambda: views.logit_lens_data(plain),
+        lambda: views.logit_lens_step_figure(plain),
+        lambda: lens.lens_table(plain),
+        lambda: views.early_exit_figure(plain),
+    ):
+        with pytest.raises(
+            ValueError,
+            match=r"record it again with viz.record\(lm, prompt, "
+            r"lens=True\)",
+        ):
             call()
     with pytest.raises(ValueError, match="reads a viz.Trace, not LoadedModel"):
         lens.agreement(tiny)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"lens": "yes"}, "lens must be True or False"),
-    ({"lens": True, "lens_top": 0}, "lens_top must be a whole number >= 1"),
-    ({"lens": True, "lens_top": 2.5}, "lens_top must be a whole number >= 1"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"lens": "yes"}, "lens must be True or False"),
+        ({"lens": True, "lens_top": 0}, "lens_top must be a whole number >= 1"),
+        ({"lens": True, "lens_top": 2.5}, "lens_top must be a whole number >= 1"),
+    ],
+)
 def test_bad_lens_arguments_are_refused(tiny, kwargs, message):
     with pytest.raises(ValueError, match=message):
         viz.record(tiny, "ab", max_new_tokens=2, **kwargs)
@@ -254,12 +288,15 @@ def test_cli_lens_reads_a_trace_and_refuses_bad_input(looked, tmp_path, capsys):
     assert "Traceback" not in proc.stderr
     # the other refusals through the same entry point, in this process (a child each: ~4 s)
     plain = viz.record(spread_model(), "ab", max_new_tokens=3).save(tmp_path / "plain.json")
-    for args, message in [((str(plain),), "no logit lens"),
-                          ((str(path), "--exit-layer", "4"), "exit_layer must be a layer "
-                                                             "number from 1 to 3"),
-                          ((str(path), "--draft-tokens", "0", "--exit-layer", "2"),
-                           "draft_tokens must be a whole number >= 1"),
-                          ((), "give a trace file")]:
+    for args, message in [
+        ((str(plain),), "no logit lens"),
+        ((str(path), "--exit-layer", "4"), "exit_layer must be a layer number from 1 to 3"),
+        (
+            (str(path), "--draft-tokens", "0", "--exit-layer", "2"),
+            "draft_tokens must be a whole number >= 1",
+        ),
+        ((), "give a trace file"),
+    ]:
         assert main(["lens", *args]) == 2, args
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, (args, err)
@@ -268,8 +305,17 @@ def test_cli_lens_reads_a_trace_and_refuses_bad_input(looked, tmp_path, capsys):
 @pytest.mark.real_model  # in a child process: the fixture cannot mark it
 def test_cli_lens_records_the_real_model(tmp_path):
     out = tmp_path / "t.json"
-    proc = run_cli(tmp_path, "lens", "--record", "What is the capital of France?", "--chat",
-                   "--max-new-tokens", "8", "-o", str(out))
+    proc = run_cli(
+        tmp_path,
+        "lens",
+        "--record",
+        "What is the capital of France?",
+        "--chat",
+        "--max-new-tokens",
+        "8",
+        "-o",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     assert "Paris" in proc.stdout and "the answer settles at layer" in proc.stdout
     assert Trace.load(out).lens.n_layers == 30

@@ -16,8 +16,11 @@ from viz.views.load_report import SECTIONS, load_report_html, write_load_report
 @pytest.fixture(scope="module")
 def docs():
     a = run_of([req(i, 0.2 * i, 0.1 + 0.05 * i) for i in range(4)], "rate", 5.0, "<one & two>")
-    b = run_of([req(i, float(i), 0.1) for i in range(3)] + [req(3, 3.0, 0.1, ok=False)],
-               "concurrency", label="second")
+    b = run_of(
+        [req(i, float(i), 0.1) for i in range(3)] + [req(3, 3.0, 0.1, ok=False)],
+        "concurrency",
+        label="second",
+    )
     return [a, b, make_sweep("cb"), make_sweep("alone")]
 
 
@@ -37,8 +40,14 @@ def test_every_section_in_order_and_every_document(html, docs):
     assert "1 failed: #3 boom" in html  # a failed request is listed with its reason
     assert "GuideLLM calls this &#x27;inter-token latency&#x27;" in html  # the definitions
     assert "limit broken first as the load rose: TTFT: first at 3.00 requests/s" in html
-    for div in ("viz-load-tradeoff", "viz-load-itl", "viz-load-timeline-0",
-                "viz-load-timeline-1", "viz-load-sweep", "viz-load-pareto"):
+    for div in (
+        "viz-load-tradeoff",
+        "viz-load-itl",
+        "viz-load-timeline-0",
+        "viz-load-timeline-1",
+        "viz-load-sweep",
+        "viz-load-pareto",
+    ):
         assert re.search(rf'Plotly.newPlot\(\s*"{div}"', html), div
 
 

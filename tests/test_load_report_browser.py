@@ -15,8 +15,10 @@ ARTIFACTS = ROOT / "artifacts" / "browser"
 
 @pytest.fixture(scope="module")
 def page(browser, tmp_path_factory):
-    runs = [run_of([req(i, 0.2 * i, 0.1 + 0.05 * i) for i in range(4)], "rate", 5.0, "batched"),
-            run_of([req(i, float(i), 0.1) for i in range(4)], "concurrency", label="alone")]
+    runs = [
+        run_of([req(i, 0.2 * i, 0.1 + 0.05 * i) for i in range(4)], "rate", 5.0, "batched"),
+        run_of([req(i, float(i), 0.1) for i in range(4)], "concurrency", label="alone"),
+    ]
     docs = [*runs, make_sweep("continuous batching"), make_sweep("one at a time")]
     path = write_load_report(docs, tmp_path_factory.mktemp("browser") / "load.html")
     pg = open_offline(browser, path, 6)

@@ -40,6 +40,7 @@ def nudged(row, ulps=2):
 
 # -- JSON (plotly) -----------------------------------------------------------------------------
 
+
 def test_last_bits_of_a_float_pass():
     assert agrees({"zmax": XEON}, {"zmax": SAVED})
     assert agrees(XEON, SAVED)
@@ -47,8 +48,9 @@ def test_last_bits_of_a_float_pass():
 
 def test_a_whole_heatmap_in_other_rounding_passes():
     rows = [float32_row(seed) for seed in range(5)]
-    saved = {"data": [{"type": "heatmap", "z": [[float(x) for x in r] for r in rows],
-                       "zmax": SAVED}]}
+    saved = {
+        "data": [{"type": "heatmap", "z": [[float(x) for x in r] for r in rows], "zmax": SAVED}]
+    }
     fresh = {"data": [{"type": "heatmap", "z": [nudged(r) for r in rows], "zmax": XEON}]}
     assert fresh != saved
     assert agrees(fresh, saved)
@@ -69,7 +71,7 @@ def test_a_change_of_1e_3_relative_fails(where):
     else:
         result = tolerate(changed, row, 4)
         assert result[big] == changed[big]  # the changed value stays: nbval reports it
-        assert result[:big] + result[big + 1:] == row[:big] + row[big + 1:]
+        assert result[:big] + result[big + 1 :] == row[:big] + row[big + 1 :]
 
 
 def test_integers_strings_and_structure_are_exact():
@@ -84,8 +86,9 @@ def test_integers_strings_and_structure_are_exact():
 
 def test_strings_inside_json_follow_the_text_rule():
     assert agrees({"customdata": ["id 3575, p = 0.9806"]}, {"customdata": ["id 3575, p = 0.9805"]})
-    assert not agrees({"customdata": ["id 3576, p = 0.9805"]},
-                      {"customdata": ["id 3575, p = 0.9805"]})
+    assert not agrees(
+        {"customdata": ["id 3576, p = 0.9805"]}, {"customdata": ["id 3575, p = 0.9805"]}
+    )
 
 
 def test_the_sanitizers_apply_to_text_outputs_not_to_strings_inside_json():
@@ -97,8 +100,10 @@ def test_the_sanitizers_apply_to_text_outputs_not_to_strings_inside_json():
 
 def typed(array):
     array = np.asarray(array)
-    out = {"dtype": array.dtype.str.lstrip("<|"),
-           "bdata": base64.b64encode(array.tobytes()).decode()}
+    out = {
+        "dtype": array.dtype.str.lstrip("<|"),
+        "bdata": base64.b64encode(array.tobytes()).decode(),
+    }
     if array.ndim > 1:
         out["shape"] = ", ".join(map(str, array.shape))
     return out
@@ -117,34 +122,41 @@ def test_plotly_typed_arrays_are_decoded():
 
 # -- text --------------------------------------------------------------------------------------
 
+
 def text_agrees(fresh, saved):
     return tolerate_text(fresh, saved, 4) == saved
 
 
-@pytest.mark.parametrize("fresh, saved", [
-    ("p = 0.8404", "p = 0.8403"),  # one unit in the last digit: a rounding boundary
-    ("top-1 p = 0.85\n", "top-1 p = 0.84\n"),
-    (f"zmax {XEON}", f"zmax {SAVED}"),  # full precision: 4 significant digits
-    ("12.6% of the time", "12.5% of the time"),
-    ("3.2e-05", "3.1e-05"),
-    ("1,234.6 MFLOP", "1,234.5 MFLOP"),
-    ("mean -0.00", "mean 0.00"),
-    ("tensor([0.0012, 0.8404])", "tensor([0.0012, 0.8403])"),
-])
+@pytest.mark.parametrize(
+    "fresh, saved",
+    [
+        ("p = 0.8404", "p = 0.8403"),  # one unit in the last digit: a rounding boundary
+        ("top-1 p = 0.85\n", "top-1 p = 0.84\n"),
+        (f"zmax {XEON}", f"zmax {SAVED}"),  # full precision: 4 significant digits
+        ("12.6% of the time", "12.5% of the time"),
+        ("3.2e-05", "3.1e-05"),
+        ("1,234.6 MFLOP", "1,234.5 MFLOP"),
+        ("mean -0.00", "mean 0.00"),
+        ("tensor([0.0012, 0.8404])", "tensor([0.0012, 0.8403])"),
+    ],
+)
 def test_printed_decimals_in_other_rounding_pass(fresh, saved):
     assert text_agrees(fresh, saved)
 
 
-@pytest.mark.parametrize("fresh, saved", [
-    ("p = 0.8413", "p = 0.8403"),  # off in the third digit
-    ("p = 0.8405", "p = 0.8403"),  # two units in the last digit
-    ("token 1235", "token 1234"),  # whole numbers are exact
-    ("921,601 bytes", "921,600 bytes"),
-    ("p = 1.0", "p = 1"),  # the way it is printed changed
-    ("The capital of France is Lyon.", "The capital of France is Paris."),
-    ("torch 2.13.1", "torch 2.13.0"),  # a dotted run is text, not a number
-    ("p = 0.8403\nextra", "p = 0.8403"),
-])
+@pytest.mark.parametrize(
+    "fresh, saved",
+    [
+        ("p = 0.8413", "p = 0.8403"),  # off in the third digit
+        ("p = 0.8405", "p = 0.8403"),  # two units in the last digit
+        ("token 1235", "token 1234"),  # whole numbers are exact
+        ("921,601 bytes", "921,600 bytes"),
+        ("p = 1.0", "p = 1"),  # the way it is printed changed
+        ("The capital of France is Lyon.", "The capital of France is Paris."),
+        ("torch 2.13.1", "torch 2.13.0"),  # a dotted run is text, not a number
+        ("p = 0.8403\nextra", "p = 0.8403"),
+    ],
+)
 def test_real_changes_in_text_fail(fresh, saved):
     assert not text_agrees(fresh, saved)
 
@@ -154,15 +166,24 @@ def test_only_the_numbers_that_differ_remain():
 
 
 def test_what_counts_as_a_number():
-    assert NUMBER.findall("12.5ms 3.2× 40% -0.5 x1.5 fp32 2.13.0 0x7f3a2c 1,234.5") == \
-        ["12.5", "3.2", "40", "-0.5", "1,234.5"]
+    assert NUMBER.findall("12.5ms 3.2× 40% -0.5 x1.5 fp32 2.13.0 0x7f3a2c 1,234.5") == [
+        "12.5",
+        "3.2",
+        "40",
+        "-0.5",
+        "1,234.5",
+    ]
 
 
 def test_outputs_are_paired_as_nbval_pairs_them_and_sanitized_first():
-    saved = [nbformat.v4.new_output("stream", name="stdout", text="p = 0.8403 in 12.1 ms\n"),
-             nbformat.v4.new_output("display_data", data={PLOTLY: {"zmax": SAVED}})]
-    fresh = [nbformat.v4.new_output("display_data", data={PLOTLY: {"zmax": XEON}}),
-             nbformat.v4.new_output("stream", name="stdout", text="p = 0.8404 in 9.7 ms\n")]
+    saved = [
+        nbformat.v4.new_output("stream", name="stdout", text="p = 0.8403 in 12.1 ms\n"),
+        nbformat.v4.new_output("display_data", data={PLOTLY: {"zmax": SAVED}}),
+    ]
+    fresh = [
+        nbformat.v4.new_output("display_data", data={PLOTLY: {"zmax": XEON}}),
+        nbformat.v4.new_output("stream", name="stdout", text="p = 0.8404 in 9.7 ms\n"),
+    ]
     sanitize = lambda s: re.sub(r"\d+\.\d ms", "<time>", s)  # noqa: E731 (a sanitizer)
     out = tolerate_outputs(fresh, saved, 4, skip=("metadata",), sanitize=sanitize)
     assert out[0].data[PLOTLY] == {"zmax": SAVED}
@@ -172,15 +193,22 @@ def test_outputs_are_paired_as_nbval_pairs_them_and_sanitized_first():
 
 # -- end to end: pytest --nbval ----------------------------------------------------------------
 
+
 def plot(zmax, row):
-    return {"data": [{"type": "heatmap", "z": [row], "zmax": zmax, "zmin": 0}],
-            "layout": {"title": {"text": "layer 15"}}}
+    return {
+        "data": [{"type": "heatmap", "z": [row], "zmax": zmax, "zmin": 0}],
+        "layout": {"title": {"text": "layer 15"}},
+    }
 
 
 ROW = [float(x) for x in float32_row(n=12)]
 CELLS = [  # (source, what it outputs now, its saved output, should it pass)
-    ("print('p = 0.8403255939483643, token 1234')",
-     "p = 0.8403255939483643, token 1234\n", "p = 0.8403254747390747, token 1234\n", True),
+    (
+        "print('p = 0.8403255939483643, token 1234')",
+        "p = 0.8403255939483643, token 1234\n",
+        "p = 0.8403254747390747, token 1234\n",
+        True,
+    ),
     ("print('p = 0.8404')", "p = 0.8404\n", "p = 0.8403\n", True),
     ("print('p = 0.8413')", "p = 0.8413\n", "p = 0.8403\n", False),
     ("print('token 1235')", "token 1235\n", "token 1234\n", False),
@@ -200,12 +228,18 @@ def notebook(which):
     """The notebook of CELLS with their outputs now (which=1) or as saved (which=2)."""
     nb = nbformat.v4.new_notebook()
     for i, cell in enumerate(CELLS):
-        code = cell[0] or ("from IPython.display import display\n"
-                           f"display({{{PLOTLY!r}: {json.dumps(cell[1])}}}, raw=True)")
-        nb.cells.append(nbformat.v4.new_code_cell(code, execution_count=i + 1,
-                                                  outputs=[output(cell[which])]))
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
+        code = cell[0] or (
+            "from IPython.display import display\n"
+            f"display({{{PLOTLY!r}: {json.dumps(cell[1])}}}, raw=True)"
+        )
+        nb.cells.append(
+            nbformat.v4.new_code_cell(code, execution_count=i + 1, outputs=[output(cell[which])])
+        )
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     return nb
 
 
@@ -215,22 +249,43 @@ def run_nbval(tmp_path, *options, replay=False):
     folder = tmp_path / "notebooks"
     folder.mkdir(parents=True)
     nbformat.write(notebook(2), folder / "x.ipynb")
-    args = ["-m", "pytest", str(folder / "x.ipynb"), "--nbval", "--nbval-current-env", "-v",
-            "-p", "no:cacheprovider", "--rootdir", str(tmp_path), *options]
+    args = [
+        "-m",
+        "pytest",
+        str(folder / "x.ipynb"),
+        "--nbval",
+        "--nbval-current-env",
+        "-v",
+        "-p",
+        "no:cacheprovider",
+        "--rootdir",
+        str(tmp_path),
+        *options,
+    ]
     if replay:  # the 'browser' ran it: its run is saved once the plugin emptied the folder
         nbformat.write(notebook(1), tmp_path / "ran.ipynb")
-        code = ("import sys, nbformat, pytest\n"
-                "from tools import nbval_replay\n"
-                "class Save:\n"
-                "    @pytest.hookimpl(trylast=True)\n"
-                "    def pytest_configure(self, config):\n"
-                f"        nbval_replay.save_run(nbformat.read({str(tmp_path / 'ran.ipynb')!r},"
-                " as_version=4), 'x.ipynb', 1)\n"
-                "sys.exit(pytest.main(sys.argv[1:], plugins=[Save()]))\n")
-        args = ["-c", code, *args[2:], "-p", "tools.nbval_replay",
-                "--nbval-replay", str(tmp_path / "runs")]
-    proc = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+        code = (
+            "import sys, nbformat, pytest\n"
+            "from tools import nbval_replay\n"
+            "class Save:\n"
+            "    @pytest.hookimpl(trylast=True)\n"
+            "    def pytest_configure(self, config):\n"
+            f"        nbval_replay.save_run(nbformat.read({str(tmp_path / 'ran.ipynb')!r},"
+            " as_version=4), 'x.ipynb', 1)\n"
+            "sys.exit(pytest.main(sys.argv[1:], plugins=[Save()]))\n"
+        )
+        args = [
+            "-c",
+            code,
+            *args[2:],
+            "-p",
+            "tools.nbval_replay",
+            "--nbval-replay",
+            str(tmp_path / "runs"),
+        ]
+    proc = subprocess.run(
+        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     outcome = dict(re.findall(r"::Cell (\d+) (PASSED|FAILED)", proc.stdout))
     return proc, [outcome.get(str(i)) for i in range(len(CELLS))]
 
@@ -250,6 +305,7 @@ def test_nbval_passes_rounding_and_fails_a_change(tmp_path, replay):
 def test_without_the_plugin_or_with_0_digits_rounding_fails(tmp_path):
     _, outcomes = run_nbval(tmp_path / "a", replay=True)
     assert outcomes == ["FAILED"] * len(CELLS)  # exact: every cell here differs
-    _, outcomes = run_nbval(tmp_path / "b", "-p", "tools.nbval_tolerance", "--nbval-digits", "0",
-                            replay=True)
+    _, outcomes = run_nbval(
+        tmp_path / "b", "-p", "tools.nbval_tolerance", "--nbval-digits", "0", replay=True
+    )
     assert outcomes == ["FAILED"] * len(CELLS)

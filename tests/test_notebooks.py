@@ -27,8 +27,9 @@ def test_the_course_has_lessons():
 def test_every_lesson_has_its_notebook_and_every_notebook_its_lesson():
     lessons = {p.stem for p in LESSONS}
     notebooks = {p.stem for p in NOTEBOOKS}
-    assert not lessons - notebooks, (f"lessons without a notebook: {sorted(lessons - notebooks)}; "
-                                     "run `make notebooks`")
+    assert not lessons - notebooks, (
+        f"lessons without a notebook: {sorted(lessons - notebooks)}; run `make notebooks`"
+    )
     assert not notebooks - lessons, f"notebooks without a lesson: {sorted(notebooks - lessons)}"
 
 
@@ -53,8 +54,10 @@ def test_jupytext_pairs_the_two_folders():
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_cells_are_the_lesson_cells(notebook):
     problems = course.pairing_problems(notebook)
-    assert not problems, (f"{notebook.name} differs from {course.lesson_for(notebook).name} "
-                          "(edit lessons/, then `make notebooks`):\n" + "\n".join(problems))
+    assert not problems, (
+        f"{notebook.name} differs from {course.lesson_for(notebook).name} "
+        "(edit lessons/, then `make notebooks`):\n" + "\n".join(problems)
+    )
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
@@ -68,9 +71,11 @@ def test_notebook_is_small_and_holds_no_widget_javascript(notebook):
     size = notebook.stat().st_size
     assert size < course.MAX_NOTEBOOK_BYTES, (
         f"{notebook.name} is {size:,} bytes: `make notebooks` strips the widget state; if it is "
-        "still too big, show less (fewer steps, smaller figures, no embedded plotly.js)")
-    assert "widgets" not in course.read_notebook(notebook).metadata, \
+        "still too big, show less (fewer steps, smaller figures, no embedded plotly.js)"
+    )
+    assert "widgets" not in course.read_notebook(notebook).metadata, (
         "metadata.widgets holds widget JavaScript: re-execute with `make notebooks`"
+    )
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
@@ -79,8 +84,9 @@ def test_nbval_markers_are_well_formed(notebook):
     for i, cell in enumerate(course.read_notebook(notebook).cells):
         for line in cell.source.splitlines():
             if "NBVAL_" in line:
-                assert re.fullmatch(r"# NBVAL_(IGNORE_OUTPUT|SKIP|RAISES_EXCEPTION|CHECK_OUTPUT)",
-                                    line.strip()), f"cell {i}: {line!r} is not a marker nbval reads"
+                assert re.fullmatch(
+                    r"# NBVAL_(IGNORE_OUTPUT|SKIP|RAISES_EXCEPTION|CHECK_OUTPUT)", line.strip()
+                ), f"cell {i}: {line!r} is not a marker nbval reads"
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
@@ -88,8 +94,9 @@ def test_each_lesson_links_to_the_next(notebook):
     i = NOTEBOOKS.index(notebook)
     if i + 1 == len(NOTEBOOKS):
         return  # the last lesson
-    text = "\n".join(c.source for c in course.read_notebook(notebook).cells
-                     if c.cell_type == "markdown")
+    text = "\n".join(
+        c.source for c in course.read_notebook(notebook).cells if c.cell_type == "markdown"
+    )
     assert f"]({NOTEBOOKS[i + 1].name})" in text, f"no link to {NOTEBOOKS[i + 1].name}"
 
 
@@ -100,15 +107,18 @@ def test_the_course_map_lists_every_lesson_once_in_order():
 
 def test_lesson_00_shows_the_current_course_map():
     text = course.lesson_paths()[0].read_text(encoding="utf-8")
-    assert course.MAP_START in text and text == course.lesson00_with_map(text), \
+    assert course.MAP_START in text and text == course.lesson00_with_map(text), (
         "lesson 00's course map is stale: run `make readme`"
+    )
 
 
 def test_reading_time_is_words_and_run_time():
     lesson = course.lesson_paths()[0]
-    words = sum(len(re.sub(r"<!-- course-map:start.*?course-map:end -->", "", c.source,
-                           flags=re.S).split())
-                for c in course.read_lesson(lesson).cells if c.cell_type == "markdown")
+    words = sum(
+        len(re.sub(r"<!-- course-map:start.*?course-map:end -->", "", c.source, flags=re.S).split())
+        for c in course.read_lesson(lesson).cells
+        if c.cell_type == "markdown"
+    )
     run_s = course.read_notebook(course.notebook_for(lesson)).metadata["viz"]["execution_s"]
     assert course.reading_minutes(lesson) == max(1, round(words / 200 + run_s / 60))
 
@@ -123,8 +133,11 @@ def yardstick_lines(notebook: Path) -> list[str]:
     lines = []
     for cell in course.read_notebook(notebook).cells:
         for out in cell.get("outputs", []):
-            text = out.get("text", "") if out.get("output_type") == "stream" else \
-                out.get("data", {}).get("text/plain", "")
+            text = (
+                out.get("text", "")
+                if out.get("output_type") == "stream"
+                else out.get("data", {}).get("text/plain", "")
+            )
             lines += [ln for ln in "".join(text).splitlines() if ln.startswith("yardsticks:")]
     return lines
 
@@ -140,16 +153,20 @@ def test_every_lesson_that_judges_prints_the_same_yardsticks():
         assert lines, f"{notebook.name} calls perf.yardsticks() but shows no yardsticks line"
         for line in lines:
             seen.setdefault(line, []).append(notebook.name)
-    assert len(seen) == 1, ("the saved notebooks show different yardsticks (run every lesson "
-                            "in one `make notebooks`):\n" +
-                            "\n".join(f"{v}: {k}" for k, v in seen.items()))
+    assert len(seen) == 1, (
+        "the saved notebooks show different yardsticks (run every lesson "
+        "in one `make notebooks`):\n" + "\n".join(f"{v}: {k}" for k, v in seen.items())
+    )
 
 
 def test_the_saved_course_is_one_run_on_one_machine():
-    runs = {(m.get("cpu"), m.get("course_run"))
-            for m in (course.read_notebook(n).metadata.get("viz", {}) for n in NOTEBOOKS)}
-    assert len(runs) == 1 and None not in next(iter(runs)), \
+    runs = {
+        (m.get("cpu"), m.get("course_run"))
+        for m in (course.read_notebook(n).metadata.get("viz", {}) for n in NOTEBOOKS)
+    }
+    assert len(runs) == 1 and None not in next(iter(runs)), (
         f"notebooks from several runs or machines: {sorted(map(str, runs))}: `make notebooks`"
+    )
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
@@ -166,29 +183,35 @@ def sanitize(text: str) -> str:
     return text
 
 
-@pytest.mark.parametrize("varies, fixed", [
-    ("TTFT       598.5 ms (prefill 63 tokens/s)", "TTFT       <time> (prefill <rate>)"),
-    ("TPOT       57.9 ms   decode 17.3 tokens/s", "TPOT       <time>   decode <rate>"),
-    ("took 2.5 s, then 12 µs", "took <time>, then <time>"),
-    ("copy 3.7 GB/s, matmul 1.2 TFLOP/s", "copy <rate>, matmul <rate>"),
-    ("kernel peak RSS 984 MiB", "kernel peak RSS <memory>"),
-    ("<Figure at 0x7f3a2c1b0d90>", "<Figure at 0x<address>>"),
-    ("'uid': 'f3a0c1b2-1234-4abc-9def-0123456789ab'", "'uid': '<uuid>'"),
-    (" 40%|####      | 4/10 [00:01<00:02,  2.91it/s]", " 40%|####      | 4/10 [<elapsed>]"),
-])
+@pytest.mark.parametrize(
+    "varies, fixed",
+    [
+        ("TTFT       598.5 ms (prefill 63 tokens/s)", "TTFT       <time> (prefill <rate>)"),
+        ("TPOT       57.9 ms   decode 17.3 tokens/s", "TPOT       <time>   decode <rate>"),
+        ("took 2.5 s, then 12 µs", "took <time>, then <time>"),
+        ("copy 3.7 GB/s, matmul 1.2 TFLOP/s", "copy <rate>, matmul <rate>"),
+        ("kernel peak RSS 984 MiB", "kernel peak RSS <memory>"),
+        ("<Figure at 0x7f3a2c1b0d90>", "<Figure at 0x<address>>"),
+        ("'uid': 'f3a0c1b2-1234-4abc-9def-0123456789ab'", "'uid': '<uuid>'"),
+        (" 40%|####      | 4/10 [00:01<00:02,  2.91it/s]", " 40%|####      | 4/10 [<elapsed>]"),
+    ],
+)
 def test_sanitizers_replace_what_varies(varies, fixed):
     assert sanitize(varies) == fixed
 
 
-@pytest.mark.parametrize("text", [
-    "The capital of France is Paris.",
-    "KV cache   2,027,520 bytes at 44 tokens (formula 2,027,520)",
-    "weight bytes      538,060,032 (float32, 538 MB)",
-    "prompt     37 tokens; generated 8 (eos)",
-    "[504, 3575, 282, 4649, 314, 7042, 30, 2]",
-    "step 3 (decode): chose ' France' with probability 0.99",
-    "30 layers, 9 heads, 3 KV heads, 64 dims, 8 steps",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The capital of France is Paris.",
+        "KV cache   2,027,520 bytes at 44 tokens (formula 2,027,520)",
+        "weight bytes      538,060,032 (float32, 538 MB)",
+        "prompt     37 tokens; generated 8 (eos)",
+        "[504, 3575, 282, 4649, 314, 7042, 30, 2]",
+        "step 3 (decode): chose ' France' with probability 0.99",
+        "30 layers, 9 heads, 3 KV heads, 64 dims, 8 steps",
+    ],
+)
 def test_sanitizers_keep_what_is_fixed(text):
     assert sanitize(text) == text
 
@@ -200,14 +223,17 @@ def test_the_lessons_are_handed_out_as_units_of_whole_lessons():
 
     units = set()
     for p in course.notebook_paths():
-        units |= {conftest.work_unit(f"tests/test_browser.py::test_lesson_runs_in_the_browser"
-                                     f"[{p.name}]"),
-                  conftest.work_unit(f"notebooks/{p.name}::Cell 3"),
-                  conftest.work_unit(f"notebooks/{p.name}::peak-memory")}
+        units |= {
+            conftest.work_unit(f"tests/test_browser.py::test_lesson_runs_in_the_browser[{p.name}]"),
+            conftest.work_unit(f"notebooks/{p.name}::Cell 3"),
+            conftest.work_unit(f"notebooks/{p.name}::peak-memory"),
+        }
     assert units == {conftest.LESSONS_UNIT}
     assert conftest.work_unit("tests/test_spread.py::test_text") == "tests/test_spread.py"
-    assert conftest.work_unit("tests/test_browser.py::test_make_lab_serves_the_lessons") == \
-        "tests/test_browser.py"
+    assert (
+        conftest.work_unit("tests/test_browser.py::test_make_lab_serves_the_lessons")
+        == "tests/test_browser.py"
+    )
 
 
 def test_a_run_puts_the_environment_back_even_after_an_error(monkeypatch):
@@ -231,8 +257,13 @@ def checks_hidden(source: str) -> bool:
         body = ast.parse(source).body
     except SyntaxError:  # IPython syntax (magics): not a check cell of ours
         return False
-    calls = [n for n in body if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)
-             and getattr(n.value.func, "id", "") == "compare_prediction"]
+    calls = [
+        n
+        for n in body
+        if isinstance(n, ast.Expr)
+        and isinstance(n.value, ast.Call)
+        and getattr(n.value.func, "id", "") == "compare_prediction"
+    ]
     return bool(calls) and calls[-1] is not body[-1]
 
 
@@ -245,6 +276,9 @@ def test_a_check_hidden_by_a_later_statement_is_found():
 @pytest.mark.parametrize("lesson", course.lesson_paths(), ids=lambda p: p.name)
 def test_every_check_shows_its_verdict(lesson):
     # lesson 13's prompt-lookup check once ended in an assert: its verdict never showed
-    hidden = [i for i, c in enumerate(course.read_lesson(lesson).cells)
-              if c.cell_type == "code" and checks_hidden(c.source)]
+    hidden = [
+        i
+        for i, c in enumerate(course.read_lesson(lesson).cells)
+        if c.cell_type == "code" and checks_hidden(c.source)
+    ]
     assert not hidden, f"cells {hidden}: compare_prediction(...) must be the cell's last line"

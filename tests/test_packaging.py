@@ -77,8 +77,11 @@ def _imports(tree) -> tuple[set[str], set[str]]:
 def test_every_module_viz_imports_is_installed_by_a_dependency():
     project = pyproject()
     deps = {requirement(d)[0] for d in project["dependencies"]}
-    optional = {requirement(d)[0] for group in ("engines", "gpu")
-                for d in project["optional-dependencies"][group]}
+    optional = {
+        requirement(d)[0]
+        for group in ("engines", "gpu")
+        for d in project["optional-dependencies"][group]
+    }
     top, lazy = set(), set()
     for path in (ROOT / "viz").rglob("*.py"):
         t, z = _imports(ast.parse(path.read_text()))

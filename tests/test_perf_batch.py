@@ -15,8 +15,14 @@ def padded_generate(lm, prompt_ids, n):
     pad = lm.tokenizer.pad_token_id
     ids = torch.tensor([[pad] * (longest - len(p)) + p for p in prompt_ids])
     mask = torch.tensor([[0] * (longest - len(p)) + [1] * len(p) for p in prompt_ids])
-    out = lm.model.generate(ids, attention_mask=mask, do_sample=False, max_new_tokens=n,
-                            min_new_tokens=n, pad_token_id=pad)
+    out = lm.model.generate(
+        ids,
+        attention_mask=mask,
+        do_sample=False,
+        max_new_tokens=n,
+        min_new_tokens=n,
+        pad_token_id=pad,
+    )
     return out[:, longest:].tolist()
 
 
@@ -55,13 +61,20 @@ def test_timing_from_injected_clock(tiny_gqa, fake_clock):
     assert run.end_to_end_s == 8.0
 
 
-@pytest.mark.parametrize("prompts, n, message", [
-    ([], 3, "give at least one prompt"),
-    (["ok"], 0, "max_new_tokens must be a whole number >= 1, not 0"),
-    ([" "], 2, "a prompt in the batch is empty: give every request some text"),
-    (["x" * 600], 2, r"the longest prompt \(600 tokens\) plus max_new_tokens=2 exceeds the "
-                     r"model's 512 positions"),
-])
+@pytest.mark.parametrize(
+    "prompts, n, message",
+    [
+        ([], 3, "give at least one prompt"),
+        (["ok"], 0, "max_new_tokens must be a whole number >= 1, not 0"),
+        ([" "], 2, "a prompt in the batch is empty: give every request some text"),
+        (
+            ["x" * 600],
+            2,
+            r"the longest prompt \(600 tokens\) plus max_new_tokens=2 exceeds the "
+            r"model's 512 positions",
+        ),
+    ],
+)
 def test_bad_input(tiny_gqa, prompts, n, message):
     with pytest.raises(ValueError, match=message):
         generate_batch(tiny_gqa, prompts, n)

@@ -2,7 +2,6 @@
 bytes by hand and against LLM-Viewer, tokens per word, the cached peaks in the roofline's form,
 and the regime rule applied to one measured pass."""
 
-
 import pytest
 import torch
 
@@ -19,32 +18,47 @@ H, L, NH, D, I, V = 64, 2, 4, 16, 128, 259
 
 
 def tiny_spec():
-    return ModelSpec(name="tiny", model_type="llama", n_layers=L, n_heads=NH, n_kv_heads=2,
-                     head_dim=D, hidden_size=H, intermediate_size=I, vocab_size=V,
-                     context_length=512, n_params=90_624, weight_bytes=90_624 * 4,
-                     dtype="float32")
+    return ModelSpec(
+        name="tiny",
+        model_type="llama",
+        n_layers=L,
+        n_heads=NH,
+        n_kv_heads=2,
+        head_dim=D,
+        hidden_size=H,
+        intermediate_size=I,
+        vocab_size=V,
+        context_length=512,
+        n_params=90_624,
+        weight_bytes=90_624 * 4,
+        dtype="float32",
+    )
 
 
 def layer_elements_by_hand(n, c, scores=True):
     """One layer, operation by operation: (elements read, elements written)."""
     q = NH * D
     ops = [
-        (n * H, n * H), (n * H, n * H),        # the two norms
-        (3 * n * H, n * q),                     # q, k, v projections (k, v go to the cache)
-        (n * q, NH * n * c if scores else 0),   # q·kᵀ writes the scores
-        (NH * n * c if scores else 0,) * 2,     # softmax reads and writes them
-        (NH * n * c if scores else 0, n * q),   # scores · v
-        (n * q, n * H),                         # output projection
-        (2 * n * H, n * H), (2 * n * H, n * H),  # the two residual adds
-        (2 * n * H, 2 * n * I),                 # MLP gate and up
-        (2 * n * I, n * I),                     # silu(gate) × up
-        (n * I, n * H),                         # MLP down
+        (n * H, n * H),
+        (n * H, n * H),  # the two norms
+        (3 * n * H, n * q),  # q, k, v projections (k, v go to the cache)
+        (n * q, NH * n * c if scores else 0),  # q·kᵀ writes the scores
+        (NH * n * c if scores else 0,) * 2,  # softmax reads and writes them
+        (NH * n * c if scores else 0, n * q),  # scores · v
+        (n * q, n * H),  # output projection
+        (2 * n * H, n * H),
+        (2 * n * H, n * H),  # the two residual adds
+        (2 * n * H, 2 * n * I),  # MLP gate and up
+        (2 * n * I, n * I),  # silu(gate) × up
+        (n * I, n * H),  # MLP down
     ]
     return sum(r + w for r, w in ops)
 
 
-@pytest.mark.parametrize("n, c, batch, scores", [(10, 10, 1, True), (10, 10, 1, False),
-                                                 (1, 11, 3, True), (4, 9, 2, False)])
+@pytest.mark.parametrize(
+    "n, c, batch, scores",
+    [(10, 10, 1, True), (10, 10, 1, False), (1, 11, 3, True), (4, 9, 2, False)],
+)
 def test_activation_bytes_by_hand(n, c, batch, scores):
     once = n * H + 2 * n * H + H + V  # embedding rows written, final norm, head in and logits
     expected = 4 * batch * (L * layer_elements_by_hand(n, c, scores) + once)
@@ -61,8 +75,13 @@ def test_activation_bytes_reconciled_with_llm_viewer():
     """LLM-Viewer's layers for a 64-token prefill of SmolLM2-135M in float32 (its
     model_analyzer.py without flash attention), written out; ours differs by three choices."""
     spec = perf.config_spec("smollm2-135m", dtype="float32")
-    n, h, q, i, nh = 64, spec.hidden_size, spec.n_heads * spec.head_dim, \
-        spec.intermediate_size, spec.n_heads
+    n, h, q, i, nh = (
+        64,
+        spec.hidden_size,
+        spec.n_heads * spec.head_dim,
+        spec.intermediate_size,
+        spec.n_heads,
+    )
     linear = 7 * n * h + 2 * n * q + 3 * n * i  # loads and stores of the 7 projections
     attention = nh * n * n + (nh * n * n + n * q) + 2 * nh * n * n  # qk, sv, softmax
     norms, adds, act = 4 * n * h, 4 * n * h, 3 * n * h
@@ -101,8 +120,9 @@ def test_tokens_per_word_on_the_real_tokenizer(smollm):
 
 
 def machine(read=30e9, **fields):
-    return fake_machine_peaks(read, {"float32": 90e9, "bfloat16": 180e9},
-                              **{"torch_version": torch.__version__, **fields})
+    return fake_machine_peaks(
+        read, {"float32": 90e9, "bfloat16": 180e9}, **{"torch_version": torch.__version__, **fields}
+    )
 
 
 def test_peaks_from_machine_use_the_read_bandwidth():
@@ -136,17 +156,21 @@ def test_cached_peaks_read_the_cache_once(tmp_path, monkeypatch):
     peaks.forget_in_process()
 
 
-@pytest.mark.parametrize("seconds, fixed, nbytes, flops, expected", [
-    (0.010, 0.006, 1e8, 1e8, "overhead-bound"),   # fixed cost ≥ half the step
-    (0.020, 0.002, 3e8, 8e8, "memory-bound"),     # memory floor 10 ms > compute floor 8.9 ms
-    (0.020, 0.002, 3e8, 9e8, "compute-bound"),    # the boundary: both floors 10 ms
-    (0.020, 0.002, 3e8, 1e9, "compute-bound"),    # compute floor 11.1 ms ≥ memory floor 10 ms
-])
+@pytest.mark.parametrize(
+    "seconds, fixed, nbytes, flops, expected",
+    [
+        (0.010, 0.006, 1e8, 1e8, "overhead-bound"),  # fixed cost ≥ half the step
+        (0.020, 0.002, 3e8, 8e8, "memory-bound"),  # memory floor 10 ms > compute floor 8.9 ms
+        (0.020, 0.002, 3e8, 9e8, "compute-bound"),  # the boundary: both floors 10 ms
+        (0.020, 0.002, 3e8, 1e9, "compute-bound"),  # compute floor 11.1 ms ≥ memory floor 10 ms
+    ],
+)
 def test_pass_regime_is_the_rule_on_the_floors(seconds, fixed, nbytes, flops, expected):
     pk = peaks.peaks_from_machine(machine(), "float32")  # 90 GFLOP/s, 30 GB/s
     assert perf.pass_regime(flops, nbytes, seconds, pk, fixed) == expected
-    assert perf.pass_regime(flops, nbytes, seconds, pk, fixed, explain=True) \
-        .startswith(expected + ":")
+    assert perf.pass_regime(flops, nbytes, seconds, pk, fixed, explain=True).startswith(
+        expected + ":"
+    )
 
 
 def test_lesson_01_measures_the_paragraph_the_library_uses():

@@ -15,8 +15,13 @@ import torch
 import viz
 from viz import compat
 from viz.documents import load_document
-from viz.perf.compiled import (SPEEDUP_WORDS, CompiledStep, compiler_missing,
-                               empty_inductor_cache, measure_compiled_step)
+from viz.perf.compiled import (
+    SPEEDUP_WORDS,
+    CompiledStep,
+    compiler_missing,
+    empty_inductor_cache,
+    measure_compiled_step,
+)
 from viz.spread import TOO_CLOSE, Spread
 from viz.views.compiled import compiled_data, compiled_figure
 
@@ -50,14 +55,18 @@ def _is_the_compiles(command: str) -> bool:
     command is this one's) or a C/C++ compiler."""
     this = " ".join(psutil.Process().cmdline())
     program = os.path.basename(command.split(" ")[0]) if command else ""
-    return bool(command) and ("_inductor" in command or command == this
-                              or program in {"cc", "c++", "gcc", "g++", "cc1plus", "ld"})
+    return bool(command) and (
+        "_inductor" in command
+        or command == this
+        or program in {"cc", "c++", "gcc", "g++", "cc1plus", "ld"}
+    )
 
 
 @pytest.fixture(scope="module")
 def quick_run(tiny_mha):
-    return measure_compiled_step(tiny_mha, prompt=PROMPT, new_tokens=4, repeats=2,
-                                 backend="aot_eager")
+    return measure_compiled_step(
+        tiny_mha, prompt=PROMPT, new_tokens=4, repeats=2, backend="aot_eager"
+    )
 
 
 # ---- the real compile ------------------------------------------------------------------------
@@ -87,8 +96,10 @@ def test_the_compile_leaves_no_process_and_no_cache_setting_behind(inductor_run)
 
 def test_the_process_check_knows_a_compile_s_processes_from_others():
     this = " ".join(psutil.Process().cmdline())
-    worker = ("/usr/bin/python3 /x/site-packages/torch/_inductor/compile_worker/__main__.py "
-              "--pickler=torch._inductor.compile_worker.subproc_pool.SubprocPickler --workers=2")
+    worker = (
+        "/usr/bin/python3 /x/site-packages/torch/_inductor/compile_worker/__main__.py "
+        "--pickler=torch._inductor.compile_worker.subproc_pool.SubprocPickler --workers=2"
+    )
     assert _is_the_compiles(worker) and _is_the_compiles(this)
     assert _is_the_compiles("/usr/bin/g++ /tmp/x/c2k.cpp -shared -O3 -o c2k.so")
     assert not _is_the_compiles("/bin/bash ./binder/postBuild")
@@ -111,10 +122,27 @@ def made_by_hand(eager, compiled, compile_s=10.0, **extra) -> CompiledStep:
     """A CompiledStep with chosen step spreads (seconds: median, low, high)."""
     spread = lambda m, lo, hi: Spread(m, lo, hi, 15)  # noqa: E731
     return CompiledStep(
-        model="hand", n_layers=30, hidden_size=64, dtype="float32", weight_bytes=1,
-        random_weights=True, device="cpu", device_name="Test CPU", threads=2, prompt_tokens=8,
-        new_tokens=16, repeats=1, backend="inductor", compile_s=compile_s, cold=True, graphs=1,
-        recorded=spread(*eager), eager=spread(*eager), compiled=spread(*compiled), **extra)
+        model="hand",
+        n_layers=30,
+        hidden_size=64,
+        dtype="float32",
+        weight_bytes=1,
+        random_weights=True,
+        device="cpu",
+        device_name="Test CPU",
+        threads=2,
+        prompt_tokens=8,
+        new_tokens=16,
+        repeats=1,
+        backend="inductor",
+        compile_s=compile_s,
+        cold=True,
+        graphs=1,
+        recorded=spread(*eager),
+        eager=spread(*eager),
+        compiled=spread(*compiled),
+        **extra,
+    )
 
 
 def test_saved_speed_up_and_break_even_come_from_the_spreads():
@@ -150,8 +178,12 @@ def test_it_round_trips_through_json(quick_run, tmp_path):
 def test_a_growing_cache_makes_torch_compile_trace_again(tiny_gqa):
     """The reason for the static cache: with a DynamicCache every step has new shapes."""
     forward = compat.last_logits(tiny_gqa.model)
-    step = torch.compile(lambda t, c: forward(t, c).argmax(-1, keepdim=True),
-                         backend="aot_eager", fullgraph=True, dynamic=False)
+    step = torch.compile(
+        lambda t, c: forward(t, c).argmax(-1, keepdim=True),
+        backend="aot_eager",
+        fullgraph=True,
+        dynamic=False,
+    )
     torch._dynamo.reset()
     counters = torch._dynamo.utils.counters["stats"]
     before = counters["unique_graphs"]
@@ -171,9 +203,13 @@ def test_the_figure_draws_each_way_s_step_and_spread(quick_run):
     d = compiled_data([quick_run, reference])
     assert d["ways"] == ["eager, growing cache", "eager, static cache", "compiled, static cache"]
     first = d["panels"][0]
-    assert first["ms"] == pytest.approx([quick_run.recorded.median * 1e3,
-                                         quick_run.eager.median * 1e3,
-                                         quick_run.compiled.median * 1e3])
+    assert first["ms"] == pytest.approx(
+        [
+            quick_run.recorded.median * 1e3,
+            quick_run.eager.median * 1e3,
+            quick_run.compiled.median * 1e3,
+        ]
+    )
     assert first["low_ms"][2] == pytest.approx(quick_run.compiled.low * 1e3)
     assert "measured here" in first["title"] and "reference" in d["panels"][1]["title"]
     fig = compiled_figure([quick_run, reference])
@@ -199,16 +235,19 @@ def test_a_cpp_compiler_is_found_here():
     assert compiler_missing() is None  # CI and Binder have g++ (lesson 13 compiles)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"new_tokens": 2}, "new_tokens must be a whole number >= 3"),
-    ({"new_tokens": 4.0}, "new_tokens must be a whole number"),
-    ({"repeats": 0}, "repeats must be a whole number >= 1"),
-    ({"backend": "fastest"}, "unknown torch.compile backend 'fastest'"),
-    ({"prompt": "  "}, "the prompt is empty"),
-    ({"threads": 0}, "threads"),
-    ({"mode": "max-autotune"}, "unknown torch.compile mode 'max-autotune'"),
-    ({"mode": "reduce-overhead"}, "needs a CUDA device, not cpu: use mode='default' here"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"new_tokens": 2}, "new_tokens must be a whole number >= 3"),
+        ({"new_tokens": 4.0}, "new_tokens must be a whole number"),
+        ({"repeats": 0}, "repeats must be a whole number >= 1"),
+        ({"backend": "fastest"}, "unknown torch.compile backend 'fastest'"),
+        ({"prompt": "  "}, "the prompt is empty"),
+        ({"threads": 0}, "threads"),
+        ({"mode": "max-autotune"}, "unknown torch.compile mode 'max-autotune'"),
+        ({"mode": "reduce-overhead"}, "needs a CUDA device, not cpu: use mode='default' here"),
+    ],
+)
 def test_bad_arguments_are_refused(tiny_gqa, kwargs, match):
     with pytest.raises(ValueError, match=match):
         measure_compiled_step(tiny_gqa, **kwargs)

@@ -11,23 +11,41 @@ H, L, NH, NKV, D, I, V, B4 = 64, 2, 4, 2, 16, 128, 259, 4
 
 
 def tiny_spec(n_kv_heads=NKV, n_params=90_624):
-    return ModelSpec(name="tiny", model_type="llama", n_layers=L, n_heads=NH,
-                     n_kv_heads=n_kv_heads, head_dim=D, hidden_size=H, intermediate_size=I,
-                     vocab_size=V, context_length=512, n_params=n_params,
-                     weight_bytes=n_params * 4, dtype="float32")
+    return ModelSpec(
+        name="tiny",
+        model_type="llama",
+        n_layers=L,
+        n_heads=NH,
+        n_kv_heads=n_kv_heads,
+        head_dim=D,
+        hidden_size=H,
+        intermediate_size=I,
+        vocab_size=V,
+        context_length=512,
+        n_params=n_params,
+        weight_bytes=n_params * 4,
+        dtype="float32",
+    )
 
 
 def test_parameter_count_by_hand(tiny_gqa, tiny_mha):
     # q: 64·64 = 4096; k and v: 2·64·32 = 4096; o: 64·64 = 4096; MLP: 3·64·128 = 24576
     assert counts.layer_matmul_params(tiny_spec()) == 4096 + 4096 + 4096 + 24576 == 36_864
     # 2 layers · (36864 + two norms of 64) + final norm 64 + embedding 259·64 (tied head)
-    assert counts.param_count(tiny_spec(), tied=True) == 2 * (36_864 + 128) + 64 + 16_576 \
-        == 90_624 == tiny_gqa.spec.n_params
+    assert (
+        counts.param_count(tiny_spec(), tied=True)
+        == 2 * (36_864 + 128) + 64 + 16_576
+        == 90_624
+        == tiny_gqa.spec.n_params
+    )
     # MHA: k and v are 2·64·64 = 8192 instead of 4096
     mha = tiny_spec(n_kv_heads=4, n_params=tiny_mha.spec.n_params)
     assert counts.layer_matmul_params(mha) == 4096 + 8192 + 4096 + 24576 == 40_960
-    assert counts.param_count(mha, tied=True) == 2 * (40_960 + 128) + 64 + 16_576 \
+    assert (
+        counts.param_count(mha, tied=True)
+        == 2 * (40_960 + 128) + 64 + 16_576
         == tiny_mha.spec.n_params
+    )
     assert counts.tied_embeddings(tiny_gqa.spec)
 
 
@@ -83,19 +101,28 @@ def test_published_configs_param_counts():
     assert spec.n_params == 30 * (3_538_944 + 1_152) + 576 + 49_152 * 576 == 134_515_008
     # Llama-3.2-1B (tied): 16 · (2·2048² + 2·2048·512 + 3·2048·8192 + 4096) + 2048
     #   + 128256·2048 = 1,235,814,400
-    assert configs.config_spec("llama-3.2-1b").n_params == \
-        16 * (2 * 2048 ** 2 + 2 * 2048 * 512 + 3 * 2048 * 8192 + 4096) + 2048 \
-        + 128_256 * 2048 == 1_235_814_400
+    assert (
+        configs.config_spec("llama-3.2-1b").n_params
+        == 16 * (2 * 2048**2 + 2 * 2048 * 512 + 3 * 2048 * 8192 + 4096) + 2048 + 128_256 * 2048
+        == 1_235_814_400
+    )
     # Llama-3.1-8B (untied head): 32 · (2·4096² + 2·4096·1024 + 3·4096·14336 + 8192) + 4096
     #   + 2 · 128256·4096 = 8,030,261,248; 16.06 GB in bfloat16
     spec8 = configs.config_spec("llama-3.1-8b")
-    assert spec8.n_params == 32 * (2 * 4096 ** 2 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 8192) \
-        + 4096 + 2 * 128_256 * 4096 == 8_030_261_248
+    assert (
+        spec8.n_params
+        == 32 * (2 * 4096**2 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 8192)
+        + 4096
+        + 2 * 128_256 * 4096
+        == 8_030_261_248
+    )
     assert spec8.weight_bytes == 2 * 8_030_261_248  # what the weights occupy
     # An untied head is a second V·h table, but a pass reads only the head whole: of the
     # embedding table it reads the new tokens' rows (one row of 4096 bf16 values here).
-    assert counts.decode_cost(spec8, 16).weight_bytes \
+    assert (
+        counts.decode_cost(spec8, 16).weight_bytes
         == 2 * (8_030_261_248 - 128_256 * 4096) + 2 * 4096
+    )
     for name in configs.config_names():
         assert configs.config_spec(name).n_params == configs.read_config(name)["params"]
 
@@ -130,8 +157,11 @@ def test_decode_bytes_by_hand_tied_and_untied():
     #   not read whole: the embedding table, 128,256·4096 = 525,336,576 weights (1.05 GB)
     #   KV: 2 · 32 · 8 · 128 · 2 bytes = 131,072 bytes per token; 62 tokens: 8,126,464
     big = configs.config_spec("llama-3.1-8b", dtype="bfloat16")
-    assert 32 * (218_103_808 + 2 * 4096) + 4096 + 128_256 * 4096 == 7_504_924_672 \
+    assert (
+        32 * (218_103_808 + 2 * 4096) + 4096 + 128_256 * 4096
+        == 7_504_924_672
         == big.n_params - 128_256 * 4096
+    )
     one = counts.decode_cost(big, context_tokens=62)
     assert one.weight_bytes == 2 * 7_504_924_672 + 2 * 1 * 4096 == 15_009_857_536
     assert one.weight_bytes <= 15.1e9  # issue 34's "done when": ≤ 15.1 GB at batch 1
@@ -177,9 +207,18 @@ def test_no_batch_crosses_the_ridge_past_the_knee_context(name, ridge):
 
 def test_smollm2_shape_matches_the_real_model(smollm):
     spec = configs.config_spec("smollm2-135m", dtype="float32")
-    for field in ("n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_size",
-                  "intermediate_size", "vocab_size", "context_length", "n_params",
-                  "weight_bytes"):
+    for field in (
+        "n_layers",
+        "n_heads",
+        "n_kv_heads",
+        "head_dim",
+        "hidden_size",
+        "intermediate_size",
+        "vocab_size",
+        "context_length",
+        "n_params",
+        "weight_bytes",
+    ):
         assert getattr(spec, field) == getattr(smollm.spec, field), field
     # Decode at batch 1 in float32: about one multiply-add (2 FLOPs) per 4-byte weight.
     c = counts.decode_cost(smollm.spec, 64)

@@ -12,9 +12,10 @@ from viz import perf
 from conftest import tiny_model
 from viz.runtime import time_runs
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
-                                reason="needs a CUDA device (run on a GPU machine, e.g. "
-                                       "benchmarks/gpu_check.py)")
+pytestmark = pytest.mark.skipif(
+    not torch.cuda.is_available(),
+    reason="needs a CUDA device (run on a GPU machine, e.g. benchmarks/gpu_check.py)",
+)
 
 
 def same_weights_on_cuda(cpu: viz.LoadedModel) -> viz.LoadedModel:
@@ -30,8 +31,10 @@ def tiny_cuda():
 
 
 def test_auto_device_and_dtype_on_cuda():
-    lm = perf.from_config(perf.configs.read_config("smollm2-135m") | {"config": {
-        **perf.configs.read_config("smollm2-135m")["config"], "num_hidden_layers": 2}})
+    lm = perf.from_config(
+        perf.configs.read_config("smollm2-135m")
+        | {"config": {**perf.configs.read_config("smollm2-135m")["config"], "num_hidden_layers": 2}}
+    )
     assert lm.device.type == "cuda" and lm.spec.dtype == "bfloat16"
     assert next(lm.model.parameters()).device.type == "cuda"
 
@@ -57,8 +60,12 @@ def test_cuda_gives_the_cpu_tokens():
     a = viz.record(cpu, "Hello", max_new_tokens=6, stop_at_eos=False, log_top=5)
     b = viz.record(gpu, "Hello", max_new_tokens=6, stop_at_eos=False, log_top=5)
     assert a.steps[0].top_ids == b.steps[0].top_ids
-    torch.testing.assert_close(torch.tensor(a.steps[0].top_logits),
-                               torch.tensor(b.steps[0].top_logits), atol=1e-3, rtol=1e-3)
+    torch.testing.assert_close(
+        torch.tensor(a.steps[0].top_logits),
+        torch.tensor(b.steps[0].top_logits),
+        atol=1e-3,
+        rtol=1e-3,
+    )
 
 
 def test_cuda_events_agree_with_synchronize():
@@ -66,6 +73,7 @@ def test_cuda_events_agree_with_synchronize():
     events, timer = time_runs(lambda: a @ a, torch.device("cuda"), repeats=5)
     assert timer == "cuda events"
     import time
+
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     for _ in range(5):
@@ -94,8 +102,9 @@ def test_compiled_step_in_a_cuda_graph_gives_the_eager_tokens(tiny_cuda):
     """lesson 13's overhead remedy on a GPU: the step compiled and replayed as a CUDA graph."""
     from viz.perf.compiled import measure_compiled_step
 
-    run = measure_compiled_step(tiny_cuda, new_tokens=5, repeats=2, mode="reduce-overhead",
-                                compile_threads=4)
+    run = measure_compiled_step(
+        tiny_cuda, new_tokens=5, repeats=2, mode="reduce-overhead", compile_threads=4
+    )
     assert run.mode == "reduce-overhead" and run.device.startswith("cuda")
     assert run.same_tokens and run.graphs == 1  # one trace, replayed; the cache kept its place
     assert run.compiled.runs == 2 * 4 and run.compile_s > run.compiled.high

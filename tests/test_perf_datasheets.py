@@ -9,8 +9,14 @@ import pytest
 from viz.perf.configs import config_spec
 from viz.perf.counts import decode_cost
 from viz.perf.machine import datasheets
-from viz.perf.machine.datasheets import (DATASHEETS, H100_SXM, Datasheet, datasheet,
-                                         generations_table, growth)
+from viz.perf.machine.datasheets import (
+    DATASHEETS,
+    H100_SXM,
+    Datasheet,
+    datasheet,
+    generations_table,
+    growth,
+)
 from viz.views.generations import RIDGES, generations_data, generations_figure
 
 from conftest import fake_machine_peaks
@@ -34,8 +40,13 @@ def test_every_row_is_complete_and_frozen():
 
 def test_the_published_figures():
     """The vendors' figures, typed in again here (dense FLOP/s; B200 per GPU)."""
-    expected = {"V100": (900e9, 125e12), "A100": (2039e9, 312e12), "H100": (3.35e12, 989e12),
-                "H200": (4.8e12, 989e12), "B200": (8e12, 2.25e15)}
+    expected = {
+        "V100": (900e9, 125e12),
+        "A100": (2039e9, 312e12),
+        "H100": (3.35e12, 989e12),
+        "H200": (4.8e12, 989e12),
+        "B200": (8e12, 2.25e15),
+    }
     for key, (bw, flops) in expected.items():
         d = datasheet(key)
         assert (d.bytes_per_s, d.flops_per_s) == pytest.approx((bw, flops), rel=1e-12), key
@@ -105,8 +116,11 @@ def test_growth_defaults_and_reverse():
 
 @pytest.mark.parametrize("first, last", [("V50", "B200"), ("V100", "Z9000")])
 def test_growth_of_an_unknown_name_names_the_known_ones(first, last):
-    with pytest.raises(ValueError, match=r"no datasheet named .*known ones are V100, A100, "
-                                         r"H100, H200, B200"):
+    with pytest.raises(
+        ValueError,
+        match=r"no datasheet named .*known ones are V100, A100, "
+        r"H100, H200, B200",
+    ):
         growth(first, last)
 
 
@@ -126,8 +140,9 @@ def test_table_without_peaks_is_the_datasheet_rows_with_their_ceilings():
 
 
 def test_table_with_fake_peaks_has_a_measured_row_with_its_numbers():
-    peaks = fake_machine_peaks(read=30e9, flops={"float32": 90e9, "bfloat16": 180e9},
-                               device_name="Test CPU")
+    peaks = fake_machine_peaks(
+        read=30e9, flops={"float32": 90e9, "bfloat16": 180e9}, device_name="Test CPU"
+    )
     rows = generations_table(peaks)
     assert len(rows) == len(DATASHEETS) + 1
     m = rows[-1]
@@ -184,8 +199,11 @@ def test_the_measured_row_is_drawn_differently():
     others = [t for t in fig.data if t.mode == "markers+text" and t is not measured[0]]
     assert others and all(t.marker.symbol != measured[0].marker.symbol for t in others)
     # without peaks there is no measured trace
-    assert not [t for t in generations_figure(generations_table()).data
-                if t.name == "this machine (measured)"]
+    assert not [
+        t
+        for t in generations_figure(generations_table()).data
+        if t.name == "this machine (measured)"
+    ]
 
 
 def test_figure_is_deterministic_and_needs_rows():
@@ -205,6 +223,15 @@ def test_h100_and_h200_labels_do_not_share_a_side():
 
 def test_ridge_of_a_hand_made_row():
     """A row made with its figures typed in: ridge 10 ÷ 2 = 5, ceiling 2 ÷ 4 = 0.5."""
-    d = Datasheet(key="X", name="X", kind="gpu", year=2030, memory="1 GB", bytes_per_s=2.0,
-                  flops_per_s=10.0, flops_format="bfloat16", source="none")
+    d = Datasheet(
+        key="X",
+        name="X",
+        kind="gpu",
+        year=2030,
+        memory="1 GB",
+        bytes_per_s=2.0,
+        flops_per_s=10.0,
+        flops_format="bfloat16",
+        source="none",
+    )
     assert d.ridge == 5.0 and d.decode_tokens_per_s(4) == 0.5

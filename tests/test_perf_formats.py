@@ -11,8 +11,7 @@ import pytest
 import viz
 from viz.perf import formats
 from viz.perf.engine_child import FAULT_ENV
-from viz.perf.formats import (FormatRun, gguf_file, gguf_weight_bytes, llama_greedy,
-                              measure_formats)
+from viz.perf.formats import FormatRun, gguf_file, gguf_weight_bytes, llama_greedy, measure_formats
 
 pytestmark = pytest.mark.real_model
 
@@ -74,17 +73,25 @@ def test_bad_formats_and_files_name_the_fix(tmp_path):
 def test_llama_cpp_greedy_in_float32_is_transformers_float32(smollm, folder):
     # the same values in the same format: llama.cpp's loop (prefill, argmax, one eval per
     # token) must choose the very tokens viz.record chose
-    trace = viz.record(smollm, "The capital of France is", max_new_tokens=8, stop_at_eos=False,
-                       embeddings=False, log_top=1)
-    tokens, steps = llama_greedy(gguf_file("F32", folder=str(folder)), trace.prompt_ids, 8,
-                                 repeats=2)
+    trace = viz.record(
+        smollm,
+        "The capital of France is",
+        max_new_tokens=8,
+        stop_at_eos=False,
+        embeddings=False,
+        log_top=1,
+    )
+    tokens, steps = llama_greedy(
+        gguf_file("F32", folder=str(folder)), trace.prompt_ids, 8, repeats=2
+    )
     assert tokens == [s.token_id for s in trace.steps]
     assert len(steps) == 2 * 7 and all(t > 0 for t in steps)
 
 
 def test_the_comparison_has_a_row_per_format(smollm, folder):
-    run = measure_formats(smollm, ("float32", "Q4_1"), new_tokens=4, repeats=1,
-                          gguf_folder=str(folder))
+    run = measure_formats(
+        smollm, ("float32", "Q4_1"), new_tokens=4, repeats=1, gguf_folder=str(folder)
+    )
     f32, q4 = run.point("float32"), run.point("llama.cpp Q4_1")
     assert [p.label for p in run.points] == ["transformers float32", "llama.cpp Q4_1"]
     assert f32.weight_bytes == smollm.spec.weight_bytes and f32.bytes_per_weight == 4.0
@@ -98,15 +105,17 @@ def test_the_comparison_has_a_row_per_format(smollm, folder):
     assert again.point("Q4_1").token_ids == q4.token_ids
 
 
-def test_a_format_whose_engine_crashes_is_reported_and_the_others_measured(smollm, folder,
-                                                                         monkeypatch):
+def test_a_format_whose_engine_crashes_is_reported_and_the_others_measured(
+    smollm, folder, monkeypatch
+):
     from viz.views.formats import formats_figure
 
     # F16's child (writing the file, or decoding it) kills itself with SIGILL, as a llama.cpp
     # built for another CPU did; Q4_1's child runs as usual, and so does this process
     monkeypatch.setenv(FAULT_ENV, "SIGILL@F16")
-    run = measure_formats(smollm, ("float32", "F16", "Q4_1"), new_tokens=3, repeats=1,
-                          gguf_folder=str(folder))
+    run = measure_formats(
+        smollm, ("float32", "F16", "Q4_1"), new_tokens=3, repeats=1, gguf_folder=str(folder)
+    )
     assert [p.label for p in run.points] == ["transformers float32", "llama.cpp Q4_1"]
     q4 = run.point("Q4_1")
     assert len(q4.token_ids) == 3 and q4.step.runs == 2 and q4.step.median > 0
@@ -117,8 +126,11 @@ def test_a_format_whose_engine_crashes_is_reported_and_the_others_measured(smoll
     # said in every place the run is shown, and kept when it is saved and read back
     assert "F16 failed: llama.cpp (llama-cpp-python" in str(run) and "`make engines`" in str(run)
     row = run.table()[-1]
-    assert row["format"] == "F16" and row["step_ms"] is None and row["note"].startswith(
-        "failed: llama.cpp")
+    assert (
+        row["format"] == "F16"
+        and row["step_ms"] is None
+        and row["note"].startswith("failed: llama.cpp")
+    )
     fig = formats_figure(run, read_bytes_per_s=1e10)
     assert "crashed, not shown: llama.cpp F16" in fig.layout.title.text.replace("<br>", " ")
     assert [list(t.text) for t in fig.data[1:]] == [["float32"], ["Q4_1"]]
@@ -171,21 +183,38 @@ def _run(points):
     from viz.perf.formats import FormatPoint
     from viz.spread import Spread
 
-    return FormatRun(model="m", n_params=100, prompt="p", chat=True, new_tokens=4, repeats=1,
-                     threads=2, reference="transformers float32",
-                     points=[FormatPoint(e, f, b, b / 100, Spread(s, s * 0.9, s * 1.2, 3),
-                                         [1, 2, 3, 4], n) for e, f, b, s, n in points])
+    return FormatRun(
+        model="m",
+        n_params=100,
+        prompt="p",
+        chat=True,
+        new_tokens=4,
+        repeats=1,
+        threads=2,
+        reference="transformers float32",
+        points=[
+            FormatPoint(e, f, b, b / 100, Spread(s, s * 0.9, s * 1.2, 3), [1, 2, 3, 4], n)
+            for e, f, b, s, n in points
+        ],
+    )
 
 
 def test_the_figure_puts_each_engine_and_the_floor_on_one_chart():
     from viz.views.formats import formats_data, formats_figure
 
-    run = _run([("transformers", "float32", 400, 0.04, 4), ("llama.cpp", "F32", 400, 0.01, 4),
-                ("llama.cpp", "Q4_1", 72, 0.006, 2)])
+    run = _run(
+        [
+            ("transformers", "float32", 400, 0.04, 4),
+            ("llama.cpp", "F32", 400, 0.01, 4),
+            ("llama.cpp", "Q4_1", 72, 0.006, 2),
+        ]
+    )
     fig = formats_figure(run, read_bytes_per_s=40e3)  # 400 bytes in 10 ms
     names = [t.name for t in fig.data]
-    assert names[0].startswith("memory floor: bytes ÷ 0.0 GB/s") and names[1:] == \
-        ["transformers", "llama.cpp"]
+    assert names[0].startswith("memory floor: bytes ÷ 0.0 GB/s") and names[1:] == [
+        "transformers",
+        "llama.cpp",
+    ]
     llama = fig.data[2]
     assert list(llama.text) == ["F32", "Q4_1"] and list(llama.y) == pytest.approx([10.0, 6.0])
     assert list(llama.error_y.array) == pytest.approx([2.0, 1.2])
@@ -209,8 +238,9 @@ def test_another_model_gets_only_its_own_rows(tiny_gqa):
 def test_another_model_s_bfloat16_row_is_its_own(tiny_gqa):
     """bfloat16 of a model other than the default is that model rounded (it was the default
     model loaded from its file: 269 MB for a tiny model, and tokens of another vocabulary)."""
-    run = measure_formats(tiny_gqa, ("float32", "bfloat16"), prompt="ab", chat=False,
-                          new_tokens=3, repeats=1)
+    run = measure_formats(
+        tiny_gqa, ("float32", "bfloat16"), prompt="ab", chat=False, new_tokens=3, repeats=1
+    )
     f32, b16 = run.points
     assert b16.label == "transformers bfloat16"
     assert b16.weight_bytes * 2 == f32.weight_bytes == tiny_gqa.spec.weight_bytes
@@ -222,15 +252,18 @@ def test_the_choice_figure_names_speed_agreement_and_where_the_text_departs():
     from viz.views.formats import format_choice_data, format_choice_figure
 
     run = _run([("transformers", "float32", 400, 0.04, 4), ("llama.cpp", "Q4_1", 72, 0.01, 2)])
-    tokens = {"transformers float32": ["The", " sky", " is", " blue"],
-              "llama.cpp Q4_1": ["The", " sky", " looks", " <b>"]}
+    tokens = {
+        "transformers float32": ["The", " sky", " is", " blue"],
+        "llama.cpp Q4_1": ["The", " sky", " looks", " <b>"],
+    }
     d = format_choice_data(run, tokens)
     q4 = d["rows"][1]
     assert q4["speed"] == pytest.approx(4.0) and (q4["same"], q4["of"]) == (2, 4)
     assert q4["speed_low"] == pytest.approx(0.036 / 0.012)  # the worst case of both spreads
     fig = format_choice_figure(run, tokens)
-    assert fig.layout.title.text == ("Q4_1 on this prompt: ×4.00 the speed of float32, the "
-                                     "same greedy tokens for 2 of 4")
+    assert fig.layout.title.text == (
+        "Q4_1 on this prompt: ×4.00 the speed of float32, the same greedy tokens for 2 of 4"
+    )
     bars = [t for t in fig.data if t.type == "bar"]
     labels = [t for t in fig.data if t.type == "scatter"]
     assert [list(t.y) for t in bars] == [["transformers float32"], ["llama.cpp Q4_1"]]

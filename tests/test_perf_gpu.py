@@ -25,8 +25,9 @@ def test_every_gpu_reference_loads_here_and_says_where_it_was_measured():
 def test_unknown_or_unshipped_references_are_refused_with_what_ships():
     with pytest.raises(ValueError, match="unknown kind 'roofline': use 'memory-wall' or one of"):
         perf.gpu_reference("roofline")
-    with pytest.raises(ValueError, match="no GPU reference 'gpu-llama-3.2-1b-trace' ships .*"
-                                         "gpu-smollm2-135m-trace"):
+    with pytest.raises(
+        ValueError, match="no GPU reference 'gpu-llama-3.2-1b-trace' ships .*gpu-smollm2-135m-trace"
+    ):
         perf.gpu_reference("trace", "llama-3.2-1b")
     with pytest.raises(ValueError, match="no GPU fixed cost in 'float16': measured in"):
         perf.gpu_fixed_cost(30, "float16")
@@ -39,8 +40,6 @@ def test_peaks_and_fixed_cost_come_from_the_wall_run():
     assert peaks.bytes_per_s == wall.peaks.read.bytes_per_s == wall.read_bytes_per_s
     floor = {o.dtype: o for o in wall.overhead}["bfloat16"]
     assert perf.gpu_fixed_cost(30) == floor.spreads[floor.layers.index(30)]
-
-
 
 
 @pytest.mark.parametrize("name", perf.GPU_MODELS)
@@ -95,9 +94,12 @@ def test_a_measured_busy_fixed_cost_is_used_whole_and_must_match_the_depth():
     rule then runs whole, overhead-bound included."""
     sweep = perf.gpu_reference("busy-sweep", "smollm2-135m")
     fixed = viz.Spread(2.0e-3, 1.98e-3, 2.02e-3, 4)
-    sweep.settings["fixed_cost"] = {"n_layers": 30, "hidden_size": 64, "batch_size": 1,
-                                    "busy_s": {"median": 2.0e-3, "low": 1.98e-3,
-                                               "high": 2.02e-3, "runs": 4, "derived": False}}
+    sweep.settings["fixed_cost"] = {
+        "n_layers": 30,
+        "hidden_size": 64,
+        "batch_size": 1,
+        "busy_s": {"median": 2.0e-3, "low": 1.98e-3, "high": 2.02e-3, "runs": 4, "derived": False},
+    }
     assert perf.busy_fixed_cost(sweep) == fixed
     rows = perf.busy_rows(sweep)
     assert all(r.fixed == fixed and r.fixed_bound_s is None for r in rows)
@@ -129,8 +131,7 @@ def test_graph_steps_pair_milliseconds_from_one_run():
     assert big.speedup.median == pytest.approx(4.58, abs=0.01)
     assert (small.recorded / small.graph).median == pytest.approx(18.5, abs=0.05)
     assert (big.recorded / big.graph).median == pytest.approx(3.86, abs=0.01)
-    assert big.mbu == pytest.approx(0.54, abs=0.005) and small.same_tokens \
-        and not big.same_tokens
+    assert big.mbu == pytest.approx(0.54, abs=0.005) and small.same_tokens and not big.same_tokens
 
 
 def test_the_same_eager_step_drifted_across_the_session_s_files():
@@ -163,8 +164,9 @@ def test_the_8b_knee_measured_lies_where_counting_puts_it():
     rows = perf.busy_rows(sweep)
     last_memory, first_compute = perf.busy_knee(rows)
     peaks = perf.gpu_peaks()
-    counted = perf.ridge_batch(sweep.model, peaks.flops_per_s, peaks.bytes_per_s,
-                               rows[0].context_tokens)
+    counted = perf.ridge_batch(
+        sweep.model, peaks.flops_per_s, peaks.bytes_per_s, rows[0].context_tokens
+    )
     assert last_memory < counted <= first_compute  # between two measured rows
     # the busy time grows with the batch past the knee, and hardly before it
     busy = {r.batch: r.busy.median for r in rows}
@@ -205,8 +207,7 @@ def test_prefill_rows_use_the_gpu_s_fixed_cost_at_the_model_s_depth():
     for r in rows:
         assert r.verdict.fixed == fixed
         cost = perf.prefill_cost(sweep.model, r.tokens)
-        assert r.mfu == pytest.approx(cost.flops / perf.gpu_peaks().flops_per_s
-                                      / r.seconds.median)
+        assert r.mfu == pytest.approx(cost.flops / perf.gpu_peaks().flops_per_s / r.seconds.median)
     assert rows[0].verdict.regime == "overhead-bound"  # 128 tokens: the launches dominate
     assert rows[-1].verdict.regime == "compute-bound"  # 4,096 tokens: the arithmetic
 

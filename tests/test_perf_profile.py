@@ -13,9 +13,20 @@ from torch.profiler import ProfilerActivity, profile, record_function
 
 from viz.documents import load_document
 from viz.perf import profile as step_profile
-from viz.perf.profile import (ATTENTION, CATEGORIES, GAPS, MATRIX, NORMS, SMALL, StepProfile,
-                              context_ids, op_category, profile_decode_step, profile_scopes,
-                              split_step)
+from viz.perf.profile import (
+    ATTENTION,
+    CATEGORIES,
+    GAPS,
+    MATRIX,
+    NORMS,
+    SMALL,
+    StepProfile,
+    context_ids,
+    op_category,
+    profile_decode_step,
+    profile_scopes,
+    split_step,
+)
 from viz.views.step_profile import step_profile_data, step_profile_figure
 
 from conftest import tiny_model
@@ -135,18 +146,21 @@ def test_the_profiler_s_own_log_lines_stay_out_of_the_output(tiny_gqa, capfd):
 
 
 # ---- the categories and the gaps ---------------------------------------------------------------
-@pytest.mark.parametrize("name, scopes, expected", [
-    ("aten::linear", [], MATRIX),
-    ("aten::matmul", [], MATRIX),
-    ("aten::linear", ["viz::attention"], ATTENTION),  # inside attention: attention's own work
-    ("aten::mul", ["viz::norm"], NORMS),
-    ("aten::mul", ["viz::attention", "viz::norm"], NORMS),  # the innermost scope wins
-    ("aten::scaled_dot_product_attention", [], ATTENTION),
-    ("aten::_softmax", [], ATTENTION),
-    ("aten::layer_norm", [], NORMS),
-    ("aten::add", [], SMALL),
-    ("aten::cat", ["some::other_scope"], SMALL),
-])
+@pytest.mark.parametrize(
+    "name, scopes, expected",
+    [
+        ("aten::linear", [], MATRIX),
+        ("aten::matmul", [], MATRIX),
+        ("aten::linear", ["viz::attention"], ATTENTION),  # inside attention: attention's own work
+        ("aten::mul", ["viz::norm"], NORMS),
+        ("aten::mul", ["viz::attention", "viz::norm"], NORMS),  # the innermost scope wins
+        ("aten::scaled_dot_product_attention", [], ATTENTION),
+        ("aten::_softmax", [], ATTENTION),
+        ("aten::layer_norm", [], NORMS),
+        ("aten::add", [], SMALL),
+        ("aten::cat", ["some::other_scope"], SMALL),
+    ],
+)
 def test_op_category(name, scopes, expected):
     assert op_category(name, scopes) == expected
 
@@ -225,14 +239,17 @@ def test_the_figure_refuses_what_is_not_a_profile(tiny_gqa):
 
 
 # ---- bad input ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("kwargs, message", [
-    ({"context": 0}, r"context must be a whole number >= 1"),
-    ({"context": 2.5}, r"context must be a whole number >= 1"),
-    ({"steps": 0}, r"steps must be a whole number >= 1"),
-    ({"warmup": -1}, r"warmup must be a whole number >= 0"),
-    ({"threads": 0}, r"threads must be a whole number >= 1"),
-    ({"prompt": "  "}, r"the prompt is empty"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"context": 0}, r"context must be a whole number >= 1"),
+        ({"context": 2.5}, r"context must be a whole number >= 1"),
+        ({"steps": 0}, r"steps must be a whole number >= 1"),
+        ({"warmup": -1}, r"warmup must be a whole number >= 0"),
+        ({"threads": 0}, r"threads must be a whole number >= 1"),
+        ({"prompt": "  "}, r"the prompt is empty"),
+    ],
+)
 def test_bad_settings_name_the_fix(tiny_gqa, kwargs, message):
     with pytest.raises(ValueError, match=message):
         profile_decode_step(tiny_gqa, **kwargs)
@@ -240,8 +257,11 @@ def test_bad_settings_name_the_fix(tiny_gqa, kwargs, message):
 
 def test_a_context_longer_than_the_model_holds_says_how_long_it_may_be():
     lm = tiny_model(context_length=64)
-    with pytest.raises(ValueError, match=r"needs 67 positions, but tiny-gqa holds 64: use "
-                                         r"context <= 57"):
+    with pytest.raises(
+        ValueError,
+        match=r"needs 67 positions, but tiny-gqa holds 64: use "
+        r"context <= 57",
+    ):
         profile_decode_step(lm, context=60, steps=5, warmup=2)
     assert profile_decode_step(lm, context=57, steps=5, warmup=2).context == 57  # fits exactly
 

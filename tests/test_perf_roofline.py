@@ -37,17 +37,33 @@ def test_time_runs_uses_the_clock_after_warmup():
     assert timer == "perf_counter"
 
 
-FAKE = Peaks(device="cpu", device_name="test", dtype="float32", threads=1,
-             flops_per_s=100e9, bytes_per_s=20e9, matmul_n=1, buffer_bytes=1, repeats=1,
-             timer="x")
+FAKE = Peaks(
+    device="cpu",
+    device_name="test",
+    dtype="float32",
+    threads=1,
+    flops_per_s=100e9,
+    bytes_per_s=20e9,
+    matmul_n=1,
+    buffer_bytes=1,
+    repeats=1,
+    timer="x",
+)
 
 
 def test_mfu_mbu_and_bound_by_hand(tiny_gqa):
     # A pass of 1 GFLOP moving 0.5 GB in 0.1 s: 10 GFLOP/s, 5 GB/s, intensity 2 FLOP/byte.
-    p = RooflinePoint(label="x", phase="decode", batch=1, input_tokens=1, context_tokens=1,
-                      flops=1e9, bytes=0.5e9, seconds=0.1)
-    roof = Roofline(peaks=FAKE, model=tiny_gqa.spec, environment=tiny_gqa.environment(),
-                    points=[p])
+    p = RooflinePoint(
+        label="x",
+        phase="decode",
+        batch=1,
+        input_tokens=1,
+        context_tokens=1,
+        flops=1e9,
+        bytes=0.5e9,
+        seconds=0.1,
+    )
+    roof = Roofline(peaks=FAKE, model=tiny_gqa.spec, environment=tiny_gqa.environment(), points=[p])
     assert p.intensity == 2.0
     assert roof.mfu(p) == pytest.approx(10e9 / 100e9)  # 10%
     assert roof.mbu(p) == pytest.approx(5e9 / 20e9)  # 25%
@@ -58,8 +74,9 @@ def test_mfu_mbu_and_bound_by_hand(tiny_gqa):
 
 
 def test_trace_points_use_the_recorded_times(tiny_gqa, fake_clock):
-    trace = viz.record(tiny_gqa, "Hello", max_new_tokens=4, stop_at_eos=False,
-                       clock=fake_clock(growth=0.5))
+    trace = viz.record(
+        tiny_gqa, "Hello", max_new_tokens=4, stop_at_eos=False, clock=fake_clock(growth=0.5)
+    )
     pre, dec = trace_points(trace)
     assert pre.seconds == trace.timing.prefill_forward_s == 1.0
     n = len(trace.prompt_ids)
@@ -74,8 +91,9 @@ def test_trace_points_use_the_recorded_times(tiny_gqa, fake_clock):
 
 
 def test_measure_roofline_round_trip(tiny_gqa, tmp_path):
-    roof = perf.measure_roofline(tiny_gqa, max_new_tokens=4, batch_sizes=[1, 3], peaks=small_peaks(),
-                                 progress=False)
+    roof = perf.measure_roofline(
+        tiny_gqa, max_new_tokens=4, batch_sizes=[1, 3], peaks=small_peaks(), progress=False
+    )
     assert [p.label for p in roof.points] == ["prefill", "decode", "decode B=1", "decode B=3"]
     assert roof.bound(roof.points[0]) in ("memory", "compute")
     for r in roof.rows():
@@ -107,10 +125,17 @@ def test_measure_roofline_reuses_measurements(tiny_gqa):
 def test_roofline_view_draws_the_numbers(tiny_gqa):
     from viz.views.roofline import roofline_data, roofline_figure, roofline_static
 
-    p = RooflinePoint(label="decode", phase="decode", batch=1, input_tokens=1, context_tokens=9,
-                      flops=1e9, bytes=0.5e9, seconds=0.1)
-    roof = Roofline(peaks=FAKE, model=tiny_gqa.spec, environment=tiny_gqa.environment(),
-                    points=[p])
+    p = RooflinePoint(
+        label="decode",
+        phase="decode",
+        batch=1,
+        input_tokens=1,
+        context_tokens=9,
+        flops=1e9,
+        bytes=0.5e9,
+        seconds=0.1,
+    )
+    roof = Roofline(peaks=FAKE, model=tiny_gqa.spec, environment=tiny_gqa.environment(), points=[p])
     data = roofline_data(roof)["rooflines"][0]
     lo, ridge, hi = data["roof_x"]
     assert ridge == 5.0 and data["roof_y"] == [lo * 20e9, 100e9, 100e9]

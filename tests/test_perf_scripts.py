@@ -31,13 +31,23 @@ def test_gpu_check_quick_dry_run(tmp_path, capsys):
         sweep = perf.Sweep.load(tmp_path / f"gpu-tiny-llama-{kind}-sweep.json")
         assert len(sweep) >= 2
     roof = perf.Roofline.load(tmp_path / "gpu-tiny-llama-roofline.json")
-    assert [p.label for p in roof.points] == ["prefill", "decode", "decode B=1", "decode B=2",
-                                              "prefill 4", "prefill 16"]
+    assert [p.label for p in roof.points] == [
+        "prefill",
+        "decode",
+        "decode B=1",
+        "decode B=2",
+        "prefill 4",
+        "prefill 16",
+    ]
     peaks = json.loads((tmp_path / "gpu-peaks.json").read_text())
     assert peaks["model_dtype"]["flops_per_s"] > 0
     wall = perf.WallRun.load(tmp_path / "gpu-memory-wall.json")  # lesson 08's GPU reference
-    assert [p.label for p in wall.points] == ["1 layer × 64 fp32", "2 layers × 64 fp32",
-                                              "tiny-llama fp32", "tiny-llama fp32 B=4"]
+    assert [p.label for p in wall.points] == [
+        "1 layer × 64 fp32",
+        "2 layers × 64 fp32",
+        "tiny-llama fp32",
+        "tiny-llama fp32 B=4",
+    ]
     assert wall.recorded["command"].startswith("python benchmarks/gpu_check.py")
     step = load_document(tmp_path / "gpu-tiny-llama-compiled-step.json")  # lesson 13's remedy
     assert isinstance(step, perf.CompiledStep) and step.same_tokens and step.graphs == 1
@@ -45,8 +55,12 @@ def test_gpu_check_quick_dry_run(tmp_path, capsys):
     # the host, recorded once and before and after every part, in every file a part wrote
     env = summary["environment"]
     assert env["cpu"] and env["cpu_count"] >= 1 and env["command"].startswith("python ")
-    assert {p["part"] for p in summary["parts"]} >= {"host", "peaks", "memory wall",
-                                                     "tiny-llama: busy time"}
+    assert {p["part"] for p in summary["parts"]} >= {
+        "host",
+        "peaks",
+        "memory wall",
+        "tiny-llama: busy time",
+    }
     for path in tmp_path.glob("gpu-*.json"):
         host = json.loads(path.read_text())["host"]
         for when in ("before", "after"):
@@ -74,8 +88,9 @@ def test_gpu_check_quick_dry_run(tmp_path, capsys):
     assert grid.column("context_tokens") == [0, 32, 0, 32]
     assert grid.column("batch_size") == [1, 1, 2, 2]
     spec = grid.model
-    assert grid.column("kv_bytes_counted") == [b * c * spec.kv_bytes_per_token()
-                                               for b, c in zip([1, 1, 2, 2], [0, 32, 0, 32])]
+    assert grid.column("kv_bytes_counted") == [
+        b * c * spec.kv_bytes_per_token() for b, c in zip([1, 1, 2, 2], [0, 32, 0, 32])
+    ]
     assert grid.settings["attention_implementation"] == "sdpa"
     attention = perf.Sweep.load(tmp_path / "gpu-tiny-llama-attention-sweep.json")
     assert attention.column("batch_size") == [1, 2]
@@ -89,8 +104,9 @@ def test_gpu_check_sets_aside_a_part_whose_host_drifted(tmp_path, monkeypatch, c
     by more than its spread (or the floor) between before and after, with a loud message."""
     gpu_check = load_script("gpu_check")
     costs = iter([10e-6, 10e-6, 10e-6, 10.1e-6, 10e-6, 14e-6])  # steady, steady, drifted
-    monkeypatch.setattr(gpu_check, "launch_probe",
-                        lambda rounds, launches: viz.Spread.exact(next(costs)))
+    monkeypatch.setattr(
+        gpu_check, "launch_probe", lambda rounds, launches: viz.Spread.exact(next(costs))
+    )
     monkeypatch.setattr(gpu_check, "gpu_state", lambda: {"source": None})
     runner = gpu_check.Runner(tmp_path, 600, {"rounds": 1, "launches": 1, "drift_floor": 0.05})
     for name in ("steady", "nudged", "drifting"):
@@ -109,8 +125,7 @@ def test_launch_drift_is_judged_by_the_spread_or_the_floor():
     Spread = viz.Spread
     # spreads 1 µs wide: a 0.8 µs move stays within them, a 1.2 µs move does not
     before = Spread(10e-6, 9.5e-6, 10.5e-6, 5)
-    assert not gpu_check.launch_drift(before, Spread(10.8e-6, 10.3e-6, 11.3e-6, 5),
-                                      0.05)["drifted"]
+    assert not gpu_check.launch_drift(before, Spread(10.8e-6, 10.3e-6, 11.3e-6, 5), 0.05)["drifted"]
     assert gpu_check.launch_drift(before, Spread(11.2e-6, 10.7e-6, 11.7e-6, 5), 0.05)["drifted"]
     # exact figures: the floor (5 % of 10 µs = 0.5 µs) decides; None never sets aside
     assert not gpu_check.launch_drift(Spread.exact(10e-6), Spread.exact(10.4e-6), 0.05)["drifted"]
@@ -122,17 +137,21 @@ def test_kernels_are_sorted_by_kind_from_their_names():
     gpu_check = load_script("gpu_check")
     kind = gpu_check.kernel_kind
     assert kind("nvjet_tst_128x64_64x8_2x1_v_bz_coopA_NTN") == "matrix products"
-    assert kind("void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm>") == \
-        "matrix products"
+    assert (
+        kind("void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm>")
+        == "matrix products"
+    )
     assert kind("void gemv2T_kernel_val<int, int, __nv_bfloat16, float>") == "matrix products"
-    assert kind("void pytorch_flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits>") == \
-        "attention"
+    assert (
+        kind("void pytorch_flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits>") == "attention"
+    )
     assert kind("triton_per_fused__to_copy_add_mean_mul_pow_rsqrt_0") == "fused (Inductor)"
     assert kind("void at::native::(anonymous namespace)::CatArrayBatchedCopy<...>") == "copies"
-    assert kind("void at::native::reduce_kernel<512, 1, ReduceOp<float, MeanOps>>") == \
-        "norms and reductions"
-    assert kind("void at::native::vectorized_elementwise_kernel<4, silu_kernel>") == \
-        "elementwise"
+    assert (
+        kind("void at::native::reduce_kernel<512, 1, ReduceOp<float, MeanOps>>")
+        == "norms and reductions"
+    )
+    assert kind("void at::native::vectorized_elementwise_kernel<4, silu_kernel>") == "elementwise"
     assert kind("something_else") == "other"
 
 
@@ -150,8 +169,10 @@ def test_shipped_references_load_and_stay_small():
     data = Path(viz.__file__).parent / "data"
     for name in names:
         ref = perf.load_reference(name)
-        assert isinstance(ref, (viz.Trace, perf.Sweep, perf.Roofline, perf.WallRun,
-                                perf.FormatRun, perf.CompiledStep)), name
+        assert isinstance(
+            ref,
+            (viz.Trace, perf.Sweep, perf.Roofline, perf.WallRun, perf.FormatRun, perf.CompiledStep),
+        ), name
         size = (data / f"{name}.json").stat().st_size
         if isinstance(ref, viz.Trace):
             assert size <= 200_000, f"{name} is {size:,} bytes: keep a shipped trace <= 200 KB"
@@ -189,8 +210,27 @@ def test_cli_sweep_and_roofline(tmp_path, capsys):
     config = tmp_path / "tiny.json"
     config.write_text(json.dumps(load_script("gpu_check").QUICK["configs"][0]))
     out = tmp_path / "sweep.json"
-    assert main(["sweep", "batch", "--values", "1", "2", "--max-new-tokens", "3", "--config",
-                 str(config), "--device", "cpu", "--quiet", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "batch",
+                "--values",
+                "1",
+                "2",
+                "--max-new-tokens",
+                "3",
+                "--config",
+                str(config),
+                "--device",
+                "cpu",
+                "--quiet",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert perf.Sweep.load(out).column("batch_size") == [1, 2]
     assert "batch_size sweep" in capsys.readouterr().out
     assert main(["sweep", "cache", "--values", "3", "--config", str(config)]) == 2  # bad input
@@ -200,9 +240,25 @@ def test_cli_sweep_and_roofline(tmp_path, capsys):
     assert main(["sweep", "batch", "--threads", "0", "--config", str(config)]) == 2
     assert "threads must be a whole number >= 1" in capsys.readouterr().err
     roof = tmp_path / "roof.json"
-    assert main(["roofline", "--config", str(config), "--device", "cpu", "--max-new-tokens", "3",
-                 "--threads", "1",
-                 "--quiet", "-o", str(roof)]) == 0
+    assert (
+        main(
+            [
+                "roofline",
+                "--config",
+                str(config),
+                "--device",
+                "cpu",
+                "--max-new-tokens",
+                "3",
+                "--threads",
+                "1",
+                "--quiet",
+                "-o",
+                str(roof),
+            ]
+        )
+        == 0
+    )
     loaded = perf.Roofline.load(roof)
     assert [p.label for p in loaded.points] == ["prefill", "decode"]
     assert loaded.environment.threads == loaded.peaks.threads == 1
@@ -212,9 +268,12 @@ def test_long_context_benchmark_quick_dry_run(capsys):
     long_context = load_script("long_context")
     assert long_context.main(["--quick", "--repeats", "3"]) == 0  # 7 steps each: 48 s in CI
     out = capsys.readouterr().out
-    for heading in ("1. prefill (tiny-llama", "2. decode step against context",
-                    "3. time to first token of a 256-token prompt",
-                    "4. the continuous-batching engine"):
+    for heading in (
+        "1. prefill (tiny-llama",
+        "2. decode step against context",
+        "3. time to first token of a 256-token prompt",
+        "4. the continuous-batching engine",
+    ):
         assert heading in out
     assert out.count("same first token: True") == 4
     assert "hit rate" in out and "0% without" in out
@@ -223,10 +282,30 @@ def test_long_context_benchmark_quick_dry_run(capsys):
 @pytest.mark.real_model
 def test_serving_benchmark_sweeps_and_compares(tmp_path, capsys):
     serving = load_script("serving")
-    assert serving.main(["--settings", "one-at-a-time", "--n-requests", "2", "--rates", "1",
-                         "--repeats", "1", "--max-tokens", "3", "--out", str(tmp_path)]) == 0
+    assert (
+        serving.main(
+            [
+                "--settings",
+                "one-at-a-time",
+                "--n-requests",
+                "2",
+                "--rates",
+                "1",
+                "--repeats",
+                "1",
+                "--max-tokens",
+                "3",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
-    assert "rate sweep, " in printed and "2 requests per run" in printed and "side by side" in printed
+    assert (
+        "rate sweep, " in printed and "2 requests per run" in printed and "side by side" in printed
+    )
     from viz.serve import LoadSweep
+
     sweep = LoadSweep.load(tmp_path / "sweep-one-at-a-time.json")
     assert sweep.point("synchronous") is not None and sweep.point("throughput") is not None

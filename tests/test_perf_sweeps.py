@@ -29,7 +29,8 @@ def test_prompt_length_sweep(tiny, capsys):
     for row in sweep.rows():
         assert row["ttft_s"] >= row["prefill_forward_s"] > 0
         assert row["prefill_tokens_per_s"] == pytest.approx(
-            row["prompt_tokens"] / row["prefill_forward_s"])
+            row["prompt_tokens"] / row["prefill_forward_s"]
+        )
         assert row["prefill_flops"] == perf.prefill_cost(tiny.spec, row["prompt_tokens"]).flops
     # each timed figure keeps its spread: two repeats, their median is the column's value
     for name in ("ttft_s", "prefill_forward_s"):
@@ -65,8 +66,9 @@ def test_cache_sweep(tiny):
     assert sweep.column("cached_input_tokens") == [seq[0]] + [1] * 5
     assert sweep.column("uncached_input_tokens") == seq  # the whole text, every step
     assert sweep.column("same_token") == [1] * 6 and sweep.settings["same_tokens"] is True
-    assert all(u > c for u, c in zip(sweep.column("uncached_flops")[1:],
-                                     sweep.column("cached_flops")[1:]))
+    assert all(
+        u > c for u, c in zip(sweep.column("uncached_flops")[1:], sweep.column("cached_flops")[1:])
+    )
     roundtrip(sweep)
 
 
@@ -75,33 +77,40 @@ def test_batch_size_sweep(tiny_gqa):
     assert sweep.column("batch_size") == [1, 2, 4]
     n_prompt = sweep.column("prompt_tokens")[0]
     assert sweep.column("prompt_tokens") == [n_prompt] * 3
-    assert sweep.column("kv_bytes") == [b * tiny_gqa.spec.kv_bytes(n_prompt + 2)
-                                        for b in (1, 2, 4)]
+    assert sweep.column("kv_bytes") == [b * tiny_gqa.spec.kv_bytes(n_prompt + 2) for b in (1, 2, 4)]
     for row in sweep.rows():
         assert row["aggregate_decode_tokens_per_s"] == pytest.approx(
-            row["batch_size"] / row["decode_step_s"])
+            row["batch_size"] / row["decode_step_s"]
+        )
         assert row["aggregate_tokens_per_s"] == pytest.approx(
-            row["batch_size"] * 3 / row["request_latency_s"])
+            row["batch_size"] * 3 / row["request_latency_s"]
+        )
     roundtrip(sweep)
 
 
-@pytest.mark.parametrize("bad, message", [
-    ([], "lengths must be a non-empty list of whole numbers >= 1"),
-    ([4, 2], "lengths must be increasing with no repeats"),
-    ([2, 2], "lengths must be increasing with no repeats"),
-    ([0, 1], "lengths must be a non-empty list of whole numbers >= 1"),
-    ([1.5], "lengths must be a non-empty list of whole numbers >= 1"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ([], "lengths must be a non-empty list of whole numbers >= 1"),
+        ([4, 2], "lengths must be increasing with no repeats"),
+        ([2, 2], "lengths must be increasing with no repeats"),
+        ([0, 1], "lengths must be a non-empty list of whole numbers >= 1"),
+        ([1.5], "lengths must be a non-empty list of whole numbers >= 1"),
+    ],
+)
 def test_bad_settings(tiny_gqa, bad, message):
     with pytest.raises(ValueError, match=message):
         perf.prompt_length_sweep(tiny_gqa, bad, progress=False)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"repeats": 0}, "repeats must be a whole number >= 1, not 0"),
-    ({"threads": 0}, r"threads must be a whole number >= 1 \(or None"),
-    ({"max_new_tokens": 1}, r"max_new_tokens must be a whole number >= 2 \(one decode step"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"repeats": 0}, "repeats must be a whole number >= 1, not 0"),
+        ({"threads": 0}, r"threads must be a whole number >= 1 \(or None"),
+        ({"max_new_tokens": 1}, r"max_new_tokens must be a whole number >= 2 \(one decode step"),
+    ],
+)
 def test_bad_repeats_threads_and_tokens(tiny_gqa, kwargs, message):
     with pytest.raises(ValueError, match=message):
         perf.batch_size_sweep(tiny_gqa, [1], progress=False, **kwargs)

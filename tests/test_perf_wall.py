@@ -14,8 +14,15 @@ import torch
 
 from viz.perf import wall, wall_point
 from viz.perf.counts import decode_cost
-from viz.perf.machine import (MachinePeaks, OverheadFloor, bandwidth, cache, fixed_costs, matmul,
-                              peaks)
+from viz.perf.machine import (
+    MachinePeaks,
+    OverheadFloor,
+    bandwidth,
+    cache,
+    fixed_costs,
+    matmul,
+    peaks,
+)
 from viz.perf.regime import OVERHEAD_SHARE, explain_regime, regime
 from viz.perf.wall import WallRun, computed_wall, fit_wall
 from viz.perf.wall_point import WallPoint
@@ -27,18 +34,21 @@ MS = 1e-3
 
 
 # ---- the rule: one point per regime, and the boundaries ------------------------------------
-@pytest.mark.parametrize("t, m, c, f, expected", [
-    (10 * MS, 0.1 * MS, 0.01 * MS, 8 * MS, "overhead-bound"),   # fixed cost is 80 % of the step
-    (44 * MS, 20 * MS, 1.4 * MS, 8 * MS, "memory-bound"),       # bytes dominate, F = 18 %
-    (200 * MS, 25 * MS, 90 * MS, 26 * MS, "compute-bound"),     # arithmetic outlasts the bytes
-    # boundaries
-    (10 * MS, 1 * MS, 0, 5 * MS, "overhead-bound"),             # F = t/2 exactly: overhead
-    (10 * MS, 1 * MS, 0, 4.999 * MS, "memory-bound"),           # just under half: not overhead
-    (10 * MS, 3 * MS, 3 * MS, 1 * MS, "compute-bound"),         # C = M exactly: compute
-    (10 * MS, 3 * MS, 2.999 * MS, 1 * MS, "memory-bound"),      # C just under M: memory
-    (5 * MS, 1 * MS, 0, 6 * MS, "overhead-bound"),              # F > t (noise): still overhead
-    (10 * MS, 2 * MS, 0, 0, "memory-bound"),                    # no fixed cost at all
-])
+@pytest.mark.parametrize(
+    "t, m, c, f, expected",
+    [
+        (10 * MS, 0.1 * MS, 0.01 * MS, 8 * MS, "overhead-bound"),  # fixed cost is 80 % of the step
+        (44 * MS, 20 * MS, 1.4 * MS, 8 * MS, "memory-bound"),  # bytes dominate, F = 18 %
+        (200 * MS, 25 * MS, 90 * MS, 26 * MS, "compute-bound"),  # arithmetic outlasts the bytes
+        # boundaries
+        (10 * MS, 1 * MS, 0, 5 * MS, "overhead-bound"),  # F = t/2 exactly: overhead
+        (10 * MS, 1 * MS, 0, 4.999 * MS, "memory-bound"),  # just under half: not overhead
+        (10 * MS, 3 * MS, 3 * MS, 1 * MS, "compute-bound"),  # C = M exactly: compute
+        (10 * MS, 3 * MS, 2.999 * MS, 1 * MS, "memory-bound"),  # C just under M: memory
+        (5 * MS, 1 * MS, 0, 6 * MS, "overhead-bound"),  # F > t (noise): still overhead
+        (10 * MS, 2 * MS, 0, 0, "memory-bound"),  # no fixed cost at all
+    ],
+)
 def test_regime_rule_on_hand_made_points(t, m, c, f, expected):
     assert regime(t, m, c, f) == expected
     assert explain_regime(t, m, c, f).startswith(expected + ":")
@@ -53,23 +63,28 @@ def test_regime_threshold_is_a_parameter():
 
 def test_explain_names_the_numbers_that_decided():
     text = explain_regime(44 * MS, 20 * MS, 1.4 * MS, 8 * MS)
-    assert text == ("memory-bound: fixed cost 8.00 ms < half of 44.00 ms, and memory floor "
-                    "20.00 ms > compute floor 1.40 ms")
+    assert text == (
+        "memory-bound: fixed cost 8.00 ms < half of 44.00 ms, and memory floor "
+        "20.00 ms > compute floor 1.40 ms"
+    )
 
 
-@pytest.mark.parametrize("args, kw, match", [
-    ((0, 1, 0, 0), {}, "seconds must be > 0"),
-    ((-1, 1, 0, 0), {}, "seconds must be > 0"),
-    ((1, 0, 0, 0), {}, "memory_floor_s must be > 0"),
-    ((1, 1, -1, 0), {}, "compute_floor_s must be >= 0"),
-    ((1, 1, 0, -0.1), {}, "fixed_cost_s must be >= 0"),
-    ((float("nan"), 1, 0, 0), {}, "seconds must be a finite number"),
-    ((1, float("inf"), 0, 0), {}, "memory_floor_s must be a finite number"),
-    (("1", 1, 0, 0), {}, "seconds must be a finite number"),
-    ((True, 1, 0, 0), {}, "seconds must be a finite number"),
-    ((1, 1, 0, 0), {"overhead_share": 0}, r"overhead_share must be a fraction in \(0, 1\]"),
-    ((1, 1, 0, 0), {"overhead_share": 1.5}, r"overhead_share must be a fraction in \(0, 1\]"),
-])
+@pytest.mark.parametrize(
+    "args, kw, match",
+    [
+        ((0, 1, 0, 0), {}, "seconds must be > 0"),
+        ((-1, 1, 0, 0), {}, "seconds must be > 0"),
+        ((1, 0, 0, 0), {}, "memory_floor_s must be > 0"),
+        ((1, 1, -1, 0), {}, "compute_floor_s must be >= 0"),
+        ((1, 1, 0, -0.1), {}, "fixed_cost_s must be >= 0"),
+        ((float("nan"), 1, 0, 0), {}, "seconds must be a finite number"),
+        ((1, float("inf"), 0, 0), {}, "memory_floor_s must be a finite number"),
+        (("1", 1, 0, 0), {}, "seconds must be a finite number"),
+        ((True, 1, 0, 0), {}, "seconds must be a finite number"),
+        ((1, 1, 0, 0), {"overhead_share": 0}, r"overhead_share must be a fraction in \(0, 1\]"),
+        ((1, 1, 0, 0), {"overhead_share": 1.5}, r"overhead_share must be a fraction in \(0, 1\]"),
+    ],
+)
 def test_regime_bad_input(args, kw, match):
     with pytest.raises(ValueError, match=match):
         regime(*args, **kw)
@@ -93,9 +108,11 @@ def test_a_line_through_two_points_claims_no_fit():
     printing an R² of 1.000 (issue 31: lesson 08's GPU line)."""
     fit = dataclasses.replace(fit_wall([1e9, 3e9], [0.010, 0.012]), dtype="bfloat16")
     assert fit.r_squared == pytest.approx(1.0)
-    assert str(fit) == ("TPOT ≈ 9.00 ms + bytes ÷ 1000.0 GB/s (the line through 2 bfloat16 "
-                        "points: two points fix it, so it says nothing of how straight the "
-                        "wall is)")
+    assert str(fit) == (
+        "TPOT ≈ 9.00 ms + bytes ÷ 1000.0 GB/s (the line through 2 bfloat16 "
+        "points: two points fix it, so it says nothing of how straight the "
+        "wall is)"
+    )
     assert "R²" in str(fit_wall([1e9, 2e9, 3e9], [0.010, 0.011, 0.012]))
 
 
@@ -113,15 +130,18 @@ def test_fit_with_noise_stays_close():
     assert fit.fixed_s == pytest.approx(ys.mean() - slope * xs.mean(), rel=1e-9)
 
 
-@pytest.mark.parametrize("xs, ys, match", [
-    ([1e6], [1e-3], "at least 2 points"),
-    ([1e6, 2e6], [1e-3], "same length"),
-    ([1e6, 1e6], [1e-3, 2e-3], "same number of bytes"),
-    ([1e6, 2e6], [2e-3, 1e-3], "does not grow with the bytes"),
-    ([1e6, -2e6], [1e-3, 2e-3], "step_bytes must be a finite number > 0"),
-    ([1e6, 2e6], [1e-3, float("nan")], "seconds must be a finite number > 0"),
-    ([1e6, 2e6], [0, 1e-3], "seconds must be a finite number > 0"),
-])
+@pytest.mark.parametrize(
+    "xs, ys, match",
+    [
+        ([1e6], [1e-3], "at least 2 points"),
+        ([1e6, 2e6], [1e-3], "same length"),
+        ([1e6, 1e6], [1e-3, 2e-3], "same number of bytes"),
+        ([1e6, 2e6], [2e-3, 1e-3], "does not grow with the bytes"),
+        ([1e6, -2e6], [1e-3, 2e-3], "step_bytes must be a finite number > 0"),
+        ([1e6, 2e6], [1e-3, float("nan")], "seconds must be a finite number > 0"),
+        ([1e6, 2e6], [0, 1e-3], "seconds must be a finite number > 0"),
+    ],
+)
 def test_fit_bad_input(xs, ys, match):
     with pytest.raises(ValueError, match=match):
         fit_wall(xs, ys)
@@ -129,8 +149,13 @@ def test_fit_bad_input(xs, ys, match):
 
 # ---- the fixed-cost floor --------------------------------------------------------------------
 def test_overhead_floor_measured_depths_and_the_line_between():
-    floor = OverheadFloor(dtype="float32", hidden_size=64, vocab_size=512, layers=[1, 16, 30],
-                          seconds=[0.7e-3, 4.6e-3, 8.24e-3])
+    floor = OverheadFloor(
+        dtype="float32",
+        hidden_size=64,
+        vocab_size=512,
+        layers=[1, 16, 30],
+        seconds=[0.7e-3, 4.6e-3, 8.24e-3],
+    )
     assert floor.at(16) == 4.6e-3  # a measured depth is used as measured
     # least-squares line by hand over (1, .7), (16, 4.6), (30, 8.24) ms
     x, y = np.array([1, 16, 30.0]), np.array([0.7, 4.6, 8.24]) * 1e-3
@@ -165,22 +190,48 @@ def test_narrow_config_keeps_depth_and_shrinks_width():
 
 # ---- a hand-made run ----------------------------------------------------------------------------
 def _point(label, step_bytes, flops, seconds, fixed, dtype="float32", kind="shape", batch=1):
-    return WallPoint(label=label, model=label, dtype=dtype, kind=kind, n_params=1, n_layers=30,
-                     hidden_size=64, context_tokens=20, step_bytes=step_bytes, step_flops=flops,
-                     seconds=seconds, seconds_min=seconds, seconds_max=seconds, steps_timed=16,
-                     fixed_cost_s=fixed, batch=batch)
+    return WallPoint(
+        label=label,
+        model=label,
+        dtype=dtype,
+        kind=kind,
+        n_params=1,
+        n_layers=30,
+        hidden_size=64,
+        context_tokens=20,
+        step_bytes=step_bytes,
+        step_flops=flops,
+        seconds=seconds,
+        seconds_min=seconds,
+        seconds_max=seconds,
+        steps_timed=16,
+        fixed_cost_s=fixed,
+        batch=batch,
+    )
 
 
 def _run(**kw):
-    pts = [_point("tiny", 5_000_000, 10_000_000, 8e-3, 7.8e-3, kind="fixed cost"),
-           _point("fp32", 540_000_000, 270_000_000, 44e-3, 7.8e-3),
-           _point("bf16", 270_000_000, 270_000_000, 24e-3, 8.5e-3, dtype="bfloat16"),
-           _point("fp32 B=32", 620_000_000, 8_600_000_000, 150e-3, 7.8e-3, batch=32)]
-    args = dict(label="hand-made", computed=False, device="cpu", device_name="Test CPU",
-                threads=2, read_bytes_per_s=40e9,
-                flops_per_s={"float32": 100e9, "bfloat16": 200e9}, peaks_how="by hand",
-                overhead=[OverheadFloor("float32", 64, 512, [30], [7.8e-3]),
-                          OverheadFloor("bfloat16", 64, 512, [30], [8.5e-3])], points=pts)
+    pts = [
+        _point("tiny", 5_000_000, 10_000_000, 8e-3, 7.8e-3, kind="fixed cost"),
+        _point("fp32", 540_000_000, 270_000_000, 44e-3, 7.8e-3),
+        _point("bf16", 270_000_000, 270_000_000, 24e-3, 8.5e-3, dtype="bfloat16"),
+        _point("fp32 B=32", 620_000_000, 8_600_000_000, 150e-3, 7.8e-3, batch=32),
+    ]
+    args = dict(
+        label="hand-made",
+        computed=False,
+        device="cpu",
+        device_name="Test CPU",
+        threads=2,
+        read_bytes_per_s=40e9,
+        flops_per_s={"float32": 100e9, "bfloat16": 200e9},
+        peaks_how="by hand",
+        overhead=[
+            OverheadFloor("float32", 64, 512, [30], [7.8e-3]),
+            OverheadFloor("bfloat16", 64, 512, [30], [8.5e-3]),
+        ],
+        points=pts,
+    )
     args.update(kw)
     return WallRun(**args)
 
@@ -192,8 +243,12 @@ def test_run_floors_mbu_and_regimes():
     assert run.compute_floor_s(fp32) == pytest.approx(270e6 / 100e9)  # 2.7 ms
     assert run.compute_floor_s(run.point("bf16")) == pytest.approx(270e6 / 200e9)
     assert run.mbu(fp32) == pytest.approx(540e6 / 44e-3 / 40e9)  # 31 %
-    assert run.regimes() == {"tiny": "overhead-bound", "fp32": "memory-bound",
-                             "bf16": "memory-bound", "fp32 B=32": "compute-bound"}
+    assert run.regimes() == {
+        "tiny": "overhead-bound",
+        "fp32": "memory-bound",
+        "bf16": "memory-bound",
+        "fp32 B=32": "compute-bound",
+    }
     assert [r["regime"] for r in run.rows()] == list(run.regimes().values())
     assert run.fixed_cost_s("bfloat16", 30) == 8.5e-3
     with pytest.raises(ValueError, match="no fixed cost measured in float16"):
@@ -209,8 +264,13 @@ def test_run_floors_mbu_and_regimes():
         run.fit()  # one point per format: no line
     with pytest.raises(ValueError, match="a line needs at least 2 points, got 1"):
         run.fit("float32")
-    more = WallRun(**{**run.__dict__, "points": run.points + [
-        _point("360M fp32", 1_450_000_000, 720_000_000, 104e-3, 8.3e-3)]})
+    more = WallRun(
+        **{
+            **run.__dict__,
+            "points": run.points
+            + [_point("360M fp32", 1_450_000_000, 720_000_000, 104e-3, 8.3e-3)],
+        }
+    )
     assert more.fit_dtype() == "float32"
     slope, intercept = np.polyfit([540e6, 1450e6], [44e-3, 104e-3], 1)
     fit = more.fit()
@@ -236,8 +296,10 @@ def test_run_saves_and_loads_and_refuses_other_files(tmp_path):
 
 def test_merged_adds_points_and_depths():
     a = _run()
-    b = _run(points=[_point("360M", 724_000_000, 720_000_000, 60e-3, 8.5e-3)],
-             overhead=[OverheadFloor("float32", 64, 512, [1, 32], [0.7e-3, 8.3e-3])])
+    b = _run(
+        points=[_point("360M", 724_000_000, 720_000_000, 60e-3, 8.5e-3)],
+        overhead=[OverheadFloor("float32", 64, 512, [1, 32], [0.7e-3, 8.3e-3])],
+    )
     b.flops_per_s = {"float16": 50e9}
     m = a.merged(b)
     assert m.flops_per_s == {"float32": 100e9, "bfloat16": 200e9, "float16": 50e9}
@@ -250,12 +312,17 @@ def test_merged_adds_points_and_depths():
 
 def test_best_of_takes_each_point_from_its_least_disturbed_round():
     calm = _run()
-    busy = _run(points=[replace(p, seconds=p.seconds * 1.5) for p in calm.points],
-                overhead=[replace(o, seconds=[s * 2 for s in o.seconds]) for o in calm.overhead])
+    busy = _run(
+        points=[replace(p, seconds=p.seconds * 1.5) for p in calm.points],
+        overhead=[replace(o, seconds=[s * 2 for s in o.seconds]) for o in calm.overhead],
+    )
     mixed = _run(points=[calm.points[0], busy.points[1], calm.points[2], busy.points[3]])
     best = wall.best_of([busy, mixed])
     assert [p.seconds for p in best.points] == [p.seconds for p in calm.points[:1]] + [
-        busy.points[1].seconds, calm.points[2].seconds, busy.points[3].seconds]
+        busy.points[1].seconds,
+        calm.points[2].seconds,
+        busy.points[3].seconds,
+    ]
     assert best.overhead[0].seconds == [7.8e-3]  # the lower of 15.6 and 7.8 ms
     assert best.recorded["rounds"]["fp32"] == [44e-3 * 1.5, 44e-3 * 1.5]
     with pytest.raises(ValueError, match="same points in the same order"):
@@ -274,14 +341,21 @@ def test_computed_wall_is_the_roofline_time_plus_the_stated_fixed_cost():
         assert p.seconds == pytest.approx(max(p.step_bytes / bw, p.step_flops / 989e12))
         assert none.regime(p) == "memory-bound" and none.mbu(p) == pytest.approx(1.0)
     assert none.computed and "COMPUTED from published numbers, not measured" in none.title()
-    eager = computed_wall(shapes, device_name="GPU", bytes_per_s=bw, flops_per_s=peak,
-                          fixed_cost_per_layer_s=0.25e-3, fixed_cost_note="assumed")
+    eager = computed_wall(
+        shapes,
+        device_name="GPU",
+        bytes_per_s=bw,
+        flops_per_s=peak,
+        fixed_cost_per_layer_s=0.25e-3,
+        fixed_cost_note="assumed",
+    )
     for p, q in zip(none.points, eager.points):
         assert q.seconds - p.seconds == pytest.approx(0.25e-3 * p.n_layers)
         assert eager.regime(q) == "overhead-bound"  # 7.5 ms of fixed cost vs 0.08 ms of bytes
     assert eager.overhead[0].assumed and eager.overhead[0].note == "assumed"
-    slow = computed_wall(shapes, device_name="slow", bytes_per_s=bw,
-                         flops_per_s={"bfloat16": 1e9})  # a device with almost no arithmetic
+    slow = computed_wall(
+        shapes, device_name="slow", bytes_per_s=bw, flops_per_s={"bfloat16": 1e9}
+    )  # a device with almost no arithmetic
     assert set(slow.regimes().values()) == {"compute-bound"}
     with pytest.raises(ValueError, match="flops_per_s needs a peak > 0 for 'bfloat16'"):
         computed_wall(shapes, device_name="x", bytes_per_s=bw, flops_per_s={"float32": 1e12})
@@ -291,22 +365,37 @@ def test_computed_wall_is_the_roofline_time_plus_the_stated_fixed_cost():
 
 # ---- measured on tiny models -----------------------------------------------------------------
 def _peaks() -> MachinePeaks:
-    return fake_machine_peaks(30e9, {"float32": 90e9, "bfloat16": 180e9},
-                              threads=torch.get_num_threads())
+    return fake_machine_peaks(
+        30e9, {"float32": 90e9, "bfloat16": 180e9}, threads=torch.get_num_threads()
+    )
 
 
 def test_measure_wall_on_tiny_models():
     shape = tiny_config()
-    run = wall.measure_wall([shape], ["float32", "bfloat16"], peaks=_peaks(), max_new_tokens=3,
-                            repeats=1, threads=1, overhead_depths=[1])
+    run = wall.measure_wall(
+        [shape],
+        ["float32", "bfloat16"],
+        peaks=_peaks(),
+        max_new_tokens=3,
+        repeats=1,
+        threads=1,
+        overhead_depths=[1],
+    )
     assert run.threads == 1 and not run.computed and run.read_bytes_per_s == 30e9
     labels = [p.label for p in run.points]
-    assert labels == ["1 layer × 64 fp32", "2 layers × 64 fp32", "1 layer × 64 bf16",
-                      "2 layers × 64 bf16", "tiny-gqa fp32", "tiny-gqa bf16"]
+    assert labels == [
+        "1 layer × 64 fp32",
+        "2 layers × 64 fp32",
+        "1 layer × 64 bf16",
+        "2 layers × 64 bf16",
+        "tiny-gqa fp32",
+        "tiny-gqa bf16",
+    ]
     fp32 = run.point("tiny-gqa fp32")
     # bytes and FLOPs are decode_cost's at the median timed context (prompt + 1 .. + 2 steps)
     assert fp32.steps_timed == 2 and fp32.step_bytes > 0
     from viz.perf import config_spec
+
     spec = config_spec(shape, dtype="float32")
     assert fp32.step_bytes == decode_cost(spec, fp32.context_tokens).bytes
     # its fixed cost is the 2-layer tiny-width model's measured time, in its dtype
@@ -360,12 +449,15 @@ def test_measure_bandwidth_methods(method, moved):
     assert "4 MiB float32" in b.how and "median of 2 runs" in b.how and "1 thread," in b.how
 
 
-@pytest.mark.parametrize("kw, match", [
-    ({"method": "write"}, "unknown bandwidth method 'write'"),
-    ({"buffer_bytes": 1000}, "buffer_bytes must be a whole number of bytes >= 1 MiB"),
-    ({"repeats": 0}, "repeats must be a whole number >= 1"),
-    ({"threads": -1}, "threads must be a whole number >= 1"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"method": "write"}, "unknown bandwidth method 'write'"),
+        ({"buffer_bytes": 1000}, "buffer_bytes must be a whole number of bytes >= 1 MiB"),
+        ({"repeats": 0}, "repeats must be a whole number >= 1"),
+        ({"threads": -1}, "threads must be a whole number >= 1"),
+    ],
+)
 def test_measure_bandwidth_bad_input(kw, match):
     args = {"buffer_bytes": 2 << 20, **kw}
     with pytest.raises(ValueError, match=match):
@@ -381,8 +473,9 @@ def test_bandwidth_by_size():
 
 def test_machine_peaks_measured_once_then_reused(tmp_path):
     path = tmp_path / "peaks.json"
-    small = dict(path=path, buffer_bytes=2 << 20, repeats=1, threads=1, budget_s=0.2,
-                 progress=False)
+    small = dict(
+        path=path, buffer_bytes=2 << 20, repeats=1, threads=1, budget_s=0.2, progress=False
+    )
     peaks.forget_in_process()
     first = peaks.machine_peaks(**small)
     assert path.is_file() and first.loaded_from == "" and first.threads == 1
@@ -402,8 +495,11 @@ def test_machine_peaks_measured_once_then_reused(tmp_path):
     assert again.loaded_from == "" and MachinePeaks.load(path) == again
     assert again.status.startswith("measured now (refresh=True)")
     # measured with another thread count, or on a CPU with other features: not reused
-    for field, value in (("threads", 64), ("cpu_features", ["avx2"]),
-                         ("cpu_capability", "AVX2 (ATEN_CPU_CAPABILITY=avx2)")):
+    for field, value in (
+        ("threads", 64),
+        ("cpu_features", ["avx2"]),
+        ("cpu_capability", "AVX2 (ATEN_CPU_CAPABILITY=avx2)"),
+    ):
         peaks.forget_in_process()
         data = json.loads(path.read_text())
         data["environment"][field] = value  # schema 3: in the environment
@@ -419,8 +515,9 @@ def test_machine_peaks_measured_once_then_reused(tmp_path):
 def test_cached_peaks_are_checked_on_reuse_and_measured_again_if_off(tmp_path, monkeypatch):
     """A cached read bandwidth far from a fresh read's is measured again, and says why."""
     path = tmp_path / "peaks.json"
-    small = dict(path=path, buffer_bytes=2 << 20, repeats=3, threads=1, budget_s=0.2,
-                 progress=False)
+    small = dict(
+        path=path, buffer_bytes=2 << 20, repeats=3, threads=1, budget_s=0.2, progress=False
+    )
     peaks.forget_in_process()
     measured = peaks.machine_peaks(**small)
     # a fresh read in line with the cached one (the same figures read back): kept
@@ -442,8 +539,11 @@ def test_cached_peaks_are_checked_on_reuse_and_measured_again_if_off(tmp_path, m
     path.write_text(json.dumps(data))
     peaks.forget_in_process()
     redone = peaks.machine_peaks(**small)
-    assert redone.loaded_from == "" and "measured again now, because a fresh read gave" in \
-        redone.status and "below the cached" in redone.status
+    assert (
+        redone.loaded_from == ""
+        and "measured again now, because a fresh read gave" in redone.status
+        and "below the cached" in redone.status
+    )
     assert MachinePeaks.load(path).read.bytes_per_s == redone.read.bytes_per_s
     # VIZ_CHECK_PEAKS=0 (`make notebooks`: one set of peaks per run): the same far-off file is
     # reused as it is; "1" or an explicit check=True checks it again
@@ -488,10 +588,11 @@ def test_peaks_path_is_keyed_on_the_machine(tmp_path, monkeypatch):
 
 def test_measure_matmul_grows_within_its_budget():
     m = matmul.measure_matmul("float32", repeats=2, budget_s=0.5, max_n=256, start_n=32)
-    assert m.sizes == [32, 64, 128, 256][:len(m.sizes)] and m.sizes[0] == 32
+    assert m.sizes == [32, 64, 128, 256][: len(m.sizes)] and m.sizes[0] == 32
     assert m.n in m.sizes and len(m.runs_s) <= 2 and m.flops_per_s > 0
-    assert m.flops_per_s == pytest.approx(max(
-        f for n, f in zip(m.sizes, m.sizes_flops_per_s) if n == m.n))
+    assert m.flops_per_s == pytest.approx(
+        max(f for n, f in zip(m.sizes, m.sizes_flops_per_s) if n == m.n)
+    )
     assert m.stopped.startswith("stopped")
     with pytest.raises(ValueError, match="budget_s must be a number of seconds > 0"):
         matmul.measure_matmul(budget_s=0)
@@ -500,19 +601,31 @@ def test_measure_matmul_grows_within_its_budget():
     assert matmul.measure_matmul(max_n=32, budget_s=0.2).sizes == [32]  # below start_n
 
 
-@pytest.mark.parametrize("features, capability, expected", [
-    ([], "AVX2", "this CPU has no bfloat16 instructions"),
-    (["avx2", "avx512_bf16"], "AVX2 (ATEN_CPU_CAPABILITY=avx2, ONEDNN_MAX_CPU_ISA=AVX2)",
-     "but torch was told to use fewer"),
-])
+@pytest.mark.parametrize(
+    "features, capability, expected",
+    [
+        ([], "AVX2", "this CPU has no bfloat16 instructions"),
+        (
+            ["avx2", "avx512_bf16"],
+            "AVX2 (ATEN_CPU_CAPABILITY=avx2, ONEDNN_MAX_CPU_ISA=AVX2)",
+            "but torch was told to use fewer",
+        ),
+    ],
+)
 def test_a_slow_bfloat16_matmul_is_reported_with_its_reason(features, capability, expected):
-    slow = fake_machine_peaks(flops={"float32": 68e9, "bfloat16": 1.3e9},
-                              cpu_features=features or ["avx2", "fma"], cpu_capability=capability)
+    slow = fake_machine_peaks(
+        flops={"float32": 68e9, "bfloat16": 1.3e9},
+        cpu_features=features or ["avx2", "fma"],
+        cpu_capability=capability,
+    )
     (finding,) = slow.findings()
     assert finding.startswith("bfloat16 matmul 1.3 GFLOP/s, 1/52 of float32's 68.0")
     assert expected in finding and not slow.fast("bfloat16") and slow.fast("float32")
-    fast = fake_machine_peaks(flops={"float32": 100e9, "bfloat16": 390e9},
-                              cpu_features=["avx512_bf16"], cpu_capability="AVX512")
+    fast = fake_machine_peaks(
+        flops={"float32": 100e9, "bfloat16": 390e9},
+        cpu_features=["avx512_bf16"],
+        cpu_capability="AVX512",
+    )
     assert fast.fast("bfloat16") and "3.9× float32's" in fast.findings()[0]
     assert "finding: bfloat16 matmul 1.3 GFLOP/s" in slow.how()
 
@@ -520,13 +633,32 @@ def test_a_slow_bfloat16_matmul_is_reported_with_its_reason(features, capability
 def test_machine_peaks_of_schema_1_load_with_their_medians():
     """A peaks file saved by the previous viz (the fastest runs were the figures) loads, with
     the medians it kept as the figures."""
-    bw = {"method": "read", "buffer_bytes": 1 << 28, "bytes_per_s": 40e9,
-          "bytes_per_s_median": 32e9, "dtype": "float32", "threads": 2, "repeats": 7,
-          "timer": "perf_counter"}
-    v1 = {"kind": MachinePeaks.KIND, "schema_version": 1, "device": "cpu", "device_name": "X",
-          "cpu_count": 2, "threads": 2, "flops_per_s": {"float32": 160e9},
-          "flops_per_s_median": {"float32": 150e9}, "matmul_n": 2048, "read": bw, "copy": bw,
-          "matvec": {**bw, "method": "matvec"}, "measured_at": "then", "torch_version": "x"}
+    bw = {
+        "method": "read",
+        "buffer_bytes": 1 << 28,
+        "bytes_per_s": 40e9,
+        "bytes_per_s_median": 32e9,
+        "dtype": "float32",
+        "threads": 2,
+        "repeats": 7,
+        "timer": "perf_counter",
+    }
+    v1 = {
+        "kind": MachinePeaks.KIND,
+        "schema_version": 1,
+        "device": "cpu",
+        "device_name": "X",
+        "cpu_count": 2,
+        "threads": 2,
+        "flops_per_s": {"float32": 160e9},
+        "flops_per_s_median": {"float32": 150e9},
+        "matmul_n": 2048,
+        "read": bw,
+        "copy": bw,
+        "matvec": {**bw, "method": "matvec"},
+        "measured_at": "then",
+        "torch_version": "x",
+    }
     p = MachinePeaks.from_dict(v1)
     assert p.bytes_per_s == 32e9 and p.read.fastest_bytes_per_s == 40e9
     assert p.flops("float32") == 150e9 and p.matmul["float32"].fastest_flops_per_s == 160e9
@@ -538,8 +670,9 @@ def test_machine_peaks_of_schema_1_load_with_their_medians():
 def _run_with_line(**kw):
     """`_run` plus a second float32 model shape, so that the one fit has a line."""
     run = _run(**kw)
-    return replace(run, points=run.points + [
-        _point("360M fp32", 1_450_000_000, 720_000_000, 104e-3, 8.3e-3)])
+    return replace(
+        run, points=run.points + [_point("360M fp32", 1_450_000_000, 720_000_000, 104e-3, 8.3e-3)]
+    )
 
 
 def test_wall_data_lines_and_colours():
@@ -561,8 +694,9 @@ def test_wall_data_lines_and_colours():
     assert "MBU 31%" in texts  # 540 MB in 44 ms at 40 GB/s
     assert f"fit: {fit.fixed_s * 1e3:.1f} ms + bytes ÷ {fit.bytes_per_s / 1e9:.1f} GB/s" in names
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
-    gpu = computed_wall(["smollm2-135m"], device_name="GPU", bytes_per_s=3.35e12,
-                        flops_per_s={"bfloat16": 989e12})
+    gpu = computed_wall(
+        ["smollm2-135m"], device_name="GPU", bytes_per_s=3.35e12, flops_per_s={"bfloat16": 989e12}
+    )
     assert "COMPUTED" in wall_figure(gpu).layout.title.text
     assert len(wall_figure(run, _run_with_line(label="other")).data) > len(fig.data)
     with pytest.raises(ValueError, match="expected a viz.perf.WallRun"):
@@ -577,26 +711,34 @@ def test_wall_labels_move_aside_or_go_rather_than_collide():
     # a twin a hair slower: where the first point's label would go, its label cannot
     twin = replace(first, label=first.label + " again", seconds=first.seconds * 1.02)
     fig = wall_figure(replace(run, points=run.points + [twin]))
-    placed = {(round(x), round(y * 1e3)): (text, side) for t in fig.data
-              if t.mode == "markers+text"
-              for x, y, text, side in zip(t.x, t.y, t.text, t.textposition)}
+    placed = {
+        (round(x), round(y * 1e3)): (text, side)
+        for t in fig.data
+        if t.mode == "markers+text"
+        for x, y, text, side in zip(t.x, t.y, t.text, t.textposition)
+    }
     label_a, side_a = placed[(round(first.step_bytes), round(first.seconds * 1e6))]
     label_b, side_b = placed[(round(twin.step_bytes), round(twin.seconds * 1e6))]
     assert label_a  # the first keeps its label, on its preferred side
     assert label_b == "" or side_b != side_a, (side_a, side_b)
     # the MBU of every point stays in the hover data
-    assert sum(len(t.customdata) for t in fig.data if t.mode == "markers+text") == \
-        len(run.points) + 1
+    assert (
+        sum(len(t.customdata) for t in fig.data if t.mode == "markers+text") == len(run.points) + 1
+    )
     # the placement: an obstacle takes the preferred side; an empty label is not placed
     from viz.views.base import place_labels
-    assert place_labels([(100, 100)], ["MBU 40%"], (400, 300), prefer=["middle right"]) == \
-        ["middle right"]
-    assert place_labels([(100, 100)], ["MBU 40%"], (400, 300), prefer=["middle right"],
-                        obstacles=[(130, 100)]) != ["middle right"]
+
+    assert place_labels([(100, 100)], ["MBU 40%"], (400, 300), prefer=["middle right"]) == [
+        "middle right"
+    ]
+    assert place_labels(
+        [(100, 100)], ["MBU 40%"], (400, 300), prefer=["middle right"], obstacles=[(130, 100)]
+    ) != ["middle right"]
     assert place_labels([(100, 100)], [""], (400, 300)) == [None]
     # a box (an annotation's text) is an obstacle as a point is
-    assert place_labels([(100, 100)], ["MBU 40%"], (400, 300), prefer=["middle right"],
-                        boxes=[(110, 90, 200, 110)]) != ["middle right"]
+    assert place_labels(
+        [(100, 100)], ["MBU 40%"], (400, 300), prefer=["middle right"], boxes=[(110, 90, 200, 110)]
+    ) != ["middle right"]
 
 
 def test_no_roofline_label_covers_the_ridge_annotation():
@@ -608,9 +750,18 @@ def test_no_roofline_label_covers_the_ridge_annotation():
     size = (640, 348)
 
     def data(y):
-        return {"x_range": [0.1, 1000.0], "y_range": [1e9, 1e13], "rooflines": [{
-            "ridge": 10.0, "roof_x": [0.1, 10.0, 1000.0], "roof_y": [1e9, 1e12, 1e12],
-            "points": [{"label": "prefill 16", "x": 10.0, "y": y}]}]}
+        return {
+            "x_range": [0.1, 1000.0],
+            "y_range": [1e9, 1e13],
+            "rooflines": [
+                {
+                    "ridge": 10.0,
+                    "roof_x": [0.1, 10.0, 1000.0],
+                    "roof_y": [1e9, 1e12, 1e12],
+                    "points": [{"label": "prefill 16", "x": 10.0, "y": y}],
+                }
+            ],
+        }
 
     d = data(2.5e12)  # just above the corner: where the annotation's text sits
     (x0, y0, x1, y1), _ = _ridge_boxes(d, size)
@@ -619,10 +770,12 @@ def test_no_roofline_label_covers_the_ridge_annotation():
     assert x0 < px < x1 and y0 < py + 20 and py - 20 < y1  # the point is next to the text
     where = _label_positions(d, size)[(0, 0)]
     w = 0.62 * 11 * len("prefill 16") + 2
-    boxes = {"bottom center": (px - w / 2, py + 6, px + w / 2, py + 6 + 14.3),
-             "top center": (px - w / 2, py - 6 - 14.3, px + w / 2, py - 6),
-             "middle right": (px + 6, py - 7.2, px + 6 + w, py + 7.2),
-             "middle left": (px - 6 - w, py - 7.2, px - 6, py + 7.2)}
+    boxes = {
+        "bottom center": (px - w / 2, py + 6, px + w / 2, py + 6 + 14.3),
+        "top center": (px - w / 2, py - 6 - 14.3, px + w / 2, py - 6),
+        "middle right": (px + 6, py - 7.2, px + 6 + w, py + 7.2),
+        "middle left": (px - 6 - w, py - 7.2, px - 6, py + 7.2),
+    }
     if where in boxes:
         b = boxes[where]
         assert not (b[0] < x1 and x0 < b[2] and b[1] < y1 and y0 < b[3]), where
@@ -636,8 +789,9 @@ def test_prompt_lookup_gives_the_same_tokens_with_fewer_passes():
     from viz.perf.speculative import compare_prompt_lookup
 
     lm = from_config(tiny_config(), dtype="float32", seed=3)
-    c = compare_prompt_lookup(lm, "abcabcabcabcabcabc", chat=False, max_new_tokens=12,
-                              repeats=1, threads=1)
+    c = compare_prompt_lookup(
+        lm, "abcabcabcabcabcabc", chat=False, max_new_tokens=12, repeats=1, threads=1
+    )
     assert c.identical and c.plain.token_ids == c.lookup.token_ids
     n = c.plain.new_tokens
     assert c.plain.forward_passes == n and c.plain.tokens_per_pass == 1.0  # one token per pass
@@ -664,6 +818,7 @@ def test_bytes_whatif_scales_each_models_own_step():
     # at the point's own format the measured step comes back
     assert wall.bytes_whatif(run, 4)[0]["predicted_s"] == pytest.approx(44e-3)
     from viz.views.wall import bytes_whatif_figure
+
     fig = bytes_whatif_figure(run, 0.5)
     assert fig.layout.title.text.startswith("0.5 bytes per weight: predicted if only the bytes")
     assert bytes_whatif_figure(run, 1).layout.title.text.startswith("1 byte per weight")

@@ -41,12 +41,15 @@ def test_utc_now_is_iso_to_the_second_and_the_one_function_everyone_uses():
     assert client.utc_now is provenance.utc_now  # the ISO of viz.serve, once "+00:00"
 
 
-@pytest.mark.parametrize("text, iso, shown", [
-    ("2026-12-05 12:12 UTC", "2026-12-05T12:12:00Z", "2026-12-05 12:12 UTC"),  # the old format
-    ("2026-12-05T12:12:40Z", "2026-12-05T12:12:40Z", "2026-12-05 12:12 UTC"),
-    ("then", "then", "then"),  # free text is kept, never lost
-    ("", "", ""),
-])
+@pytest.mark.parametrize(
+    "text, iso, shown",
+    [
+        ("2026-12-05 12:12 UTC", "2026-12-05T12:12:00Z", "2026-12-05 12:12 UTC"),  # the old format
+        ("2026-12-05T12:12:40Z", "2026-12-05T12:12:40Z", "2026-12-05 12:12 UTC"),
+        ("then", "then", "then"),  # free text is kept, never lost
+        ("", "", ""),
+    ],
+)
 def test_times_convert_to_iso_and_show_as_before(text, iso, shown):
     assert provenance.iso_utc(text) == iso
     assert provenance.shown_utc(iso) == shown
@@ -68,9 +71,17 @@ def _peaks_v2() -> dict:
     """A schema-2 peaks file: today's, with the environment's fields written loose."""
     doc = fake_machine_peaks().to_dict()
     del doc["environment"]
-    return {**doc, "schema_version": 2, "device": "cpu", "device_name": "Old CPU", "threads": 3,
-            "torch_version": "2.9", "cpu_features": ["avx2"], "cpu_capability": "AVX2",
-            "measured_at": "2026-12-05 12:12 UTC"}
+    return {
+        **doc,
+        "schema_version": 2,
+        "device": "cpu",
+        "device_name": "Old CPU",
+        "threads": 3,
+        "torch_version": "2.9",
+        "cpu_features": ["avx2"],
+        "cpu_capability": "AVX2",
+        "measured_at": "2026-12-05 12:12 UTC",
+    }
 
 
 def test_machine_peaks_of_schema_2_move_their_loose_fields_into_the_environment():
@@ -90,18 +101,32 @@ def test_machine_peaks_of_schema_2_move_their_loose_fields_into_the_environment(
 
 
 def test_fixed_costs_of_schema_1_keep_each_figures_time_in_iso():
-    v1 = {"kind": FixedCosts.KIND, "schema_version": 1, "device": "cpu", "device_name": "Old",
-          "cpu_count": 2, "threads": 2, "torch_version": "2.9", "floors": [],
-          "measured_at": {"float32/2": "2026-12-01 09:00 UTC",
-                          "float32/30": "2026-12-05 12:12 UTC"},
-          "cpu_features": ["avx2"], "cpu_capability": "AVX2"}
+    v1 = {
+        "kind": FixedCosts.KIND,
+        "schema_version": 1,
+        "device": "cpu",
+        "device_name": "Old",
+        "cpu_count": 2,
+        "threads": 2,
+        "torch_version": "2.9",
+        "floors": [],
+        "measured_at": {"float32/2": "2026-12-01 09:00 UTC", "float32/30": "2026-12-05 12:12 UTC"},
+        "cpu_features": ["avx2"],
+        "cpu_capability": "AVX2",
+    }
     costs = FixedCosts.from_dict(v1)
-    assert costs.measured_at == {"float32/2": "2026-12-01T09:00:00Z",
-                                 "float32/30": "2026-12-05T12:12:00Z"}
+    assert costs.measured_at == {
+        "float32/2": "2026-12-01T09:00:00Z",
+        "float32/30": "2026-12-05T12:12:00Z",
+    }
     e = costs.environment
     assert e.measured_at == "2026-12-05T12:12:00Z"  # the newest figure's
     assert (e.device_name, e.threads, e.cpu_features, e.source) == (
-        "Old", 2, ["avx2"], "measured by viz.perf.fixed_cost")
+        "Old",
+        2,
+        ["avx2"],
+        "measured by viz.perf.fixed_cost",
+    )
     assert costs.cpu_count == 2 and costs.threads == 2
 
 
@@ -114,8 +139,13 @@ def test_a_learners_cached_measurements_of_the_old_schemas_are_still_this_machin
     key = machine_key("cpu")
     threads = key["threads"]
     old_peaks = {**_peaks_v2(), **key}  # the loose fields as a schema-2 file wrote them
-    old_costs = {"kind": FixedCosts.KIND, "schema_version": 1, **key, "floors": [],
-                 "measured_at": {"float32/30": "2026-12-05 12:12 UTC"}}
+    old_costs = {
+        "kind": FixedCosts.KIND,
+        "schema_version": 1,
+        **key,
+        "floors": [],
+        "measured_at": {"float32/30": "2026-12-05 12:12 UTC"},
+    }
     for cache, data in ((peaks._CACHE, old_peaks), (fixed_costs._CACHE, old_costs)):
         file = tmp_path / f"{cache.folder}.json"
         file.write_text(json.dumps(data))
@@ -130,23 +160,44 @@ def test_a_shipped_compiled_step_keeps_its_reference_source():
     run = CompiledStep.load(DATA / "cpu-compiled-step.json")
     e = run.environment
     assert old["schema_version"] == 1 and run.schema_version == 2
-    assert (e.device, e.device_name, e.threads) == (old["device"], old["device_name"],
-                                                    old["threads"])
-    assert (e.torch_version, e.cpu_capability, e.dtype) == (old["torch_version"],
-                                                             old["cpu_capability"], old["dtype"])
+    assert (e.device, e.device_name, e.threads) == (
+        old["device"],
+        old["device_name"],
+        old["threads"],
+    )
+    assert (e.torch_version, e.cpu_capability, e.dtype) == (
+        old["torch_version"],
+        old["cpu_capability"],
+        old["dtype"],
+    )
     assert e.measured_at == provenance.iso_utc(old["measured_at"]) == "2026-12-03T13:12:00Z"
     assert e.source == run.source == old["source"]  # a shipped reference's own origin
 
 
 def test_a_step_profile_of_schema_1_upgrades():
-    v1 = {"kind": StepProfile.KIND, "schema_version": 1, "model": "m", "device": "cuda:0",
-          "device_name": "NVIDIA H200", "dtype": "bfloat16", "threads": 16, "context": 8,
-          "steps": 3, "step_s": 0.01, "profiled_step_s": 0.012, "torch_version": "2.11",
-          "measured_at": "2026-12-04 18:30 UTC"}
+    v1 = {
+        "kind": StepProfile.KIND,
+        "schema_version": 1,
+        "model": "m",
+        "device": "cuda:0",
+        "device_name": "NVIDIA H200",
+        "dtype": "bfloat16",
+        "threads": 16,
+        "context": 8,
+        "steps": 3,
+        "step_s": 0.01,
+        "profiled_step_s": 0.012,
+        "torch_version": "2.11",
+        "measured_at": "2026-12-04 18:30 UTC",
+    }
     p = StepProfile.from_dict(v1)
     e = p.environment
-    assert (e.device, e.device_name, e.threads, e.dtype) == ("cuda:0", "NVIDIA H200", 16,
-                                                             "bfloat16")
+    assert (e.device, e.device_name, e.threads, e.dtype) == (
+        "cuda:0",
+        "NVIDIA H200",
+        16,
+        "bfloat16",
+    )
     assert (e.measured_at, e.torch_version) == ("2026-12-04T18:30:00Z", "2.11")
     assert e.source == "measured by viz.perf.profile.profile_decode_step"
     assert p.title() == "m · 8 cached tokens · H200 · bfloat16 · 16 threads"  # as before
@@ -156,10 +207,14 @@ def test_the_shipped_formats_file_reads_its_machine_text():
     old = json.loads((DATA / "cpu-formats.json").read_text())
     run = FormatRun.load(DATA / "cpu-formats.json")
     e = run.environment
-    assert old["machine"] == ("AMD EPYC (2 CPUs, torch kernels AVX512), measured "
-                              "2026-12-03 13:11 UTC")
-    assert (e.device_name, e.cpu_capability, e.measured_at) == ("AMD EPYC", "AVX512",
-                                                                "2026-12-03T13:11:00Z")
+    assert old["machine"] == (
+        "AMD EPYC (2 CPUs, torch kernels AVX512), measured 2026-12-03 13:11 UTC"
+    )
+    assert (e.device_name, e.cpu_capability, e.measured_at) == (
+        "AMD EPYC",
+        "AVX512",
+        "2026-12-03T13:11:00Z",
+    )
     assert e.threads == run.threads == old["threads"] and e.source == old["source"]
     text = dict(old, machine="a laptop", source="")
     other = FormatRun.from_dict(text).environment  # another shape: kept whole as the name
@@ -168,8 +223,15 @@ def test_the_shipped_formats_file_reads_its_machine_text():
 
 
 def test_a_prefix_sharing_run_of_schema_1_keeps_its_transformers_version():
-    v1 = {"kind": PrefixSharing.KIND, "schema_version": 1, "page_size": 16, "on": [], "off": [],
-          "same_tokens": True, "transformers_version": "5.24.0"}
+    v1 = {
+        "kind": PrefixSharing.KIND,
+        "schema_version": 1,
+        "page_size": 16,
+        "on": [],
+        "off": [],
+        "same_tokens": True,
+        "transformers_version": "5.24.0",
+    }
     run = PrefixSharing.from_dict(v1)
     assert run.environment.transformers_version == run.transformers_version == "5.24.0"
     assert run.environment.source == "measured by viz.serve.measure_prefix_sharing"
@@ -182,19 +244,26 @@ def test_the_shipped_memory_walls_upgrade_with_their_peaks():
         run = WallRun.load(DATA / name)
         e = run.environment
         assert old["schema_version"] == 2 and run.schema_version == 3
-        assert (e.device, e.device_name, e.threads) == (old["device"], old["device_name"],
-                                                        old["threads"])
+        assert (e.device, e.device_name, e.threads) == (
+            old["device"],
+            old["device_name"],
+            old["threads"],
+        )
         assert e.torch_version == old["environment"]["torch_version"]
         assert e.measured_at == provenance.iso_utc(old["recorded"]["date"])
         assert e.source == f"`{old['recorded']['command']}`"
-        assert run.peaks.environment.measured_at == provenance.iso_utc(
-            old["peaks"]["measured_at"])
+        assert run.peaks.environment.measured_at == provenance.iso_utc(old["peaks"]["measured_at"])
         assert run.peaks.device_name == old["peaks"]["device_name"]
 
 
 def test_a_computed_wall_says_it_was_computed():
-    run = computed_wall(["smollm2-135m"], device_name="H100", bytes_per_s=3.35e12,
-                        flops_per_s={"bfloat16": 989e12}, source="the datasheet")
+    run = computed_wall(
+        ["smollm2-135m"],
+        device_name="H100",
+        bytes_per_s=3.35e12,
+        flops_per_s={"bfloat16": 989e12},
+        source="the datasheet",
+    )
     e = run.environment
     assert (e.device, e.device_name, e.threads) == ("gpu", "H100", 0)
     assert e.source == "computed from the datasheet" and ISO.fullmatch(e.measured_at)
@@ -207,22 +276,35 @@ def test_load_runs_and_sweeps_of_older_schemas_move_recorded_at_into_the_environ
     e = run.environment
     assert run.schema_version == 3 and old["recorded_at"] == "2026-01-01T00:00:00"
     assert e.measured_at == run.recorded_at == "2026-01-01T00:00:00Z"
-    assert (e.device, e.device_name, e.platform) == ("cpu", old["client"]["cpu"],
-                                                     old["client"]["platform"])
+    assert (e.device, e.device_name, e.platform) == (
+        "cpu",
+        old["client"]["cpu"],
+        old["client"]["platform"],
+    )
     assert e.source == "recorded by viz.serve.run_load"
     assert "recorded_at" not in run.to_dict()
     sweep = LoadSweep.load(FIXTURES / "load-sweep-v1.json")
     assert sweep.schema_version == 3 and sweep.recorded_at == "2026-01-01T00:00:00Z"
     assert sweep.environment.source == "recorded by viz.serve.sweep_rates"
-    assert sweep.runs and all(r.environment.source == "recorded by viz.serve.run_load"
-                              and ISO.fullmatch(r.recorded_at) for r in sweep.runs)
+    assert sweep.runs and all(
+        r.environment.source == "recorded by viz.serve.run_load" and ISO.fullmatch(r.recorded_at)
+        for r in sweep.runs
+    )
 
 
 def test_a_stream_record_of_schema_1_upgrades_and_shows_its_time_as_before():
     run = json.loads((FIXTURES / "load-run-v1.json").read_text())
-    v1 = {"kind": StreamRecord.KIND, "schema_version": 1, "target": run["target"],
-          "prompt": "hi", "system": None, "temperature": 0.0, "request": run["requests"][0],
-          "client": run["client"], "recorded_at": "2026-12-05T12:12:40+00:00"}
+    v1 = {
+        "kind": StreamRecord.KIND,
+        "schema_version": 1,
+        "target": run["target"],
+        "prompt": "hi",
+        "system": None,
+        "temperature": 0.0,
+        "request": run["requests"][0],
+        "client": run["client"],
+        "recorded_at": "2026-12-05T12:12:40+00:00",
+    }
     rec = StreamRecord.from_dict(v1)
     assert rec.environment.measured_at == "2026-12-05T12:12:40Z"
     assert rec.environment.source == "recorded by viz.serve.record_request"
@@ -245,8 +327,11 @@ def test_the_old_names_build_read_and_write_the_environment():
 
 
 def test_loose_names_refuses_a_name_the_environment_does_not_have():
-    with pytest.raises(TypeError, match=r"\['gpu_count'\] are not fields of "
-                                        r"viz.trace.Environment"):
+    with pytest.raises(
+        TypeError,
+        match=r"\['gpu_count'\] are not fields of "
+        r"viz.trace.Environment",
+    ):
         provenance.loose_names("gpu_count")
 
 
@@ -255,21 +340,30 @@ def test_every_shipped_file_and_fixture_loads_after_a_bare_import_viz():
     """A fresh process with only `import viz`: every JSON document in viz/data/ and
     tests/fixtures/ loads (upgraded), and every measurement's time is ISO or unknown."""
     files = sorted(DATA.glob("*.json")) + sorted(FIXTURES.glob("*.json"))
-    code = ("import json, re, sys, viz\n"
-            "from viz.documents import load_document\n"
-            "for f in sys.argv[1:]:\n"
-            "    doc = load_document(f)\n"
-            "    env = getattr(doc, 'environment', None)\n"
-            "    when = env.measured_at if env is not None else ''\n"
-            "    assert when == '' or re.fullmatch(r'\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ',"
-            " when), (f, when)\n"
-            "    print(type(doc).__name__, doc.schema_version)\n")
-    out = subprocess.run([sys.executable, "-c", code, *map(str, files)], capture_output=True,
-                         text=True, timeout=300)
+    code = (
+        "import json, re, sys, viz\n"
+        "from viz.documents import load_document\n"
+        "for f in sys.argv[1:]:\n"
+        "    doc = load_document(f)\n"
+        "    env = getattr(doc, 'environment', None)\n"
+        "    when = env.measured_at if env is not None else ''\n"
+        "    assert when == '' or re.fullmatch(r'\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ',"
+        " when), (f, when)\n"
+        "    print(type(doc).__name__, doc.schema_version)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, *map(str, files)], capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert len(out.stdout.splitlines()) == len(files) >= 20
-    for kind in ("CompiledStep 2", "FormatRun 2", "WallRun 3", "Trace 1", "LoadRun 3",
-                 "LoadSweep 3"):
+    for kind in (
+        "CompiledStep 2",
+        "FormatRun 2",
+        "WallRun 3",
+        "Trace 1",
+        "LoadRun 3",
+        "LoadSweep 3",
+    ):
         assert kind in out.stdout
 
 

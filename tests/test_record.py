@@ -15,9 +15,14 @@ PROMPT = "Hello 🍕 wörld, 東京!"
 def hf_greedy(lm, prompt_ids, n):
     """Hugging Face's own greedy generation: the reference the loop must match exactly."""
     ids = torch.tensor([prompt_ids])
-    out = lm.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
-                            max_new_tokens=n, pad_token_id=lm.tokenizer.pad_token_id)
-    return out[0, len(prompt_ids):].tolist()
+    out = lm.model.generate(
+        ids,
+        attention_mask=torch.ones_like(ids),
+        do_sample=False,
+        max_new_tokens=n,
+        pad_token_id=lm.tokenizer.pad_token_id,
+    )
+    return out[0, len(prompt_ids) :].tolist()
 
 
 def test_greedy_equals_generate(tiny):
@@ -28,15 +33,17 @@ def test_greedy_equals_generate(tiny):
 def test_greedy_equals_generate_chat(tiny):
     trace = viz.record(tiny, "What is 2+2?", chat=True, max_new_tokens=12)
     expected_ids = tiny.tokenizer.apply_chat_template(
-        [{"role": "user", "content": "What is 2+2?"}], add_generation_prompt=True)["input_ids"]
+        [{"role": "user", "content": "What is 2+2?"}], add_generation_prompt=True
+    )["input_ids"]
     assert trace.prompt_ids == list(expected_ids)
     assert trace.generated_ids == hf_greedy(tiny, trace.prompt_ids, 12)
 
 
 def test_cached_logits_match_full_recompute(tiny):
     """Each step's logits (cache on) equal a fresh forward pass over the whole sequence."""
-    trace = viz.record(tiny, PROMPT, max_new_tokens=10, log_top=tiny.spec.vocab_size,
-                       stop_at_eos=False)
+    trace = viz.record(
+        tiny, PROMPT, max_new_tokens=10, log_top=tiny.spec.vocab_size, stop_at_eos=False
+    )
     ids = trace.prompt_ids + trace.generated_ids
     n_prompt = len(trace.prompt_ids)
     with torch.no_grad():
@@ -79,8 +86,9 @@ def test_gqa_cache_is_smaller_than_mha(tiny_gqa, tiny_mha):
 
 
 def test_probabilities_entropy_and_rank_are_consistent(tiny):
-    trace = viz.record(tiny, PROMPT, max_new_tokens=6, log_top=tiny.spec.vocab_size,
-                       temperature=1.0, seed=1)
+    trace = viz.record(
+        tiny, PROMPT, max_new_tokens=6, log_top=tiny.spec.vocab_size, temperature=1.0, seed=1
+    )
     for s in trace.steps:
         logits = np.array(s.top_logits, dtype=np.float64)
         p = np.exp(logits - logits.max())
@@ -103,19 +111,30 @@ def test_sampling_is_seeded(tiny):
 
 @pytest.mark.parametrize("top_k", [1, 3])
 def test_sampling_never_leaves_top_k(tiny_gqa, top_k):
-    trace = viz.record(tiny_gqa, PROMPT, max_new_tokens=30, temperature=1.5, top_k=top_k,
-                       seed=0, stop_at_eos=False)
+    trace = viz.record(
+        tiny_gqa, PROMPT, max_new_tokens=30, temperature=1.5, top_k=top_k, seed=0, stop_at_eos=False
+    )
     assert all(s.rank < top_k for s in trace.steps)
     if top_k == 1:
-        assert trace.generated_ids == viz.record(tiny_gqa, PROMPT, max_new_tokens=30,
-                                                 stop_at_eos=False).generated_ids
+        assert (
+            trace.generated_ids
+            == viz.record(tiny_gqa, PROMPT, max_new_tokens=30, stop_at_eos=False).generated_ids
+        )
 
 
 @pytest.mark.parametrize("top_p", [0.05, 0.5])
 def test_sampling_never_leaves_top_p(tiny_gqa, top_p):
     temperature = 1.3
-    trace = viz.record(tiny_gqa, PROMPT, max_new_tokens=30, temperature=temperature,
-                       top_p=top_p, seed=0, log_top=tiny_gqa.spec.vocab_size, stop_at_eos=False)
+    trace = viz.record(
+        tiny_gqa,
+        PROMPT,
+        max_new_tokens=30,
+        temperature=temperature,
+        top_p=top_p,
+        seed=0,
+        log_top=tiny_gqa.spec.vocab_size,
+        stop_at_eos=False,
+    )
     for s in trace.steps:
         z = np.array(s.top_logits, dtype=np.float64) / temperature
         p = np.exp(z - z.max())
@@ -126,8 +145,9 @@ def test_sampling_never_leaves_top_p(tiny_gqa, top_p):
 
 def test_timing_from_injected_clock(tiny_gqa, fake_clock):
     # A clock that jumps by a different, known amount at every read: 0.5, 1.0, 1.5, ...
-    trace = viz.record(tiny_gqa, PROMPT, max_new_tokens=3, stop_at_eos=False,
-                       clock=fake_clock(growth=0.5))
+    trace = viz.record(
+        tiny_gqa, PROMPT, max_new_tokens=3, stop_at_eos=False, clock=fake_clock(growth=0.5)
+    )
     # Reads: start, tokenized, prefill forward done, first token; then per decode step:
     # step start, forward done, token chosen.  Times: 0, .5, 1.5, 3 | 5, 7.5, 10.5 | 14, 18, 22.5
     t = trace.timing
@@ -169,7 +189,9 @@ def test_embeddings_are_rows_of_the_embedding_table(tiny_gqa):
     # int8 storage: each element within half a quantisation step of the true value
     step = np.abs(table[ids]).max(axis=1, keepdims=True) / 127
     assert np.all(np.abs(got - table[ids]) <= step / 2 + 1e-7)
-    cos = (got * table[ids]).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(table[ids], axis=1)
+    cos = (
+        (got * table[ids]).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(table[ids], axis=1)
+    )
     assert cos.min() > 0.999
     assert sorted(set(ids)) == trace.embeddings.token_ids  # each distinct token stored once
 
@@ -209,10 +231,16 @@ def test_real_model_tokens_of_a_fixed_sentence(smollm):
     # Byte-level BPE spells a leading space as "Ġ"; these pieces are written by hand.
     assert [t.piece for t in trace.prompt_tokens] == ["The", "Ġcapital", "Ġof", "ĠFrance", "Ġis"]
     vocab = gguf_vocabulary()
-    assert trace.prompt_ids == [vocab.index(p) for p in ["The", "Ġcapital", "Ġof", "ĠFrance",
-                                                         "Ġis"]]
-    assert [(t.start, t.end) for t in trace.prompt_tokens] == [(0, 3), (3, 11), (11, 14),
-                                                               (14, 21), (21, 24)]
+    assert trace.prompt_ids == [
+        vocab.index(p) for p in ["The", "Ġcapital", "Ġof", "ĠFrance", "Ġis"]
+    ]
+    assert [(t.start, t.end) for t in trace.prompt_tokens] == [
+        (0, 3),
+        (3, 11),
+        (11, 14),
+        (14, 21),
+        (21, 24),
+    ]
 
 
 def test_real_model_greedy_chat_reply(smollm):
@@ -222,7 +250,9 @@ def test_real_model_greedy_chat_reply(smollm):
     assert trace.generated_ids == hf_greedy(smollm, trace.prompt_ids, 20)
     assert trace.steps[-1].kv_bytes == trace.steps[-1].kv_bytes_formula
     s = trace.model  # parameters counted by hand from the architecture (tied embeddings)
-    attention = 2 * s.hidden_size * s.n_heads * s.head_dim + 2 * s.hidden_size * s.n_kv_heads * s.head_dim
+    attention = (
+        2 * s.hidden_size * s.n_heads * s.head_dim + 2 * s.hidden_size * s.n_kv_heads * s.head_dim
+    )
     per_layer = attention + 3 * s.hidden_size * s.intermediate_size + 2 * s.hidden_size
     assert s.n_params == s.vocab_size * s.hidden_size + s.n_layers * per_layer + s.hidden_size
     assert (s.n_layers, s.n_heads, s.n_kv_heads, s.hidden_size) == (30, 9, 3, 576)

@@ -26,18 +26,24 @@ def test_a_clear_memory_bound_step_far_from_both_roofs_says_what_the_word_means(
     v = verdict(s(44, 43, 45), s(20, 19, 21), s(1.4, 1.3, 1.5), s(8, 7.8, 8.2))
     assert v.regime == "memory-bound" and not v.close and v.fits("memory-bound")
     assert v.mbu == pytest.approx(20 / 44) and v.mfu == pytest.approx(1.4 / 44)
-    assert v.fixed_share.low == pytest.approx(7.8 / 45) and v.fixed_share.high == pytest.approx(8.2 / 43)
+    assert v.fixed_share.low == pytest.approx(7.8 / 45) and v.fixed_share.high == pytest.approx(
+        8.2 / 43
+    )
     text = v.details()
-    assert text.startswith("memory-bound: the fixed cost 8.00 ms (7.80–8.20) is 18% of the step "
-                           "44.0 ms (43.0–45.0) (17%–19% within their spreads), under half; the "
-                           "memory floor 20.0 ms (19.0–21.0) is 14.29× the compute floor 1.40 ms "
-                           "(1.30–1.50) (12.67–16.15×)")
+    assert text.startswith(
+        "memory-bound: the fixed cost 8.00 ms (7.80–8.20) is 18% of the step "
+        "44.0 ms (43.0–45.0) (17%–19% within their spreads), under half; the "
+        "memory floor 20.0 ms (19.0–21.0) is 14.29× the compute floor 1.40 ms "
+        "(1.30–1.50) (12.67–16.15×)"
+    )
     assert "The word names the larger floor (reading), not a step at a roof" in text
     assert "reading the bytes would take 45% of the step (MBU)" in text
     assert "the arithmetic 3% (MFU), the two overlapping" in text
     # the larger floor, the fixed cost and the rest make the whole step: 20 + 8 + 16 = 44 ms
-    assert text.endswith("besides the reading, the step is the fixed cost (18%) and kernels "
-                         "running below the roofs (~36%)")
+    assert text.endswith(
+        "besides the reading, the step is the fixed cost (18%) and kernels "
+        "running below the roofs (~36%)"
+    )
 
 
 def test_a_step_at_its_roof_gets_no_such_note():
@@ -72,8 +78,10 @@ def test_clear_verdicts_just_outside_the_boundaries():
     # F/t at least 5.05/10 = 50.5 %: overhead-bound
     v = verdict(s(9.5, 9, 10), s(1, 1, 1), s(0.1, 0.1, 0.1), s(5.1, 5.05, 5.2))
     assert v.regime == "overhead-bound"
-    assert v.details() == ("overhead-bound: the fixed cost 5.10 ms (5.05–5.20) is 54% of the step 9.5 "
-                      "ms (9.0–10.0) (50%–58% within their spreads), at least half of it")
+    assert v.details() == (
+        "overhead-bound: the fixed cost 5.10 ms (5.05–5.20) is 54% of the step 9.5 "
+        "ms (9.0–10.0) (50%–58% within their spreads), at least half of it"
+    )
 
 
 def test_bad_figures_are_refused():
@@ -125,27 +133,37 @@ def test_a_verdict_prints_as_one_line_a_beginner_can_read():
     """str(verdict) is one short line: the word, then the comparison that decided it (lesson
     03 on); .details() keeps the whole comparison with its margins."""
     near = verdict(s(25, 24, 26), s(20, 19.5, 20.5), s(1, 0.9, 1.1), s(2, 1.9, 2.1))
-    assert str(near) == ("memory-bound — reading the bytes at the peak (20.0 ms) is 80% of the "
-                         "25.0 ms step")
+    assert str(near) == (
+        "memory-bound — reading the bytes at the peak (20.0 ms) is 80% of the 25.0 ms step"
+    )
     far = verdict(s(44, 43, 45), s(20, 19, 21), s(1.4, 1.3, 1.5), s(8, 7.8, 8.2))
-    assert str(far) == ("memory-bound — reading the bytes (20.0 ms at the peak) outweighs the "
-                        "arithmetic (1.40 ms); the rest of the 44.0 ms step is the fixed cost and "
-                        "kernels below the peaks")
+    assert str(far) == (
+        "memory-bound — reading the bytes (20.0 ms at the peak) outweighs the "
+        "arithmetic (1.40 ms); the rest of the 44.0 ms step is the fixed cost and "
+        "kernels below the peaks"
+    )
     over = verdict(s(9.5, 9, 10), s(1, 1, 1), s(0.1, 0.1, 0.1), s(5.1, 5.05, 5.2))
     assert str(over) == "overhead-bound — the fixed cost (5.10 ms) is 54% of the 9.50 ms step"
     half = verdict(s(10, 9, 11), s(3, 2.9, 3.1), s(0.2, 0.19, 0.21), s(5, 4.8, 5.2))
-    assert str(half) == ("too close to call (overhead-bound or memory-bound) — the fixed cost is "
-                         "44%–58% of the 10.0 ms step, on both sides of half")
+    assert str(half) == (
+        "too close to call (overhead-bound or memory-bound) — the fixed cost is "
+        "44%–58% of the 10.0 ms step, on both sides of half"
+    )
     floors = verdict(s(60, 58, 62), s(12.5, 12, 13), s(12.6, 11, 14), s(5, 4.9, 5.1))
-    assert str(floors).startswith("too close to call (memory-bound or compute-bound) — reading "
-                                  "the bytes (12.5 ms) and the arithmetic (12.6 ms)")
+    assert str(floors).startswith(
+        "too close to call (memory-bound or compute-bound) — reading "
+        "the bytes (12.5 ms) and the arithmetic (12.6 ms)"
+    )
     compute = verdict(s(30, 29, 31), s(13, 12.9, 13), s(13.5, 13.1, 14), s(14, 13.9, 14.1))
-    assert str(compute).startswith("compute-bound — the arithmetic (13.5 ms at the peak) "
-                                   "outweighs reading the bytes (13.0 ms)")
+    assert str(compute).startswith(
+        "compute-bound — the arithmetic (13.5 ms at the peak) outweighs reading the bytes (13.0 ms)"
+    )
     broken = verdict(s(13.8, 13.4, 14.1), s(6.8, 6.7, 6.9), s(82.5, 82, 90), s(5.1, 5.0, 5.2))
-    assert str(broken) == ("memory-bound — reading the bytes at the peak takes 6.80 ms of the "
-                           "13.8 ms step; the arithmetic's floor is longer than the step, so no "
-                           "floor here")
+    assert str(broken) == (
+        "memory-bound — reading the bytes at the peak takes 6.80 ms of the "
+        "13.8 ms step; the arithmetic's floor is longer than the step, so no "
+        "floor here"
+    )
     for v in (near, far, over, half, floors, compute, broken):
         assert "\n" not in str(v) and len(str(v)) < 180, str(v)
         assert v.details() == v.explain() and len(v.details()) > len(str(v))
@@ -167,5 +185,7 @@ def test_every_mbu_and_mfu_is_the_one_utilisation_formula():
             if isinstance(node, ast.FunctionDef) and node.name in ("mbu", "mfu"):
                 body = ast.get_source_segment(source, node)
                 found.append(f"{path.name}:{node.name}")
-                assert "utilisation(" in body, f"{path.name}:{node.lineno} {node.name} has its own formula"
+                assert "utilisation(" in body, (
+                    f"{path.name}:{node.lineno} {node.name} has its own formula"
+                )
     assert len(found) >= 6, found  # regime (2), roofline (2), wall, gpu (4)

@@ -18,14 +18,21 @@ PLOT_SECTIONS = ["embeddings", "distribution", "explorer", "whatif", "kv", "time
 
 @pytest.fixture(scope="module")
 def trace(tiny_gqa):
-    return viz.record(tiny_gqa, "Hi 🍕 東京 </script>", max_new_tokens=5, chat=True,
-                      stop_at_eos=False, label="tiny")
+    return viz.record(
+        tiny_gqa,
+        "Hi 🍕 東京 </script>",
+        max_new_tokens=5,
+        chat=True,
+        stop_at_eos=False,
+        label="tiny",
+    )
 
 
 @pytest.fixture(scope="module")
 def other(tiny_mha):
-    return viz.record(tiny_mha, "Hello", max_new_tokens=3, stop_at_eos=False, use_cache=False,
-                      label="no cache")
+    return viz.record(
+        tiny_mha, "Hello", max_new_tokens=3, stop_at_eos=False, use_cache=False, label="no cache"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -119,10 +126,13 @@ def test_cli_default_output_is_beside_the_trace(saved, tmp_path):
     assert saved.with_suffix(".html").is_file()
 
 
-@pytest.mark.parametrize("content, message", [
-    ("{not json", "is not valid JSON"),
-    ('{"hello": 1}', "not a viz trace"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{not json", "is not valid JSON"),
+        ('{"hello": 1}', "not a viz trace"),
+    ],
+)
 def test_cli_bad_trace_is_one_line_and_exit_2(tmp_path, capsys, content, message):
     bad = tmp_path / "bad.json"
     bad.write_text(content)

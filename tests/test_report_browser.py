@@ -18,8 +18,9 @@ ARTIFACTS = ROOT / "artifacts" / "browser"
 
 @pytest.fixture(scope="module")
 def page(browser, tiny_gqa, tmp_path_factory):
-    a = viz.record(tiny_gqa, "Hi 🍕 東京", max_new_tokens=5, stop_at_eos=False, label="A",
-                   attention=True)
+    a = viz.record(
+        tiny_gqa, "Hi 🍕 東京", max_new_tokens=5, stop_at_eos=False, label="A", attention=True
+    )
     b = viz.record(tiny_gqa, "Hello", max_new_tokens=4, stop_at_eos=False, use_cache=False)
     path = write_report(a, tmp_path_factory.mktemp("browser") / "report.html", other=b)
     pg = open_offline(browser, path, 8)
@@ -39,22 +40,26 @@ def test_every_plot_renders_offline_without_errors(page):
 
 def test_whatif_controls_redraw_the_bars(page):
     before = data(page, "viz-whatif-plot", 1, "x")
-    page.evaluate("var e=document.getElementById('viz-wi-k'); e.value=1;"
-                  "e.dispatchEvent(new Event('input'))")  # top-k 1: one token left
+    page.evaluate(
+        "var e=document.getElementById('viz-wi-k'); e.value=1;e.dispatchEvent(new Event('input'))"
+    )  # top-k 1: one token left
     after = data(page, "viz-whatif-plot", 1, "x")
     assert after != before and sum(1 for p in after if p > 0) == 1
     assert "1 of the" in page.inner_text("#viz-wi-note")
-    page.evaluate("var e=document.getElementById('viz-wi-step'); e.value=3;"
-                  "e.dispatchEvent(new Event('input'))")
-    assert "step 3" in page.evaluate(
-        "document.getElementById('viz-whatif-plot').layout.title.text")
+    page.evaluate(
+        "var e=document.getElementById('viz-wi-step'); e.value=3;"
+        "e.dispatchEvent(new Event('input'))"
+    )
+    assert "step 3" in page.evaluate("document.getElementById('viz-whatif-plot').layout.title.text")
     assert page.errors == []
 
 
 def test_explorer_slider_moves_the_linked_panels(page):
     kv_before = data(page, "viz-explorer-plot", 3, "y")
-    page.evaluate("Plotly.animate('viz-explorer-plot', ['4'], {mode: 'immediate', "
-                  "frame: {duration: 0, redraw: true}, transition: {duration: 0}})")
+    page.evaluate(
+        "Plotly.animate('viz-explorer-plot', ['4'], {mode: 'immediate', "
+        "frame: {duration: 0, redraw: true}, transition: {duration: 0}})"
+    )
     page.wait_for_timeout(300)
     assert data(page, "viz-explorer-plot", 3, "x") == [4]
     assert data(page, "viz-explorer-plot", 3, "y") != kv_before

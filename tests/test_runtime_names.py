@@ -43,23 +43,33 @@ def test_shortening_twice_changes_nothing(reported, short):
     assert short_device_name(short) == short
 
 
-@pytest.mark.parametrize("odd, expected", [
-    ("", "CPU"), ("   ", "CPU"), (None, "CPU"),  # nothing reported
-    ("cpu", "cpu"), ("CPU", "CPU"),  # viz.runtime.cpu_name's last fallback, and its like
-    ("Intel(R) Processor", "Intel"),  # nothing but noise: the first word, cleaned
-    ("AMD", "AMD"), ("NVIDIA", "NVIDIA"),
-    ("  Intel(R)   Xeon(R)\tGold  6338   CPU  @ 2.00GHz ", "Xeon Gold 6338"),  # odd spacing
-    ("intel(r) xeon(r) processor", "xeon"),  # any case
-])
+@pytest.mark.parametrize(
+    "odd, expected",
+    [
+        ("", "CPU"),
+        ("   ", "CPU"),
+        (None, "CPU"),  # nothing reported
+        ("cpu", "cpu"),
+        ("CPU", "CPU"),  # viz.runtime.cpu_name's last fallback, and its like
+        ("Intel(R) Processor", "Intel"),  # nothing but noise: the first word, cleaned
+        ("AMD", "AMD"),
+        ("NVIDIA", "NVIDIA"),
+        ("  Intel(R)   Xeon(R)\tGold  6338   CPU  @ 2.00GHz ", "Xeon Gold 6338"),  # odd spacing
+        ("intel(r) xeon(r) processor", "xeon"),  # any case
+    ],
+)
 def test_odd_input_still_gives_a_name(odd, expected):
     assert short_device_name(odd) == expected
 
 
-@pytest.mark.parametrize("long", [
-    "AMD Ryzen Threadripper PRO 5995WX 64-Cores",
-    "Qualcomm Snapdragon X Elite - X1E78100 - Qualcomm Oryon CPU",
-    "Supercalifragilisticexpialidocious-Chip-9000",
-])
+@pytest.mark.parametrize(
+    "long",
+    [
+        "AMD Ryzen Threadripper PRO 5995WX 64-Cores",
+        "Qualcomm Snapdragon X Elite - X1E78100 - Qualcomm Oryon CPU",
+        "Supercalifragilisticexpialidocious-Chip-9000",
+    ],
+)
 def test_a_long_name_is_cut_at_a_word_with_an_ellipsis(long):
     short = short_device_name(long)
     assert len(short) <= SHORT_NAME_CHARS and short.endswith("…")
@@ -86,8 +96,11 @@ def test_figures_draw_the_short_name_and_results_keep_the_full_one():
     roof = perf.load_reference("cpu-roofline")
     roof.label, roof.peaks.device_name = "this machine", "Intel(R) Xeon(R) Processor"
     fig = views.roofline_figure(roof, perf.load_reference("cpu-roofline"))
-    drawn = [fig.layout.title.text] + [t.name for t in fig.data] + \
-        [t.legendgrouptitle.text for t in fig.data if t.legendgrouptitle.text]
+    drawn = (
+        [fig.layout.title.text]
+        + [t.name for t in fig.data]
+        + [t.legendgrouptitle.text for t in fig.data if t.legendgrouptitle.text]
+    )
     assert "roofline: this machine · Xeon · float32" in drawn[0]
     assert not any("Intel" in s for s in drawn)
     assert roof.peaks.device_name == "Intel(R) Xeon(R) Processor"

@@ -29,20 +29,29 @@ def cc():
 def gl_request(start, ttft_ms, n, gap_ms, prompt=94):
     """One successful request as GuideLLM 0.8 reports it (its own definitions)."""
     e2e_ms = ttft_ms + (n - 1) * gap_ms
-    return {"request_start_time": start, "request_end_time": start + e2e_ms / 1e3,
-            "time_to_first_token_ms": ttft_ms, "output_tokens": n, "prompt_tokens": prompt,
-            "inter_token_latency_ms": (e2e_ms - ttft_ms) / (n - 1),  # viz's TPOT
-            "time_per_output_token_ms": e2e_ms / n}  # the first token's wait included
+    return {
+        "request_start_time": start,
+        "request_end_time": start + e2e_ms / 1e3,
+        "time_to_first_token_ms": ttft_ms,
+        "output_tokens": n,
+        "prompt_tokens": prompt,
+        "inter_token_latency_ms": (e2e_ms - ttft_ms) / (n - 1),  # viz's TPOT
+        "time_per_output_token_ms": e2e_ms / n,
+    }  # the first token's wait included
 
 
 def report(requests, errored=0):
-    return {"benchmarks": [{"requests": {"successful": requests, "errored": [{}] * errored,
-                                         "incomplete": []}}]}
+    return {
+        "benchmarks": [
+            {"requests": {"successful": requests, "errored": [{}] * errored, "incomplete": []}}
+        ]
+    }
 
 
 def test_guidellm_report_in_viz_terms(cc):
-    f = cc.guidellm_figures(report([gl_request(0.0, 200, 5, 50), gl_request(0.5, 300, 9, 50)],
-                                   errored=1))
+    f = cc.guidellm_figures(
+        report([gl_request(0.0, 200, 5, 50), gl_request(0.5, 300, 9, 50)], errored=1)
+    )
     assert f.ttft == pytest.approx([0.2, 0.3]) and f.tpot == pytest.approx([0.05, 0.05])
     assert f.ntpot == pytest.approx([0.4 / 5, 0.7 / 9]) and f.output_tokens == [5, 9]
     assert f.failed == 1 and f.itl_gaps == []  # GuideLLM keeps no per-gap times
@@ -51,9 +60,16 @@ def test_guidellm_report_in_viz_terms(cc):
 
 
 def test_ratios_and_verdicts_by_hand(cc):
-    same = cc.Figures("viz", ttft=[0.2, 0.3], itl_gaps=[0.05] * 12, tpot=[0.05, 0.05],
-                      ntpot=[0.4 / 5, 0.7 / 9], output_tokens=[5, 9], prompt_tokens=[94, 94],
-                      tokens_per_s=14 / 1.2)
+    same = cc.Figures(
+        "viz",
+        ttft=[0.2, 0.3],
+        itl_gaps=[0.05] * 12,
+        tpot=[0.05, 0.05],
+        ntpot=[0.4 / 5, 0.7 / 9],
+        output_tokens=[5, 9],
+        prompt_tokens=[94, 94],
+        tokens_per_s=14 / 1.2,
+    )
     peer = cc.guidellm_figures(report([gl_request(0.0, 200, 5, 50), gl_request(0.5, 300, 9, 50)]))
     rows = {r.metric: r for r in cc.compare(4, same, peer)}
     assert rows["TTFT"].ratio.median == pytest.approx(1.0)
@@ -65,28 +81,44 @@ def test_ratios_and_verdicts_by_hand(cc):
     assert "the first token's wait included" in tpot.verdict
     assert rows["TPOT, same definition"].verdict == "within the spread"
     # answers of other lengths explain a same-definition difference
-    short = cc.Figures("viz", ttft=[0.1, 0.1], tpot=[0.05], ntpot=[0.1, 0.1],
-                       output_tokens=[2, 2], prompt_tokens=[94, 94], tokens_per_s=5.0)
+    short = cc.Figures(
+        "viz",
+        ttft=[0.1, 0.1],
+        tpot=[0.05],
+        ntpot=[0.1, 0.1],
+        output_tokens=[2, 2],
+        prompt_tokens=[94, 94],
+        tokens_per_s=5.0,
+    )
     row = {r.metric: r for r in cc.compare(1, short, peer)}["TTFT"]
     assert row.verdict.startswith("viz lower: the workloads differed — answers: viz median 2")
     # same definitions, same workload: the server's own clock says whether it served them so
-    slow = cc.Figures("viz", ttft=[0.4, 0.6], tpot=[0.1, 0.1], ntpot=[0.8 / 5, 1.4 / 9],
-                      output_tokens=[5, 9], prompt_tokens=[94, 94], tokens_per_s=14 / 2.4)
+    slow = cc.Figures(
+        "viz",
+        ttft=[0.4, 0.6],
+        tpot=[0.1, 0.1],
+        ntpot=[0.8 / 5, 1.4 / 9],
+        output_tokens=[5, 9],
+        prompt_tokens=[94, 94],
+        tokens_per_s=14 / 2.4,
+    )
 
     def timed(ttft_s, gap_s):  # two requests as the server timed them: 5 and 9 tokens
-        return cc.server_figures([{"received": 0.0, "tokens": [ttft_s + k * gap_s
-                                                                for k in range(n)]}
-                                  for n in (5, 9)])
+        return cc.server_figures(
+            [{"received": 0.0, "tokens": [ttft_s + k * gap_s for k in range(n)]} for n in (5, 9)]
+        )
 
     slow.server, peer.server = timed(0.4, 0.1), timed(0.2, 0.05)
     rows = {r.metric: r for r in cc.compare(4, slow, peer)}
-    assert rows["TTFT"].verdict.startswith("viz higher: the server served viz's requests so — "
-                                           "by its own clock the ratio is ×2.00")
+    assert rows["TTFT"].verdict.startswith(
+        "viz higher: the server served viz's requests so — by its own clock the ratio is ×2.00"
+    )
     assert rows["TPOT, same definition"].verdict.startswith("viz higher: the server served")
     assert rows["output tokens/s"].verdict.startswith("viz lower: the server served")
     peer.server = timed(0.4, 0.1)  # the server served both alike: the tools measured otherwise
     assert {r.metric: r for r in cc.compare(4, slow, peer)}["TTFT"].verdict.startswith(
-        "viz higher beyond the spread, not by definition, workload or the server's own clock")
+        "viz higher beyond the spread, not by definition, workload or the server's own clock"
+    )
     text = cc.table(cc.compare(4, same, peer))
     assert "×1.00 (" in text and "viz ÷ GuideLLM" in text
 
@@ -97,8 +129,9 @@ def test_spread_division_is_the_worst_case_of_middle_halves():
 
 
 def test_the_guidellm_command_caps_answers_without_ignore_eos(cc, tmp_path):
-    cmd = cc.guidellm_command(Path("/v/bin/python"), "http://127.0.0.1:8000/v1", "/m", 64, 32,
-                              8, 16, tmp_path / "o.json")
+    cmd = cc.guidellm_command(
+        Path("/v/bin/python"), "http://127.0.0.1:8000/v1", "/m", 64, 32, 8, 16, tmp_path / "o.json"
+    )
     line = " ".join(cmd)
     assert "target=http://127.0.0.1:8000,model=/m,max_tokens=32" in line
     assert "kind=synthetic_text,prompt_tokens=64 " in line and "output_tokens" not in line

@@ -42,14 +42,15 @@ def test_killing_the_parent_outright_kills_the_server(tmp_path):
     code = textwrap.dedent(f"""
         import os, signal, sys
         from pathlib import Path
-        sys.path.insert(0, {str(ROOT / 'tests')!r})
+        sys.path.insert(0, {str(ROOT / "tests")!r})
         from serve_support import fault_server
         server = fault_server(Path({str(tmp_path)!r})).start()
         print(server.pid, flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
     """)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     pid = int(proc.stdout.split()[0])
     # the watchdog looks every 0.25 s; 15 s leaves room for a busy machine
@@ -80,13 +81,17 @@ def _wait_for(kc, msg_id: str, path: Path, log: Path, timeout_s: float = 180) ->
         except Empty:
             continue
         if msg["parent_header"].get("msg_id") == msg_id and not (
-                path.is_file() and path.read_text().strip()):
+            path.is_file() and path.read_text().strip()
+        ):
             content = msg["content"]
-            raise AssertionError(f"the cell ended ({content.get('status')}) without writing "
-                                 f"{path}: {content.get('ename')}: {content.get('evalue')}\n"
-                                 f"server log:\n{_tail(log)}")
-    raise AssertionError(f"the kernel wrote nothing to {path} within {timeout_s:g} s; "
-                         f"server log:\n{_tail(log)}")
+            raise AssertionError(
+                f"the cell ended ({content.get('status')}) without writing "
+                f"{path}: {content.get('ename')}: {content.get('evalue')}\n"
+                f"server log:\n{_tail(log)}"
+            )
+    raise AssertionError(
+        f"the kernel wrote nothing to {path} within {timeout_s:g} s; server log:\n{_tail(log)}"
+    )
 
 
 def _tail(log: Path) -> str:
@@ -109,15 +114,18 @@ def test_a_kernel_interrupt_and_a_kernel_restart_leave_no_server(tmp_path):
         # otherwise ipykernel aborts requests that reach it just after this cell's error, and
         # the next cell, sent as soon as the reply arrives, can be one of them.)
         pid_file = tmp_path / "pid1"
-        first = kc.execute(stop_on_error=False, code=textwrap.dedent(f"""
+        first = kc.execute(
+            stop_on_error=False,
+            code=textwrap.dedent(f"""
             import sys, time
             from pathlib import Path
-            sys.path.insert(0, {str(ROOT / 'tests')!r})
+            sys.path.insert(0, {str(ROOT / "tests")!r})
             from serve_support import fault_server
             with fault_server(Path({str(tmp_path)!r}), "interrupted") as server:
                 Path({str(pid_file)!r}).write_text(str(server.pid))
                 time.sleep(120)
-        """))
+        """),
+        )
         pid1 = int(_wait_for(kc, first, pid_file, tmp_path / "interrupted.log"))
         assert not gone(pid1, timeout_s=0.2)
         km.interrupt_kernel()
@@ -126,10 +134,12 @@ def test_a_kernel_interrupt_and_a_kernel_restart_leave_no_server(tmp_path):
 
         # 2. a server started without `with`, then the kernel is restarted (killed)
         pid_file = tmp_path / "pid2"
-        second = kc.execute(textwrap.dedent(f"""
+        second = kc.execute(
+            textwrap.dedent(f"""
             server = fault_server(Path({str(tmp_path)!r}), "restarted").start()
             Path({str(pid_file)!r}).write_text(str(server.pid))
-        """))
+        """)
+        )
         pid2 = int(_wait_for(kc, second, pid_file, tmp_path / "restarted.log"))
         assert not gone(pid2, timeout_s=0.2)
         km.restart_kernel(now=True)
@@ -143,10 +153,14 @@ def test_a_server_that_exits_while_starting_shows_its_log(tmp_path):
     script = tmp_path / "broken.py"
     script.write_text("import sys\nprint('cannot load the model: out of memory')\nsys.exit(7)\n")
     port = free_port()
-    p = ManagedProcess(["--script", str(script)], host="127.0.0.1", port=port,
-                       log_path=tmp_path / "broken.log")
-    with pytest.raises(ServeError, match=r"exited with code 7 while starting; the end of its "
-                                         r"log .*\n(.*\n)*cannot load the model: out of memory"):
+    p = ManagedProcess(
+        ["--script", str(script)], host="127.0.0.1", port=port, log_path=tmp_path / "broken.log"
+    )
+    with pytest.raises(
+        ServeError,
+        match=r"exited with code 7 while starting; the end of its "
+        r"log .*\n(.*\n)*cannot load the model: out of memory",
+    ):
         p.start()
     assert not p.alive
 
@@ -154,34 +168,63 @@ def test_a_server_that_exits_while_starting_shows_its_log(tmp_path):
 def test_a_server_that_never_answers_is_given_up_and_stopped(tmp_path):
     script = tmp_path / "silent.py"
     script.write_text("import time\ntime.sleep(60)\n")
-    p = ManagedProcess(["--script", str(script)], host="127.0.0.1", port=free_port(),
-                       log_path=tmp_path / "silent.log", startup_timeout_s=1.5)
+    p = ManagedProcess(
+        ["--script", str(script)],
+        host="127.0.0.1",
+        port=free_port(),
+        log_path=tmp_path / "silent.log",
+        startup_timeout_s=1.5,
+    )
     start = time.monotonic()
-    with pytest.raises(ServeError, match=r"did not answer http://127.0.0.1:\d+/health within "
-                                         r"1.5 s: the machine may be busy"):
+    with pytest.raises(
+        ServeError,
+        match=r"did not answer http://127.0.0.1:\d+/health within "
+        r"1.5 s: the machine may be busy",
+    ):
         p.start()
     assert time.monotonic() - start < 20
     assert gone(p.pid)
 
 
 def test_the_worker_refuses_to_run_for_a_parent_that_is_not_its_own(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "viz.serve.worker", "--parent-pid", "1",
-                           "--script", str(FAULT_SERVER), "--", "--port", "1"],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "viz.serve.worker",
+            "--parent-pid",
+            "1",
+            "--script",
+            str(FAULT_SERVER),
+            "--",
+            "--port",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert proc.returncode == 1 and "parent 1 already gone" in proc.stderr
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(model="/no/such/folder"), r"unknown model '/no/such/folder': the embedded server "
-                                    r"runs offline and needs a local transformers model folder"),
-    (dict(dtype="int3"), r"dtype must be one of"),
-    (dict(device="tpu"), r"device must be 'cpu', 'cuda', 'cuda:N', 'mps' or 'auto'"),
-    (dict(page_size=0), r"page_size must be a whole number >= 1, not 0"),
-    (dict(page_size=2), r"page_size must be at least 4 tokens"),
-    (dict(num_pages=-1), r"num_pages must be a whole number >= 1"),
-    (dict(max_batch_tokens=1.5), r"max_batch_tokens must be a whole number >= 1"),
-    (dict(host="0.0.0.0"), r"refusing to listen on 0.0.0.0: .*allow_remote=True"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (
+            dict(model="/no/such/folder"),
+            r"unknown model '/no/such/folder': the embedded server "
+            r"runs offline and needs a local transformers model folder",
+        ),
+        (dict(dtype="int3"), r"dtype must be one of"),
+        (dict(device="tpu"), r"device must be 'cpu', 'cuda', 'cuda:N', 'mps' or 'auto'"),
+        (dict(page_size=0), r"page_size must be a whole number >= 1, not 0"),
+        (dict(page_size=2), r"page_size must be at least 4 tokens"),
+        (dict(num_pages=-1), r"num_pages must be a whole number >= 1"),
+        (dict(max_batch_tokens=1.5), r"max_batch_tokens must be a whole number >= 1"),
+        (dict(host="0.0.0.0"), r"refusing to listen on 0.0.0.0: .*allow_remote=True"),
+    ],
+)
 def test_bad_server_settings_are_refused_before_starting(kwargs, message, tmp_path):
     folder = tmp_path / "model"
     folder.mkdir()
@@ -220,16 +263,22 @@ def taken_then_serves(tmp_path, taken: int):
     """A script that fails `taken` times as a server whose port is taken, then serves."""
     count = tmp_path / "tries"
     script = tmp_path / "taken.py"
-    script.write_text(TAKEN_THEN_SERVES.format(count=str(count), taken=taken,
-                                               server=str(FAULT_SERVER)))
+    script.write_text(
+        TAKEN_THEN_SERVES.format(count=str(count), taken=taken, server=str(FAULT_SERVER))
+    )
     return script, count
 
 
-def test_launch_chooses_another_port_when_one_is_taken_and_a_clean_stop_removes_the_run(
-        tmp_path):
+def test_launch_chooses_another_port_when_one_is_taken_and_a_clean_stop_removes_the_run(tmp_path):
     script, count = taken_then_serves(tmp_path, taken=2)
-    p = ManagedProcess([], host="127.0.0.1", port=0, run_prefix="viz-test-",
-                       startup_timeout_s=150, what="fault server")
+    p = ManagedProcess(
+        [],
+        host="127.0.0.1",
+        port=0,
+        run_prefix="viz-test-",
+        startup_timeout_s=150,
+        what="fault server",
+    )
     run_dir, ports = p.run_dir, []
 
     def args():
@@ -246,10 +295,14 @@ def test_a_fixed_port_that_is_taken_is_tried_once_and_the_run_is_kept(tmp_path):
     from viz.serve.server import PortTaken
 
     script, count = taken_then_serves(tmp_path, taken=1)
-    p = ManagedProcess([], host="127.0.0.1", port=free_port(), run_prefix="viz-test-",
-                       what="fault server")  # a port the caller chose
-    with pytest.raises(PortTaken, match=r"port \d+ is taken: choose another port, or leave "
-                                        r"port=None"):
+    p = ManagedProcess(
+        [], host="127.0.0.1", port=free_port(), run_prefix="viz-test-", what="fault server"
+    )  # a port the caller chose
+    with pytest.raises(
+        PortTaken,
+        match=r"port \d+ is taken: choose another port, or leave "
+        r"port=None",
+    ):
         p.launch(lambda: ["--script", str(script), "--", "--port", str(p.port)])
     assert count.read_text() == "1" and p.failed and not p.alive
     assert "address already in use" in p.log_path.read_text()  # kept for the error message
@@ -264,8 +317,15 @@ def test_a_failed_warm_up_stops_the_server_and_keeps_its_log(tmp_path, monkeypat
 
     monkeypatch.setattr(server_module, "record_request", refuse)
     script, _ = taken_then_serves(tmp_path, taken=0)
-    p = ManagedProcess([], host="127.0.0.1", port=0, run_prefix="viz-test-", warmup=True,
-                       startup_timeout_s=150, what="fault server")
+    p = ManagedProcess(
+        [],
+        host="127.0.0.1",
+        port=0,
+        run_prefix="viz-test-",
+        warmup=True,
+        startup_timeout_s=150,
+        what="fault server",
+    )
     with pytest.raises(ServeError, match="the warm-up request failed"):
         p.launch(lambda: ["--script", str(script), "--", "--port", str(p.port)])
     assert p.failed and gone(p.pid) and p.log_path.is_file()

@@ -15,9 +15,10 @@ from viz.serve import LlamaCppServer, ServeError, record_request, run_load, swee
 
 pytestmark = pytest.mark.real_model
 
-PROMPTS = [{"name": "colors", "prompt": "Name five colors, separated by commas.", "max_tokens": 8},
-           {"name": "days", "prompt": "List the days of the week, separated by commas.",
-            "max_tokens": 8}]
+PROMPTS = [
+    {"name": "colors", "prompt": "Name five colors, separated by commas.", "max_tokens": 8},
+    {"name": "days", "prompt": "List the days of the week, separated by commas.", "max_tokens": 8},
+]
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +50,10 @@ def test_the_default_command_line_request_works_against_it(llama, capsys):
     # the first `python -m viz request` against this server got HTTP 400 with no reason: viz
     # sent an X-Request-ID that was not a UUID (starlette-context refuses it, empty body)
     assert main(["request", "What is 2 + 2?", "--url", llama.url, "--max-tokens", "4"]) == 0
-    assert main(["request", "The sky is", "--url", llama.url, "--max-tokens", "4",
-                 "--completions"]) == 0
+    assert (
+        main(["request", "The sky is", "--url", llama.url, "--max-tokens", "4", "--completions"])
+        == 0
+    )
     out = capsys.readouterr()
     assert "HTTP" not in out.err and out.out.count("TTFT") == 2
 
@@ -67,8 +70,9 @@ def test_it_serves_concurrent_streams_one_at_a_time(llama):
 
 
 def test_a_sweep_runs_against_it(llama):
-    sweep = sweep_rates(llama, n_requests=2, n_rates=1, max_tokens=4, prompts=PROMPTS,
-                        progress=False)
+    sweep = sweep_rates(
+        llama, n_requests=2, n_rates=1, max_tokens=4, prompts=PROMPTS, progress=False
+    )
     assert [p.kind for p in sweep.points] == ["synchronous", "throughput", "rate"]
     assert all(r.ok for run in sweep.runs for r in run.requests)
     assert sweep.name == "llama.cpp, Q4_1"
@@ -88,8 +92,11 @@ def test_bad_settings_and_a_missing_engine_name_the_fix(tmp_path, monkeypatch, c
     assert main(["request", "hi", "--embedded", "--engine", "llama.cpp", "--one-at-a-time"]) == 2
     assert "--one-at-a-time sets up `transformers serve`" in capsys.readouterr().err
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "llama_cpp" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "llama_cpp" else real(name, *a),
+    )
     with pytest.raises(ServeError, match=r"not installed.*make setup.*\(missing: llama_cpp\)"):
         LlamaCppServer()
     assert main(["request", "hi", "--embedded", "--engine", "llama.cpp"]) == 2
@@ -104,5 +111,7 @@ def test_stop_leaves_no_process(llama):  # last: it stops the module's server
     llama.stop()
     assert all(gone(p.pid) for p in family), "a llama.cpp process outlived stop()"
     assert not llama.alive
-    assert not any(c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN
-                   for c in psutil.net_connections("tcp"))
+    assert not any(
+        c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN
+        for c in psutil.net_connections("tcp")
+    )

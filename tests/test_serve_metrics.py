@@ -5,18 +5,39 @@ import statistics
 
 import pytest
 
-from viz.serve import (SLO, LoadRun, LoadSettings, RequestRecord, ServerTiming, Target,
-                       Timeouts, arrival_times, load_prompts, summarize)
+from viz.serve import (
+    SLO,
+    LoadRun,
+    LoadSettings,
+    RequestRecord,
+    ServerTiming,
+    Target,
+    Timeouts,
+    arrival_times,
+    load_prompts,
+    summarize,
+)
 from viz.serve.client import ClientInfo
 from viz.serve.loadgen import prompt_order
 
 
 def rec(i, sent, tokens, end, out=None, error=None, **kw) -> RequestRecord:
-    return RequestRecord(index=i, request_id=f"viz-test-{i}", prompt_name=f"p{i}", max_tokens=8,
-                         scheduled_s=sent, sent_s=sent, token_times_s=tokens,
-                         token_texts=["x"] * len(tokens), end_s=end, output_tokens=out,
-                         finish_reason=None if error else "length", error=error,
-                         error_kind="http" if error else None, **kw)
+    return RequestRecord(
+        index=i,
+        request_id=f"viz-test-{i}",
+        prompt_name=f"p{i}",
+        max_tokens=8,
+        scheduled_s=sent,
+        sent_s=sent,
+        token_times_s=tokens,
+        token_texts=["x"] * len(tokens),
+        end_s=end,
+        output_tokens=out,
+        finish_reason=None if error else "length",
+        error=error,
+        error_kind="http" if error else None,
+        **kw,
+    )
 
 
 def test_one_request_by_hand():
@@ -40,9 +61,15 @@ def test_failed_and_unsent_requests_have_no_latency():
 
 
 def test_server_timing_gives_the_wait():
-    r = rec(0, 1.0, [1.5], 1.6, server=ServerTiming(received_s=1.01, started_s=1.25,
-                                                     token_times_s=[1.49], finished_s=1.59,
-                                                     prompt_tokens=30))
+    r = rec(
+        0,
+        1.0,
+        [1.5],
+        1.6,
+        server=ServerTiming(
+            received_s=1.01, started_s=1.25, token_times_s=[1.49], finished_s=1.59, prompt_tokens=30
+        ),
+    )
     assert r.waited_s == pytest.approx(0.25)
 
 
@@ -105,17 +132,30 @@ def test_the_prompt_set_and_its_order():
 
 
 def make_run(requests, label="test", schedule=None) -> LoadRun:
-    settings = LoadSettings(mode="concurrency", concurrency=2, rate_per_s=None,
-                            n_requests=len(requests), max_duration_s=60.0, seed=0,
-                            temperature=0.0, timeouts=Timeouts(), slo=SLO())
-    return LoadRun(target=Target("http://127.0.0.1:1/v1", "chat", "m"), settings=settings,
-                   requests=requests, client=ClientInfo.here(), recorded_at="2026-01-01T00:00:00",
-                   label=label, schedule=schedule)
+    settings = LoadSettings(
+        mode="concurrency",
+        concurrency=2,
+        rate_per_s=None,
+        n_requests=len(requests),
+        max_duration_s=60.0,
+        seed=0,
+        temperature=0.0,
+        timeouts=Timeouts(),
+        slo=SLO(),
+    )
+    return LoadRun(
+        target=Target("http://127.0.0.1:1/v1", "chat", "m"),
+        settings=settings,
+        requests=requests,
+        client=ClientInfo.here(),
+        recorded_at="2026-01-01T00:00:00",
+        label=label,
+        schedule=schedule,
+    )
 
 
 def test_a_load_run_is_a_saved_document(tmp_path):
-    run = make_run([rec(0, 0.0, [0.4, 0.5], 0.6, out=2),
-                    rec(1, 0.1, [0.7], 0.8, error="HTTP 500")])
+    run = make_run([rec(0, 0.0, [0.4, 0.5], 0.6, out=2), rec(1, 0.1, [0.7], 0.8, error="HTTP 500")])
     again = LoadRun.load(run.save(tmp_path / "run.json"))
     assert again == run
     assert again.summary().n_failed == 1 and again.load_label == "2 streams"
@@ -130,12 +170,24 @@ def test_a_load_run_is_a_saved_document(tmp_path):
 def test_timeline_rows_follow_the_requests():
     from viz.views.serving import request_timeline_data, request_timeline_figure
 
-    run = make_run([rec(0, 0.0, [0.4, 0.5], 0.6, out=2,
-                        server=ServerTiming(0.01, 0.2, [0.39, 0.49], 0.5, 30)),
-                    rec(1, 0.1, [0.7], 0.8, error="HTTP 500")])
+    run = make_run(
+        [
+            rec(
+                0,
+                0.0,
+                [0.4, 0.5],
+                0.6,
+                out=2,
+                server=ServerTiming(0.01, 0.2, [0.39, 0.49], 0.5, 30),
+            ),
+            rec(1, 0.1, [0.7], 0.8, error="HTTP 500"),
+        ]
+    )
     rows = request_timeline_data(run)
-    assert [(r.label, r.started_s, r.first_token_s, r.ok) for r in rows] == \
-        [("#0 p0", 0.2, 0.4, True), ("#1 p1", None, 0.7, False)]
+    assert [(r.label, r.started_s, r.first_token_s, r.ok) for r in rows] == [
+        ("#0 p0", 0.2, 0.4, True),
+        ("#1 p1", None, 0.7, False),
+    ]
     fig = request_timeline_figure(run)
     names = [t.name for t in fig.data]
     assert "waiting (queue, HTTP, tokenizing)" in names and "failed" in names
@@ -144,12 +196,18 @@ def test_timeline_rows_follow_the_requests():
 
 
 def test_tradeoff_and_itl_views_draw_the_summaries():
-    from viz.views.serving import (itl_distribution_data, itl_distribution_figure,
-                                   serving_tradeoff_data, serving_tradeoff_figure)
+    from viz.views.serving import (
+        itl_distribution_data,
+        itl_distribution_figure,
+        serving_tradeoff_data,
+        serving_tradeoff_figure,
+    )
 
     one = make_run([rec(0, 0.0, [0.5, 0.6, 0.7], 0.7, out=3)], label="A")
-    two = make_run([rec(0, 0.0, [0.5, 0.8, 1.1], 1.1, out=3),
-                    rec(1, 0.0, [0.5, 0.8, 1.1], 1.1, out=3)], label="B")
+    two = make_run(
+        [rec(0, 0.0, [0.5, 0.8, 1.1], 1.1, out=3), rec(1, 0.0, [0.5, 0.8, 1.1], 1.1, out=3)],
+        label="B",
+    )
     pts = serving_tradeoff_data([one, two])
     assert [p["series"] for p in pts] == ["A", "B"]
     assert pts[0]["tokens_per_s"] == pytest.approx(3 / 0.7)
@@ -158,8 +216,9 @@ def test_tradeoff_and_itl_views_draw_the_summaries():
     fig = serving_tradeoff_figure([one, two])
     # one line per server setting, then one legend entry per load's marker shape
     assert [t.name for t in fig.data] == ["A", "B", "2 streams"]
-    assert list(fig.data[1].x) == pytest.approx([300]) and list(fig.data[1].marker.symbol) == \
-        [fig.data[2].marker.symbol]
+    assert list(fig.data[1].x) == pytest.approx([300]) and list(fig.data[1].marker.symbol) == [
+        fig.data[2].marker.symbol
+    ]
     d = itl_distribution_data([two])[0]
     assert d["itl_ms"] == pytest.approx([300] * 4) and d["p99_ms"] == pytest.approx(300)
     assert len(itl_distribution_figure([one, two]).data) == 2 * 4  # histogram + 3 lines each
@@ -171,12 +230,23 @@ def test_tradeoff_and_itl_views_draw_the_summaries():
 
 def test_schedule_views_on_a_recorded_schedule(make_tiny):
     from viz.serve import record_schedule
-    from viz.views.serving import (STATES, page_table_data, page_table_figure, schedule_data,
-                                   schedule_figure)
+    from viz.views.serving import (
+        STATES,
+        page_table_data,
+        page_table_figure,
+        schedule_data,
+        schedule_figure,
+    )
 
     model = make_tiny(seed=5).model
-    schedule, _ = record_schedule(model, [[3] * 40, [4] * 40, [5] * 40], max_new_tokens=3,
-                                  page_size=16, num_blocks=32, max_batch_tokens=48)
+    schedule, _ = record_schedule(
+        model,
+        [[3] * 40, [4] * 40, [5] * 40],
+        max_new_tokens=3,
+        page_size=16,
+        num_blocks=32,
+        max_batch_tokens=48,
+    )
     ids, codes, tokens = schedule_data(schedule)
     assert ids == ["req_0", "req_1", "req_2"]
     # step 0: req_0's whole prompt (→ first token), 8 tokens of req_1, req_2 waiting
@@ -230,26 +300,52 @@ def test_itl_breakdown_by_hand():
         return SchedulerStep(i, start, start, end, batch, [], [], [], 10, 0, [])
 
     a, b, c = "viz-test-0", "viz-test-1", "viz-test-2"
-    steps = [step(0, 0.0, 0.10, (a, "prefill", 20, True)),               # a's first token
-             step(1, 0.10, 0.40, (a, "decode", 1, True), (b, "prefill", 30, True),
-                  (c, "prefill", 8, False)),                               # a chunk of c
-             step(2, 0.40, 0.50, (a, "decode", 1, True), (b, "decode", 1, True),
-                  (c, "prefill", 2, True)),                                # c's last chunk
-             step(3, 0.50, 0.60, (a, "decode", 1, True), (b, "decode", 1, True),
-                  (c, "decode", 1, True))]
+    steps = [
+        step(0, 0.0, 0.10, (a, "prefill", 20, True)),  # a's first token
+        step(
+            1,
+            0.10,
+            0.40,
+            (a, "decode", 1, True),
+            (b, "prefill", 30, True),
+            (c, "prefill", 8, False),
+        ),  # a chunk of c
+        step(
+            2, 0.40, 0.50, (a, "decode", 1, True), (b, "decode", 1, True), (c, "prefill", 2, True)
+        ),  # c's last chunk
+        step(3, 0.50, 0.60, (a, "decode", 1, True), (b, "decode", 1, True), (c, "decode", 1, True)),
+    ]
     schedule = Schedule(16, 10, 0, 1000, 64, steps, {a: 20, b: 30, c: 10}, "5.24.0")
     # a: read 10 ms after each token, then 30 ms after the last: the way to the client grew
-    ra = rec(0, 0.0, [0.11, 0.41, 0.51, 0.63], 0.63, out=4,
-             server=ServerTiming(0.0, 0.0, [0.10, 0.40, 0.50, 0.60], 0.6, 20))
-    rb = rec(1, 0.0, [0.41, 0.51, 0.61], 0.61, out=3,
-             server=ServerTiming(0.0, 0.1, [0.40, 0.50, 0.60], 0.6, 30))
+    ra = rec(
+        0,
+        0.0,
+        [0.11, 0.41, 0.51, 0.63],
+        0.63,
+        out=4,
+        server=ServerTiming(0.0, 0.0, [0.10, 0.40, 0.50, 0.60], 0.6, 20),
+    )
+    rb = rec(
+        1,
+        0.0,
+        [0.41, 0.51, 0.61],
+        0.61,
+        out=3,
+        server=ServerTiming(0.0, 0.1, [0.40, 0.50, 0.60], 0.6, 30),
+    )
     # c's two tokens reached the client as one chunk: not counted
     rc = rec(2, 0.0, [0.62], 0.62, out=2, server=ServerTiming(0.0, 0.1, [0.50, 0.60], 0.6, 10))
     run = make_run([ra, rb, rc], schedule=schedule)
     # b stopped at an end-of-text token, made by the last pass and never streamed: the same
     # gaps as b's without it
-    rb_stop = rec(1, 0.0, [0.41, 0.51], 0.61, out=3,
-                  server=ServerTiming(0.0, 0.1, [0.40, 0.50, 0.60], 0.6, 30))
+    rb_stop = rec(
+        1,
+        0.0,
+        [0.41, 0.51],
+        0.61,
+        out=3,
+        server=ServerTiming(0.0, 0.1, [0.40, 0.50, 0.60], 0.6, 30),
+    )
     rb_stop.finish_reason = "stop"
     stopped = make_run([ra, rb_stop], schedule=schedule).itl_breakdown()
     assert stopped.requests == 2 and stopped.itl.runs == 4
@@ -289,8 +385,18 @@ def test_itl_breakdown_prints_a_part_near_zero_without_a_sign():
     from viz.spread import Spread
 
     gap = Spread.of([0.1, 0.1])
-    parts = ITLBreakdown("1 stream", 1, 1, gap, gap, 1.0, None, 0.0, Spread.of([0.001]),
-                         {ITL_PARTS[0]: 0.1, ITL_PARTS[1]: 0.0, ITL_PARTS[2]: -0.00004})
+    parts = ITLBreakdown(
+        "1 stream",
+        1,
+        1,
+        gap,
+        gap,
+        1.0,
+        None,
+        0.0,
+        Spread.of([0.001]),
+        {ITL_PARTS[0]: 0.1, ITL_PARTS[1]: 0.0, ITL_PARTS[2]: -0.00004},
+    )
     text = str(parts)
     assert "-0.0" not in text and "on the way to the client      0.0 ms" in text
     parts.parts_s[ITL_PARTS[2]] = -0.0003  # a real (small) negative part keeps its sign
@@ -328,10 +434,12 @@ def test_throughput_ratio_spreads_over_the_requests_paces():
     from viz.serve import throughput_ratio
 
     # base: one request at a time, each 0.1 s per token; run: two at once, 0.15 and 0.25 s
-    base = make_run([rec(0, 0.0, [0.1, 0.2, 0.3], 0.3, out=3),
-                     rec(1, 0.3, [0.4, 0.5, 0.6], 0.6, out=3)])
-    run = make_run([rec(0, 0.0, [0.1, 0.25, 0.4], 0.4, out=3),
-                    rec(1, 0.0, [0.1, 0.35, 0.6], 0.6, out=3)])
+    base = make_run(
+        [rec(0, 0.0, [0.1, 0.2, 0.3], 0.3, out=3), rec(1, 0.3, [0.4, 0.5, 0.6], 0.6, out=3)]
+    )
+    run = make_run(
+        [rec(0, 0.0, [0.1, 0.25, 0.4], 0.4, out=3), rec(1, 0.0, [0.1, 0.35, 0.6], 0.6, out=3)]
+    )
     r = throughput_ratio(run, base)
     assert r.median == pytest.approx((6 / 0.6) / (6 / 0.6))
     assert r.derived and r.low < r.median < r.high
@@ -340,19 +448,26 @@ def test_throughput_ratio_spreads_over_the_requests_paces():
     assert r.high == pytest.approx(r.median * (0.1 / 0.175) / pace)
 
 
-@pytest.mark.parametrize("num_blocks, budget, word", [
-    (32, 48, "the step budget"),  # 3 prompts of 40 tokens, 48 per pass: they queue for passes
-    (6, 128, "the KV pool"),  # room in every pass, but 6 pages of 16 hold two requests at once
-    (32, 256, "neither"),  # all three fit in one pass and in the pool
-])
+@pytest.mark.parametrize(
+    "num_blocks, budget, word",
+    [
+        (32, 48, "the step budget"),  # 3 prompts of 40 tokens, 48 per pass: they queue for passes
+        (6, 128, "the KV pool"),  # room in every pass, but 6 pages of 16 hold two requests at once
+        (32, 256, "neither"),  # all three fit in one pass and in the pool
+    ],
+)
 def test_limits_say_which_budget_held_requests_back(make_tiny, num_blocks, budget, word):
     from viz.serve import limits, record_schedule
 
-    schedule, _ = record_schedule(make_tiny(seed=5).model, [[3] * 40, [4] * 40, [5] * 40],
-                                  max_new_tokens=3, page_size=16, num_blocks=num_blocks,
-                                  max_batch_tokens=budget)
-    run = make_run([rec(i, 0.0, [0.1, 0.2, 0.3], 0.4, out=3) for i in range(3)],
-                   schedule=schedule)
+    schedule, _ = record_schedule(
+        make_tiny(seed=5).model,
+        [[3] * 40, [4] * 40, [5] * 40],
+        max_new_tokens=3,
+        page_size=16,
+        num_blocks=num_blocks,
+        max_batch_tokens=budget,
+    )
+    run = make_run([rec(i, 0.0, [0.1, 0.2, 0.3], 0.4, out=3) for i in range(3)], schedule=schedule)
     for r in run.requests:
         r.prompt_tokens, r.max_tokens = 40, 3
     got = limits(run)

@@ -19,16 +19,22 @@ from viz.serve import EmbeddedServer, record_request, run_load
 pytestmark = pytest.mark.real_model
 
 # Plain ASCII answers: every token is one text chunk (no character split across tokens).
-PROMPTS = [{"name": "count", "prompt": "Count from one to twenty in words, separated by commas.",
-            "max_tokens": 10},
-           {"name": "colors", "prompt": "Name five colors, separated by commas.", "max_tokens": 10},
-           {"name": "days", "prompt": "List the days of the week, separated by commas.",
-            "max_tokens": 10}]
+PROMPTS = [
+    {
+        "name": "count",
+        "prompt": "Count from one to twenty in words, separated by commas.",
+        "max_tokens": 10,
+    },
+    {"name": "colors", "prompt": "Name five colors, separated by commas.", "max_tokens": 10},
+    {"name": "days", "prompt": "List the days of the week, separated by commas.", "max_tokens": 10},
+]
 # Different answer lengths, so that one request ends while another still decodes.
-STAGGERED = [{"name": "short", "prompt": "Say hello in one word.", "max_tokens": 3},
-             {"name": "long", "prompt": "Count from one to ten in words.", "max_tokens": 12},
-             {"name": "mid", "prompt": "What is two plus two?", "max_tokens": 5},
-             {"name": "last", "prompt": "Name three colors.", "max_tokens": 5}]
+STAGGERED = [
+    {"name": "short", "prompt": "Say hello in one word.", "max_tokens": 3},
+    {"name": "long", "prompt": "Count from one to ten in words.", "max_tokens": 12},
+    {"name": "mid", "prompt": "What is two plus two?", "max_tokens": 5},
+    {"name": "last", "prompt": "Name three colors.", "max_tokens": 5},
+]
 
 
 @pytest.fixture(scope="session")
@@ -86,8 +92,9 @@ def test_client_times_agree_with_the_servers_own_timestamps(cb_server):
     # the same record takes the ITL apart; both sides' CPU use was measured over the run
     parts = run.itl_breakdown()
     assert parts.requests == 3 and parts.decode_gap is not None
-    assert parts.mean_itl_s == pytest.approx(statistics.mean(g for r in run.requests
-                                                             for g in r.itl_s))
+    assert parts.mean_itl_s == pytest.approx(
+        statistics.mean(g for r in run.requests for g in r.itl_s)
+    )
     assert 0 < run.client_cores and 0 < run.server_cores <= os.cpu_count()
     assert min(gaps) >= 0, f"a chunk arrived before its token was made: {min(gaps) * 1e3:.1f} ms"
     assert max(gaps) <= 0.500, f"HTTP overhead up to {max(gaps) * 1e3:.0f} ms"
@@ -95,8 +102,15 @@ def test_client_times_agree_with_the_servers_own_timestamps(cb_server):
 
 
 def test_continuous_batching_joins_shares_and_pages(cb_server, tmp_path):
-    run = run_load(cb_server, concurrency=2, n_requests=4, prompts=STAGGERED, seed=0,
-                   progress=False, out=str(tmp_path / "run.json"))
+    run = run_load(
+        cb_server,
+        concurrency=2,
+        n_requests=4,
+        prompts=STAGGERED,
+        seed=0,
+        progress=False,
+        out=str(tmp_path / "run.json"),
+    )
     assert all(r.ok for r in run.requests), [r.error for r in run.requests]
     s = run.summary()
     assert s.output_tokens == sum(r.output_tokens for r in run.requests)
@@ -107,8 +121,9 @@ def test_continuous_batching_joins_shares_and_pages(cb_server, tmp_path):
     assert ids <= set(schedule.request_ids())
     steps = [st for st in schedule.steps if {e.request_id for e in st.batch} & ids]
     assert max(len(st.batch) for st in steps) >= 2, "never two requests in one step"
-    assert any({e.phase for e in st.batch} == {"prefill", "decode"} for st in steps), \
+    assert any({e.phase for e in st.batch} == {"prefill", "decode"} for st in steps), (
         "no request joined while another was decoding"
+    )
     for st in steps:
         assert st.tokens <= schedule.max_batch_tokens
         for e in st.batch:
@@ -125,8 +140,9 @@ def test_continuous_batching_joins_shares_and_pages(cb_server, tmp_path):
 
 def test_one_request_at_a_time_queues_the_rest():
     with EmbeddedServer(continuous_batching=False, record=True) as server:
-        run = run_load(server, concurrency=2, n_requests=2, prompts=PROMPTS[:2], max_tokens=6,
-                       progress=False)
+        run = run_load(
+            server, concurrency=2, n_requests=2, prompts=PROMPTS[:2], max_tokens=6, progress=False
+        )
         pid = server.pid
     assert gone(pid)
     assert not server.log_path.exists()  # a clean stop leaves no temporary files
@@ -145,11 +161,31 @@ def test_a_rate_sweep_from_the_command_line(cb_server, tmp_path, capsys):
     from viz.serve import LoadSweep
 
     out = tmp_path / "sweep.json"
-    assert main(["load", cb_server.url, "--sweep", "--n-requests", "4", "--rates", "1",
-                 "--max-tokens", "4", "--quiet", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "load",
+                cb_server.url,
+                "--sweep",
+                "--n-requests",
+                "4",
+                "--rates",
+                "1",
+                "--max-tokens",
+                "4",
+                "--quiet",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
-    assert "rate sweep, the shipped prompt set (8 prompts), answers capped at 4, 4 requests " \
-           "per run" in printed and f"saved      {out}" in printed
+    assert (
+        "rate sweep, the shipped prompt set (8 prompts), answers capped at 4, 4 requests per run"
+        in printed
+        and f"saved      {out}" in printed
+    )
     sweep = LoadSweep.load(out)
     assert [p.kind for p in sweep.points][:2] == ["synchronous", "throughput"]
     assert len(sweep.points) == 3 or sweep.points[-1].saturated is False
@@ -160,11 +196,16 @@ def test_a_rate_sweep_from_the_command_line(cb_server, tmp_path, capsys):
     # token comes while another is still being answered, which one at a time never does
     # (test_one_request_at_a_time_queues_the_rest). Not a rate ratio: on a busy 2-core machine
     # 4-token answers sent at once measured 2.17 requests/s against 2.28 one by one.
-    served = sorted(((r.sent_s + r.ttft_s, r.sent_s + r.e2e_s)
-                     for r in sweep.point("throughput").runs[0].requests))
+    served = sorted(
+        (
+            (r.sent_s + r.ttft_s, r.sent_s + r.e2e_s)
+            for r in sweep.point("throughput").runs[0].requests
+        )
+    )
     assert len(served) == 4
-    assert any(after_first < before_done
-               for (_, before_done), (after_first, _) in zip(served, served[1:])), served
+    assert any(
+        after_first < before_done for (_, before_done), (after_first, _) in zip(served, served[1:])
+    ), served
     # the derived objective: twice the one-at-a-time p90s, so each request alone met it
     sync = sweep.point("synchronous").runs[0]
     assert sync.summary(sweep.slo).n_met_slo == len(sync.requests)
@@ -184,8 +225,9 @@ def test_a_one_at_a_time_server_saturates_at_its_own_pace():
     from viz.serve import sweep_rates
 
     with EmbeddedServer(continuous_batching=False, record=True) as server:
-        sweep = sweep_rates(server, n_requests=4, n_rates=1, max_tokens=4, progress=False,
-                            prompts=PROMPTS)
+        sweep = sweep_rates(
+            server, n_requests=4, n_rates=1, max_tokens=4, progress=False, prompts=PROMPTS
+        )
     one = sweep.point("synchronous")
     top = sweep.point("throughput")
     r_one, r_top = (p.figure("requests_per_s", sweep.slo).median for p in (one, top))
@@ -197,8 +239,9 @@ def test_a_one_at_a_time_server_saturates_at_its_own_pace():
     for before, after in zip(served, served[1:]):
         assert after.server.started_s >= before.server.finished_s, (before, after)
     # ... and the later ones wait in the queue: TTFT's p90 is several requests' work
-    assert top.figure("ttft_p90_s", sweep.slo).median > \
-        2 * one.figure("ttft_p90_s", sweep.slo).median
+    assert (
+        top.figure("ttft_p90_s", sweep.slo).median > 2 * one.figure("ttft_p90_s", sweep.slo).median
+    )
     # so the one rate between runs at the synchronous rate itself (not half-way to nowhere),
     # unless the noise of a busy machine made the all-at-once load >10% faster: then half-way
     expected = r_one if r_top <= 1.1 * r_one else (r_one + r_top) / 2
@@ -209,8 +252,9 @@ def test_a_synthetic_workload_is_what_the_server_counts(cb_server, tmp_path, cap
     from viz.cli import main
     from viz.serve import LoadRun, Workload, limits
 
-    run = run_load(cb_server, concurrency=4, n_requests=4, progress=False,
-                   workload=Workload.synthetic(64, 8))
+    run = run_load(
+        cb_server, concurrency=4, n_requests=4, progress=False, workload=Workload.synthetic(64, 8)
+    )
     assert all(r.ok for r in run.requests)
     # 64 tokens of text, and the chat template's 30 around them, as the server counted them
     assert {r.prompt_text_tokens for r in run.requests} == {64}
@@ -219,8 +263,25 @@ def test_a_synthetic_workload_is_what_the_server_counts(cb_server, tmp_path, cap
     assert all(r.n_output_tokens == 8 or r.stopped_early for r in run.requests)
     assert limits(run).pool_tokens == 1024  # the server's own sizing (64 pages of 16)
     out = tmp_path / "cli.json"
-    assert main(["load", cb_server.url, "--concurrency", "2", "--n-requests", "2",
-                 "--prompt-tokens", "32", "--output-tokens", "4", "--quiet", "-o",
-                 str(out)]) == 0
+    assert (
+        main(
+            [
+                "load",
+                cb_server.url,
+                "--concurrency",
+                "2",
+                "--n-requests",
+                "2",
+                "--prompt-tokens",
+                "32",
+                "--output-tokens",
+                "4",
+                "--quiet",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert "workload   32 tokens in, 4 out, 2 streams" in capsys.readouterr().out
     assert {r.prompt_tokens for r in LoadRun.load(out).requests} == {62}

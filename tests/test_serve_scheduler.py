@@ -7,8 +7,13 @@ import math
 import pytest
 import torch
 
-from viz.serve import (Schedule, StepRecorder, UnsupportedTransformers,
-                       check_transformers_version, record_schedule)
+from viz.serve import (
+    Schedule,
+    StepRecorder,
+    UnsupportedTransformers,
+    check_transformers_version,
+    record_schedule,
+)
 from viz.serve.probes import RequestProbe
 from viz.serve.scheduler import supported_range
 
@@ -29,8 +34,9 @@ def entries(schedule: Schedule, rid: str):
 
 
 def test_a_long_prompt_is_prefilled_in_chunks_under_the_token_budget(tiny_cb):
-    schedule, outputs = record_schedule(tiny_cb, [prompt(100)], max_new_tokens=5,
-                                        page_size=PAGE, num_blocks=32, max_batch_tokens=32)
+    schedule, outputs = record_schedule(
+        tiny_cb, [prompt(100)], max_new_tokens=5, page_size=PAGE, num_blocks=32, max_batch_tokens=32
+    )
     mine = [e for _, e in entries(schedule, "req_0")]
     prefill = [e for e in mine if e.phase == "prefill"]
     decode = [e for e in mine if e.phase == "decode"]
@@ -48,9 +54,14 @@ def test_a_long_prompt_is_prefilled_in_chunks_under_the_token_budget(tiny_cb):
 
 
 def test_requests_wait_for_room_and_join_a_running_batch(tiny_cb):
-    schedule, _ = record_schedule(tiny_cb, [prompt(40, 1), prompt(40, 2), prompt(40, 3)],
-                                  max_new_tokens=4, page_size=PAGE, num_blocks=64,
-                                  max_batch_tokens=48)
+    schedule, _ = record_schedule(
+        tiny_cb,
+        [prompt(40, 1), prompt(40, 2), prompt(40, 3)],
+        max_new_tokens=4,
+        page_size=PAGE,
+        num_blocks=64,
+        max_batch_tokens=48,
+    )
     first = schedule.steps[0]
     # 48 tokens: all 40 of the first prompt and 8 of the second; the third waits
     assert [(e.request_id, e.query_tokens) for e in first.batch] == [("req_0", 40), ("req_1", 8)]
@@ -66,22 +77,36 @@ def test_arrivals_spread_over_steps_join_mid_flight(tiny_cb):
     # req_1 is added after req_0's third step, and joins the fourth pass exactly: the engine
     # waits at the third until it is added (polling from outside, a CI run under load saw
     # req_1 arrive 20 steps late, after req_0 had finished)
-    schedule, _ = record_schedule(tiny_cb, [prompt(20, 1), prompt(20, 2)], max_new_tokens=8,
-                                  page_size=PAGE, num_blocks=32, max_batch_tokens=64,
-                                  arrive_every_steps=3)
+    schedule, _ = record_schedule(
+        tiny_cb,
+        [prompt(20, 1), prompt(20, 2)],
+        max_new_tokens=8,
+        page_size=PAGE,
+        num_blocks=32,
+        max_batch_tokens=64,
+        arrive_every_steps=3,
+    )
     join = min(i for i, _ in entries(schedule, "req_1"))
     assert join == 3  # the pass after req_0's third
     assert join < max(i for i, _ in entries(schedule, "req_0")), "req_0 ended before req_1 came"
     step = schedule.steps[join]
-    assert {(e.request_id, e.phase) for e in step.batch} == {("req_0", "decode"),
-                                                             ("req_1", "prefill")}
+    assert {(e.request_id, e.phase) for e in step.batch} == {
+        ("req_0", "decode"),
+        ("req_1", "prefill"),
+    }
 
 
 def test_a_common_prefix_shares_pages(tiny_cb):
     common = prompt(40, 5)
-    schedule, outputs = record_schedule(tiny_cb, [common + prompt(8, 100), common + prompt(8, 150)],
-                                        max_new_tokens=4, page_size=PAGE, num_blocks=32,
-                                        max_batch_tokens=64, arrive_every_steps=1)
+    schedule, outputs = record_schedule(
+        tiny_cb,
+        [common + prompt(8, 100), common + prompt(8, 150)],
+        max_new_tokens=4,
+        page_size=PAGE,
+        num_blocks=32,
+        max_batch_tokens=64,
+        arrive_every_steps=1,
+    )
     a = [e for _, e in entries(schedule, "req_0")]
     b = [e for _, e in entries(schedule, "req_1")]
     # the second request finds the first one's two full pages of the common 40 tokens
@@ -93,8 +118,14 @@ def test_a_common_prefix_shares_pages(tiny_cb):
 
 
 def test_page_accounting_adds_up(tiny_cb):
-    schedule, _ = record_schedule(tiny_cb, [prompt(30), prompt(50, 3)], max_new_tokens=3,
-                                  page_size=PAGE, num_blocks=32, max_batch_tokens=128)
+    schedule, _ = record_schedule(
+        tiny_cb,
+        [prompt(30), prompt(50, 3)],
+        max_new_tokens=3,
+        page_size=PAGE,
+        num_blocks=32,
+        max_batch_tokens=128,
+    )
     assert schedule.total_pages == 32 and schedule.page_size == PAGE
     step0 = schedule.steps[0]
     held = {p for e in step0.batch for p in e.pages}
@@ -106,20 +137,32 @@ def test_page_accounting_adds_up(tiny_cb):
 
 def test_continuous_batching_gives_the_same_greedy_tokens_as_generate(tiny_cb):
     prompts = [prompt(12, 1), prompt(30, 2), prompt(7, 3)]
-    _, outputs = record_schedule(tiny_cb, prompts, max_new_tokens=6, page_size=PAGE,
-                                 num_blocks=32, max_batch_tokens=64)
+    _, outputs = record_schedule(
+        tiny_cb, prompts, max_new_tokens=6, page_size=PAGE, num_blocks=32, max_batch_tokens=64
+    )
     for i, p in enumerate(prompts):
         with torch.no_grad():
-            ref = tiny_cb.generate(torch.tensor([p]), attention_mask=torch.ones(1, len(p),
-                                                                                dtype=torch.long),
-                                   max_new_tokens=6, min_new_tokens=6, do_sample=False,
-                                   pad_token_id=0)
-        assert outputs[f"req_{i}"] == ref[0, len(p):].tolist()
+            ref = tiny_cb.generate(
+                torch.tensor([p]),
+                attention_mask=torch.ones(1, len(p), dtype=torch.long),
+                max_new_tokens=6,
+                min_new_tokens=6,
+                do_sample=False,
+                pad_token_id=0,
+            )
+        assert outputs[f"req_{i}"] == ref[0, len(p) :].tolist()
 
 
 def test_a_schedule_is_a_saved_document(tiny_cb, tmp_path):
-    schedule, _ = record_schedule(tiny_cb, [prompt(20)], max_new_tokens=3, page_size=PAGE,
-                                  num_blocks=16, max_batch_tokens=32, label="tiny")
+    schedule, _ = record_schedule(
+        tiny_cb,
+        [prompt(20)],
+        max_new_tokens=3,
+        page_size=PAGE,
+        num_blocks=16,
+        max_batch_tokens=32,
+        label="tiny",
+    )
     again = Schedule.load(schedule.save(tmp_path / "s.json"))
     assert again == schedule and again.label == "tiny"
     late = schedule.shifted(-1.0)
@@ -137,9 +180,11 @@ def test_the_installed_transformers_is_in_the_supported_range():
 
 @pytest.mark.parametrize("version", ["5.25.0", "5.23.9", "4.57.1", "6.0.0", "not-a-version"])
 def test_other_versions_are_refused_naming_the_range(version):
-    with pytest.raises(UnsupportedTransformers,
-                       match=rf"supports transformers >=5.24,<5.25, but {version} is installed: "
-                             r"install 'transformers>=5.24,<5.25'"):
+    with pytest.raises(
+        UnsupportedTransformers,
+        match=rf"supports transformers >=5.24,<5.25, but {version} is installed: "
+        r"install 'transformers>=5.24,<5.25'",
+    ):
         check_transformers_version(version)
 
 
@@ -172,12 +217,15 @@ def test_one_recorder_at_a_time_and_removal_restores_transformers():
         StepRecorder().schedule()
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(prompts=[]), "prompts must be a non-empty list"),
-    (dict(prompts=[[]]), "prompts must be a non-empty list"),
-    (dict(max_new_tokens=0), "max_new_tokens must be a whole number >= 1"),
-    (dict(page_size=True), "page_size must be a whole number >= 1"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(prompts=[]), "prompts must be a non-empty list"),
+        (dict(prompts=[[]]), "prompts must be a non-empty list"),
+        (dict(max_new_tokens=0), "max_new_tokens must be a whole number >= 1"),
+        (dict(page_size=True), "page_size must be a whole number >= 1"),
+    ],
+)
 def test_bad_record_schedule_arguments(tiny_cb, kwargs, message):
     kwargs = {"prompts": [prompt(8)], **kwargs}
     with pytest.raises(ValueError, match=message):

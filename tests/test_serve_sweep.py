@@ -7,9 +7,21 @@ import math
 
 import pytest
 
-from viz.serve import (SLO, LoadRun, LoadSettings, LoadSweep, RequestRecord, SweepPoint, Target,
-                       Timeouts, derived_slo, queue_growth, request_metrics,
-                       request_metrics_text, sweep_rates)
+from viz.serve import (
+    SLO,
+    LoadRun,
+    LoadSettings,
+    LoadSweep,
+    RequestRecord,
+    SweepPoint,
+    Target,
+    Timeouts,
+    derived_slo,
+    queue_growth,
+    request_metrics,
+    request_metrics_text,
+    sweep_rates,
+)
 from viz.serve.client import ClientInfo, ServeError
 from viz.serve.sweep import SweepSettings, _between
 from viz.spread import Interval, median_coverage
@@ -19,21 +31,43 @@ from viz.views import pareto_data, pareto_figure, rate_sweep_data, rate_sweep_fi
 def req(i, arrival, ttft, n=5, gap=0.1, sent=None, ok=True) -> RequestRecord:
     sent = arrival if sent is None else sent
     times = [sent + ttft + k * gap for k in range(n)]
-    return RequestRecord(index=i, request_id=f"r{i}", prompt_name="p", max_tokens=n,
-                         scheduled_s=arrival, sent_s=sent, token_times_s=times if ok else [],
-                         token_texts=["x"] * (n if ok else 0), end_s=times[-1],
-                         output_tokens=n if ok else None, finish_reason="length",
-                         error=None if ok else "boom", error_kind=None if ok else "http")
+    return RequestRecord(
+        index=i,
+        request_id=f"r{i}",
+        prompt_name="p",
+        max_tokens=n,
+        scheduled_s=arrival,
+        sent_s=sent,
+        token_times_s=times if ok else [],
+        token_texts=["x"] * (n if ok else 0),
+        end_s=times[-1],
+        output_tokens=n if ok else None,
+        finish_reason="length",
+        error=None if ok else "boom",
+        error_kind=None if ok else "http",
+    )
 
 
 def run_of(requests, mode="rate", rate=2.0, label="s") -> LoadRun:
-    settings = LoadSettings(mode=mode, concurrency=1 if mode == "concurrency" else None,
-                            rate_per_s=rate if mode == "rate" else None,
-                            n_requests=len(requests), max_duration_s=60.0, seed=0,
-                            temperature=0.0, timeouts=Timeouts(), slo=SLO())
-    return LoadRun(target=Target("http://127.0.0.1:1/v1", "chat", "m"), settings=settings,
-                   requests=requests, client=ClientInfo.here(),
-                   recorded_at="2026-01-01T00:00:00", label=label)
+    settings = LoadSettings(
+        mode=mode,
+        concurrency=1 if mode == "concurrency" else None,
+        rate_per_s=rate if mode == "rate" else None,
+        n_requests=len(requests),
+        max_duration_s=60.0,
+        seed=0,
+        temperature=0.0,
+        timeouts=Timeouts(),
+        slo=SLO(),
+    )
+    return LoadRun(
+        target=Target("http://127.0.0.1:1/v1", "chat", "m"),
+        settings=settings,
+        requests=requests,
+        client=ClientInfo.here(),
+        recorded_at="2026-01-01T00:00:00",
+        label=label,
+    )
 
 
 # ---- the confidence interval of a median ------------------------------------------------------
@@ -96,11 +130,13 @@ def test_rates_between_the_two_loads():
 
 
 def test_sweep_refuses_bad_settings_before_sending_anything():
-    for kwargs, match in [({"n_rates": 0}, "n_rates must be a whole number from 1"),
-                          ({"repeats": 1.5}, "repeats must be a whole number"),
-                          ({"saturation": 2.0}, "saturation must be a number from 0.01"),
-                          ({"concurrency": 4}, "sweep_rates sets concurrency= itself"),
-                          ({"n_requests": 1}, "n_requests must be a whole number from 2")]:
+    for kwargs, match in [
+        ({"n_rates": 0}, "n_rates must be a whole number from 1"),
+        ({"repeats": 1.5}, "repeats must be a whole number"),
+        ({"saturation": 2.0}, "saturation must be a number from 0.01"),
+        ({"concurrency": 4}, "sweep_rates sets concurrency= itself"),
+        ({"n_requests": 1}, "n_requests must be a whole number from 2"),
+    ]:
         with pytest.raises(ServeError, match=match):
             sweep_rates("http://127.0.0.1:9/v1", **kwargs)
     with pytest.raises(ServeError, match="allow_remote=True"):
@@ -126,20 +162,38 @@ def test_request_metrics_by_hand():
 
 # ---- the saved sweep and its views ---------------------------------------------------------------
 def make_sweep(label="cb") -> LoadSweep:
-    sync = [run_of([req(i, float(i), 0.2) for i in range(4)], "concurrency", label=label)
-            for _ in range(3)]
-    top = [run_of([req(i, 0.0, 0.2 + 0.1 * i, gap=0.15) for i in range(4)], "concurrency",
-                  label=label)]
+    sync = [
+        run_of([req(i, float(i), 0.2) for i in range(4)], "concurrency", label=label)
+        for _ in range(3)
+    ]
+    top = [
+        run_of([req(i, 0.0, 0.2 + 0.1 * i, gap=0.15) for i in range(4)], "concurrency", label=label)
+    ]
     rate = [run_of([req(i, 0.3 * i, 0.2 + 0.4 * i) for i in range(4)], "rate", 3.0, label)]
-    settings = SweepSettings(n_requests=4, n_rates=1, repeats=3, seed=0,
-                             max_duration_s=60.0, budget_s=600.0, saturation=0.25,
-                             slo_factor=2.0)
-    return LoadSweep(target=sync[0].target, settings=settings, slo=SLO(0.5, 0.2),
-                     points=[SweepPoint("synchronous", None, sync),
-                             SweepPoint("throughput", None, top),
-                             SweepPoint("rate", 3.0, rate, saturated=True)],
-                     recorded_at="2026-01-01T00:00:00", duration_s=12.0,
-                     stopped="saturated at 3.00 requests/s", label=label)
+    settings = SweepSettings(
+        n_requests=4,
+        n_rates=1,
+        repeats=3,
+        seed=0,
+        max_duration_s=60.0,
+        budget_s=600.0,
+        saturation=0.25,
+        slo_factor=2.0,
+    )
+    return LoadSweep(
+        target=sync[0].target,
+        settings=settings,
+        slo=SLO(0.5, 0.2),
+        points=[
+            SweepPoint("synchronous", None, sync),
+            SweepPoint("throughput", None, top),
+            SweepPoint("rate", 3.0, rate, saturated=True),
+        ],
+        recorded_at="2026-01-01T00:00:00",
+        duration_s=12.0,
+        stopped="saturated at 3.00 requests/s",
+        label=label,
+    )
 
 
 def test_a_sweep_is_a_saved_document(tmp_path):
@@ -185,8 +239,9 @@ def test_the_rate_sweep_never_doubles_back_on_its_axis():
 
     sweep = make_sweep()
     # the offered rate's requests take long: it completes fewer per second than one at a time
-    sweep.points[2].runs = [run_of([req(i, 0.3 * i, 1.0 + 0.8 * i) for i in range(4)], "rate",
-                                   3.0, "cb")]
+    sweep.points[2].runs = [
+        run_of([req(i, 0.3 * i, 1.0 + 0.8 * i) for i in range(4)], "rate", 3.0, "cb")
+    ]
     rows = [r for r in _by_load(rate_sweep_data(sweep)) if r["requests_per_s"]["median"]]
     by_load = [r["requests_per_s"]["median"] for r in rows]
     assert by_load != sorted(by_load)  # 1.11, 0.85, 3.64 requests/s
@@ -200,8 +255,13 @@ def test_first_miss_walks_the_loads_from_the_lightest():
     # One at a time: TTFT 0.2 s, TPOT 0.1 s, within TTFT ≤ 0.5 and TPOT ≤ 0.2. The 3.0/s rate
     # comes next (before all at once): TTFTs 0.2, 0.6, 1.0, 1.4 s, three over the limit.
     miss = sweep.first_miss()
-    assert (miss.word, miss.load, miss.late, miss.slow, miss.completed) == \
-        ("TTFT", "3.00 requests/s", 3, 0, 4)
+    assert (miss.word, miss.load, miss.late, miss.slow, miss.completed) == (
+        "TTFT",
+        "3.00 requests/s",
+        3,
+        0,
+        4,
+    )
     assert [p.kind for p in sweep.by_load()] == ["synchronous", "rate", "throughput"]
     sweep.slo = SLO(10.0, 10.0)
     assert sweep.first_miss().word == "neither"
@@ -233,9 +293,13 @@ def test_decode_pass_time_counts_only_passes_that_decode_that_many():
     from viz.serve import decode_pass_time
 
     dec, pre = NS(phase="decode"), NS(phase="prefill")
-    steps = [NS(end_s=0.0, batch=[pre, pre]), NS(end_s=0.3, batch=[dec, pre]),  # a chunk
-             NS(end_s=0.4, batch=[dec, dec]), NS(end_s=0.6, batch=[dec, dec]),
-             NS(end_s=0.7, batch=[dec])]  # one request left: not a pass of 2
+    steps = [
+        NS(end_s=0.0, batch=[pre, pre]),
+        NS(end_s=0.3, batch=[dec, pre]),  # a chunk
+        NS(end_s=0.4, batch=[dec, dec]),
+        NS(end_s=0.6, batch=[dec, dec]),
+        NS(end_s=0.7, batch=[dec]),
+    ]  # one request left: not a pass of 2
     gaps = decode_pass_time(NS(steps=steps), 2)  # 0.4 − 0.3 and 0.6 − 0.4
     assert gaps.runs == 2 and gaps.median == pytest.approx(0.15)
     with pytest.raises(ValueError, match="decodes exactly 8 requests"):

@@ -16,11 +16,20 @@ import torch
 
 from conftest import tiny_config
 from viz.perf import from_config
-from viz.perf.speculative import (LOOKUP_PROMPTS, LOOKUP_WHY, GenerateRun, LookupComparison,
-                                  compare_prompt_lookup)
+from viz.perf.speculative import (
+    LOOKUP_PROMPTS,
+    LOOKUP_WHY,
+    GenerateRun,
+    LookupComparison,
+    compare_prompt_lookup,
+)
 from viz.spread import TOO_CLOSE, Spread
-from viz.views.speculative import (accepted_histogram_data, accepted_histogram_figure,
-                                   draft_length_data, draft_length_figure)
+from viz.views.speculative import (
+    accepted_histogram_data,
+    accepted_histogram_figure,
+    draft_length_data,
+    draft_length_figure,
+)
 
 K = 10  # transformers' default guesses per lookup
 
@@ -39,7 +48,7 @@ def greedy_tokens(lm, prompt_ids: list[int], max_new: int, eos: set) -> list[int
             ids.append(nxt)
             if nxt in eos:
                 break
-    return ids[len(prompt_ids):]
+    return ids[len(prompt_ids) :]
 
 
 def lookup_guesses(seq: list[int], k: int, max_length: int, eos: set) -> list[int]:
@@ -51,7 +60,7 @@ def lookup_guesses(seq: list[int], k: int, max_length: int, eos: set) -> list[in
         return []
     for size in range(min(2, n - 1), 0, -1):
         for i in range(n - size + 1):
-            if seq[i:i + size] == seq[-size:]:
+            if seq[i : i + size] == seq[-size:]:
                 start, end = i + size, min(i + size + k, n, max_length)
                 if start < end:
                     guess = seq[start:end]
@@ -67,12 +76,15 @@ def expected_tokens_per_pass(prompt_ids, greedy, k, max_new, eos) -> list[int]:
     while done < len(greedy):
         guess = lookup_guesses(seq, k, len(prompt_ids) + max_new, eos)
         right = 0
-        while right < len(guess) and done + right < len(greedy) and \
-                guess[right] == greedy[done + right]:
+        while (
+            right < len(guess)
+            and done + right < len(greedy)
+            and guess[right] == greedy[done + right]
+        ):
             right += 1
         step = min(right + 1, len(greedy) - done)
         made.append(step)
-        seq += greedy[done:done + step]
+        seq += greedy[done : done + step]
         done += step
     return made
 
@@ -85,8 +97,9 @@ def eos_of(lm) -> set:
 @pytest.mark.parametrize("prompt", ["abcabcabcabcabcabc", "cccccccccccc"])
 def test_tokens_per_pass_follow_the_lookup_rule(lm, prompt):
     max_new = 24
-    c = compare_prompt_lookup(lm, prompt, chat=False, max_new_tokens=max_new,
-                              num_lookup_tokens=K, repeats=1, threads=1)
+    c = compare_prompt_lookup(
+        lm, prompt, chat=False, max_new_tokens=max_new, num_lookup_tokens=K, repeats=1, threads=1
+    )
     ids, eos = lm.tokenizer(prompt)["input_ids"], eos_of(lm)
     greedy = greedy_tokens(lm, ids, max_new, eos)
     made = expected_tokens_per_pass(ids, greedy, K, max_new, eos)
@@ -112,11 +125,12 @@ def test_prefill_pass_can_accept_guesses(lm):
     prompt = "cccccccccccc"
     ids, eos = lm.tokenizer(prompt)["input_ids"], eos_of(lm)
     greedy = greedy_tokens(lm, ids, 24, eos)
-    assert greedy[:K + 1] == ids[:1] * (K + 1), "seed 3's reply repeats the prompt's token"
+    assert greedy[: K + 1] == ids[:1] * (K + 1), "seed 3's reply repeats the prompt's token"
     c = compare_prompt_lookup(lm, prompt, chat=False, max_new_tokens=24, repeats=1, threads=1)
     assert c.lookup.prefill_tokens == K + 1
     assert c.lookup.tokens_per_pass == pytest.approx(
-        (c.lookup.new_tokens - (K + 1)) / (c.lookup.forward_passes - 1))
+        (c.lookup.new_tokens - (K + 1)) / (c.lookup.forward_passes - 1)
+    )
 
 
 def test_greedy_text_identical_token_for_token(lm):
@@ -130,9 +144,13 @@ def test_greedy_text_identical_token_for_token(lm):
     # every run's TPOT is kept; the spread's median is the medians' ratio
     assert len(c.plain_tpots_s) == len(c.lookup_tpots_s) == 2
     assert c.speedup_spread.median == pytest.approx(
-        statistics.median(c.plain_tpots_s) / statistics.median(c.lookup_tpots_s))
-    assert c.speedup_verdict.word in ("plain decode is faster", "prompt lookup is faster",
-                                      TOO_CLOSE)
+        statistics.median(c.plain_tpots_s) / statistics.median(c.lookup_tpots_s)
+    )
+    assert c.speedup_verdict.word in (
+        "plain decode is faster",
+        "prompt lookup is faster",
+        TOO_CLOSE,
+    )
     # JSON-native: the run round-trips through json as it is
     d = dataclasses.asdict(c.lookup)
     assert GenerateRun(**json.loads(json.dumps(d))) == c.lookup
@@ -141,18 +159,31 @@ def test_greedy_text_identical_token_for_token(lm):
 
 def _run(tpot_s: float, counts=(1, 1)) -> GenerateRun:
     n = 1 + sum(counts)
-    return GenerateRun("x", list(range(n)), "", 1 + len(counts), 0.01, tpot_s * (n - 1),
-                       0.01 + tpot_s * (n - 1), list(counts), 1)
+    return GenerateRun(
+        "x",
+        list(range(n)),
+        "",
+        1 + len(counts),
+        0.01,
+        tpot_s * (n - 1),
+        0.01 + tpot_s * (n - 1),
+        list(counts),
+        1,
+    )
 
 
-@pytest.mark.parametrize("plain, lookup, word", [
-    ([0.30, 0.31, 0.32], [0.10, 0.11, 0.12], "prompt lookup is faster"),
-    ([0.10, 0.11, 0.12], [0.30, 0.31, 0.32], "plain decode is faster"),
-    ([0.20, 0.30, 0.40], [0.20, 0.30, 0.40], TOO_CLOSE),  # spreads overlap: ratio 0.71–1.4
-])
+@pytest.mark.parametrize(
+    "plain, lookup, word",
+    [
+        ([0.30, 0.31, 0.32], [0.10, 0.11, 0.12], "prompt lookup is faster"),
+        ([0.10, 0.11, 0.12], [0.30, 0.31, 0.32], "plain decode is faster"),
+        ([0.20, 0.30, 0.40], [0.20, 0.30, 0.40], TOO_CLOSE),  # spreads overlap: ratio 0.71–1.4
+    ],
+)
 def test_speedup_spread_and_verdict(plain, lookup, word):
-    c = LookupComparison("p", K, _run(statistics.median(plain)), _run(statistics.median(lookup)),
-                         3, plain, lookup)
+    c = LookupComparison(
+        "p", K, _run(statistics.median(plain)), _run(statistics.median(lookup)), 3, plain, lookup
+    )
     s = c.speedup_spread
     # worst case at each end: the 25th/75th percentiles, by hand for three runs
     q = lambda xs: (xs[0] + (xs[1] - xs[0]) / 2, xs[1] + (xs[2] - xs[1]) / 2)  # noqa: E731
@@ -166,10 +197,12 @@ def test_speedup_spread_and_verdict(plain, lookup, word):
 
 
 def test_figure_one_trace_per_comparison(lm):
-    a = compare_prompt_lookup(lm, "abcabcabcabcabcabc", chat=False, max_new_tokens=16,
-                              repeats=1, threads=1)
-    b = LookupComparison("a reply with nothing to copy", K, _run(0.1, (1, 1, 1)),
-                         _run(0.12, (1, 2, 1)), 1)
+    a = compare_prompt_lookup(
+        lm, "abcabcabcabcabcabc", chat=False, max_new_tokens=16, repeats=1, threads=1
+    )
+    b = LookupComparison(
+        "a reply with nothing to copy", K, _run(0.1, (1, 1, 1)), _run(0.12, (1, 2, 1)), 1
+    )
     fig = accepted_histogram_figure({"copies": a, "fresh": b})
     assert [t.type for t in fig.data] == ["bar", "bar"]
     assert fig.data[0].name.startswith("copies") and fig.data[1].name.startswith("fresh")
@@ -190,24 +223,37 @@ def test_figure_one_trace_per_comparison(lm):
 
 def _lookup(k: int, counts, plain=(0.30, 0.32), lookup=(0.20, 0.22), prompt="p"):
     """A comparison at draft length k whose lookup run made `counts` tokens per decode pass."""
-    return LookupComparison(prompt, k, _run(statistics.median(plain)),
-                            _run(statistics.median(lookup), counts), len(plain), list(plain),
-                            list(lookup))
+    return LookupComparison(
+        prompt,
+        k,
+        _run(statistics.median(plain)),
+        _run(statistics.median(lookup), counts),
+        len(plain),
+        list(plain),
+        list(lookup),
+    )
 
 
 def test_draft_length_figure_draws_each_k_under_its_ceiling():
     """Lesson 13's slider: tokens per pass and the speed-up over k, sorted, each k's ceiling
     k + 1, the chosen k marked and named in the title; bad input names the fix."""
-    runs = {4: _lookup(4, (5, 5, 1), lookup=(0.15, 0.17)), 1: _lookup(1, (2, 2, 1, 2)),
-            2: _lookup(2, (3, 1, 3), plain=(0.20, 0.22), lookup=(0.30, 0.32))}
+    runs = {
+        4: _lookup(4, (5, 5, 1), lookup=(0.15, 0.17)),
+        1: _lookup(1, (2, 2, 1, 2)),
+        2: _lookup(2, (3, 1, 3), plain=(0.20, 0.22), lookup=(0.30, 0.32)),
+    }
     d = draft_length_data(runs)
     assert d["k"] == [1, 2, 4] and d["ceiling"] == [2, 3, 5]
     assert d["tokens_per_pass"] == pytest.approx([7 / 4, 7 / 3, 11 / 3])  # mean of the counts
     assert d["speedup"] == pytest.approx([0.31 / 0.21, 0.21 / 0.31, 0.31 / 0.16])
-    assert all(lo <= m <= hi for lo, m, hi in zip(d["speedup_low"], d["speedup"],
-                                                  d["speedup_high"]))
-    assert d["verdict"] == ["prompt lookup is faster", "plain decode is faster",
-                            "prompt lookup is faster"]
+    assert all(
+        lo <= m <= hi for lo, m, hi in zip(d["speedup_low"], d["speedup"], d["speedup_high"])
+    )
+    assert d["verdict"] == [
+        "prompt lookup is faster",
+        "plain decode is faster",
+        "prompt lookup is faster",
+    ]
     fig = draft_length_figure(runs, chosen=2)
     measured = [t for t in fig.data if t.name == "prompt lookup, measured"][0]
     assert list(measured.x) == [1, 2, 4] and list(measured.y) == pytest.approx(d["tokens_per_pass"])

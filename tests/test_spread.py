@@ -54,16 +54,19 @@ def test_text():
     assert Spread(3.0, 3.0, 3.0, 4).text() == "3.0 (4 runs)"
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: Spread.of([]), "at least one measurement"),
-    (lambda: Spread.of([1.0, float("nan")]), "finite number"),
-    (lambda: Spread(1.0, 2.0, 3.0, 1), "low <= median <= high"),
-    (lambda: Spread(1.0, 0.5, float("inf"), 1), "high must be a finite number"),
-    (lambda: Spread(1.0, 1.0, 1.0, -1), "runs must be a whole number >= 0"),
-    (lambda: Spread(1.0, 1.0, 1.0, 1) / 0, "divide by a positive figure"),
-    (lambda: Spread(1.0, 1.0, 1.0, 1).scaled(0), "scale by a positive number"),
-    (lambda: Spread(1.0, 0.0, 1.0, 1).rate(5), "positive times"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: Spread.of([]), "at least one measurement"),
+        (lambda: Spread.of([1.0, float("nan")]), "finite number"),
+        (lambda: Spread(1.0, 2.0, 3.0, 1), "low <= median <= high"),
+        (lambda: Spread(1.0, 0.5, float("inf"), 1), "high must be a finite number"),
+        (lambda: Spread(1.0, 1.0, 1.0, -1), "runs must be a whole number >= 0"),
+        (lambda: Spread(1.0, 1.0, 1.0, 1) / 0, "divide by a positive figure"),
+        (lambda: Spread(1.0, 1.0, 1.0, 1).scaled(0), "scale by a positive number"),
+        (lambda: Spread(1.0, 0.0, 1.0, 1).rate(5), "positive times"),
+    ],
+)
 def test_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()

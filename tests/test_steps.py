@@ -14,9 +14,14 @@ PROMPT = "The capital of France is"
 
 def hf_greedy(lm, prompt_ids, n):
     ids = torch.tensor([prompt_ids])
-    out = lm.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
-                            max_new_tokens=n, pad_token_id=lm.tokenizer.pad_token_id)
-    return out[0, len(prompt_ids):].tolist()
+    out = lm.model.generate(
+        ids,
+        attention_mask=torch.ones_like(ids),
+        do_sample=False,
+        max_new_tokens=n,
+        pad_token_id=lm.tokenizer.pad_token_id,
+    )
+    return out[0, len(prompt_ids) :].tolist()
 
 
 def greedy_with_decode(lm, prompt_ids, n, clock):
@@ -47,10 +52,12 @@ def test_decode_gives_generates_greedy_tokens(tiny):
 def test_an_injected_clock_gives_each_steps_seconds(tiny_gqa, fake_clock):
     # readings 0, .5, 1.5, 3 | 5, 7.5, 10.5 | 14, ...: three per step (start, forward, choice)
     ids = list(tiny_gqa.tokenizer(PROMPT)["input_ids"])
-    _, timed = greedy_with_decode(tiny_gqa, ids, 3, Clock(tiny_gqa.device,
-                                                          fake_clock(growth=0.5)))
+    _, timed = greedy_with_decode(tiny_gqa, ids, 3, Clock(tiny_gqa.device, fake_clock(growth=0.5)))
     assert [(t.started, t.forwarded, t.chosen) for t in timed] == [
-        (0.0, 0.5, 1.5), (3.0, 5.0, 7.5), (10.5, 14.0, 18.0)]
+        (0.0, 0.5, 1.5),
+        (3.0, 5.0, 7.5),
+        (10.5, 14.0, 18.0),
+    ]
     assert [t.forward_s for t in timed] == [0.5, 2.0, 3.5]
     assert [t.choose_s for t in timed] == [1.0, 2.5, 4.0]
     assert [t.seconds for t in timed] == [1.5, 4.5, 7.5]
@@ -94,16 +101,24 @@ def test_decode_builds_each_input_after_the_clock_starts(fake_clock):
 
 
 def test_a_clock_that_is_not_a_Clock_is_refused():
-    with pytest.raises(ValueError, match=r"clock must be a viz.runtime.Clock .* not function: "
-                                         r"pass Clock\(lm.device\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"clock must be a viz.runtime.Clock .* not function: "
+        r"pass Clock\(lm.device\)",
+    ):
         timed_step(lambda: 0.0, lambda: 1)
 
 
 # The modules that time generation, and the clock readings each may make itself (outside a
 # step): record's start and end of tokenizing, the batch's start. Every other reading is a
 # step's own, in viz/steps.py.
-OWN_READINGS = {"record.py": 2, "perf/batch.py": 1, "perf/compiled.py": 0,
-                "perf/profile.py": 0, "perf/prefix.py": 0}
+OWN_READINGS = {
+    "record.py": 2,
+    "perf/batch.py": 1,
+    "perf/compiled.py": 0,
+    "perf/profile.py": 0,
+    "perf/prefix.py": 0,
+}
 
 
 def clock_reads(source: str) -> int:
@@ -114,10 +129,14 @@ def clock_reads(source: str) -> int:
     def is_datetime(node: ast.AST) -> bool:
         return getattr(node, "id", getattr(node, "attr", None)) == "datetime"
 
-    return sum(1 for node in ast.walk(ast.parse(source))
-               if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-               and node.func.attr in ("now", "perf_counter")
-               and not is_datetime(node.func.value))
+    return sum(
+        1
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("now", "perf_counter")
+        and not is_datetime(node.func.value)
+    )
 
 
 def test_the_timed_step_is_written_once():
@@ -127,8 +146,13 @@ def test_the_timed_step_is_written_once():
     from pathlib import Path
 
     viz_dir = Path(__file__).parents[1] / "viz"
-    assert clock_reads("t0 = clock.now()\nt = time.perf_counter()\nx = now()\n"
-                       "d = datetime.datetime.now(datetime.timezone.utc)\n") == 2
+    assert (
+        clock_reads(
+            "t0 = clock.now()\nt = time.perf_counter()\nx = now()\n"
+            "d = datetime.datetime.now(datetime.timezone.utc)\n"
+        )
+        == 2
+    )
     for name, allowed in OWN_READINGS.items():
         source = (viz_dir / name).read_text(encoding="utf-8")
         assert clock_reads(source) == allowed, f"{name} reads the clock itself"

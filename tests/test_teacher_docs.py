@@ -42,8 +42,10 @@ ALIASES: dict[str, tuple[str, ...]] = {
 PRINTED = {"TT2T"}
 
 ENTRY = re.compile(r"^- \*\*(?P<term>[^*]+)\*\* — (?P<text>.+)$")
-LESSON_LINK = re.compile(r"\[lesson (?P<n>\d\d)\]\((?P<path>notebooks/(?P<stem>(?P<m>\d\d)_\w+)"
-                         r"\.ipynb)\)")
+LESSON_LINK = re.compile(
+    r"\[lesson (?P<n>\d\d)\]\((?P<path>notebooks/(?P<stem>(?P<m>\d\d)_\w+)"
+    r"\.ipynb)\)"
+)
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 COURSE_MAP = re.compile(r"<!-- course-map:start.*?<!-- course-map:end -->", re.S)
 
@@ -79,10 +81,13 @@ def entry_problems(entries: list[tuple[str, str]], base: Path = ROOT) -> list[st
             bad.append(f"{term}: {len(links)} lesson links, not 1")
             continue
         link = links[0]
-        if link["n"] != link["m"] or not (base / link["path"]).exists() \
-                or not (base / "lessons" / f"{link['stem']}.py").exists():
+        if (
+            link["n"] != link["m"]
+            or not (base / link["path"]).exists()
+            or not (base / "lessons" / f"{link['stem']}.py").exists()
+        ):
             bad.append(f"{term}: no such lesson {link['path']}")
-        sentence = text[:link.start()].strip().rstrip("(").strip()
+        sentence = text[: link.start()].strip().rstrip("(").strip()
         if not sentence.endswith(".") or re.search(r"[.!?]\s+[A-Z]", sentence):
             bad.append(f"{term}: not one sentence: {sentence!r}")
     return bad
@@ -90,8 +95,7 @@ def entry_problems(entries: list[tuple[str, str]], base: Path = ROOT) -> list[st
 
 def order_problems(terms: list[str]) -> list[str]:
     """Terms out of alphabetical order (case ignored), and terms given twice."""
-    bad = [f"{a!r} before {b!r}" for a, b in zip(terms, terms[1:])
-           if a.casefold() > b.casefold()]
+    bad = [f"{a!r} before {b!r}" for a, b in zip(terms, terms[1:]) if a.casefold() > b.casefold()]
     seen: set[str] = set()
     for t in terms:
         if t.casefold() in seen:
@@ -102,8 +106,10 @@ def order_problems(terms: list[str]) -> list[str]:
 
 def mentions(text: str, spelling: str) -> bool:
     """True if `text` holds `spelling` as a word of its own, case ignored."""
-    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(spelling)}(?![A-Za-z0-9_])", text,
-                     re.I) is not None
+    return (
+        re.search(rf"(?<![A-Za-z0-9_]){re.escape(spelling)}(?![A-Za-z0-9_])", text, re.I)
+        is not None
+    )
 
 
 def lesson_source(stem: str) -> str:
@@ -124,9 +130,11 @@ def notebook_outputs(stem: str) -> str:
     return "\n".join(parts)
 
 
-def mention_problems(entries: list[tuple[str, str]],
-                     source: Callable[[str], str] = lesson_source,
-                     printed: Callable[[str], str] = notebook_outputs) -> list[str]:
+def mention_problems(
+    entries: list[tuple[str, str]],
+    source: Callable[[str], str] = lesson_source,
+    printed: Callable[[str], str] = notebook_outputs,
+) -> list[str]:
     """Terms whose linked lesson names them under none of their spellings."""
     bad = []
     for term, text in entries:
@@ -142,8 +150,11 @@ def mention_problems(entries: list[tuple[str, str]],
 
 def lessons_with_check_yourself() -> list[str]:
     """The stems of the lessons that have a "Check yourself" section."""
-    return sorted(p.stem for p in LESSONS.glob("[0-9][0-9]_*.py")
-                  if re.search(r"^# ## Check yourself", p.read_text(encoding="utf-8"), re.M))
+    return sorted(
+        p.stem
+        for p in LESSONS.glob("[0-9][0-9]_*.py")
+        if re.search(r"^# ## Check yourself", p.read_text(encoding="utf-8"), re.M)
+    )
 
 
 def teacher_problems(teachers: str, stems: list[str], objectives: dict[str, str]) -> list[str]:
@@ -201,7 +212,7 @@ def test_the_rule_card_quotes_the_library():
     assert NEAR_ROOF == 0.5 and "under 0.5 (`NEAR_ROOF`)" in card
     call = re.search(r"print\((perf\.verdict\(([^)]*)\))\)", card)
     args = [float(x) for x in call[2].split(",")]
-    shown = re.search(r"^# (.+)$", card[call.end():], re.M)[1]  # the line below the call
+    shown = re.search(r"^# (.+)$", card[call.end() :], re.M)[1]  # the line below the call
     assert shown == str(perf.verdict(*args))
 
 
@@ -214,15 +225,23 @@ def test_a_link_to_a_missing_file_is_reported(tmp_path):
 
 def test_an_entry_without_one_lesson_link_or_of_two_sentences_is_reported():
     link = "([lesson 03](notebooks/03_prefill.ipynb))"
-    entries = glossary_entries("\n".join([
-        f"- **Good** — One sentence. {link}",
-        "- **Unlinked** — One sentence, and no lesson.",
-        f"- **Twice** — One. {link} {link}",
-        f"- **Chatty** — One sentence. Then another. {link}",
-        "- **Missing** — One sentence. ([lesson 42](notebooks/42_nothing.ipynb))",
-    ]))
+    entries = glossary_entries(
+        "\n".join(
+            [
+                f"- **Good** — One sentence. {link}",
+                "- **Unlinked** — One sentence, and no lesson.",
+                f"- **Twice** — One. {link} {link}",
+                f"- **Chatty** — One sentence. Then another. {link}",
+                "- **Missing** — One sentence. ([lesson 42](notebooks/42_nothing.ipynb))",
+            ]
+        )
+    )
     assert [p.split(":")[0] for p in entry_problems(entries)] == [
-        "Unlinked", "Twice", "Chatty", "Missing"]
+        "Unlinked",
+        "Twice",
+        "Chatty",
+        "Missing",
+    ]
 
 
 def test_an_unsorted_or_repeated_term_is_reported():
@@ -233,8 +252,12 @@ def test_an_unsorted_or_repeated_term_is_reported():
 
 def test_a_term_its_lesson_does_not_name_is_reported():
     link = "([lesson 09](notebooks/09_continuous_batching.ipynb))"
-    entries = [("Goodput", f"x {link}"), ("SLO", f"x {link}"), ("TT2T", f"x {link}"),
-               ("Page", f"x {link}")]
+    entries = [
+        ("Goodput", f"x {link}"),
+        ("SLO", f"x {link}"),
+        ("TT2T", f"x {link}"),
+        ("Page", f"x {link}"),
+    ]
     lesson = "goodput counts requests that met a service-level objective; pages of 16"
     bad = mention_problems(entries, source=lambda stem: lesson, printed=lambda stem: "")
     assert bad == ["TT2T: lesson 09 never says 'TT2T'", "Page: lesson 09 never says 'Page'"]
@@ -252,10 +275,13 @@ def test_the_course_map_does_not_count_as_a_mention_and_a_wrapped_term_does():
 
 
 def test_a_lesson_missing_from_the_teachers_notes_is_reported():
-    notes = ("### 00 · Start here ([notebook](notebooks/00_start_here.ipynb))\n\n"
-             "Objective: run it.\n")
+    notes = (
+        "### 00 · Start here ([notebook](notebooks/00_start_here.ipynb))\n\nObjective: run it.\n"
+    )
     assert teacher_problems(notes, ["00_start_here"], {"00": "run it"}) == []
     assert teacher_problems(notes, ["00_start_here"], {"00": "run something else"}) == [
-        "lesson 00: its objective from course.toml is not quoted"]
+        "lesson 00: its objective from course.toml is not quoted"
+    ]
     assert teacher_problems(notes, ["11_long_context"], {}) == [
-        "lesson 11: no section '### 11 · …' linking notebooks/11_long_context.ipynb"]
+        "lesson 11: no section '### 11 · …' linking notebooks/11_long_context.ipynb"
+    ]

@@ -66,8 +66,12 @@ def test_real_model_draws_no_replacement_character(smollm, prompt):
     assert not [lab for lab in labels if PARTIAL in lab]
     # ... and no figure or page draws one, even where the reply was cut off mid-character
     # (max_new_tokens reached inside an emoji: its last tokens are shown as bytes).
-    for fig in (views.distribution_figure(trace), views.explorer_figure(trace),
-                views.whatif_figure(trace, 1), views.timeline_figure(trace)):
+    for fig in (
+        views.distribution_figure(trace),
+        views.explorer_figure(trace),
+        views.whatif_figure(trace, 1),
+        views.timeline_figure(trace),
+    ):
         assert PARTIAL not in fig.to_json()
     assert PARTIAL not in str(views.tokens_html(trace))
     from plotly.offline import get_plotlyjs
@@ -114,5 +118,6 @@ def test_pieces_are_stored_only_for_partial_tokens(tiny_gqa, tmp_path):
     trace.save(tmp_path / "t.json")
     saved = json.loads((tmp_path / "t.json").read_text())
     for s, raw in zip(trace.steps, saved["steps"]):
-        assert raw["top_pieces"] == ["" if PARTIAL not in t else raw["top_pieces"][i]
-                                     for i, t in enumerate(s.top_texts)]
+        assert raw["top_pieces"] == [
+            "" if PARTIAL not in t else raw["top_pieces"][i] for i, t in enumerate(s.top_texts)
+        ]

@@ -11,8 +11,9 @@ from viz.trace import SCHEMA_VERSION, Trace
 
 @pytest.fixture(scope="module")
 def trace(tiny_gqa):
-    return viz.record(tiny_gqa, "Round trip: 🍕 and 東京", max_new_tokens=8, temperature=0.9,
-                      seed=2, label="tiny")
+    return viz.record(
+        tiny_gqa, "Round trip: 🍕 and 東京", max_new_tokens=8, temperature=0.9, seed=2, label="tiny"
+    )
 
 
 def test_json_round_trip_is_equal(trace, tmp_path):
@@ -54,17 +55,24 @@ def test_newer_schema_is_refused(trace, tmp_path):
         Trace.load(path)
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda d: d["steps"][0].pop("top_probs"), "missing the field 'top_probs'"),
-    (lambda d: d["steps"][1].update(seq_len="7"), r"steps\[1\].seq_len should be an integer"),
-    (lambda d: d["timing"].update(ttft_s=None), "timing.ttft_s should be a finite number"),
-    (lambda d: d.update(steps={}), "steps should be a list"),
-    # a bad number inside a list of numbers is named with its index
-    (lambda d: d["steps"][1]["top_probs"].__setitem__(2, "0.5"),
-     r"steps\[1\].top_probs\[2\] should be a finite number, found '0.5'"),
-    (lambda d: d["steps"][0]["top_ids"].__setitem__(1, True),
-     r"steps\[0\].top_ids\[1\] should be an integer, found True"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: d["steps"][0].pop("top_probs"), "missing the field 'top_probs'"),
+        (lambda d: d["steps"][1].update(seq_len="7"), r"steps\[1\].seq_len should be an integer"),
+        (lambda d: d["timing"].update(ttft_s=None), "timing.ttft_s should be a finite number"),
+        (lambda d: d.update(steps={}), "steps should be a list"),
+        # a bad number inside a list of numbers is named with its index
+        (
+            lambda d: d["steps"][1]["top_probs"].__setitem__(2, "0.5"),
+            r"steps\[1\].top_probs\[2\] should be a finite number, found '0.5'",
+        ),
+        (
+            lambda d: d["steps"][0]["top_ids"].__setitem__(1, True),
+            r"steps\[0\].top_ids\[1\] should be an integer, found True",
+        ),
+    ],
+)
 def test_damaged_fields_are_named(trace, tmp_path, mutate, message):
     data = json.loads(trace.to_json())
     mutate(data)
@@ -106,8 +114,9 @@ def test_write_error_midway_keeps_the_old_file(trace, tmp_path, monkeypatch):
 
 def test_trace_file_is_compact(tiny_gqa, smollm, tmp_path):
     """Budget: a 64-step trace of the real model stays under 200 KB."""
-    t = viz.record(smollm, "Tell me a story about a robot.", chat=True, max_new_tokens=64,
-                   stop_at_eos=False)
+    t = viz.record(
+        smollm, "Tell me a story about a robot.", chat=True, max_new_tokens=64, stop_at_eos=False
+    )
     size = t.save(tmp_path / "t.json").stat().st_size
     assert t.n_generated == 64 and size < 200_000, size
 

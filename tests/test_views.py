@@ -37,8 +37,14 @@ PROMPT = "Hi 🍕 東京 $x$ <b>"  # an emoji, CJK, mathtext dollars and an HTML
 @pytest.fixture(scope="module")
 def gqa(tiny_gqa, fake_clock):
     """Recorded with a clock that advances 10 ms per reading: every time is exact and known."""
-    return viz.record(tiny_gqa, PROMPT, max_new_tokens=6, chat=True, stop_at_eos=False,
-                      clock=fake_clock(step=0.01))
+    return viz.record(
+        tiny_gqa,
+        PROMPT,
+        max_new_tokens=6,
+        chat=True,
+        stop_at_eos=False,
+        clock=fake_clock(step=0.01),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +55,9 @@ def mha(tiny_mha):
 @pytest.fixture(scope="module")
 def sampled(tiny_gqa):
     """Sampled at a high temperature with only 3 candidates kept: chosen tokens fall outside."""
-    return viz.record(tiny_gqa, "Hello", max_new_tokens=6, temperature=2.0, log_top=3, seed=0,
-                      stop_at_eos=False)
+    return viz.record(
+        tiny_gqa, "Hello", max_new_tokens=6, temperature=2.0, log_top=3, seed=0, stop_at_eos=False
+    )
 
 
 @pytest.fixture(scope="module")
@@ -138,10 +145,12 @@ def reference_whatif(step, temperature, top_k, top_p):
 def test_token_chips_are_the_recorded_tokens(trace):
     chips = views.tokens_data(trace)
     assert [c.id for c in chips] == trace.prompt_ids + trace.generated_ids
-    assert [(c.start, c.end) for c in chips[:len(trace.prompt_tokens)]] == \
-        [(t.start, t.end) for t in trace.prompt_tokens]
-    assert [c.special for c in chips] == [t.special for t in trace.prompt_tokens] + \
-        [s.token_special for s in trace.steps]
+    assert [(c.start, c.end) for c in chips[: len(trace.prompt_tokens)]] == [
+        (t.start, t.end) for t in trace.prompt_tokens
+    ]
+    assert [c.special for c in chips] == [t.special for t in trace.prompt_tokens] + [
+        s.token_special for s in trace.steps
+    ]
 
 
 def test_token_groups_cover_the_text_once(trace):
@@ -160,7 +169,7 @@ def test_emoji_split_into_byte_tokens_is_one_group(real):
     chips = views.tokens_data(real)
     spans = [(c.start, c.end) for c in chips]
     i = spans.index((6, 8))
-    assert spans[i:i + 3] == [(6, 8), (7, 8), (7, 8)]
+    assert spans[i : i + 3] == [(6, 8), (7, 8), (7, 8)]
     group = next(g for g in token_groups(real, chips) if i in g.positions)
     assert group.text == " 🍕" and group.positions == [i, i + 1, i + 2]
     raw = b"".join(piece_bytes(chips[p].piece) for p in group.positions)
@@ -177,7 +186,8 @@ def test_tokens_html_shows_ids_and_escapes_text(gqa):
     assert "<|im_start|>" not in html and "&lt;|im_start|&gt;" in html  # text, not a tag
     assert "<b>" not in html and "&lt;" in html  # the prompt's "<b>" is shown, not obeyed
     assert html.count(f"border-color:{palette.SPECIAL}") >= 1 + sum(
-        t.special for t in gqa.prompt_tokens)
+        t.special for t in gqa.prompt_tokens
+    )
     assert repr(views.tokens_html(gqa)).startswith("<tokens view:")
 
 
@@ -185,19 +195,32 @@ def test_static_figures_draw_without_warnings_and_stay_out_of_pyplot(gqa, real):
     """gqa's prompt holds an emoji, CJK, "$x$" and "<b>"; real's holds the real tokenizer's."""
     before = plt.get_fignums()
     last = len(gqa.steps) - 1
-    figs = [views.tokens_static(gqa), views.embeddings_static(gqa),
-            views.distribution_static(gqa, last), views.explorer_static(gqa, last),
-            views.whatif_static(gqa, 0, 0.7), views.kv_static(gqa), views.timeline_static(gqa),
-            views.compare_static(gqa, real), views.tokens_static(real),
-            views.explorer_static(real, len(real.steps) - 1)]
+    figs = [
+        views.tokens_static(gqa),
+        views.embeddings_static(gqa),
+        views.distribution_static(gqa, last),
+        views.explorer_static(gqa, last),
+        views.whatif_static(gqa, 0, 0.7),
+        views.kv_static(gqa),
+        views.timeline_static(gqa),
+        views.compare_static(gqa, real),
+        views.tokens_static(real),
+        views.explorer_static(real, len(real.steps) - 1),
+    ]
     for fig in figs:
         assert isinstance(fig, matplotlib.figure.Figure)
         draw(fig)
     assert plt.get_fignums() == before  # nothing left for the notebook to show twice
 
 
-PLOTLY_VIEWS = [views.embeddings_figure, views.distribution_figure, views.explorer_figure,
-                views.whatif_figure, views.kv_figure, views.timeline_figure]
+PLOTLY_VIEWS = [
+    views.embeddings_figure,
+    views.distribution_figure,
+    views.explorer_figure,
+    views.whatif_figure,
+    views.kv_figure,
+    views.timeline_figure,
+]
 
 
 @pytest.mark.parametrize("view", PLOTLY_VIEWS, ids=lambda f: f.__name__)
@@ -246,8 +269,9 @@ def test_embeddings_figure_holds_the_vectors(gqa):
     fig = views.embeddings_figure(gqa)
     vectors = gqa.embeddings.vectors(gqa.prompt_ids)
     np.testing.assert_allclose(np.array(fig.data[0].z), vectors, rtol=1e-2, atol=1e-6)
-    np.testing.assert_allclose(np.array(fig.data[1].z), views.embeddings_data(gqa).cosine,
-                               atol=1e-4)
+    np.testing.assert_allclose(
+        np.array(fig.data[1].z), views.embeddings_data(gqa).cosine, atol=1e-4
+    )
     assert len(set(fig.data[0].y)) == len(gqa.prompt_tokens)  # one row per token, none merged
 
 
@@ -261,7 +285,7 @@ def test_one_token_prompt_projects_to_the_origin(one_token):
 def test_distribution_bars_are_the_recorded_probabilities(trace):
     for s in trace.steps:
         bars = distribution_data(trace, s.index).bars()
-        candidates = bars[:len(s.top_ids)]
+        candidates = bars[: len(s.top_ids)]
         assert [b.prob for b in candidates] == s.top_probs
         if s.token_id in s.top_ids:
             i = s.top_ids.index(s.token_id)
@@ -284,14 +308,15 @@ def test_sampled_trace_shows_chosen_tokens_outside_the_candidates(sampled):
     s = outside[0]
     bars = distribution_data(sampled, s.index).bars()
     assert bars[-2].prob == s.prob and bars[-1].prob == pytest.approx(
-        1 - sum(s.top_probs) - s.prob, abs=1e-6)
+        1 - sum(s.top_probs) - s.prob, abs=1e-6
+    )
 
 
 def test_distribution_slider_frames_follow_the_steps(gqa):
     fig = views.distribution_figure(gqa)
     assert [f.name for f in fig.frames] == [str(s.index) for s in gqa.steps]
     for f, s in zip(fig.frames, gqa.steps):
-        assert list(f.data[0].x[:len(s.top_probs)]) == s.top_probs
+        assert list(f.data[0].x[: len(s.top_probs)]) == s.top_probs
     assert len(fig.layout.sliders[0].steps) == len(gqa.steps)
 
 
@@ -313,7 +338,7 @@ def test_explorer_frames_move_every_linked_panel(trace):
 def test_explorer_text_rebuilds_the_reply(trace):
     for s in trace.steps:
         e = explorer_data(trace, s.index)
-        assert e.before + e.new == trace.output_text[:s.text_end]
+        assert e.before + e.new == trace.output_text[: s.text_end]
     last = explorer_data(trace, len(trace.steps) - 1)
     assert last.latency_s == pytest.approx(latencies_s(trace)[-1])
 
@@ -370,8 +395,12 @@ def test_widget_text_form_is_stable(gqa):
 
 
 # ---- what-if --------------------------------------------------------------------------------
-SETTINGS = [(t, k, p) for t in (0.0, 0.3, 1.0, 1.7) for k in (None, 1, 2, 3, 10, 50)
-            for p in (None, 0.05, 0.5, 0.9, 1.0)]
+SETTINGS = [
+    (t, k, p)
+    for t in (0.0, 0.3, 1.0, 1.7)
+    for k in (None, 1, 2, 3, 10, 50)
+    for p in (None, 0.05, 0.5, 0.9, 1.0)
+]
 
 
 @pytest.mark.parametrize("name", ["gqa", "real", "sampled"])
@@ -412,8 +441,10 @@ def test_whatif_at_default_settings_shows_the_recorded_probabilities(real):
     fig = views.whatif_figure(real, 1)
     assert list(fig.data[1].x) == s.top_probs
     assert list(fig.data[2].x) == [w.rest] and fig.data[2].text == (f"{w.rest:.1%}",)
-    assert f"the other {real.model.vocab_size - len(s.top_ids):,} tokens" in \
-        fig.layout.yaxis.ticktext[-1]
+    assert (
+        f"the other {real.model.vocab_size - len(s.top_ids):,} tokens"
+        in fig.layout.yaxis.ticktext[-1]
+    )
     unknown = views.whatif_figure(real, 1, temperature=1.3)
     assert unknown.data[2].text == ("not known: not recorded",)
 
@@ -445,8 +476,10 @@ def test_whatif_widget_never_fails_at_any_slider_position(gqa):
         "top_k": range(c["top_k"].min, c["top_k"].max + 1),
         "top_p": np.arange(c["top_p"].min, c["top_p"].max + 1e-9, c["top_p"].step),
     }
-    extremes = [{"temperature": 0.0, "top_k": 1, "top_p": c["top_p"].min},
-                {"temperature": c["temperature"].max, "top_k": c["top_k"].max, "top_p": 1.0}]
+    extremes = [
+        {"temperature": 0.0, "top_k": 1, "top_p": c["top_p"].min},
+        {"temperature": c["temperature"].max, "top_k": c["top_k"].max, "top_p": 1.0},
+    ]
     for others in extremes:
         for name, value in others.items():
             c[name].value = value
@@ -462,8 +495,14 @@ def test_whatif_widget_never_fails_at_any_slider_position(gqa):
 
 def test_whatif_grid_holds_the_same_numbers(gqa):
     g = whatif_grid(gqa)
-    cells = [(0, 0, 0, 0), (1, 4, 0, 2), (2, 7, 3, 5), (len(gqa.steps) - 1, 2, 1, 1), (1, 4, 0, 0),
-             (2, 5, 0, 0)]  # ..., temperature 1 unfiltered (exact, a grey bar), 1.25 (unknown)
+    cells = [
+        (0, 0, 0, 0),
+        (1, 4, 0, 2),
+        (2, 7, 3, 5),
+        (len(gqa.steps) - 1, 2, 1, 1),
+        (1, 4, 0, 0),
+        (2, 5, 0, 0),
+    ]  # ..., temperature 1 unfiltered (exact, a grey bar), 1.25 (unknown)
     assert g["temperatures"][4] == 1.0 and g["temperatures"][5] == 1.25
     for si, ti, ki, pi in cells:
         t, k, p = g["temperatures"][ti], g["top_ks"][ki], g["top_ps"][pi]
@@ -496,8 +535,9 @@ def test_kv_series_are_the_recorded_bytes(trace):
 
 def test_kv_gqa_saving_and_plain_mha(gqa, mha):
     g, h = views.kv_data(gqa), views.kv_data(mha)
-    assert g.gqa and [n / f for n, f in zip(g.no_gqa, g.formula)] == \
-        [gqa.model.n_heads / gqa.model.n_kv_heads] * len(g.total)
+    assert g.gqa and [n / f for n, f in zip(g.no_gqa, g.formula)] == [
+        gqa.model.n_heads / gqa.model.n_kv_heads
+    ] * len(g.total)
     assert not h.gqa and h.no_gqa == h.formula and "coincide" in h.note()
 
 
@@ -513,9 +553,10 @@ def test_kv_static_bars_are_the_recorded_bytes(gqa):
     ax = fig.axes[0]
     heights = [p.get_height() for p in ax.patches]
     n = len(gqa.steps)
-    per_layer = [heights[i * n:(i + 1) * n] for i in range(gqa.model.n_layers)]
-    assert per_layer == [[s.kv_bytes_per_layer[i] for s in gqa.steps]
-                         for i in range(gqa.model.n_layers)]
+    per_layer = [heights[i * n : (i + 1) * n] for i in range(gqa.model.n_layers)]
+    assert per_layer == [
+        [s.kv_bytes_per_layer[i] for s in gqa.steps] for i in range(gqa.model.n_layers)
+    ]
 
 
 # ---- timeline -------------------------------------------------------------------------------
@@ -536,7 +577,8 @@ def test_timeline_bars_are_the_recorded_latencies(trace):
     assert fig.layout.shapes[0].x0 == pytest.approx(trace.timing.ttft_s * 1000)  # TTFT line
     static = views.timeline_static(trace).axes[1]  # latency panel
     assert [p.get_height() for p in static.patches] == pytest.approx(
-        [v * 1000 for v in latencies_s(trace)])
+        [v * 1000 for v in latencies_s(trace)]
+    )
 
 
 def test_summary_card_figures_come_from_the_clock(gqa):
@@ -579,19 +621,30 @@ def test_comparison_shows_both_traces_on_the_same_scales(gqa, no_cache):
 
 
 # ---- bad input ------------------------------------------------------------------------------
-STEP_VIEWS = [views.distribution_data, views.distribution_figure, views.distribution_static,
-              views.explorer_data, views.explorer_figure, views.explorer_static,
-              views.whatif_data, views.whatif_figure, views.whatif_static]
+STEP_VIEWS = [
+    views.distribution_data,
+    views.distribution_figure,
+    views.distribution_static,
+    views.explorer_data,
+    views.explorer_figure,
+    views.explorer_static,
+    views.whatif_data,
+    views.whatif_figure,
+    views.whatif_static,
+]
 
 
 @pytest.mark.parametrize("view", STEP_VIEWS, ids=lambda f: f.__name__)
-@pytest.mark.parametrize("step, message", [
-    (99, "step 99 does not exist: this trace has steps 0 \\(prefill\\) to 5"),
-    (-1, "step -1 does not exist"),
-    ("1", "step must be a whole number"),
-    (True, "step must be a whole number"),
-    (1.0, "step must be a whole number"),
-])
+@pytest.mark.parametrize(
+    "step, message",
+    [
+        (99, "step 99 does not exist: this trace has steps 0 \\(prefill\\) to 5"),
+        (-1, "step -1 does not exist"),
+        ("1", "step must be a whole number"),
+        (True, "step must be a whole number"),
+        (1.0, "step must be a whole number"),
+    ],
+)
 def test_a_step_that_does_not_exist_names_the_range(gqa, view, step, message):
     with pytest.raises(ValueError, match=message):
         view(gqa, step)
@@ -625,19 +678,44 @@ def call(view, trace, tmp_path, other):
     a file for a report, step 0."""
     extra = {"other": other, "path": tmp_path / "report.html", "step": 0}
     params = list(inspect.signature(view).parameters.values())[1:]
-    return view(trace, *[extra[p.name] for p in params if p.default is inspect.Parameter.empty
-                         and p.kind is p.POSITIONAL_OR_KEYWORD])
+    return view(
+        trace,
+        *[
+            extra[p.name]
+            for p in params
+            if p.default is inspect.Parameter.empty and p.kind is p.POSITIONAL_OR_KEYWORD
+        ],
+    )
 
 
 def test_every_trace_view_is_checked():
     names = {f.__name__ for f in ALL_VIEWS}
     # the list once kept by hand, and the views added since (lessons 05, 07, 14)
-    assert names >= {"tokens_html", "tokens_static", "embeddings_figure", "embeddings_static",
-                     "distribution_figure", "distribution_static", "explorer_figure",
-                     "explorer_widget", "explorer_static", "whatif_figure", "whatif_widget",
-                     "whatif_static", "kv_figure", "kv_static", "timeline_figure",
-                     "timeline_static", "summary_html", "report_html", "attention_figure",
-                     "compare_figure", "write_report", "logit_lens_figure", "early_exit_figure"}
+    assert names >= {
+        "tokens_html",
+        "tokens_static",
+        "embeddings_figure",
+        "embeddings_static",
+        "distribution_figure",
+        "distribution_static",
+        "explorer_figure",
+        "explorer_widget",
+        "explorer_static",
+        "whatif_figure",
+        "whatif_widget",
+        "whatif_static",
+        "kv_figure",
+        "kv_static",
+        "timeline_figure",
+        "timeline_static",
+        "summary_html",
+        "report_html",
+        "attention_figure",
+        "compare_figure",
+        "write_report",
+        "logit_lens_figure",
+        "early_exit_figure",
+    }
     assert not {"sweep_figure", "roofline_figure", "plotly_layout"} & names
 
 
@@ -704,8 +782,7 @@ def test_comparison_names_the_bad_trace(gqa):
 def test_compare_table_escapes_for_plotly(gqa):
     # plotly draws numeric entities and &lt; &gt; &amp; as characters, but "&quot;" literally.
     said = dataclasses.replace(gqa, generated_text='He said "hi" & <b>bye</b>')
-    cells = [c for column in views.compare_figure(said, said).data[-1].cells.values
-             for c in column]
+    cells = [c for column in views.compare_figure(said, said).data[-1].cells.values for c in column]
     reply = [c for c in cells if "He said" in c]
     assert reply and all("&quot;" not in c and "<b>" not in c for c in reply)
     assert all("&#34;hi&#34; &amp; &lt;b&gt;" in c for c in reply)
@@ -754,8 +831,14 @@ def test_timeline_ttft_label_stays_inside_when_the_prefill_is_a_sliver(tiny_gqa,
     the axis, so its label goes right of the line instead of off the figure."""
     from viz import views
 
-    slow = viz.record(tiny_gqa, "Hi", max_new_tokens=8, stop_at_eos=False,
-                      clock=fake_clock(step=0.001, growth=0.01))
-    label = [a for a in views.timeline_figure(slow).layout.annotations
-             if a.text.startswith("TTFT")][0]
+    slow = viz.record(
+        tiny_gqa,
+        "Hi",
+        max_new_tokens=8,
+        stop_at_eos=False,
+        clock=fake_clock(step=0.001, growth=0.01),
+    )
+    label = [
+        a for a in views.timeline_figure(slow).layout.annotations if a.text.startswith("TTFT")
+    ][0]
     assert slow.ttft_s < 0.2 * slow.timing.end_to_end_s and label.xanchor == "left"

@@ -16,17 +16,25 @@ from viz.views.widgets import LinkedText
 matplotlib.use("Agg")
 
 SYSTEM = "You are a tiny test model"
-CHATML_SYSTEM = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}"
-                 "<|im_end|>\n{% endfor %}")
+CHATML_SYSTEM = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+)
 TEMPLATES = {
     # ChatML with a default system turn (as SmolLM2's): the content follows the role name.
-    "chatml": ("<|im_start|>system\n" + SYSTEM + "<|im_end|>\n" + CHATML_SYSTEM
-               + "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"),
+    "chatml": (
+        "<|im_start|>system\n"
+        + SYSTEM
+        + "<|im_end|>\n"
+        + CHATML_SYSTEM
+        + "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    ),
     # A header-style template (as Llama 3's): the role name stands alone between control tokens.
-    "header": ("<|im_start|>system<|im_end|>\n\n" + SYSTEM + "<|endoftext|>"
-               "{% for m in messages %}<|im_start|>{{ m['role'] }}<|im_end|>\n\n"
-               "{{ m['content'] }}<|endoftext|>{% endfor %}"
-               "{% if add_generation_prompt %}<|im_start|>assistant<|im_end|>\n\n{% endif %}"),
+    "header": (
+        "<|im_start|>system<|im_end|>\n\n" + SYSTEM + "<|endoftext|>"
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}<|im_end|>\n\n"
+        "{{ m['content'] }}<|endoftext|>{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant<|im_end|>\n\n{% endif %}"
+    ),
 }
 
 
@@ -44,8 +52,9 @@ def test_prompt_tokens_are_sorted_by_origin(templated):
     assert d.count("yours") == len("What is 2+2?")
     assert d.count("system") == len(SYSTEM) and d.system_prompt == SYSTEM
     assert d.count("control") == sum(t.special for t in templated.prompt_tokens)
-    assert d.count("template") == len(templated.prompt_tokens) - len("What is 2+2?") \
-        - len(SYSTEM) - d.count("control")
+    assert d.count("template") == len(templated.prompt_tokens) - len("What is 2+2?") - len(
+        SYSTEM
+    ) - d.count("control")
     assert d.added == len(templated.prompt_tokens) - len("What is 2+2?")
     html = str(views.prompt_html(templated))
     assert f"your text: {len('What is 2+2?')}" in html
@@ -113,12 +122,14 @@ def test_batch_timeline_times_every_token(tiny_gqa, fake_clock):
     # Arrival = TTFT + the steps' durations; the clock readings between steps (bookkeeping,
     # microseconds on a real clock, 0.5 s per reading here) are not part of any step.
     assert d.token_ms[-1] <= d.end_ms == pytest.approx(run.end_to_end_s * 1e3)
-    assert d.one_after_another_ms() == pytest.approx([alone.end_to_end_s * 1e3 * r
-                                                      for r in (1, 2, 3)])
+    assert d.one_after_another_ms() == pytest.approx(
+        [alone.end_to_end_s * 1e3 * r for r in (1, 2, 3)]
+    )
     fig = views.batch_timeline_figure(run, alone)
     assert len(fig.data[1].x) == 3 * 3  # three requests × three decode tokens
-    assert list(fig.data[2].base) == pytest.approx([0, alone.end_to_end_s * 1e3,
-                                                    2 * alone.end_to_end_s * 1e3])
+    assert list(fig.data[2].base) == pytest.approx(
+        [0, alone.end_to_end_s * 1e3, 2 * alone.end_to_end_s * 1e3]
+    )
     views.batch_timeline_static(run, alone)
     with pytest.raises(ValueError, match="must be a viz.perf.BatchRun"):
         views.batch_timeline_figure(run, other="batch of one")
@@ -179,8 +190,7 @@ def test_linked_text_shows_recording_while_it_runs_and_errors_in_place(tiny_gqa)
     def run(text):
         if views_made:  # what the learner sees while the model runs
             seen.append(views_made[0].status.value)
-        return views.tokens_html(viz.record(tiny_gqa, text, max_new_tokens=1),
-                                 include_reply=False)
+        return views.tokens_html(viz.record(tiny_gqa, text, max_new_tokens=1), include_reply=False)
 
     v = LinkedText(run, "Hi", pause_s=None)
     views_made.append(v)

@@ -38,13 +38,16 @@ def test_lengths_fixed_uniform_and_normal_are_seeded():
     assert Lengths.normal(4, 5).low == 1  # never under one token
 
 
-@pytest.mark.parametrize("value, message", [
-    (0, r"prompt_tokens: a length must be a whole number of tokens from 1 .* not 0"),
-    (-3, r"prompt_tokens: a length must be a whole number of tokens from 1 .* not -3"),
-    ("96..32", r"prompt_tokens: a uniform length runs from low to high: 96 > 32; swap them"),
-    ("lots", r"prompt_tokens must be a number of tokens \(\"64\"\) or a range"),
-    (2.5, r"prompt_tokens must be a whole number of tokens"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (0, r"prompt_tokens: a length must be a whole number of tokens from 1 .* not 0"),
+        (-3, r"prompt_tokens: a length must be a whole number of tokens from 1 .* not -3"),
+        ("96..32", r"prompt_tokens: a uniform length runs from low to high: 96 > 32; swap them"),
+        ("lots", r"prompt_tokens must be a number of tokens \(\"64\"\) or a range"),
+        (2.5, r"prompt_tokens must be a whole number of tokens"),
+    ],
+)
 def test_bad_lengths_name_the_fix(value, message):
     with pytest.raises(ServeError, match=message):
         Workload.synthetic(value, 32)
@@ -77,13 +80,19 @@ def test_synthetic_prompts_have_exactly_the_asked_tokens():
 
 
 def test_a_prompt_beyond_the_context_is_refused_with_the_longest_that_fits():
-    with pytest.raises(ServeError, match=r"request '9000 in' needs 9,030 prompt tokens \(the "
-                                         r"chat template included\) \+ 32 answer tokens = 9,062, "
-                                         r"beyond the model's context of 8,192 tokens: lower "
-                                         r"--prompt-tokens .* \(at most 8130 with 32-token"):
+    with pytest.raises(
+        ServeError,
+        match=r"request '9000 in' needs 9,030 prompt tokens \(the "
+        r"chat template included\) \+ 32 answer tokens = 9,062, "
+        r"beyond the model's context of 8,192 tokens: lower "
+        r"--prompt-tokens .* \(at most 8130 with 32-token",
+    ):
         Workload.synthetic(9000, 32).build(2, seed=0)
-    with pytest.raises(ServeError, match=r"more than the server's whole KV pool of 1,024 tokens"
-                                         r".*--num-pages"):
+    with pytest.raises(
+        ServeError,
+        match=r"more than the server's whole KV pool of 1,024 tokens"
+        r".*--num-pages",
+    ):
         Workload.synthetic(1000, 32).build(2, seed=0, kv_tokens=1024)
     with pytest.raises(ServeError, match=r"a chat's last turn .* beyond the model's context"):
         Workload.chat(8, 1000, 100).build(8, seed=0)
@@ -91,16 +100,22 @@ def test_a_prompt_beyond_the_context_is_refused_with_the_longest_that_fits():
 
 
 def test_a_tokenizer_folder_is_checked_before_anything(tmp_path):
-    with pytest.raises(ServeError, match=r"no tokenizer folder at '/no/such/folder': give a "
-                                         r"local folder .* \(viz never downloads one\)"):
+    with pytest.raises(
+        ServeError,
+        match=r"no tokenizer folder at '/no/such/folder': give a "
+        r"local folder .* \(viz never downloads one\)",
+    ):
         Workload.synthetic(64, 32, tokenizer="/no/such/folder")
     with pytest.raises(ServeError, match=r"holds no tokenizer \(no tokenizer.json"):
         Workload.synthetic(64, 32, tokenizer=str(tmp_path))
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "tokenizer.json").write_text('{"model": ')
-    with pytest.raises(ServeError, match=r"cannot load a tokenizer from .*broken \(its "
-                                         r"tokenizer.json does not parse: .*\): give the folder"):
+    with pytest.raises(
+        ServeError,
+        match=r"cannot load a tokenizer from .*broken \(its "
+        r"tokenizer.json does not parse: .*\): give the folder",
+    ):
         Workload.synthetic(64, 32, tokenizer=str(broken)).build(1, seed=0)
     default = Workload.synthetic(64, 32)
     default.build(1, seed=0)
@@ -113,8 +128,11 @@ def test_a_tokenizer_folder_is_checked_before_anything(tmp_path):
     assert [it.text for it in w.build(4, seed=0)] == [it.text for it in default.build(4, seed=0)]
     bare = shutil.copytree(copy, tmp_path / "bare")  # (tokenizers are cached per folder)
     (bare / "chat_template.jinja").unlink()
-    with pytest.raises(ServeError, match=r"the tokenizer has no chat template .* use the "
-                                         r"completions endpoint"):
+    with pytest.raises(
+        ServeError,
+        match=r"the tokenizer has no chat template .* use the "
+        r"completions endpoint",
+    ):
         Workload.synthetic(64, 32, tokenizer=str(bare)).build(1, seed=0)
     assert len(Workload.synthetic(64, 32, tokenizer=str(bare)).build(1, 0, "completions")) == 1
 
@@ -122,10 +140,20 @@ def test_a_tokenizer_folder_is_checked_before_anything(tmp_path):
 def test_a_chat_is_turns_of_one_conversation_after_another():
     w = Workload.chat(3, 16, 8)
     items = w.build(7, seed=0)
-    assert [(it.conversation, it.turn) for it in items] == \
-        [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2), (2, 0)]
-    with pytest.raises(ServeError, match=r"a chat workload re-sends messages: use the chat "
-                                         r"endpoint"):
+    assert [(it.conversation, it.turn) for it in items] == [
+        (0, 0),
+        (0, 1),
+        (0, 2),
+        (1, 0),
+        (1, 1),
+        (1, 2),
+        (2, 0),
+    ]
+    with pytest.raises(
+        ServeError,
+        match=r"a chat workload re-sends messages: use the chat "
+        r"endpoint",
+    ):
         w.build(3, seed=0, endpoint="completions")
 
 
@@ -137,9 +165,13 @@ def write(tmp_path, *lines) -> str:
 
 
 def test_a_jsonl_file_of_texts_and_chats(tmp_path):
-    path = write(tmp_path, '{"prompt": "Name three colours.", "output_tokens": 8}', "",
-                 '{"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", '
-                 '"content": "Say hi."}], "name": "hi"}')
+    path = write(
+        tmp_path,
+        '{"prompt": "Name three colours.", "output_tokens": 8}',
+        "",
+        '{"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", '
+        '"content": "Say hi."}], "name": "hi"}',
+    )
     w = Workload.from_file(path, output_tokens=16)
     assert (w.kind, w.lines, len(w.sha256)) == ("file", 2, 64)
     items = w.build(4, seed=0)
@@ -150,25 +182,44 @@ def test_a_jsonl_file_of_texts_and_chats(tmp_path):
     with pytest.raises(ServeError, match=r"hi of .* is a chat \(\"messages\"\): use the chat"):
         w.build(4, seed=0, endpoint="completions")
     bare = Workload.from_file(write(tmp_path, '{"prompt": "Hi"}'))
-    with pytest.raises(ServeError, match=r"has no \"output_tokens\" and the workload none: "
-                                         r"give output_tokens="):
+    with pytest.raises(
+        ServeError,
+        match=r"has no \"output_tokens\" and the workload none: "
+        r"give output_tokens=",
+    ):
         bare.build(1, seed=0)
 
 
-@pytest.mark.parametrize("lines, message", [
-    ((), r"prompts.jsonl is empty: write one request per line, e.g. \{\"prompt\""),
-    (("", "   "), r"prompts.jsonl is empty"),
-    (('{"prompt": "ok"}', '{"prompt": "fine"', '{"prompt": "ok"}'),
-     r"prompts.jsonl line 2 is not JSON \(Expecting .* at column \d+\): each line is one object"),
-    (('{"prompt": "ok"}', "", '["a", "list"]'), r"prompts.jsonl line 3 is a list, not an object"),
-    (('{"output_tokens": 3}',), r"line 1 needs \"prompt\" \(a text\) or \"messages\""),
-    (('{"prompt": "  "}',), r"line 1: \"prompt\" must be a non-empty text"),
-    (('{"prompt": "a", "output_tokens": 0}',), r"line 1: \"output_tokens\" must be a whole "
-                                                r"number of tokens >= 1, not 0"),
-    (('{"messages": [{"role": "user", "content": "a"}, {"role": "assistant", '
-      '"content": "b"}]}',), r"line 1: the last message must be the user's"),
-    (('{"messages": [{"role": "robot", "content": "a"}]}',), r"line 1: message 0 must be"),
-])
+@pytest.mark.parametrize(
+    "lines, message",
+    [
+        ((), r"prompts.jsonl is empty: write one request per line, e.g. \{\"prompt\""),
+        (("", "   "), r"prompts.jsonl is empty"),
+        (
+            ('{"prompt": "ok"}', '{"prompt": "fine"', '{"prompt": "ok"}'),
+            r"prompts.jsonl line 2 is not JSON \(Expecting .* at column \d+\): each line is one object",
+        ),
+        (
+            ('{"prompt": "ok"}', "", '["a", "list"]'),
+            r"prompts.jsonl line 3 is a list, not an object",
+        ),
+        (('{"output_tokens": 3}',), r"line 1 needs \"prompt\" \(a text\) or \"messages\""),
+        (('{"prompt": "  "}',), r"line 1: \"prompt\" must be a non-empty text"),
+        (
+            ('{"prompt": "a", "output_tokens": 0}',),
+            r"line 1: \"output_tokens\" must be a whole "
+            r"number of tokens >= 1, not 0",
+        ),
+        (
+            (
+                '{"messages": [{"role": "user", "content": "a"}, {"role": "assistant", '
+                '"content": "b"}]}',
+            ),
+            r"line 1: the last message must be the user's",
+        ),
+        (('{"messages": [{"role": "robot", "content": "a"}]}',), r"line 1: message 0 must be"),
+    ],
+)
 def test_a_bad_jsonl_file_is_refused_naming_the_line(tmp_path, lines, message):
     path = tmp_path / "prompts.jsonl"
     path.write_text("\n".join(lines))
@@ -189,27 +240,41 @@ def test_bad_workloads_are_refused_before_any_request():
     url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens: a request would fail otherwise
     with pytest.raises(ServeError, match=r"beyond the model's context"):
         run_load(url, concurrency=1, workload=Workload.synthetic(9000, 32))
-    with pytest.raises(ServeError, match=r"give the prompts and the answer length in the "
-                                         r"workload, not also prompts= or max_tokens="):
+    with pytest.raises(
+        ServeError,
+        match=r"give the prompts and the answer length in the "
+        r"workload, not also prompts= or max_tokens=",
+    ):
         run_load(url, concurrency=1, workload=Workload.synthetic(64, 32), max_tokens=4)
     with pytest.raises(ServeError, match=r"workload must be a viz.serve.Workload"):
         run_load(url, concurrency=1, workload="64 in 32 out")
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--prompt-tokens", "0", "--output-tokens", "8"], r"--prompt-tokens: a length must be"),
-    (["--prompt-tokens", "64"], r"needs its answer length too: add --output-tokens N"),
-    (["--prompt-tokens", "64", "--output-tokens", "8", "--max-tokens", "8"],
-     r"--max-tokens caps the shipped prompts' answers"),
-    (["--prompt-tokens", "32..64", "--prompt-tokens-stdev", "4", "--output-tokens", "8"],
-     r"--prompt-tokens-stdev makes a normal distribution around one length"),
-    (["--output-tokens", "8"], r"--output-tokens, --turns and --tokenizer go with"),
-    (["--prompt-tokens", "64", "--output-tokens", "8", "--tokenizer", "/no/such"],
-     r"no tokenizer folder at '/no/such'"),
-    (["--data", "/no/such.jsonl"], r"no prompts file at '/no/such.jsonl'"),
-    (["--embedded", "--prompt-tokens", "2000", "--output-tokens", "8"],
-     r"more than the server's whole KV pool of 1,024 tokens"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--prompt-tokens", "0", "--output-tokens", "8"], r"--prompt-tokens: a length must be"),
+        (["--prompt-tokens", "64"], r"needs its answer length too: add --output-tokens N"),
+        (
+            ["--prompt-tokens", "64", "--output-tokens", "8", "--max-tokens", "8"],
+            r"--max-tokens caps the shipped prompts' answers",
+        ),
+        (
+            ["--prompt-tokens", "32..64", "--prompt-tokens-stdev", "4", "--output-tokens", "8"],
+            r"--prompt-tokens-stdev makes a normal distribution around one length",
+        ),
+        (["--output-tokens", "8"], r"--output-tokens, --turns and --tokenizer go with"),
+        (
+            ["--prompt-tokens", "64", "--output-tokens", "8", "--tokenizer", "/no/such"],
+            r"no tokenizer folder at '/no/such'",
+        ),
+        (["--data", "/no/such.jsonl"], r"no prompts file at '/no/such.jsonl'"),
+        (
+            ["--embedded", "--prompt-tokens", "2000", "--output-tokens", "8"],
+            r"more than the server's whole KV pool of 1,024 tokens",
+        ),
+    ],
+)
 def test_load_command_workload_errors(argv, message, capsys):
     from viz.cli import main
 
@@ -225,8 +290,9 @@ def test_schema_1_files_load_with_their_prompts_as_the_workload():
     w = run.settings.workload
     assert (w.kind, str(w.output_tokens), len(w.prompts)) == ("shipped", "24", 2)
     assert run.settings.max_tokens == 24 and run.schema_version == 3  # 3: provenance
-    assert "the shipped prompt set (2 prompts), answers capped at 24, 2 streams" in \
-        str(run.summary())
+    assert "the shipped prompt set (2 prompts), answers capped at 24, 2 streams" in str(
+        run.summary()
+    )
     sweep = LoadSweep.load(FIXTURES / "load-sweep-v1.json")
     assert sweep.settings.max_tokens == 12
     assert all(r.settings.max_tokens == 12 for r in sweep.runs) and len(sweep.runs) == 5
@@ -248,15 +314,28 @@ def test_the_summary_says_how_many_answers_stopped_early():
     reqs = []
     for i, (got, why) in enumerate([(8, "length"), (3, "stop"), (5, "stop"), (8, "stop")]):
         times = [0.1 * (k + 1) for k in range(got)]
-        reqs.append(RequestRecord(index=i, request_id=f"r{i}", prompt_name="p", max_tokens=8,
-                                  scheduled_s=0.0, sent_s=0.0, token_times_s=times,
-                                  token_texts=["x"] * got, end_s=times[-1], finish_reason=why,
-                                  output_tokens=got))
+        reqs.append(
+            RequestRecord(
+                index=i,
+                request_id=f"r{i}",
+                prompt_name="p",
+                max_tokens=8,
+                scheduled_s=0.0,
+                sent_s=0.0,
+                token_times_s=times,
+                token_texts=["x"] * got,
+                end_s=times[-1],
+                finish_reason=why,
+                output_tokens=got,
+            )
+        )
     run.requests = reqs
     s = run.summary()
     assert (s.n_stopped_early, s.shortest_early) == (2, 3)
-    assert "answers    asked p50 8 tokens, got p50 6.5: 2 of 4 stopped early at the model's " \
-           "end of text (shortest 3)" in str(s)
+    assert (
+        "answers    asked p50 8 tokens, got p50 6.5: 2 of 4 stopped early at the model's "
+        "end of text (shortest 3)" in str(s)
+    )
     run.requests = [base]
     assert "\nanswers " not in str(run.summary())
 
@@ -268,10 +347,23 @@ def test_the_report_shows_the_workload_and_the_answers_that_stopped_early():
     run.settings.workload = Workload.synthetic(64, 8)
     run.settings.length_note = "transformers serve refuses unknown request fields (HTTP 422)"
     times = [0.1, 0.2, 0.3]
-    run.requests = [RequestRecord(index=0, request_id="r0", prompt_name="64 in", max_tokens=8,
-                                  scheduled_s=0.0, sent_s=0.0, token_times_s=times,
-                                  token_texts=["x"] * 3, end_s=0.3, finish_reason="stop",
-                                  output_tokens=3, prompt_tokens=94, prompt_text_tokens=64)]
+    run.requests = [
+        RequestRecord(
+            index=0,
+            request_id="r0",
+            prompt_name="64 in",
+            max_tokens=8,
+            scheduled_s=0.0,
+            sent_s=0.0,
+            token_times_s=times,
+            token_texts=["x"] * 3,
+            end_s=0.3,
+            finish_reason="stop",
+            output_tokens=3,
+            prompt_tokens=94,
+            prompt_text_tokens=64,
+        )
+    ]
     html = load_report_html([run])
     assert "<td>workload</td><td>64 tokens in, 8 out</td>" in html
     assert "load run: 64 tokens in, 8 out, 2 streams, 2 requests, seed 0; text: " in html
@@ -288,14 +380,25 @@ def test_the_light_tokenizer_counts_and_renders_as_autotokenizer_does():
     folder = synthetic.default_tokenizer()
     light = synthetic.load_tokenizer(folder)
     full = AutoTokenizer.from_pretrained(folder, local_files_only=True)
-    texts = ["Hello", " cooked fish soup, and our grandfather", "Ünïcödé ✓ 12 345\n\ttabs",
-             synthetic.cut_text(light, 64, 3, 0)]
+    texts = [
+        "Hello",
+        " cooked fish soup, and our grandfather",
+        "Ünïcödé ✓ 12 345\n\ttabs",
+        synthetic.cut_text(light, 64, 3, 0),
+    ]
     for text in texts:
-        assert (light(text, add_special_tokens=False)["input_ids"]
-                == full(text, add_special_tokens=False)["input_ids"])
+        assert (
+            light(text, add_special_tokens=False)["input_ids"]
+            == full(text, add_special_tokens=False)["input_ids"]
+        )
         ids = full(text, add_special_tokens=False)["input_ids"]
         assert light.decode(ids) == full.decode(ids)
-    chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
-            {"role": "assistant", "content": "Hello!"}, {"role": "user", "content": "Why?"}]
-    assert (light.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
-            == full.apply_chat_template(chat, add_generation_prompt=True, tokenize=False))
+    chat = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello!"},
+        {"role": "user", "content": "Why?"},
+    ]
+    assert light.apply_chat_template(
+        chat, add_generation_prompt=True, tokenize=False
+    ) == full.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)

@@ -29,10 +29,17 @@ def cell_seconds(path: Path) -> list[tuple[float, int, str]]:
     for i, cell in enumerate(nbformat.read(path, as_version=4).cells):
         timing = cell.get("metadata", {}).get("execution", {})
         if cell.cell_type == "code" and START in timing and END in timing:
-            first = next((line for line in cell.source.splitlines()
-                          if line.strip() and not line.startswith("#")), "")
-            rows.append(((_when(timing[END]) - _when(timing[START])).total_seconds(), i,
-                         first[:80]))
+            first = next(
+                (
+                    line
+                    for line in cell.source.splitlines()
+                    if line.strip() and not line.startswith("#")
+                ),
+                "",
+            )
+            rows.append(
+                ((_when(timing[END]) - _when(timing[START])).total_seconds(), i, first[:80])
+            )
     return rows
 
 
@@ -43,8 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     paths = sorted(args.folder.glob("*.ipynb"))
     if not paths:
-        print(f"no notebooks in {args.folder}: run the browser test first "
-              "(pytest tests/test_browser.py)", file=sys.stderr)
+        print(
+            f"no notebooks in {args.folder}: run the browser test first "
+            "(pytest tests/test_browser.py)",
+            file=sys.stderr,
+        )
         return 2
     for path in paths:
         rows = cell_seconds(path)
@@ -52,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{path.name}: no cell timing recorded")
             continue
         print(f"{path.name}: {sum(r[0] for r in rows):.1f} s in {len(rows)} cells")
-        for seconds, i, first in sorted(rows, reverse=True)[:args.top]:
+        for seconds, i, first in sorted(rows, reverse=True)[: args.top]:
             print(f"  {seconds:6.1f} s  cell {i:3d}  {first}")
     return 0
 

@@ -67,8 +67,13 @@ NEEDS_AVX512 = {"GGML_AVX512_VBMI", "GGML_AVX512_VNNI", "GGML_AVX512_BF16"}
 NEVER = ("GGML_AMX_TILE", "GGML_AMX_INT8", "GGML_AMX_BF16")  # the AMX path that crashed
 # Always: not native, no GPU back ends, no multimodal library (viz never loads it; it is a
 # third of the build), OpenMP as upstream.
-COMMON = ("-DGGML_NATIVE=OFF", "-DGGML_CUDA=OFF", "-DGGML_METAL=OFF", "-DGGML_VULKAN=OFF",
-          "-DLLAVA_BUILD=OFF")
+COMMON = (
+    "-DGGML_NATIVE=OFF",
+    "-DGGML_CUDA=OFF",
+    "-DGGML_METAL=OFF",
+    "-DGGML_VULKAN=OFF",
+    "-DLLAVA_BUILD=OFF",
+)
 
 
 @dataclass(frozen=True)
@@ -91,9 +96,16 @@ class Recipe:
         return WHEELS / f"{PACKAGE}-{VERSION}-{self.key}"
 
     def to_json(self) -> dict:
-        return {"package": PACKAGE, "version": VERSION, "recipe_version": RECIPE_VERSION,
-                "key": self.key, "machine": self.machine, "system": self.system,
-                "features": list(self.features), "cmake_args": list(self.cmake_args)}
+        return {
+            "package": PACKAGE,
+            "version": VERSION,
+            "recipe_version": RECIPE_VERSION,
+            "key": self.key,
+            "machine": self.machine,
+            "system": self.system,
+            "features": list(self.features),
+            "cmake_args": list(self.cmake_args),
+        }
 
 
 def cpuinfo_flags(text: str) -> set[str]:
@@ -125,13 +137,15 @@ def recipe_for(machine: str, system: str, flags: set[str]) -> Recipe:
         if system == "Darwin":
             march = "armv8.2-a+dotprod+fp16"
         else:
-            extras = [tag for flag, tag in (("asimddp", "dotprod"), ("asimdhp", "fp16"),
-                                             ("i8mm", "i8mm")) if flag in flags]
+            extras = [
+                tag
+                for flag, tag in (("asimddp", "dotprod"), ("asimdhp", "fp16"), ("i8mm", "i8mm"))
+                if flag in flags
+            ]
             used.update(f for f in ("asimddp", "asimdhp", "i8mm") if f in flags)
             march = ("armv8.2-a" if extras else "armv8-a") + "".join("+" + t for t in extras)
         args.append(f"-DGGML_CPU_ARM_ARCH={march}")
-    return Recipe(machine=arch, system=system, features=tuple(sorted(used)),
-                  cmake_args=tuple(args))
+    return Recipe(machine=arch, system=system, features=tuple(sorted(used)), cmake_args=tuple(args))
 
 
 def this_recipe() -> Recipe:
@@ -152,15 +166,38 @@ def build(recipe: Recipe, python: str = sys.executable) -> Path:
     """Compile the wheel into the recipe's folder (a temporary folder renamed into place, so an
     interrupted build leaves nothing that looks finished)."""
     WHEELS.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, CMAKE_ARGS=" ".join(recipe.cmake_args),
-               CMAKE_BUILD_PARALLEL_LEVEL=str(os.cpu_count() or 1), FORCE_CMAKE="1")
-    print(f"compiling {PACKAGE} {VERSION} once for this CPU's recipe {recipe.key} (about 3-6 "
-          f"minutes on 2 cores); CMAKE_ARGS={env['CMAKE_ARGS']}", flush=True)
+    env = dict(
+        os.environ,
+        CMAKE_ARGS=" ".join(recipe.cmake_args),
+        CMAKE_BUILD_PARALLEL_LEVEL=str(os.cpu_count() or 1),
+        FORCE_CMAKE="1",
+    )
+    print(
+        f"compiling {PACKAGE} {VERSION} once for this CPU's recipe {recipe.key} (about 3-6 "
+        f"minutes on 2 cores); CMAKE_ARGS={env['CMAKE_ARGS']}",
+        flush=True,
+    )
     tmp = Path(tempfile.mkdtemp(dir=WHEELS, prefix=".building-"))
     try:
-        subprocess.run([python, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check",
-                        "--no-cache-dir", "--no-deps", "--no-binary", PACKAGE,
-                        f"{PACKAGE}=={VERSION}", "-w", str(tmp)], check=True, env=env)
+        subprocess.run(
+            [
+                python,
+                "-m",
+                "pip",
+                "wheel",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-cache-dir",
+                "--no-deps",
+                "--no-binary",
+                PACKAGE,
+                f"{PACKAGE}=={VERSION}",
+                "-w",
+                str(tmp),
+            ],
+            check=True,
+            env=env,
+        )
         (tmp / "recipe.json").write_text(json.dumps(recipe.to_json(), indent=1) + "\n")
         if recipe.folder.exists():
             shutil.rmtree(recipe.folder)
@@ -174,8 +211,12 @@ def build(recipe: Recipe, python: str = sys.executable) -> Path:
     return found
 
 
-def install(recipe: Recipe, python: str = sys.executable, rebuild: bool = False,
-            constraints: Sequence[str] = ()) -> Path:
+def install(
+    recipe: Recipe,
+    python: str = sys.executable,
+    rebuild: bool = False,
+    constraints: Sequence[str] = (),
+) -> Path:
     """Build the recipe's wheel if it is missing (or `rebuild`), then install exactly that file
     (forced: an engine built with another recipe may be installed already)."""
     wheel = None if rebuild else wheel_in(recipe.folder)
@@ -190,28 +231,46 @@ def install(recipe: Recipe, python: str = sys.executable, rebuild: bool = False,
 
 
 # ---- checking what is installed ------------------------------------------------------
-def system_info(gguf: Optional[str] = None, prompt: str = "The capital of France is",
-                n_tokens: int = 4, timeout_s: float = 120.0) -> dict:
+def system_info(
+    gguf: Optional[str] = None,
+    prompt: str = "The capital of France is",
+    n_tokens: int = 4,
+    timeout_s: float = 120.0,
+) -> dict:
     """The installed engine's version and system-info banner, and with `gguf` the greedy
     `n_tokens` after `prompt` (token ids), read in a child process (viz.perf.engine_child's
     "check"): a wheel built for another CPU dies there with SIGILL, not here (an EngineCrash
     naming the signal and `make engines`)."""
     from viz.perf.engine_child import call
 
-    return call("check", {"gguf": str(gguf or ""), "prompt": prompt,
-                          "n_tokens": n_tokens if gguf else 0, "threads": os.cpu_count() or 1},
-                doing="checking the installed build", timeout_s=timeout_s)
+    return call(
+        "check",
+        {
+            "gguf": str(gguf or ""),
+            "prompt": prompt,
+            "n_tokens": n_tokens if gguf else 0,
+            "threads": os.cpu_count() or 1,
+        },
+        doing="checking the installed build",
+        timeout_s=timeout_s,
+    )
 
 
 def _main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.engines",
-                                     description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.engines", description=__doc__.split("\n")[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("recipe", help="print this CPU's recipe and cache folder")
     p = sub.add_parser("install", help="build the wheel if missing, then install it")
     p.add_argument("--rebuild", action="store_true", help="build again even if cached")
-    p.add_argument("-c", "--constraint", action="append", default=[],
-                   help="a pip constraints file for the server's dependencies")
+    p.add_argument(
+        "-c",
+        "--constraint",
+        action="append",
+        default=[],
+        help="a pip constraints file for the server's dependencies",
+    )
     sub.add_parser("check", help="the installed engine's banner; fails if it uses AMX")
     args = parser.parse_args(argv)
     recipe = this_recipe()
@@ -227,8 +286,11 @@ def _main(argv: Optional[list[str]] = None) -> int:
     info = system_info()
     print(f"llama.cpp {info['version']}: {info['system_info']}")
     if uses_amx(info["system_info"]):
-        print("error: this build runs AMX code, which crashes on some CPUs: rebuild it with "
-              "`make engines`", file=sys.stderr)
+        print(
+            "error: this build runs AMX code, which crashes on some CPUs: rebuild it with "
+            "`make engines`",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

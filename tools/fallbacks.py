@@ -38,14 +38,13 @@ PLOTLY = "application/vnd.plotly.v1+json"
 WIDGET = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 WIDTH_PX = 900  # a notebook output's width in JupyterLab at the default zoom
-CAPTION = ("A picture of this view as the lesson saved it: run the cell for the live "
-           "controls.")
+CAPTION = "A picture of this view as the lesson saved it: run the cell for the live controls."
 
 
 # ---- the picture of a widget, from its saved state -----------------------------------------
 def _ref(value: Any) -> Optional[str]:
     if isinstance(value, str) and value.startswith("IPY_MODEL_"):
-        return value[len("IPY_MODEL_"):]
+        return value[len("IPY_MODEL_") :]
     return None
 
 
@@ -62,8 +61,15 @@ def widget_html(model_id: str, state: dict, plots: list) -> str:
     name, s = entry.get("model_name", ""), entry.get("state", {})
     desc = s.get("description", "")
     label = f'<span class="w-label">{_esc(desc)}</span>' if desc else ""
-    if name in ("VBoxModel", "HBoxModel", "BoxModel", "GridBoxModel", "AccordionModel",
-                "TabModel", "StackModel"):
+    if name in (
+        "VBoxModel",
+        "HBoxModel",
+        "BoxModel",
+        "GridBoxModel",
+        "AccordionModel",
+        "TabModel",
+        "StackModel",
+    ):
         kids = "".join(widget_html(_ref(c) or "", state, plots) for c in s.get("children", []))
         return f'<div class="w-{"h" if name == "HBoxModel" else "v"}box">{kids}</div>'
     if name in ("HTMLModel", "HTMLMathModel"):
@@ -71,8 +77,10 @@ def widget_html(model_id: str, state: dict, plots: list) -> str:
     if name == "LabelModel":
         return f'<div class="w-html">{_esc(s.get("value", ""))}</div>'
     if name in ("TextModel", "TextareaModel", "PasswordModel"):
-        return (f'<div class="w-row">{label}<span class="w-text">{_esc(s.get("value", ""))}'
-                "</span></div>")
+        return (
+            f'<div class="w-row">{label}<span class="w-text">{_esc(s.get("value", ""))}'
+            "</span></div>"
+        )
     if name.endswith("SliderModel"):
         if "_options_labels" in s:
             labels, index = s["_options_labels"], s.get("index", 0)
@@ -86,17 +94,21 @@ def widget_html(model_id: str, state: dict, plots: list) -> str:
             if isinstance(value, float) and fmt.startswith("."):
                 shown = format(value, fmt)
         frac = 0.0 if hi == lo else (pos - lo) / (hi - lo)
-        return (f'<div class="w-row">{label}<span class="w-track"><span class="w-handle" '
-                f'style="left:{100 * frac:.1f}%"></span></span>'
-                f'<span class="w-readout">{_esc(shown)}</span></div>')
+        return (
+            f'<div class="w-row">{label}<span class="w-track"><span class="w-handle" '
+            f'style="left:{100 * frac:.1f}%"></span></span>'
+            f'<span class="w-readout">{_esc(shown)}</span></div>'
+        )
     if name == "PlayModel":
         return '<span class="w-button">▶</span>'
     if name in ("ButtonModel",):
         return f'<span class="w-button">{_esc(desc)}</span>'
     if name in ("ToggleButtonsModel",):
         labels, index = s.get("_options_labels", []), s.get("index")
-        buttons = "".join(f'<span class="w-button{" w-on" if i == index else ""}">{_esc(t)}'
-                          "</span>" for i, t in enumerate(labels))
+        buttons = "".join(
+            f'<span class="w-button{" w-on" if i == index else ""}">{_esc(t)}</span>'
+            for i, t in enumerate(labels)
+        )
         return f'<div class="w-row">{label}{buttons}</div>'
     if name in ("DropdownModel", "SelectModel", "RadioButtonsModel"):
         labels, index = s.get("_options_labels", []), s.get("index")
@@ -129,7 +141,8 @@ def output_html(output: dict, plots: list) -> str:
     return ""
 
 
-_PAGE_CSS = """
+_PAGE_CSS = (
+    """
 body{margin:0;background:white;font-family:'DejaVu Sans',Arial,sans-serif;font-size:13px}
 #stage{width:%dpx;padding:6px 8px;box-sizing:border-box}
 .caption{color:#666;font-style:italic;font-size:12px;margin:0 0 6px}
@@ -145,7 +158,9 @@ body{margin:0;background:white;font-family:'DejaVu Sans',Arial,sans-serif;font-s
 .w-button{display:inline-block;border:1px solid #aaa;border-radius:3px;padding:2px 10px;
   background:#eee;margin-right:4px} .w-on{background:#ccd;font-weight:bold}
 .w-pre{font-family:'DejaVu Sans Mono',monospace;font-size:12px;margin:2px 0;white-space:pre-wrap}
-""" % WIDTH_PX
+"""
+    % WIDTH_PX
+)
 
 
 # ---- drawing pictures in Chromium ---------------------------------------------------------------
@@ -157,9 +172,9 @@ class Painter:
 
     def _shoot(self, body: str, plots: list, caption: bool) -> bytes:
         cap = f'<p class="caption">{_esc(CAPTION)}</p>' if caption else ""
-        self.page.evaluate("(h) => { document.getElementById('stage').innerHTML = h; }",
-                           cap + body)
-        self.page.evaluate("""async (plots) => {
+        self.page.evaluate("(h) => { document.getElementById('stage').innerHTML = h; }", cap + body)
+        self.page.evaluate(
+            """async (plots) => {
           for (const div of document.querySelectorAll('.fallback-plot')) {
             const fig = plots[+div.dataset.plot];
             const layout = Object.assign({}, fig.layout || {});
@@ -167,7 +182,9 @@ class Painter:
             await Plotly.newPlot(div, fig.data || [], layout,
                                  {staticPlot: true, responsive: false});
           }
-        }""", plots)
+        }""",
+            plots,
+        )
         self.page.wait_for_timeout(50)
         # A screenshot of an element stops at the window's bottom edge: the window is made as
         # tall as the stage (figures of 775 to 1,017 px were cut at 800: the layer diagram's
@@ -195,9 +212,17 @@ class Painter:
 
 
 # The flags tests/conftest.py gives Chromium to run headless as root with no network.
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--disable-dev-shm-usage"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 
 
 def find_chromium() -> Optional[str]:
@@ -205,8 +230,13 @@ def find_chromium() -> Optional[str]:
     import os
     import shutil
 
-    for name in [os.environ.get("VIZ_CHROMIUM", ""), "/usr/bin/chromium", "chromium",
-                 "chromium-browser", "google-chrome"]:
+    for name in [
+        os.environ.get("VIZ_CHROMIUM", ""),
+        "/usr/bin/chromium",
+        "chromium",
+        "chromium-browser",
+        "google-chrome",
+    ]:
         found = name and (shutil.which(name) or (name if os.path.isfile(name) else None))
         if found:
             return found
@@ -230,11 +260,14 @@ def painter(chromium: Optional[str] = None, context: Any = None) -> Iterator[Pai
 
     path = chromium or find_chromium()
     if path is None:
-        raise SystemExit("the notebooks' static pictures are drawn in Chromium: install it "
-                         "(`sudo make browser`) or set VIZ_CHROMIUM=/path/to/chrome")
+        raise SystemExit(
+            "the notebooks' static pictures are drawn in Chromium: install it "
+            "(`sudo make browser`) or set VIZ_CHROMIUM=/path/to/chrome"
+        )
     with sync_playwright() as p, tempfile.TemporaryDirectory() as profile:
-        ctx = p.chromium.launch_persistent_context(profile, executable_path=path, headless=True,
-                                                   args=CHROMIUM_FLAGS)
+        ctx = p.chromium.launch_persistent_context(
+            profile, executable_path=path, headless=True, args=CHROMIUM_FLAGS
+        )
         try:
             yield _ready(ctx.new_page())
         finally:
@@ -246,8 +279,10 @@ def _ready(page) -> Painter:
     from plotly.offline import get_plotlyjs
 
     page.set_viewport_size({"width": WIDTH_PX + 40, "height": 800})
-    page.set_content(f"<html><head><meta charset='utf-8'><style>{_PAGE_CSS}</style>"
-                     f"</head><body><div id='stage'></div></body></html>")
+    page.set_content(
+        f"<html><head><meta charset='utf-8'><style>{_PAGE_CSS}</style>"
+        f"</head><body><div id='stage'></div></body></html>"
+    )
     page.add_script_tag(content=get_plotlyjs())
     return Painter(page)
 
@@ -263,7 +298,8 @@ def _small_png(png: bytes) -> bytes:
         im = im.crop((0, 0, im.width, min(im.height, drawn[3] + 8)))
     out = io.BytesIO()
     im.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(
-        out, format="PNG", optimize=True)
+        out, format="PNG", optimize=True
+    )
     return out.getvalue()
 
 
@@ -280,10 +316,12 @@ def svg_picture(png: bytes, title: str) -> str:
     from PIL import Image
 
     w, h = Image.open(io.BytesIO(png)).size
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink"'
-            f' width="{w}" height="{h}" viewBox="0 0 {w} {h}"><title>{_esc(title)}</title>'
-            f'<image width="{w}" height="{h}" xlink:href="data:image/png;base64,{_b64(png)}"/>'
-            "</svg>")
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink"'
+        f' width="{w}" height="{h}" viewBox="0 0 {w} {h}"><title>{_esc(title)}</title>'
+        f'<image width="{w}" height="{h}" xlink:href="data:image/png;base64,{_b64(png)}"/>'
+        "</svg>"
+    )
 
 
 def drop_pictures(outputs: list) -> list:
@@ -294,8 +332,9 @@ def drop_pictures(outputs: list) -> list:
     out = []
     for o in outputs:
         if o.get("metadata", {}).get("viz", {}).get("static") == PICTURE:
-            o = nbformat.from_dict(dict(o, data={k: v for k, v in o.get("data", {}).items()
-                                                 if k != PICTURE}))
+            o = nbformat.from_dict(
+                dict(o, data={k: v for k, v in o.get("data", {}).items() if k != PICTURE})
+            )
         out.append(o)
     return out
 
@@ -304,7 +343,7 @@ def figure_title(fig: dict) -> str:
     """A plotly figure's title as plain text (its pseudo-HTML tags dropped)."""
     import re
 
-    title = (fig.get("layout", {}).get("title") or {})
+    title = fig.get("layout", {}).get("title") or {}
     text = title.get("text", "") if isinstance(title, dict) else str(title)
     return html.unescape(re.sub(r"<[^>]+>", " ", text)).strip() or "a plotly figure"
 
@@ -344,10 +383,16 @@ def add_fallbacks(nb, painter_: Painter) -> dict[str, int]:
                 if png is None:
                     counts["widget without state"] += 1
                 else:
-                    outputs.append(nbformat.v4.new_output(
-                        "display_data", data={"image/png": _b64(png)},
-                        metadata={"viz": {"fallback": "widget", "caption": CAPTION},
-                                  "image/png": {"alt": CAPTION}}))
+                    outputs.append(
+                        nbformat.v4.new_output(
+                            "display_data",
+                            data={"image/png": _b64(png)},
+                            metadata={
+                                "viz": {"fallback": "widget", "caption": CAPTION},
+                                "image/png": {"alt": CAPTION},
+                            },
+                        )
+                    )
                     counts["widget"] += 1
                 # No state is saved, so this view can never come back: let Lab hide it.
                 data[WIDGET] = dict(data[WIDGET], model_id="")
@@ -368,8 +413,8 @@ def fallback_problems(nb) -> list[str]:
             data = out.get("data", {})
             if PLOTLY in data and PICTURE not in data:
                 problems.append(f"cell {i}: a plotly figure without a static picture")
-            if WIDGET in data and not (j > 0 and is_fallback(outs[j - 1])
-                                       and "image/png" in outs[j - 1].get("data", {})):
+            if WIDGET in data and not (
+                j > 0 and is_fallback(outs[j - 1]) and "image/png" in outs[j - 1].get("data", {})
+            ):
                 problems.append(f"cell {i}: a widget without a static picture before it")
     return problems
-

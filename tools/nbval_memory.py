@@ -25,8 +25,12 @@ RESULTS = pytest.StashKey[dict]()
 
 def pytest_addoption(parser):
     group = parser.getgroup("nbval-memory")
-    group.addoption("--peak-memory-budget-mib", type=float, default=MEMORY_BUDGET_BYTES / 2**20,
-                    help="fail a notebook whose kernel peaks above this (MiB)")
+    group.addoption(
+        "--peak-memory-budget-mib",
+        type=float,
+        default=MEMORY_BUDGET_BYTES / 2**20,
+        help="fail a notebook whose kernel peaks above this (MiB)",
+    )
     group.addoption("--peak-memory-json", default=None, help="write the figures to this file")
 
 
@@ -54,9 +58,12 @@ class PeakMemory(pytest.Item):
         self.config.stash[RESULTS][self.parent.path.name] = peak
         budget = self.config.getoption("peak_memory_budget_mib") * 2**20
         if peak > budget:
-            pytest.fail(f"{self.parent.path.name}: the kernel peaked at {peak / 2**20:.0f} MiB, "
-                        f"over the {budget / 2**20:.0f} MiB budget (Binder has ~2 GB in all): "
-                        "load less, keep fewer steps", pytrace=False)
+            pytest.fail(
+                f"{self.parent.path.name}: the kernel peaked at {peak / 2**20:.0f} MiB, "
+                f"over the {budget / 2**20:.0f} MiB budget (Binder has ~2 GB in all): "
+                "load less, keep fewer steps",
+                pytrace=False,
+            )
 
     def reportinfo(self):
         return self.path, None, f"{self.parent.path.name}::peak-memory"

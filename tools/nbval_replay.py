@@ -37,9 +37,13 @@ PEAK_KEY = "browser_peak_rss_bytes"  # notebook metadata["viz"][PEAK_KEY]
 
 def pytest_addoption(parser):
     group = parser.getgroup("nbval-replay")
-    group.addoption("--nbval-replay", default=None, metavar="DIR",
-                    help="compare the notebooks the browser test ran and saved in DIR "
-                         "(emptied first) instead of running each one again")
+    group.addoption(
+        "--nbval-replay",
+        default=None,
+        metavar="DIR",
+        help="compare the notebooks the browser test ran and saved in DIR "
+        "(emptied first) instead of running each one again",
+    )
 
 
 def pytest_configure(config):
@@ -109,16 +113,19 @@ def _replayed(cell, plugin) -> None:
         pytest.skip()
     runs = cell.parent.replay_cells
     if cell.cell_num >= len(runs) or runs[cell.cell_num].source != cell.cell.source:
-        cell.raise_cell_error("the browser ran a different notebook (its cells differ from the "
-                              "committed one): run `make notebooks`")
+        cell.raise_cell_error(
+            "the browser ran a different notebook (its cells differ from the "
+            "committed one): run `make notebooks`"
+        )
     ran = runs[cell.cell_num]
     if ran.get("execution_count") is None:
         cell.raise_cell_error("the browser's Run All did not run this cell")
     outs = [nbformat.from_dict(o) for o in ran.get("outputs", [])]
     errors = [o for o in outs if o.output_type == "error"]
     if errors and not cell.options["check_exception"]:
-        cell.raise_cell_error("Cell execution caused an exception",
-                              "\n" + "\n".join(errors[0].get("traceback", [])))
+        cell.raise_cell_error(
+            "Cell execution caused an exception", "\n" + "\n".join(errors[0].get("traceback", []))
+        )
     outs = plugin.coalesce_streams(outs)
     cell.test_outputs = outs
     unrun = cell.cell.execution_count is None
@@ -126,8 +133,10 @@ def _replayed(cell, plugin) -> None:
         cell.raise_cell_error("Unrun reference cell has outputs")
     if cell.options["check"] and not unrun:
         if not cell.compare_outputs(outs, plugin.coalesce_streams(cell.cell.outputs)):
-            cell.raise_cell_error("Cell outputs differ (compared with the browser test's run)",
-                                  "\n".join(cell.comparison_traceback))
+            cell.raise_cell_error(
+                "Cell outputs differ (compared with the browser test's run)",
+                "\n".join(cell.comparison_traceback),
+            )
 
 
 def replayed_peak(notebook_file) -> int | None:

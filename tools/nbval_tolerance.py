@@ -46,14 +46,17 @@ SIGNIFICANT_DIGITS = 4
 
 # A number as printed in text. Not part of a word or of a dotted run ("fp32", "x1.5", "2.13.0"
 # are text); thousands commas allowed ("1,234.5"); a unit may follow ("12.5ms", "3.2×", "40%").
-NUMBER = re.compile(r"""
+NUMBER = re.compile(
+    r"""
     (?<![\w.])
     [-+−]?
     (?:\d{1,3}(?:,\d{3})+|\d+)
     (?:\.\d+)?
     (?:[eE][-+]?\d+)?
     (?!\w*\d|\.\d)
-""", re.VERBOSE)
+""",
+    re.VERBOSE,
+)
 
 
 def _same(s):
@@ -62,10 +65,15 @@ def _same(s):
 
 def pytest_addoption(parser):
     group = parser.getgroup("nbval-tolerance")
-    group.addoption("--nbval-digits", type=int, default=SIGNIFICANT_DIGITS, metavar="N",
-                    help="nbval compares floats (JSON) and printed decimals to N significant "
-                         f"digits, printed decimals also to +-1 in their last digit "
-                         f"(default {SIGNIFICANT_DIGITS}; 0: exact)")
+    group.addoption(
+        "--nbval-digits",
+        type=int,
+        default=SIGNIFICANT_DIGITS,
+        metavar="N",
+        help="nbval compares floats (JSON) and printed decimals to N significant "
+        f"digits, printed decimals also to +-1 in their last digit "
+        f"(default {SIGNIFICANT_DIGITS}; 0: exact)",
+    )
 
 
 def pytest_configure(config):
@@ -136,16 +144,19 @@ def tolerate(fresh, saved, digits: int, sanitize=_same):
     if isinstance(fresh, dict) and isinstance(saved, dict):
         if _is_typed_array(fresh) and _is_typed_array(saved):
             return saved if _typed_arrays_close(fresh, saved, digits) else fresh
-        return {k: tolerate(v, saved[k], digits) if k in saved else v
-                for k, v in fresh.items()}
+        return {k: tolerate(v, saved[k], digits) if k in saved else v for k, v in fresh.items()}
     if isinstance(fresh, list) and isinstance(saved, list):
         if len(fresh) != len(saved):
             return fresh
-        scale = max((abs(x) for x in fresh + saved if _is_float(x) and math.isfinite(x)),
-                    default=0.0)
-        return [y if _is_float(x) and _is_float(y) and _close(x, y, scale, digits)
-                else tolerate(x, y, digits)
-                for x, y in zip(fresh, saved)]
+        scale = max(
+            (abs(x) for x in fresh + saved if _is_float(x) and math.isfinite(x)), default=0.0
+        )
+        return [
+            y
+            if _is_float(x) and _is_float(y) and _close(x, y, scale, digits)
+            else tolerate(x, y, digits)
+            for x, y in zip(fresh, saved)
+        ]
     if _is_float(fresh) and _is_float(saved):
         return saved if _close(fresh, saved, max(abs(fresh), abs(saved)), digits) else fresh
     return fresh  # ints, bools, None, mismatched types: exact
@@ -158,7 +169,7 @@ def _is_float(x) -> bool:
 def _close(a: float, b: float, scale: float, digits: int) -> bool:
     if a == b or (math.isnan(a) and math.isnan(b)):
         return True
-    return abs(a - b) <= 10.0 ** -digits * scale  # False for inf and nan
+    return abs(a - b) <= 10.0**-digits * scale  # False for inf and nan
 
 
 def tolerate_text(fresh: str, saved: str, digits: int) -> str:
@@ -190,8 +201,9 @@ def _printed_close(fresh: str, saved: str, digits: int) -> bool:
     if x is None or y is None:
         return False
     diff = abs(x - y)
-    return diff <= max(_last_unit(fresh), _last_unit(saved)) or \
-        diff <= Decimal(10) ** -digits * max(abs(x), abs(y))
+    return diff <= max(_last_unit(fresh), _last_unit(saved)) or diff <= Decimal(
+        10
+    ) ** -digits * max(abs(x), abs(y))
 
 
 def _is_decimal(token: str) -> bool:
@@ -221,12 +233,16 @@ def _typed_arrays_close(fresh: dict, saved: dict, digits: int) -> bool:
     floats close row by row (the last axis), scaled like a list of floats."""
     import numpy as np
 
-    if fresh.keys() != saved.keys() or fresh["dtype"] != saved["dtype"] or \
-            fresh.get("shape") != saved.get("shape"):
+    if (
+        fresh.keys() != saved.keys()
+        or fresh["dtype"] != saved["dtype"]
+        or fresh.get("shape") != saved.get("shape")
+    ):
         return False
     try:
-        a, b = (np.frombuffer(base64.b64decode(t["bdata"]), dtype=t["dtype"])
-                for t in (fresh, saved))
+        a, b = (
+            np.frombuffer(base64.b64decode(t["bdata"]), dtype=t["dtype"]) for t in (fresh, saved)
+        )
     except (ValueError, TypeError):
         return False
     if a.shape != b.shape:
@@ -241,4 +257,4 @@ def _typed_arrays_close(fresh: dict, saved: dict, digits: int) -> bool:
     finite = np.nan_to_num(np.abs(np.concatenate([a, b], axis=1)), nan=0.0, posinf=0.0)
     scale = finite.max(axis=1, keepdims=True)
     same = (a == b) | (np.isnan(a) & np.isnan(b))
-    return bool(np.all(same | (np.abs(a - b) <= 10.0 ** -digits * scale)))
+    return bool(np.all(same | (np.abs(a - b) <= 10.0**-digits * scale)))

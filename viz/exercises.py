@@ -35,8 +35,10 @@ class Feedback:
 
     def _repr_html_(self) -> str:
         colour = {True: "#009E73", False: "#D55E00", None: "#0072B2"}[self.ok]
-        return (f'<div style="border-left:4px solid {colour};padding:4px 10px">'
-                f"{html.escape(repr(self))}</div>")
+        return (
+            f'<div style="border-left:4px solid {colour};padding:4px 10px">'
+            f"{html.escape(repr(self))}</div>"
+        )
 
 
 def _fmt(x: Any, unit: str) -> str:
@@ -49,8 +51,16 @@ def _fmt(x: Any, unit: str) -> str:
     return f"{text} {unit}".rstrip()
 
 
-def check(answer: Any, expected: Any, *, rel_tol: float = 0.0, abs_tol: float = 0.0,
-          unit: str = "", hint: str = "", reveal: bool = True) -> Feedback:
+def check(
+    answer: Any,
+    expected: Any,
+    *,
+    rel_tol: float = 0.0,
+    abs_tol: float = 0.0,
+    unit: str = "",
+    hint: str = "",
+    reveal: bool = True,
+) -> Feedback:
     """Compare an answer with the expected value.
 
     Numbers are right within `rel_tol` (relative) or `abs_tol`; anything else must be equal.
@@ -58,8 +68,11 @@ def check(answer: Any, expected: Any, *, rel_tol: float = 0.0, abs_tol: float = 
     shows the exact expected value.
     """
     if answer is None or answer is Ellipsis:
-        return Feedback(None, "replace None with your answer and run the cell again."
-                        + (f" Hint: {hint}" if hint else ""))
+        return Feedback(
+            None,
+            "replace None with your answer and run the cell again."
+            + (f" Hint: {hint}" if hint else ""),
+        )
     if isinstance(expected, (int, float)) and not isinstance(expected, bool):
         if isinstance(answer, bool) or not isinstance(answer, (int, float)):
             return Feedback(False, f"the answer should be a number, not {answer!r}.")
@@ -73,12 +86,14 @@ def check(answer: Any, expected: Any, *, rel_tol: float = 0.0, abs_tol: float = 
     near = ""
     if isinstance(expected, (int, float)) and isinstance(answer, (int, float)) and expected:
         near = " (too high)" if answer > expected else " (too low)"
-    return Feedback(False, f"{_fmt(answer, unit)} is not it{near}."
-                    + (f" Hint: {hint}" if hint else ""))
+    return Feedback(
+        False, f"{_fmt(answer, unit)} is not it{near}." + (f" Hint: {hint}" if hint else "")
+    )
 
 
-def multiple_choice(answer: Optional[str], options: Iterable[str], correct: str, *,
-                    why: str = "", hint: str = "") -> Feedback:
+def multiple_choice(
+    answer: Optional[str], options: Iterable[str], correct: str, *, why: str = "", hint: str = ""
+) -> Feedback:
     """A multiple-choice question: `answer` must be one of `options`, exactly as written."""
     options = list(options)
     if correct not in options:
@@ -93,8 +108,15 @@ def multiple_choice(answer: Optional[str], options: Iterable[str], correct: str,
 
 
 # ---- predict, then measure ----------------------------------------------------------------
-def compare_prediction(prediction: Any, measured: Any, *, unit: str = "", rel_tol: float = 0.25,
-                       options: Optional[Iterable[str]] = None, hint: str = "") -> Feedback:
+def compare_prediction(
+    prediction: Any,
+    measured: Any,
+    *,
+    unit: str = "",
+    rel_tol: float = 0.25,
+    options: Optional[Iterable[str]] = None,
+    hint: str = "",
+) -> Feedback:
     """Compare a prediction the learner wrote BEFORE a measuring cell with what it measured.
 
     measured may be a verdict of the regime rule (`viz.perf.verdict`, `pass_verdict`,
@@ -118,8 +140,10 @@ def compare_prediction(prediction: Any, measured: Any, *, unit: str = "", rel_to
         if measured not in options:
             raise ValueError(f"the measured answer {measured!r} is not among the options {options}")
     if prediction is None or prediction is Ellipsis:
-        ask = ("write your prediction in the cell above the measurement (replace None), then "
-               "run that cell, the measurement and this check again.")
+        ask = (
+            "write your prediction in the cell above the measurement (replace None), then "
+            "run that cell, the measurement and this check again."
+        )
         if options is not None:
             ask += " Choose one of: " + "; ".join(map(repr, options)) + "."
         return Feedback(None, ask + (f" Hint: {hint}" if hint else ""))
@@ -128,38 +152,55 @@ def compare_prediction(prediction: Any, measured: Any, *, unit: str = "", rel_to
             return Feedback(False, f"{prediction!r} is not one of the options {options}.")
         if prediction == measured:
             return Feedback(True, f"you predicted {prediction!r}, and that is what was measured.")
-        return Feedback(False, f"you predicted {prediction!r}; the measurement says "
-                               f"{measured!r}." + (f" Hint: {hint}" if hint else ""))
+        return Feedback(
+            False,
+            f"you predicted {prediction!r}; the measurement says "
+            f"{measured!r}." + (f" Hint: {hint}" if hint else ""),
+        )
     if not checks.is_number(measured) or measured == 0:
         checks.refuse("the measured value", "a finite non-zero number", measured)
     if not checks.is_number(prediction):
         return Feedback(False, f"a prediction should be a number, not {prediction!r}.")
     miss = (prediction - measured) / abs(measured)
     verdict = "too high" if miss > 0 else "too low" if miss < 0 else "exactly right"
-    text = (f"you predicted {_fmt(float(prediction), unit)}; measured {_fmt(float(measured), unit)}"
-            f": off by {abs(miss):.0%} ({verdict}).")
+    text = (
+        f"you predicted {_fmt(float(prediction), unit)}; measured {_fmt(float(measured), unit)}"
+        f": off by {abs(miss):.0%} ({verdict})."
+    )
     if abs(miss) <= rel_tol:
         return Feedback(True, text + f" Within {rel_tol:.0%}: a good prediction.")
-    return Feedback(False, text + f" More than {rel_tol:.0%} away."
-                    + (f" Hint: {hint}" if hint else ""))
+    return Feedback(
+        False, text + f" More than {rel_tol:.0%} away." + (f" Hint: {hint}" if hint else "")
+    )
 
 
-def _predicted_close(prediction: Any, between: list[str], options: Optional[Iterable[str]],
-                     hint: str) -> Feedback:
+def _predicted_close(
+    prediction: Any, between: list[str], options: Optional[Iterable[str]], hint: str
+) -> Feedback:
     """A choice checked against a verdict that is too close to call between two words."""
     options = list(options) if options is not None else between
     if prediction is None or prediction is Ellipsis:
-        return Feedback(None, "write your prediction in the cell above the measurement (replace "
-                        "None), then run that cell, the measurement and this check again. "
-                        "Choose one of: " + "; ".join(map(repr, options)) + "."
-                        + (f" Hint: {hint}" if hint else ""))
+        return Feedback(
+            None,
+            "write your prediction in the cell above the measurement (replace "
+            "None), then run that cell, the measurement and this check again. "
+            "Choose one of: "
+            + "; ".join(map(repr, options))
+            + "."
+            + (f" Hint: {hint}" if hint else ""),
+        )
     if prediction not in options:
         return Feedback(False, f"{prediction!r} is not one of the options {options}.")
     both = f"{between[0]!r} and {between[1]!r}"
     if prediction in between:
-        return Feedback(True, f"you predicted {prediction!r}; the measurement is too close to "
-                              f"call here between {both} (a boundary of the rule lies inside "
-                              "the spread of the numbers), so it counts.")
-    return Feedback(False, f"you predicted {prediction!r}; the measurement is too close to call "
-                           f"between {both}, and {prediction!r} is neither."
-                    + (f" Hint: {hint}" if hint else ""))
+        return Feedback(
+            True,
+            f"you predicted {prediction!r}; the measurement is too close to "
+            f"call here between {both} (a boundary of the rule lies inside "
+            "the spread of the numbers), so it counts.",
+        )
+    return Feedback(
+        False,
+        f"you predicted {prediction!r}; the measurement is too close to call "
+        f"between {both}, and {prediction!r} is neither." + (f" Hint: {hint}" if hint else ""),
+    )

@@ -31,9 +31,11 @@ import torch
 from viz.spread import Spread
 from viz.trace import Lens, Trace
 
-NO_LENS = ("this trace has no logit lens (it is recorded only on request): record it again "
-           "with viz.record(lm, prompt, lens=True), or `python -m viz lens --record "
-           "\"your prompt\" -o trace.json`")
+NO_LENS = (
+    "this trace has no logit lens (it is recorded only on request): record it again "
+    "with viz.record(lm, prompt, lens=True), or `python -m viz lens --record "
+    '"your prompt" -o trace.json`'
+)
 
 
 # ---- the model's parts -------------------------------------------------------------------
@@ -45,9 +47,11 @@ def lens_parts(model: Any) -> tuple[Any, list[Any], Any, Any]:
     layers, norm = getattr(base, "layers", None), getattr(base, "norm", None)
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     if layers is None or norm is None or head is None:
-        raise ValueError(f"the logit lens needs a Llama-style model (blocks in model.layers, a "
-                         f"final model.norm and an output head); {type(model).__name__} is "
-                         "not one: record it with lens=False")
+        raise ValueError(
+            f"the logit lens needs a Llama-style model (blocks in model.layers, a "
+            f"final model.norm and an output head); {type(model).__name__} is "
+            "not one: record it with lens=False"
+        )
     return model.get_input_embeddings(), list(layers), norm, head
 
 
@@ -70,8 +74,9 @@ class LayerStates:
     def take(self) -> torch.Tensor:
         """The rows of the pass that just ran, (blocks + 1, hidden); then forget them."""
         if len(self._rows) != self.n_layers + 1:
-            raise RuntimeError(f"expected the embedding and {self.n_layers} blocks, "
-                               f"got {len(self._rows)} rows")
+            raise RuntimeError(
+                f"expected the embedding and {self.n_layers} blocks, got {len(self._rows)} rows"
+            )
         rows, self._rows = torch.stack(self._rows), []
         return rows
 
@@ -99,8 +104,13 @@ def watch_layers(model: Any, enabled: bool = True) -> Iterator[Optional[LayerSta
             h.remove()
 
 
-def lens_of(model: Any, states: list[torch.Tensor], chosen: list[int], top: int,
-            texts: Callable[[int], tuple[str, str]]) -> Lens:
+def lens_of(
+    model: Any,
+    states: list[torch.Tensor],
+    chosen: list[int],
+    top: int,
+    texts: Callable[[int], tuple[str, str]],
+) -> Lens:
     """The logit lens of every pass: for each of `states` (one (blocks + 1, hidden) tensor
     per step, from `LayerStates.take`), the final norm and head applied to every row, then
     the `top` most likely tokens per row with their probabilities, and the probability and
@@ -118,22 +128,27 @@ def lens_of(model: Any, states: list[torch.Tensor], chosen: list[int], top: int,
             probs.append(best.values.exp().cpu().numpy())
             chosen_probs.append(logp[:, token].exp().cpu().numpy())
             # rank: how many tokens each row scores higher than the chosen one
-            ranks.append((logits > logits[:, token:token + 1]).sum(dim=-1).cpu().numpy())
-    return Lens.from_arrays(np.stack(ids), np.stack(probs), np.stack(chosen_probs),
-                            np.stack(ranks), texts)
+            ranks.append((logits > logits[:, token : token + 1]).sum(dim=-1).cpu().numpy())
+    return Lens.from_arrays(
+        np.stack(ids), np.stack(probs), np.stack(chosen_probs), np.stack(ranks), texts
+    )
 
 
 # ---- reading a recorded lens -------------------------------------------------------------
 def check_lens(trace: Any) -> Lens:
     """The lens of `trace`; a ValueError naming the fix if it is not a trace or has none."""
     if not isinstance(trace, Trace):
-        raise ValueError(f"the lens reads a viz.Trace, not {type(trace).__name__}: record one "
-                         "with viz.record(lm, prompt, lens=True)")
+        raise ValueError(
+            f"the lens reads a viz.Trace, not {type(trace).__name__}: record one "
+            "with viz.record(lm, prompt, lens=True)"
+        )
     if trace.lens is None:
         raise ValueError(NO_LENS)
     if trace.lens.steps != len(trace.steps):
-        raise ValueError(f"this trace's lens holds {trace.lens.steps} steps but the trace has "
-                         f"{len(trace.steps)}: the file was edited; record it again")
+        raise ValueError(
+            f"this trace's lens holds {trace.lens.steps} steps but the trace has "
+            f"{len(trace.steps)}: the file was edited; record it again"
+        )
     return trace.lens
 
 
@@ -183,8 +198,10 @@ def settle_spread(trace: Trace, first: bool = False) -> Spread:
     layer did not pick (sampling) are left out."""
     depths = [d for d in (first_agreement(trace) if first else settled(trace)) if d is not None]
     if not depths:
-        raise ValueError("no step's token was its last layer's top-1 (a sampled reply): record "
-                         "a greedy one, viz.record(lm, prompt, lens=True)")
+        raise ValueError(
+            "no step's token was its last layer's top-1 (a sampled reply): record "
+            "a greedy one, viz.record(lm, prompt, lens=True)"
+        )
     return Spread.of(depths)
 
 
@@ -197,12 +214,14 @@ def lens_table(trace: Trace, layers: Optional[list[int]] = None) -> str:
 
     lens = check_lens(trace)
     n = lens.n_layers
-    layers = layers if layers is not None else sorted({round(n * f) for f in
-                                                       (0.2, 0.4, 0.6, 0.8, 1.0)})
+    layers = (
+        layers if layers is not None else sorted({round(n * f) for f in (0.2, 0.4, 0.6, 0.8, 1.0)})
+    )
     bad = [l for l in layers if not isinstance(l, int) or not 0 <= l <= n]
     if bad:
-        raise ValueError(f"layers must be numbers from 0 (the embedding) to {n} (the output), "
-                         f"not {bad}")
+        raise ValueError(
+            f"layers must be numbers from 0 (the embedding) to {n} (the output), not {bad}"
+        )
     ids, probs = lens.ids()[:, :, 0], lens.probs()[:, :, 0]
     first, settle = first_agreement(trace), settled(trace)
 
@@ -210,22 +229,32 @@ def lens_table(trace: Trace, layers: Optional[list[int]] = None) -> str:
         return token_label(*lens.token(int(token_id)))[:12]
 
     head = f"{'step':>4}  {'token':<12} {'first':>5} {'settled':>7}" + "".join(
-        f"  {'layer ' + str(l):<20}" for l in layers)
-    lines = [f"logit lens of {trace.model.name}: {n} layers, top {lens.top} per layer; layer 0 "
-             f"= the input embedding, {n} = the output", head]
+        f"  {'layer ' + str(l):<20}" for l in layers
+    )
+    lines = [
+        f"logit lens of {trace.model.name}: {n} layers, top {lens.top} per layer; layer 0 "
+        f"= the input embedding, {n} = the output",
+        head,
+    ]
     for i, s in enumerate(trace.steps):
         cells = "".join(f"  {label(ids[i, l]):<12} {probs[i, l]:>7.4f}" for l in layers)
-        lines.append(f"{i:>4}  {token_label(s.token_text, s.token_piece)[:12]:<12} "
-                     f"{'-' if first[i] is None else first[i]:>5} "
-                     f"{'-' if settle[i] is None else settle[i]:>7}{cells}")
+        lines.append(
+            f"{i:>4}  {token_label(s.token_text, s.token_piece)[:12]:<12} "
+            f"{'-' if first[i] is None else first[i]:>5} "
+            f"{'-' if settle[i] is None else settle[i]:>7}{cells}"
+        )
     rate = agreement_by_layer(trace)
-    lines.append("agreement with the final token, decode steps, by layer: " + ", ".join(
-        f"{l}: {rate[l]:.0%}" for l in layers))
+    lines.append(
+        "agreement with the final token, decode steps, by layer: "
+        + ", ".join(f"{l}: {rate[l]:.0%}" for l in layers)
+    )
     try:
-        lines.append(f"over {len(trace.steps)} steps the answer settles at layer "
-                     f"{settle_spread(trace).text(digits=0, runs=False)} (median, middle half); "
-                     f"the first layer to agree: "
-                     f"{settle_spread(trace, first=True).text(digits=0, runs=False)}")
+        lines.append(
+            f"over {len(trace.steps)} steps the answer settles at layer "
+            f"{settle_spread(trace).text(digits=0, runs=False)} (median, middle half); "
+            f"the first layer to agree: "
+            f"{settle_spread(trace, first=True).text(digits=0, runs=False)}"
+        )
     except ValueError as e:
         lines.append(str(e))
     return "\n".join(lines)

@@ -44,8 +44,10 @@ class LoadedModel:
 
     def __repr__(self) -> str:
         s = self.spec
-        return (f"LoadedModel({s.name!r}: {s.n_params / 1e6:.1f} M params, {s.n_layers} layers, "
-                f"{s.dtype} on {self.device})")
+        return (
+            f"LoadedModel({s.name!r}: {s.n_params / 1e6:.1f} M params, {s.n_layers} layers, "
+            f"{s.dtype} on {self.device})"
+        )
 
 
 # ---- the model's shape -----------------------------------------------------------------
@@ -77,8 +79,10 @@ def model_spec(model: Any, name: str, random_weights: bool = False) -> ModelSpec
 def eos_ids(model: Any, tokenizer: Any) -> list[int]:
     """Every token id that ends a reply: the tokenizer's and the generation config's."""
     ids: set[int] = set()
-    for v in (getattr(tokenizer, "eos_token_id", None),
-              getattr(getattr(model, "generation_config", None), "eos_token_id", None)):
+    for v in (
+        getattr(tokenizer, "eos_token_id", None),
+        getattr(getattr(model, "generation_config", None), "eos_token_id", None),
+    ):
         if isinstance(v, int):
             ids.add(v)
         elif isinstance(v, (list, tuple)):
@@ -86,20 +90,36 @@ def eos_ids(model: Any, tokenizer: Any) -> list[int]:
     return sorted(ids)
 
 
-def wrap(model: Any, tokenizer: Any, *, name: str, device: torch.device, source: str = "",
-         random_weights: bool = False) -> LoadedModel:
+def wrap(
+    model: Any,
+    tokenizer: Any,
+    *,
+    name: str,
+    device: torch.device,
+    source: str = "",
+    random_weights: bool = False,
+) -> LoadedModel:
     """Put a transformers model and tokenizer into a LoadedModel (eval mode, on `device`)."""
     model.eval()
-    return LoadedModel(model=model, tokenizer=tokenizer, device=device,
-                       spec=model_spec(model, name, random_weights), source=source,
-                       eos_token_ids=eos_ids(model, tokenizer))
+    return LoadedModel(
+        model=model,
+        tokenizer=tokenizer,
+        device=device,
+        spec=model_spec(model, name, random_weights),
+        source=source,
+        eos_token_ids=eos_ids(model, tokenizer),
+    )
 
 
 # ---- load_model ----------------------------------------------------------------------
 def _looks_like_hub_id(name: str) -> bool:
     parts = name.split("/")
-    return (len(parts) == 2 and all(parts) and not name.startswith((".", "~"))
-            and not name.endswith(".gguf"))
+    return (
+        len(parts) == 2
+        and all(parts)
+        and not name.startswith((".", "~"))
+        and not name.endswith(".gguf")
+    )
 
 
 def _from_folder(folder: Path, *, local_only: bool, dtype: torch.dtype, device: torch.device):
@@ -107,13 +127,18 @@ def _from_folder(folder: Path, *, local_only: bool, dtype: torch.dtype, device: 
 
     with quiet_transformers():
         tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=local_only)
-        model = AutoModelForCausalLM.from_pretrained(str(folder), local_files_only=local_only,
-                                                     dtype=dtype)
+        model = AutoModelForCausalLM.from_pretrained(
+            str(folder), local_files_only=local_only, dtype=dtype
+        )
     return model.to(device), tokenizer
 
 
-def load_model(name: Optional[str] = None, *, device: Union[str, torch.device] = "auto",
-               dtype: Union[None, str, torch.dtype] = None) -> LoadedModel:
+def load_model(
+    name: Optional[str] = None,
+    *,
+    device: Union[str, torch.device] = "auto",
+    dtype: Union[None, str, torch.dtype] = None,
+) -> LoadedModel:
     """Load a causal LM and its tokenizer, ready for `viz.record`.
 
     name:
@@ -143,14 +168,18 @@ def load_model(name: Optional[str] = None, *, device: Union[str, torch.device] =
         return wrap(model, tok, name=path.name, device=dev, source=str(path))
     if path.is_dir():
         if not (path / "config.json").is_file():
-            raise ValueError(f"{path} has no config.json: point to a transformers checkpoint folder "
-                             "(one saved with save_pretrained) or a .gguf file")
+            raise ValueError(
+                f"{path} has no config.json: point to a transformers checkpoint folder "
+                "(one saved with save_pretrained) or a .gguf file"
+            )
         model, tok = _from_folder(path, local_only=True, dtype=dt, device=dev)
         return wrap(model, tok, name=path.name, device=dev, source=str(path))
     if path.suffix == ".gguf" or not _looks_like_hub_id(name):
-        raise ValueError(f"no model file or folder at {name!r}: pass an existing folder or .gguf "
-                         "file, a hub id such as 'HuggingFaceTB/SmolLM2-135M-Instruct', or None "
-                         "for the default model")
+        raise ValueError(
+            f"no model file or folder at {name!r}: pass an existing folder or .gguf "
+            "file, a hub id such as 'HuggingFaceTB/SmolLM2-135M-Instruct', or None "
+            "for the default model"
+        )
     return _load_hub(name, dt, dev)
 
 
@@ -183,4 +212,5 @@ def _load_hub(name: str, dt: torch.dtype, dev: torch.device) -> LoadedModel:
     raise ValueError(
         f"could not load {name!r} from the Hugging Face hub, and it is not in the local hub "
         f"cache ({errors[-1]}). The course runs offline: use viz.load_model() for the default "
-        "model (SmolLM2-135M-Instruct), or pass a local folder or .gguf file.")
+        "model (SmolLM2-135M-Instruct), or pass a local folder or .gguf file."
+    )

@@ -79,14 +79,16 @@ def shown_iso(text: str) -> str:
 def unknown_environment(**known: Any) -> Environment:
     """An Environment whose fields are all unknown ("", 0), except those given: what an old
     file or a document built by hand says of where it was measured."""
-    blank = {f.name: 0 if f.type in (int, "int") else "" for f in dataclasses.fields(Environment)
-             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+    blank = {
+        f.name: 0 if f.type in (int, "int") else ""
+        for f in dataclasses.fields(Environment)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    }
     known = {**known, "measured_at": iso_utc(known.get("measured_at", ""))}
     return Environment(**{**blank, **known})
 
 
-def environment_from_loose(data: dict, names: tuple[str, ...], source: str,
-                           **more: Any) -> dict:
+def environment_from_loose(data: dict, names: tuple[str, ...], source: str, **more: Any) -> dict:
     """An upgrade step: the loose provenance fields `names` of an old document `data` moved
     into its "environment" (a dict, as in the file); the time converted to ISO, `source`
     filled where the file had none, `more` set as given. Returns the new dict."""
@@ -107,8 +109,9 @@ def loose_names(*names: str, **renamed: str):
     time converted to ISO) and `doc.device_name` reads and writes the environment's. Nothing
     of them is saved but the environment."""
     views = {**{n: n for n in names}, **renamed}  # old name → the environment's field
-    unknown = [n for n in views.values()
-               if n not in {f.name for f in dataclasses.fields(Environment)}]
+    unknown = [
+        n for n in views.values() if n not in {f.name for f in dataclasses.fields(Environment)}
+    ]
     if unknown:  # a bug in the decorated class
         raise TypeError(f"{unknown} are not fields of viz.trace.Environment")
 

@@ -21,16 +21,31 @@ from viz.load import LoadedModel
 from viz.runtime import Clock, memory_end, memory_start, using_threads
 from viz.sampling import check_sampling, choose
 from viz.steps import Timed, decode, timed_step
-from viz.trace import (Attention, Embeddings, Lens, Memory, Settings, Step, Timing, Token,
-                       Trace)
+from viz.trace import Attention, Embeddings, Lens, Memory, Settings, Step, Timing, Token, Trace
 
 
-def record(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 32, chat: bool = False,
-           temperature: float = 0.0, top_k: Optional[int] = None, top_p: Optional[float] = None,
-           seed: int = 0, log_top: int = 20, use_cache: bool = True, stop_at_eos: bool = True,
-           embeddings: bool = True, label: str = "", threads: Optional[int] = None,
-           clock: Optional[Callable[[], float]] = None, attention: bool = False,
-           attention_head: int = 0, lens: bool = False, lens_top: int = 5) -> Trace:
+def record(
+    lm: LoadedModel,
+    prompt: str,
+    *,
+    max_new_tokens: int = 32,
+    chat: bool = False,
+    temperature: float = 0.0,
+    top_k: Optional[int] = None,
+    top_p: Optional[float] = None,
+    seed: int = 0,
+    log_top: int = 20,
+    use_cache: bool = True,
+    stop_at_eos: bool = True,
+    embeddings: bool = True,
+    label: str = "",
+    threads: Optional[int] = None,
+    clock: Optional[Callable[[], float]] = None,
+    attention: bool = False,
+    attention_head: int = 0,
+    lens: bool = False,
+    lens_top: int = 5,
+) -> Trace:
     """Generate a reply to `prompt` and record every step of it into a `Trace`.
 
     max_new_tokens: most tokens to generate (the reply stops earlier at end-of-sequence,
@@ -63,10 +78,19 @@ def record(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 32, chat: bool
     checks.threads(threads)
     _check_attention(lm, attention, attention_head)
     _check_lens(lm, lens, lens_top)
-    settings = Settings(max_new_tokens=max_new_tokens, chat=chat, temperature=float(temperature),
-                        top_k=top_k, top_p=None if top_p is None else float(top_p), seed=seed,
-                        log_top=log_top, use_cache=use_cache, stop_at_eos=stop_at_eos,
-                        attention=bool(attention), lens=bool(lens))
+    settings = Settings(
+        max_new_tokens=max_new_tokens,
+        chat=chat,
+        temperature=float(temperature),
+        top_k=top_k,
+        top_p=None if top_p is None else float(top_p),
+        seed=seed,
+        log_top=log_top,
+        use_cache=use_cache,
+        stop_at_eos=stop_at_eos,
+        attention=bool(attention),
+        lens=bool(lens),
+    )
     with using_threads(threads):
         return _record(lm, prompt, settings, embeddings, label, clock, attention_head, lens_top)
 
@@ -91,9 +115,16 @@ class _Pass:
     #   newest position after each layer, the embedding first (lens=True only)
 
 
-def _record(lm: LoadedModel, prompt: str, settings: Settings, embeddings: bool, label: str,
-            clock: Optional[Callable[[], float]], attention_head: int = 0,
-            lens_top: int = 5) -> Trace:
+def _record(
+    lm: LoadedModel,
+    prompt: str,
+    settings: Settings,
+    embeddings: bool,
+    label: str,
+    clock: Optional[Callable[[], float]],
+    attention_head: int = 0,
+    lens_top: int = 5,
+) -> Trace:
     """`record` once its arguments are checked: the loop (`_generate`), the bookkeeping after
     it (`_read_out`), then the `Trace`."""
     model = lm.model
@@ -102,8 +133,11 @@ def _record(lm: LoadedModel, prompt: str, settings: Settings, embeddings: bool, 
 
     # With attention=True, hooks keep each pass's attention weights for the newest query;
     # with lens=True, each layer's output at the newest position (for the logit lens).
-    with torch.inference_mode(), watch_attention(model, settings.attention) as looked, \
-            watch_layers(model, settings.lens) as residual:
+    with (
+        torch.inference_mode(),
+        watch_attention(model, settings.attention) as looked,
+        watch_layers(model, settings.lens) as residual,
+    ):
         run = _generate(lm, prompt, settings, timer, looked, residual)
         memory = memory_end(lm.device, memory)
         # Bookkeeping after the loop, so it does not slow the steps it measures.
@@ -123,8 +157,9 @@ class _Run:
     stop: str  # "eos" or "max_new_tokens"
 
 
-def _generate(lm: LoadedModel, prompt: str, settings: Settings, timer: Clock,
-              looked, residual) -> _Run:
+def _generate(
+    lm: LoadedModel, prompt: str, settings: Settings, timer: Clock, looked, residual
+) -> _Run:
     """The loop `model.generate` runs, written out by hand: tokenize, prefill, then one decode
     pass per token. `looked` / `residual`: the attention and lens hooks (None when off).
     Each pass is one `viz.steps.timed_step` (the decode passes come from `viz.steps.decode`):
@@ -163,8 +198,9 @@ def _generate(lm: LoadedModel, prompt: str, settings: Settings, timer: Clock,
     step = timed_step(timer, lambda: forward(input_ids, cache), pick, started=t_tokenized)
     token, _ = step.token  # (the token, its probability: `_pass` keeps both)
     generated = [token]
-    passes.append(_pass(step, start, len(prompt_ids), len(prompt_ids), cache, spec,
-                        looked, residual))
+    passes.append(
+        _pass(step, start, len(prompt_ids), len(prompt_ids), cache, spec, looked, residual)
+    )
 
     def feed() -> torch.Tensor:  # the input of the next decode pass
         if use_cache:
@@ -182,26 +218,40 @@ def _generate(lm: LoadedModel, prompt: str, settings: Settings, timer: Clock,
         token, _ = step.token
         generated.append(token)
         seq_len = len(prompt_ids) + len(generated) - 1  # tokens this pass could attend to
-        passes.append(_pass(step, start, seq_len, 1 if use_cache else seq_len, cache, spec,
-                            looked, residual))
+        passes.append(
+            _pass(step, start, seq_len, 1 if use_cache else seq_len, cache, spec, looked, residual)
+        )
 
     stop = "eos" if generated[-1] in eos else "max_new_tokens"  # why the loop ended
-    return _Run(prompt_text=prompt_text, prompt_ids=prompt_ids, generated=generated,
-                passes=passes, tokenize_s=t_tokenized - start, stop=stop)
+    return _Run(
+        prompt_text=prompt_text,
+        prompt_ids=prompt_ids,
+        generated=generated,
+        passes=passes,
+        tokenize_s=t_tokenized - start,
+        stop=stop,
+    )
 
 
-def _pass(step: Timed, start: float, seq_len: int, input_tokens: int, cache, spec,
-          looked, residual) -> _Pass:
+def _pass(
+    step: Timed, start: float, seq_len: int, input_tokens: int, cache, spec, looked, residual
+) -> _Pass:
     """What the loop keeps of one timed pass (`viz.steps.Timed`): its logits and choice, the
     live cache's bytes, its times from the clock's readings, and what the hooks caught."""
     token, sample_prob = step.token
-    return _Pass(logits=step.logits, token=token, sample_prob=sample_prob, seq_len=seq_len,
-                 input_tokens=input_tokens,
-                 kv_bytes_per_layer=live_bytes_per_layer(cache, spec.n_layers),
-                 forward_s=step.forward_s, sample_s=step.choose_s,
-                 emitted_at_s=step.chosen - start,
-                 attention=looked.take() if looked else None,
-                 layers=residual.take() if residual else None)
+    return _Pass(
+        logits=step.logits,
+        token=token,
+        sample_prob=sample_prob,
+        seq_len=seq_len,
+        input_tokens=input_tokens,
+        kv_bytes_per_layer=live_bytes_per_layer(cache, spec.n_layers),
+        forward_s=step.forward_s,
+        sample_s=step.choose_s,
+        emitted_at_s=step.chosen - start,
+        attention=looked.take() if looked else None,
+        layers=residual.take() if residual else None,
+    )
 
 
 @dataclass
@@ -217,8 +267,15 @@ class _ReadOut:
     lens: Optional[Lens]
 
 
-def _read_out(lm: LoadedModel, settings: Settings, run: _Run, clock_name: str,
-              embeddings: bool, attention_head: int, lens_top: int) -> _ReadOut:
+def _read_out(
+    lm: LoadedModel,
+    settings: Settings,
+    run: _Run,
+    clock_name: str,
+    embeddings: bool,
+    attention_head: int,
+    lens_top: int,
+) -> _ReadOut:
     """Read the loop's passes out into Steps, timings, embeddings, attention and lens."""
     model, tok, spec = lm.model, lm.tokenizer, lm.spec
     passes, generated = run.passes, run.generated
@@ -235,19 +292,40 @@ def _read_out(lm: LoadedModel, settings: Settings, run: _Run, clock_name: str,
     texts = _TokenTexts(tok)
     output_text = tok.decode(generated, skip_special_tokens=False)
     k = min(settings.log_top, spec.vocab_size)
-    steps = [_step(i, p, k, texts, spec, generated, output_text, tok)
-             for i, p in enumerate(passes)]
+    steps = [_step(i, p, k, texts, spec, generated, output_text, tok) for i, p in enumerate(passes)]
     attention = _attention(passes, spec, attention_head) if settings.attention else None
     # The logit lens: the final norm and head applied to every layer's kept vector.
-    lens = (lens_of(model, [p.layers for p in passes], generated,
-                    min(lens_top, spec.vocab_size), lambda t: (texts(t), texts.piece(t)))
-            if settings.lens else None)
-    return _ReadOut(timing=timing, embeddings=vectors, texts=texts, output_text=output_text,
-                    steps=steps, attention=attention, lens=lens)
+    lens = (
+        lens_of(
+            model,
+            [p.layers for p in passes],
+            generated,
+            min(lens_top, spec.vocab_size),
+            lambda t: (texts(t), texts.piece(t)),
+        )
+        if settings.lens
+        else None
+    )
+    return _ReadOut(
+        timing=timing,
+        embeddings=vectors,
+        texts=texts,
+        output_text=output_text,
+        steps=steps,
+        attention=attention,
+        lens=lens,
+    )
 
 
-def _trace(lm: LoadedModel, prompt: str, settings: Settings, run: _Run, out: _ReadOut,
-           memory: Memory, label: str) -> Trace:
+def _trace(
+    lm: LoadedModel,
+    prompt: str,
+    settings: Settings,
+    run: _Run,
+    out: _ReadOut,
+    memory: Memory,
+    label: str,
+) -> Trace:
     """The recorded reply, put together."""
     tok = lm.tokenizer
     return Trace(
@@ -274,12 +352,15 @@ def _trace(lm: LoadedModel, prompt: str, settings: Settings, run: _Run, out: _Re
 # ---- checks ------------------------------------------------------------------------------
 def _check_arguments(lm, prompt, max_new_tokens, temperature, top_k, top_p, seed, log_top):
     if not isinstance(lm, LoadedModel):
-        raise ValueError("the first argument must be a model from viz.load_model(), "
-                         f"not {type(lm).__name__}")
+        raise ValueError(
+            f"the first argument must be a model from viz.load_model(), not {type(lm).__name__}"
+        )
     if not isinstance(prompt, str):
         raise ValueError(f"prompt must be a string, not {type(prompt).__name__}")
-    checks.prompt(prompt, "give the model some text to continue, e.g. "
-                          "viz.record(lm, 'The capital of France is')")
+    checks.prompt(
+        prompt,
+        "give the model some text to continue, e.g. viz.record(lm, 'The capital of France is')",
+    )
     checks.whole("max_new_tokens", max_new_tokens, 1)
     check_sampling(temperature, top_k, top_p)
     checks.whole("seed", seed)
@@ -289,8 +370,14 @@ def _check_arguments(lm, prompt, max_new_tokens, temperature, top_k, top_p, seed
 def _check_attention(lm, attention, head) -> None:
     checks.flag("attention", attention)
     n = lm.spec.n_heads
-    checks.whole("attention_head", head, 0, n - 1, noun="a head number",
-                 fix=f"{lm.spec.name} has {n} query heads per layer")
+    checks.whole(
+        "attention_head",
+        head,
+        0,
+        n - 1,
+        noun="a head number",
+        fix=f"{lm.spec.name} has {n} query heads per layer",
+    )
 
 
 def _check_lens(lm, lens, top) -> None:
@@ -303,12 +390,16 @@ def _check_lens(lm, lens, top) -> None:
 def _check_length(spec, n_prompt: int, max_new_tokens: int) -> None:
     ctx = spec.context_length
     if ctx and n_prompt > ctx:
-        raise ValueError(f"the prompt is {n_prompt} tokens but {spec.name} reads at most {ctx}: "
-                         "shorten the prompt")
+        raise ValueError(
+            f"the prompt is {n_prompt} tokens but {spec.name} reads at most {ctx}: "
+            "shorten the prompt"
+        )
     if ctx and n_prompt + max_new_tokens > ctx:
-        raise ValueError(f"max_new_tokens={max_new_tokens} does not fit: the prompt already uses "
-                         f"{n_prompt} of the model's {ctx} positions, so ask for at most "
-                         f"{ctx - n_prompt} new tokens (or shorten the prompt)")
+        raise ValueError(
+            f"max_new_tokens={max_new_tokens} does not fit: the prompt already uses "
+            f"{n_prompt} of the model's {ctx} positions, so ask for at most "
+            f"{ctx - n_prompt} new tokens (or shorten the prompt)"
+        )
 
 
 def _render(tok, prompt: str, chat: bool) -> str:
@@ -317,16 +408,21 @@ def _render(tok, prompt: str, chat: bool) -> str:
         return prompt
     if not getattr(tok, "chat_template", None):
         raise ValueError("this model's tokenizer has no chat template: use chat=False")
-    return tok.apply_chat_template([{"role": "user", "content": prompt}],
-                                   add_generation_prompt=True, tokenize=False)
+    return tok.apply_chat_template(
+        [{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=False
+    )
 
 
 # ---- reading out each step -------------------------------------------------------------------
 def _f32(values) -> list[float]:
     """Floats rounded to float32 precision, written as short decimals (smaller JSON)."""
     arr = np.asarray(values, dtype=np.float32).ravel()
-    return [float(np.format_float_positional(v, unique=True, trim="-")) if math.isfinite(v)
-            else float(v) for v in arr]
+    return [
+        float(np.format_float_positional(v, unique=True, trim="-"))
+        if math.isfinite(v)
+        else float(v)
+        for v in arr
+    ]
 
 
 class _TokenTexts:
@@ -358,8 +454,16 @@ def _common_prefix(a: str, b: str) -> int:
     return i
 
 
-def _step(i: int, p: _Pass, k: int, texts: "_TokenTexts", spec, generated: list[int],
-          output_text: str, tok) -> Step:
+def _step(
+    i: int,
+    p: _Pass,
+    k: int,
+    texts: "_TokenTexts",
+    spec,
+    generated: list[int],
+    output_text: str,
+    tok,
+) -> Step:
     """The saved form of pass `i`: its candidates, probabilities and timings."""
     logits = p.logits.float()
     lse = torch.logsumexp(logits, dim=-1)
@@ -394,8 +498,9 @@ def _step(i: int, p: _Pass, k: int, texts: "_TokenTexts", spec, generated: list[
         emitted_at_s=p.emitted_at_s,
         # Characters of the reply on screen once this token is added. A token holding part of
         # a multi-byte character adds nothing until the character is complete.
-        text_end=_common_prefix(tok.decode(generated[: i + 1], skip_special_tokens=False),
-                                output_text),
+        text_end=_common_prefix(
+            tok.decode(generated[: i + 1], skip_special_tokens=False), output_text
+        ),
         token_piece=texts.piece(p.token),
         top_pieces=[texts.piece(t) for t in top_ids],
     )
@@ -413,8 +518,10 @@ def _attention(passes: list[_Pass], spec, head: int) -> Attention:
 def _prompt_tokens(tok, text: str, ids: list[int], texts: _TokenTexts) -> list[Token]:
     pieces = tok.convert_ids_to_tokens(ids)
     spans = _spans(tok, text, ids)
-    return [Token(id=t, text=texts(t), piece=str(p), start=s, end=e, special=t in texts.special)
-            for t, p, (s, e) in zip(ids, pieces, spans)]
+    return [
+        Token(id=t, text=texts(t), piece=str(p), start=s, end=e, special=t in texts.special)
+        for t, p, (s, e) in zip(ids, pieces, spans)
+    ]
 
 
 def _spans(tok, text: str, ids: list[int]) -> list[tuple[int, int]]:

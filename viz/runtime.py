@@ -34,7 +34,7 @@ DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.
 
 # ---- device and dtype ---------------------------------------------------------------------
 def resolve_device(device: Union[str, torch.device] = "auto") -> torch.device:
-    """"auto" picks cuda, then mps, then cpu; an explicit device must exist here."""
+    """ "auto" picks cuda, then mps, then cpu; an explicit device must exist here."""
     if isinstance(device, torch.device):
         device = str(device)
     if not isinstance(device, str):
@@ -76,7 +76,7 @@ def resolve_dtype(dtype: Union[None, str, torch.dtype], device: torch.device) ->
 
 
 def dtype_name(dtype: torch.dtype) -> str:
-    """"float32" for torch.float32."""
+    """ "float32" for torch.float32."""
     return str(dtype).removeprefix("torch.")
 
 
@@ -140,18 +140,36 @@ def short_device_name(name: str) -> str:
         short = words[0] if words else "CPU"
     if len(short) <= SHORT_NAME_CHARS:
         return short
-    cut = short[:SHORT_NAME_CHARS - 1]
+    cut = short[: SHORT_NAME_CHARS - 1]
     if short[SHORT_NAME_CHARS - 1] != " " and " " in cut:  # end at a whole word
-        cut = cut[:cut.rindex(" ")]
+        cut = cut[: cut.rindex(" ")]
     return cut.rstrip(" -,/") + "…"
 
 
 # The instruction-set features that decide how fast torch's CPU kernels run, as Linux's
 # /proc/cpuinfo spells them: x86 (AVX2 and FMA; AVX-512 and its bfloat16 and VNNI extensions;
 # AMX tiles) and Arm (NEON is "asimd"; SVE; the bfloat16 and int8 matrix extensions).
-CPU_FEATURES = ("avx2", "fma", "f16c", "avx_vnni", "avx512f", "avx512bw", "avx512vl",
-                "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8",
-                "asimd", "asimdhp", "sve", "sve2", "bf16", "i8mm")
+CPU_FEATURES = (
+    "avx2",
+    "fma",
+    "f16c",
+    "avx_vnni",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+    "asimd",
+    "asimdhp",
+    "sve",
+    "sve2",
+    "bf16",
+    "i8mm",
+)
 # Environment variables that make torch use fewer instructions than the CPU has: the way an
 # AVX-512 machine stands in for an AVX2-only one (ATEN_CPU_CAPABILITY=avx2
 # ONEDNN_MAX_CPU_ISA=AVX2). Recorded with every measurement, since they change its results.
@@ -185,8 +203,9 @@ def cpu_capability() -> str:
     return f"{used} ({', '.join(overrides)})" if overrides else used
 
 
-def environment(device: torch.device, dtype: str, *,
-                source: str = "measured by viz") -> Environment:
+def environment(
+    device: torch.device, dtype: str, *, source: str = "measured by viz"
+) -> Environment:
     """Describe the machine, software and thread count a measurement ran with, now
     (`utc_now`), and what measured it (`source`, e.g. "measured by viz.perf.machine_peaks")."""
     import transformers
@@ -206,7 +225,6 @@ def environment(device: torch.device, dtype: str, *,
         measured_at=utc_now(),
         source=source,
     )
-
 
 
 @contextlib.contextmanager
@@ -236,9 +254,10 @@ class Clock:
 
     def __init__(self, device: torch.device, clock: Optional[Callable[[], float]] = None):
         self._read = clock or time.perf_counter
-        self._sync = {"cuda": torch.cuda.synchronize,
-                      "mps": getattr(getattr(torch, "mps", None), "synchronize", None)
-                      }.get(device.type)
+        self._sync = {
+            "cuda": torch.cuda.synchronize,
+            "mps": getattr(getattr(torch, "mps", None), "synchronize", None),
+        }.get(device.type)
         name = "injected" if clock else "perf_counter"
         self.name = f"{name}+{device.type}.synchronize" if self._sync else name
 
@@ -248,8 +267,9 @@ class Clock:
         return self._read()
 
 
-def time_runs(fn: Callable[[], object], device: torch.device, repeats: int,
-              warmup: int = 1) -> tuple[list[float], str]:
+def time_runs(
+    fn: Callable[[], object], device: torch.device, repeats: int, warmup: int = 1
+) -> tuple[list[float], str]:
     """Seconds of each of `repeats` calls of `fn` (after `warmup` untimed ones), and the timer.
 
     CUDA: events recorded on the stream around each call (device time, not launch time).
@@ -302,8 +322,13 @@ def release_memory(at_stake_bytes: Optional[int] = None) -> bool:
     import gc
 
     if at_stake_bytes is not None:
-        checks.whole("at_stake_bytes", at_stake_bytes, 0, noun="a number of bytes",
-                     fix="the size of what was freed, or leave it out to always collect")
+        checks.whole(
+            "at_stake_bytes",
+            at_stake_bytes,
+            0,
+            noun="a number of bytes",
+            fix="the size of what was freed, or leave it out to always collect",
+        )
     if at_stake_bytes is None or at_stake_bytes >= COLLECT_MIN_BYTES:
         gc.collect()
     if platform.system() != "Linux":
@@ -331,6 +356,8 @@ def memory_end(device: torch.device, memory: Memory) -> Memory:
     if device.type != "cuda":
         return memory
     torch.cuda.synchronize(device)
-    return Memory(device_weights_bytes=memory.device_weights_bytes,
-                  device_peak_bytes=torch.cuda.max_memory_allocated(device),
-                  device_end_bytes=torch.cuda.memory_allocated(device))
+    return Memory(
+        device_weights_bytes=memory.device_weights_bytes,
+        device_peak_bytes=torch.cuda.max_memory_allocated(device),
+        device_end_bytes=torch.cuda.memory_allocated(device),
+    )

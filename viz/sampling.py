@@ -20,14 +20,23 @@ def check_sampling(temperature: float, top_k: Optional[int], top_p: Optional[flo
     if top_k is not None:
         checks.whole("top_k", top_k, 1, fix="or None for no limit")
     if top_p is not None:
-        checks.number("top_p", top_p, 0, 1, open_low=True, noun="",
-                      fix="or None for no limit; e.g. 0.9 keeps the most likely tokens until "
-                          "they cover 90%")
+        checks.number(
+            "top_p",
+            top_p,
+            0,
+            1,
+            open_low=True,
+            noun="",
+            fix="or None for no limit; e.g. 0.9 keeps the most likely tokens until they cover 90%",
+        )
 
 
-def sampling_distribution(logits: torch.Tensor, temperature: float = 1.0,
-                          top_k: Optional[int] = None,
-                          top_p: Optional[float] = None) -> torch.Tensor:
+def sampling_distribution(
+    logits: torch.Tensor,
+    temperature: float = 1.0,
+    top_k: Optional[int] = None,
+    top_p: Optional[float] = None,
+) -> torch.Tensor:
     """Probabilities the sampler draws from, same shape as `logits` (a 1-D tensor).
 
     Order of operations (as in Hugging Face's generate):
@@ -60,8 +69,13 @@ def sampling_distribution(logits: torch.Tensor, temperature: float = 1.0,
     return torch.softmax(scaled.masked_fill(~keep, float("-inf")), dim=-1)
 
 
-def choose(logits: torch.Tensor, temperature: float, top_k: Optional[int],
-           top_p: Optional[float], generator: torch.Generator) -> tuple[int, float]:
+def choose(
+    logits: torch.Tensor,
+    temperature: float,
+    top_k: Optional[int],
+    top_p: Optional[float],
+    generator: torch.Generator,
+) -> tuple[int, float]:
     """Pick the next token: (token id, its probability under the sampling distribution)."""
     if temperature == 0:  # greedy: the most likely token, nothing random
         return int(torch.argmax(logits)), 1.0

@@ -50,8 +50,10 @@ class Spread:
         for name in ("median", "low", "high"):
             checks.number(f"a spread's {name}", getattr(self, name), noun="a finite number")
         if not self.low <= self.median <= self.high:
-            raise ValueError(f"a spread must have low <= median <= high, not {self.low!r} <= "
-                             f"{self.median!r} <= {self.high!r}")
+            raise ValueError(
+                f"a spread must have low <= median <= high, not {self.low!r} <= "
+                f"{self.median!r} <= {self.high!r}"
+            )
         checks.whole("runs", self.runs, 0)
 
     # ---- making one ---------------------------------------------------------------------
@@ -81,30 +83,38 @@ class Spread:
         """This figure times a positive constant (a unit change, a count per run)."""
         if not factor > 0:
             raise ValueError(f"scale by a positive number, not {factor!r}")
-        return Spread(self.median * factor, self.low * factor, self.high * factor, self.runs,
-                      self.derived)
+        return Spread(
+            self.median * factor, self.low * factor, self.high * factor, self.runs, self.derived
+        )
 
     def rate(self, amount: Number) -> "Spread":
         """`amount` ÷ this figure: a rate from times (bytes ÷ seconds), or a time from a rate
         (FLOPs ÷ FLOP/s). The low end comes from this figure's high end."""
         if not amount > 0 or not self.low > 0:
             raise ValueError("a rate needs a positive amount and positive times")
-        return Spread(amount / self.median, amount / self.high, amount / self.low, self.runs,
-                      True)
+        return Spread(amount / self.median, amount / self.high, amount / self.low, self.runs, True)
 
     def __truediv__(self, other: Union["Spread", Number]) -> "Spread":
         o = Spread.coerce(other)
         if not o.low > 0:
             raise ValueError("divide by a positive figure only")
-        return Spread(self.median / o.median, self.low / o.high, self.high / o.low,
-                      min(self.runs, o.runs) if self.runs and o.runs else self.runs or o.runs,
-                      True)
+        return Spread(
+            self.median / o.median,
+            self.low / o.high,
+            self.high / o.low,
+            min(self.runs, o.runs) if self.runs and o.runs else self.runs or o.runs,
+            True,
+        )
 
     def __sub__(self, other: Union["Spread", Number]) -> "Spread":
         o = Spread.coerce(other)
-        return Spread(self.median - o.median, self.low - o.high, self.high - o.low,
-                      min(self.runs, o.runs) if self.runs and o.runs else self.runs or o.runs,
-                      True)
+        return Spread(
+            self.median - o.median,
+            self.low - o.high,
+            self.high - o.low,
+            min(self.runs, o.runs) if self.runs and o.runs else self.runs or o.runs,
+            True,
+        )
 
     # ---- reading it -------------------------------------------------------------------
     def contains(self, value: Number) -> bool:
@@ -120,8 +130,7 @@ class Spread:
         """The spread's width as a share of the figure: (high − low) ÷ median."""
         return (self.high - self.low) / abs(self.median) if self.median else math.inf
 
-    def text(self, scale: Number = 1.0, unit: str = "", digits: int = 1,
-             runs: bool = True) -> str:
+    def text(self, scale: Number = 1.0, unit: str = "", digits: int = 1, runs: bool = True) -> str:
         """e.g. "62.0 ms (61.0–63.0, 5 runs)"; an exact figure prints alone. runs=False
         leaves out the count: "62.0 ms (61.0–63.0)"; so does a derived spread (its ends come
         from several figures' spreads, not from runs of its own)."""
@@ -232,8 +241,10 @@ class Interval:
         u = f" {unit}" if unit else ""
         if self.runs == 1:
             return f"{f(self.median)}{u} (1 run)"
-        return (f"{f(self.median)}{u} (CI {self.coverage:.0%}: {f(self.low)}–{f(self.high)}, "
-                f"{self.runs} runs)")
+        return (
+            f"{f(self.median)}{u} (CI {self.coverage:.0%}: {f(self.low)}–{f(self.high)}, "
+            f"{self.runs} runs)"
+        )
 
     def __str__(self) -> str:
         return self.text(digits=3)
@@ -244,5 +255,5 @@ def median_coverage(n: int, k: int) -> float:
     the true median: 1 − 2·P(Binomial(n, ½) ≤ k − 1)."""
     if not 1 <= k <= n // 2 + (n % 2):
         raise ValueError(f"k must be from 1 to {n // 2 + n % 2} for {n} runs, not {k}")
-    tail = sum(math.comb(n, i) for i in range(k)) / 2 ** n
+    tail = sum(math.comb(n, i) for i in range(k)) / 2**n
     return max(0.0, 1.0 - 2.0 * tail)

@@ -60,9 +60,13 @@ class Timed:
         return self.chosen - self.started
 
 
-def timed_step(clock: Clock, forward: Callable[[], Any],
-               choose: Optional[Callable[[Any], Any]] = None, *,
-               started: Optional[float] = None) -> Timed:
+def timed_step(
+    clock: Clock,
+    forward: Callable[[], Any],
+    choose: Optional[Callable[[Any], Any]] = None,
+    *,
+    started: Optional[float] = None,
+) -> Timed:
     """Run one step and time it: read the clock, run `forward()`, read the clock, choose the
     next token with `choose(logits)`, read the clock. Lesson 04 teaches the step; lesson 08
     takes its time apart.
@@ -77,23 +81,31 @@ def timed_step(clock: Clock, forward: Callable[[], Any],
         prefill counts from the end of tokenizing, so making its empty cache is part of it.
     """
     if not isinstance(clock, Clock):
-        raise ValueError(f"clock must be a viz.runtime.Clock (it waits for the device before "
-                         f"reading the time), not {type(clock).__name__}: pass "
-                         f"Clock(lm.device)")
+        raise ValueError(
+            f"clock must be a viz.runtime.Clock (it waits for the device before "
+            f"reading the time), not {type(clock).__name__}: pass "
+            f"Clock(lm.device)"
+        )
     start = clock.now() if started is None else started
     logits = forward()  # the forward pass (and building its input)
     forwarded = clock.now()  # Clock waits for the device: the pass is done, not just launched
     if choose is None:
-        return Timed(logits=logits, token=logits, started=start, forwarded=forwarded,
-                     chosen=forwarded)
+        return Timed(
+            logits=logits, token=logits, started=start, forwarded=forwarded, chosen=forwarded
+        )
     token = choose(logits)  # the next token from the scores
-    return Timed(logits=logits, token=token, started=start, forwarded=forwarded,
-                 chosen=clock.now())
+    return Timed(logits=logits, token=token, started=start, forwarded=forwarded, chosen=clock.now())
 
 
-def decode(clock: Clock, forward: Callable[..., Any], cache: Any, feed: Callable[[], Any],
-           choose: Optional[Callable[[Any], Any]] = None, *,
-           extras: Optional[Callable[[], dict]] = None) -> Iterator[Timed]:
+def decode(
+    clock: Clock,
+    forward: Callable[..., Any],
+    cache: Any,
+    feed: Callable[[], Any],
+    choose: Optional[Callable[[Any], Any]] = None,
+    *,
+    extras: Optional[Callable[[], dict]] = None,
+) -> Iterator[Timed]:
     """The decode loop, one timed step per `next()`: feed the newest token(s) with the cache,
     run one forward pass, choose the next token (`timed_step`). Lesson 04 teaches it;
     `viz.record` writes the reply around it, step by step.

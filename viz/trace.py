@@ -203,9 +203,12 @@ class Embeddings:
         scales[scales == 0] = 1.0
         scales = scales.astype(np.float32)
         q = np.clip(np.rint(x / scales[:, None]), -127, 127).astype(np.int8)
-        return cls([int(t) for t in token_ids], int(x.shape[1]),
-                    [float(np.format_float_positional(v, unique=True, trim="-")) for v in scales],
-                    base64.b64encode(q.tobytes()).decode("ascii"))
+        return cls(
+            [int(t) for t in token_ids],
+            int(x.shape[1]),
+            [float(np.format_float_positional(v, unique=True, trim="-")) for v in scales],
+            base64.b64encode(q.tobytes()).decode("ascii"),
+        )
 
     def matrix(self) -> np.ndarray:
         """All stored vectors as a float32 array of shape (len(token_ids), dim)."""
@@ -255,31 +258,36 @@ class Attention:
             parts.append(np.clip(np.rint(r / top), 0, 255).astype(np.uint8).ravel())
             scales.append(top.astype(np.float32).ravel())
         pack = lambda a: base64.b64encode(zlib.compress(a.tobytes(), 9)).decode("ascii")
-        return cls(n_layers=int(rows[0].shape[0]) if rows else 0, n_heads=n_heads, head=head,
-                   lengths=[int(r.shape[-1]) for r in rows],
-                   scales_b64=pack(np.concatenate(scales) if scales else np.zeros(0, np.float32)),
-                   weights_b64=pack(np.concatenate(parts) if parts else np.zeros(0, np.uint8)))
+        return cls(
+            n_layers=int(rows[0].shape[0]) if rows else 0,
+            n_heads=n_heads,
+            head=head,
+            lengths=[int(r.shape[-1]) for r in rows],
+            scales_b64=pack(np.concatenate(scales) if scales else np.zeros(0, np.float32)),
+            weights_b64=pack(np.concatenate(parts) if parts else np.zeros(0, np.uint8)),
+        )
 
     def step(self, step: int) -> np.ndarray:
         """Step `step`'s weights as float32, shaped (layers, 2, positions): [:, 0] the mean over
         heads, [:, 1] head `self.head`."""
         if not 0 <= step < len(self.lengths):
-            raise ValueError(f"no attention stored for step {step}: this trace has steps 0 to "
-                             f"{len(self.lengths) - 1}")
+            raise ValueError(
+                f"no attention stored for step {step}: this trace has steps 0 to "
+                f"{len(self.lengths) - 1}"
+            )
         unpack = lambda b, t: np.frombuffer(zlib.decompress(base64.b64decode(b)), dtype=t)
         q, scales = unpack(self.weights_b64, np.uint8), unpack(self.scales_b64, np.float32)
         rows_before = 2 * self.n_layers * step
         start = 2 * self.n_layers * sum(self.lengths[:step])
         n = self.lengths[step]
-        block = q[start:start + 2 * self.n_layers * n].reshape(self.n_layers, 2, n)
-        s = scales[rows_before:rows_before + 2 * self.n_layers].reshape(self.n_layers, 2, 1)
+        block = q[start : start + 2 * self.n_layers * n].reshape(self.n_layers, 2, n)
+        s = scales[rows_before : rows_before + 2 * self.n_layers].reshape(self.n_layers, 2, 1)
         return block.astype(np.float32) * s
 
 
 def _pack(array: np.ndarray) -> str:
     """An array's bytes (native order), zlib-compressed and base64: `Lens`'s compact blobs."""
-    return base64.b64encode(zlib.compress(np.ascontiguousarray(array).tobytes(), 9)).decode(
-        "ascii")
+    return base64.b64encode(zlib.compress(np.ascontiguousarray(array).tobytes(), 9)).decode("ascii")
 
 
 def _unpack(blob: str, dtype, shape: tuple) -> np.ndarray:
@@ -315,20 +323,27 @@ class Lens:
     token_pieces: list[str]
 
     @classmethod
-    def from_arrays(cls, ids, probs, chosen_probs, chosen_ranks,
-                    texts: Callable[[int], tuple[str, str]]) -> "Lens":
+    def from_arrays(
+        cls, ids, probs, chosen_probs, chosen_ranks, texts: Callable[[int], tuple[str, str]]
+    ) -> "Lens":
         """From arrays shaped (steps, rows, top), (steps, rows, top), (steps, rows) and
         (steps, rows); `texts(token_id)` gives (text, piece) of each id they name."""
         ids = np.asarray(ids, dtype=np.int32)
         steps, rows, top = ids.shape
         named = [int(t) for t in np.unique(ids)]
         spelt = [texts(t) for t in named]
-        return cls(n_layers=rows - 1, top=top, steps=steps, ids_b64=_pack(ids),
-                   probs_b64=_pack(np.asarray(probs, dtype=np.float32)),
-                   chosen_probs_b64=_pack(np.asarray(chosen_probs, dtype=np.float32)),
-                   chosen_ranks_b64=_pack(np.asarray(chosen_ranks, dtype=np.int32)),
-                   token_ids=named, token_texts=[t for t, _ in spelt],
-                   token_pieces=[p for _, p in spelt])
+        return cls(
+            n_layers=rows - 1,
+            top=top,
+            steps=steps,
+            ids_b64=_pack(ids),
+            probs_b64=_pack(np.asarray(probs, dtype=np.float32)),
+            chosen_probs_b64=_pack(np.asarray(chosen_probs, dtype=np.float32)),
+            chosen_ranks_b64=_pack(np.asarray(chosen_ranks, dtype=np.int32)),
+            token_ids=named,
+            token_texts=[t for t, _ in spelt],
+            token_pieces=[p for _, p in spelt],
+        )
 
     def token(self, token_id: int) -> tuple[str, str]:
         """(text, piece) of a token id the lens names (("", "") for one it does not)."""
@@ -401,8 +416,9 @@ class Trace(Document):
     KIND: ClassVar[str] = "llm-inference-trace"
     SCHEMA_VERSION: ClassVar[int] = 1
     WHAT: ClassVar[str] = "trace"
-    AGAIN: ClassVar[str] = ("record it again with viz.record(...) or "
-                            "`python -m viz record \"your prompt\" -o FILE`")
+    AGAIN: ClassVar[str] = (
+        'record it again with viz.record(...) or `python -m viz record "your prompt" -o FILE`'
+    )
 
     # ---- derived figures -------------------------------------------------------------
     @property
@@ -463,8 +479,11 @@ class Trace(Document):
         lines = [
             f"model      {self.model.name} ({self.model.n_params / 1e6:.1f} M params, "
             f"{self.environment.device}, {self.environment.dtype})"
-            + (" — random weights: real timings, meaningless text"
-               if self.model.random_weights else ""),
+            + (
+                " — random weights: real timings, meaningless text"
+                if self.model.random_weights
+                else ""
+            ),
             f"prompt     {len(self.prompt_tokens)} tokens; generated {self.n_generated} "
             f"({self.stop_reason})",
             f"TTFT       {self.ttft_s * 1000:.1f} ms "

@@ -64,9 +64,14 @@ def _ids(lm: LoadedModel, prompt: Union[str, Sequence[int]]) -> list[int]:
     return ids
 
 
-def generate_batch(lm: LoadedModel, prompts: Sequence[Union[str, Sequence[int]]],
-                   max_new_tokens: int = 16, *, threads: Optional[int] = None,
-                   clock: Optional[Callable[[], float]] = None) -> BatchRun:
+def generate_batch(
+    lm: LoadedModel,
+    prompts: Sequence[Union[str, Sequence[int]]],
+    max_new_tokens: int = 16,
+    *,
+    threads: Optional[int] = None,
+    clock: Optional[Callable[[], float]] = None,
+) -> BatchRun:
     """Greedy replies to several prompts in one batch, with a KV cache, timed step by step.
 
     prompts: texts (tokenized as `viz.record` does with chat=False) or lists of token ids.
@@ -78,8 +83,9 @@ def generate_batch(lm: LoadedModel, prompts: Sequence[Union[str, Sequence[int]]]
         return _generate(lm, prompts, max_new_tokens, clock)
 
 
-def _generate(lm: LoadedModel, prompts, max_new_tokens: int,
-              clock: Optional[Callable[[], float]]) -> BatchRun:
+def _generate(
+    lm: LoadedModel, prompts, max_new_tokens: int, clock: Optional[Callable[[], float]]
+) -> BatchRun:
     if not prompts:
         raise ValueError("give at least one prompt")
     checks.whole("max_new_tokens", max_new_tokens, 1)
@@ -87,8 +93,10 @@ def _generate(lm: LoadedModel, prompts, max_new_tokens: int,
     longest = max(len(p) for p in prompt_ids)
     ctx = lm.spec.context_length
     if ctx and longest + max_new_tokens > ctx:
-        raise ValueError(f"the longest prompt ({longest} tokens) plus max_new_tokens="
-                         f"{max_new_tokens} exceeds the model's {ctx} positions")
+        raise ValueError(
+            f"the longest prompt ({longest} tokens) plus max_new_tokens="
+            f"{max_new_tokens} exceeds the model's {ctx} positions"
+        )
     dev = lm.device
     pad = lm.tokenizer.pad_token_id if lm.tokenizer.pad_token_id is not None else 0
     forward = last_logits(lm.model)
@@ -99,8 +107,8 @@ def _generate(lm: LoadedModel, prompts, max_new_tokens: int,
     ids = torch.full((len(prompt_ids), longest), pad, dtype=torch.long)
     mask = torch.zeros((len(prompt_ids), longest), dtype=torch.long)
     for r, p in enumerate(prompt_ids):
-        ids[r, longest - len(p):] = torch.tensor(p)
-        mask[r, longest - len(p):] = 1
+        ids[r, longest - len(p) :] = torch.tensor(p)
+        mask[r, longest - len(p) :] = 1
     ids, mask = ids.to(dev), mask.to(dev)
     # Positions count real tokens only: 0, 1, 2, ... from each prompt's first token.
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
@@ -113,8 +121,9 @@ def _generate(lm: LoadedModel, prompts, max_new_tokens: int,
         # 1. Prefill: one forward pass over every prompt at once; the cache holds B rows.
         # 2. Each request's first token: the highest-scoring one in its row.
         cache = new_cache(lm.model)
-        first = timed_step(timer, lambda: forward(ids, cache, mask, positions), argmax,
-                           started=start)
+        first = timed_step(
+            timer, lambda: forward(ids, cache, mask, positions), argmax, started=start
+        )
         token = first.token
         out = [token]
         step_forward, step_total = [], []
@@ -140,7 +149,15 @@ def _generate(lm: LoadedModel, prompts, max_new_tokens: int,
         generated = torch.stack(out, dim=1).cpu().tolist()
         kv = sum(live_bytes_per_layer(cache, lm.spec.n_layers))
 
-    return BatchRun(prompt_ids=prompt_ids, generated_ids=generated, padded_length=longest,
-                    prefill_forward_s=first.forward_s, ttft_s=first.seconds,
-                    step_forward_s=step_forward, step_s=step_total, end_to_end_s=end - start,
-                    kv_bytes=kv, memory=memory)
+    return BatchRun(
+        prompt_ids=prompt_ids,
+        generated_ids=generated,
+        padded_length=longest,
+        prefill_forward_s=first.forward_s,
+        ttft_s=first.seconds,
+        step_forward_s=step_forward,
+        step_s=step_total,
+        end_to_end_s=end - start,
+        kv_bytes=kv,
+        memory=memory,
+    )

@@ -88,8 +88,14 @@ MODES = ("default", "reduce-overhead")
 
 
 # The provenance fields a CompiledStep kept loose before schema 2: now its `environment`'s.
-COMPILED_LOOSE = ("device", "device_name", "threads", "torch_version", "cpu_capability",
-                  "measured_at")
+COMPILED_LOOSE = (
+    "device",
+    "device_name",
+    "threads",
+    "torch_version",
+    "cpu_capability",
+    "measured_at",
+)
 COMPILED_SOURCE = "measured by viz.perf.measure_compiled_step"
 
 
@@ -97,8 +103,9 @@ def _compiled_v1_to_v2(data: dict) -> dict:
     """Schema 1: device, threads, torch and the time ("2026-12-05 12:12 UTC") were loose
     fields; they move into `environment` (`viz.provenance`), whose source is a shipped
     reference's own `source`, else what measured it."""
-    return environment_from_loose(data, COMPILED_LOOSE, data.get("source") or COMPILED_SOURCE,
-                                  dtype=data.get("dtype", ""))
+    return environment_from_loose(
+        data, COMPILED_LOOSE, data.get("source") or COMPILED_SOURCE, dtype=data.get("dtype", "")
+    )
 
 
 @loose_names(*COMPILED_LOOSE)
@@ -153,7 +160,7 @@ class CompiledStep(Document):
 
     @property
     def speedup_verdict(self) -> Band:
-        """"compiled is faster" when the speed-up's whole spread lies above 1, "eager is
+        """ "compiled is faster" when the speed-up's whole spread lies above 1, "eager is
         faster" below, "too close to call" when it crosses 1 (a `viz.Band`)."""
         return band(self.speedup, [1.0], list(SPEEDUP_WORDS))
 
@@ -166,28 +173,33 @@ class CompiledStep(Document):
 
     def __str__(self) -> str:
         ms = lambda s: s.text(1e3, "ms", 2, runs=False)  # noqa: E731
-        lines = [f"{self.model} ({self.n_layers} layers × {self.hidden_size}, {self.dtype}, "
-                 f"{self.weight_bytes / 1e6:,.1f} MB of weights), {self.threads} threads, "
-                 f"{self.repeats} runs × {self.new_tokens - 1} decode steps each way",
-                 f"  eager, DynamicCache (viz.record's loop):  {ms(self.recorded)}",
-                 f"  eager, static cache:                      {ms(self.eager)}",
-                 f"  compiled, static cache:                   {ms(self.compiled)}",
-                 f"  saved per step {self.saved.text(1e3, 'ms', 2)}, speed-up "
-                 f"×{self.speedup.text(1, '', 2)}: {self.speedup_verdict.word}",
-                 f"  compile: {self.compile_s:.1f} s ({'an empty' if self.cold else 'a warm'} "
-                 f"cache folder, {self.backend}"
-                 f"{'' if self.mode == 'default' else ', mode ' + self.mode}"
-                 f", {self.compile_threads} compile worker"
-                 f"{'s' if self.compile_threads != 1 else ''}, {self.graphs} graph"
-                 f"{'s' if self.graphs != 1 else ''})"]
+        lines = [
+            f"{self.model} ({self.n_layers} layers × {self.hidden_size}, {self.dtype}, "
+            f"{self.weight_bytes / 1e6:,.1f} MB of weights), {self.threads} threads, "
+            f"{self.repeats} runs × {self.new_tokens - 1} decode steps each way",
+            f"  eager, DynamicCache (viz.record's loop):  {ms(self.recorded)}",
+            f"  eager, static cache:                      {ms(self.eager)}",
+            f"  compiled, static cache:                   {ms(self.compiled)}",
+            f"  saved per step {self.saved.text(1e3, 'ms', 2)}, speed-up "
+            f"×{self.speedup.text(1, '', 2)}: {self.speedup_verdict.word}",
+            f"  compile: {self.compile_s:.1f} s ({'an empty' if self.cold else 'a warm'} "
+            f"cache folder, {self.backend}"
+            f"{'' if self.mode == 'default' else ', mode ' + self.mode}"
+            f", {self.compile_threads} compile worker"
+            f"{'s' if self.compile_threads != 1 else ''}, {self.graphs} graph"
+            f"{'s' if self.graphs != 1 else ''})",
+        ]
         even = self.break_even_tokens
         if self.speedup_verdict.word == SPEEDUP_WORDS[1]:
             lines.append(f"  the compile pays for itself after {even:,.0f} tokens")
         else:
-            lines.append("  no saving these runs can tell from the noise: the compile does not "
-                         "pay for itself")
-        lines.append(f"  greedy tokens {'identical' if self.same_tokens else 'DIFFER'} "
-                     f"across the three ways")
+            lines.append(
+                "  no saving these runs can tell from the noise: the compile does not "
+                "pay for itself"
+            )
+        lines.append(
+            f"  greedy tokens {'identical' if self.same_tokens else 'DIFFER'} across the three ways"
+        )
         if self.note:
             lines.append(f"  ({self.note})")
         if self.source:
@@ -203,11 +215,15 @@ def compiler_missing() -> Optional[str]:
 
         compiler = get_cpp_compiler()
     except Exception as e:  # torch raises its own error types when none is found
-        return (f"torch.compile needs a C++ compiler on a CPU and found none ({str(e)[:120]}); "
-                f"install one (Debian/Ubuntu: apt install g++) and run again")
+        return (
+            f"torch.compile needs a C++ compiler on a CPU and found none ({str(e)[:120]}); "
+            f"install one (Debian/Ubuntu: apt install g++) and run again"
+        )
     if not shutil.which(compiler) and not os.path.exists(compiler):
-        return (f"torch.compile needs a C++ compiler on a CPU; {compiler!r} is not installed: "
-                f"install one (Debian/Ubuntu: apt install g++) and run again")
+        return (
+            f"torch.compile needs a C++ compiler on a CPU; {compiler!r} is not installed: "
+            f"install one (Debian/Ubuntu: apt install g++) and run again"
+        )
     return None
 
 
@@ -244,10 +260,18 @@ def _graphs() -> int:
     return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
 
 
-def measure_compiled_step(lm: LoadedModel, *, prompt: str = PROMPT, new_tokens: int = 16,
-                          repeats: int = 3, threads: Optional[int] = None,
-                          backend: str = "inductor", cold: bool = True,
-                          compile_threads: int = 1, mode: str = "default") -> CompiledStep:
+def measure_compiled_step(
+    lm: LoadedModel,
+    *,
+    prompt: str = PROMPT,
+    new_tokens: int = 16,
+    repeats: int = 3,
+    threads: Optional[int] = None,
+    backend: str = "inductor",
+    cold: bool = True,
+    compile_threads: int = 1,
+    mode: str = "default",
+) -> CompiledStep:
     """The decode step of `lm` eager and compiled, timed side by side (module docstring).
 
     new_tokens: greedy tokens per run (>= 3; decode steps timed per run: one fewer).
@@ -272,50 +296,75 @@ def measure_compiled_step(lm: LoadedModel, *, prompt: str = PROMPT, new_tokens: 
     with using_threads(threads) as n_threads, torch.no_grad():
         folder = empty_inductor_cache() if cold else contextlib.nullcontext()
         with folder, inductor_config.patch(compile_threads=compile_threads):
-            compile_s, times, made, graphs = _compile_and_time(lm, ids, new_tokens, repeats,
-                                                               backend, mode)
+            compile_s, times, made, graphs = _compile_and_time(
+                lm, ids, new_tokens, repeats, backend, mode
+            )
             _clear_compiled()  # after _compile_and_time has let go of the compiled step
     release_memory()  # hand the compiler's memory back (Binder's 2 GB)
 
     spec, model, dev = lm.spec, lm.model, lm.device
     return CompiledStep(
-        model=spec.name, n_layers=spec.n_layers, hidden_size=spec.hidden_size, dtype=lm.dtype,
+        model=spec.name,
+        n_layers=spec.n_layers,
+        hidden_size=spec.hidden_size,
+        dtype=lm.dtype,
         weight_bytes=int(sum(p.numel() * p.element_size() for p in model.parameters())),
-        random_weights=spec.random_weights, prompt_tokens=n, new_tokens=new_tokens, repeats=repeats,
-        backend=backend, compile_s=float(compile_s), cold=bool(cold), graphs=graphs,
-        compile_threads=compile_threads, mode=mode,
-        recorded=Spread.of(times["recorded"]), eager=Spread.of(times["eager"]),
-        compiled=Spread.of(times["compiled"]), token_ids=made["recorded"],
+        random_weights=spec.random_weights,
+        prompt_tokens=n,
+        new_tokens=new_tokens,
+        repeats=repeats,
+        backend=backend,
+        compile_s=float(compile_s),
+        cold=bool(cold),
+        graphs=graphs,
+        compile_threads=compile_threads,
+        mode=mode,
+        recorded=Spread.of(times["recorded"]),
+        eager=Spread.of(times["eager"]),
+        compiled=Spread.of(times["compiled"]),
+        token_ids=made["recorded"],
         same_tokens=made["recorded"] == made["eager"] == made["compiled"],
         # the device as str(dev) ("cuda:0"), as before; the threads the block ran with
-        environment=dataclasses.replace(lm.environment(COMPILED_SOURCE), device=str(dev),
-                                        threads=n_threads))
+        environment=dataclasses.replace(
+            lm.environment(COMPILED_SOURCE), device=str(dev), threads=n_threads
+        ),
+    )
 
 
-def _check_arguments(lm, prompt, new_tokens, repeats, threads, backend, compile_threads,
-                     mode) -> None:
+def _check_arguments(
+    lm, prompt, new_tokens, repeats, threads, backend, compile_threads, mode
+) -> None:
     """`measure_compiled_step`'s argument checks, and whether this machine can compile."""
     if not isinstance(lm, LoadedModel):
-        raise ValueError(f"expected a viz.LoadedModel, not {type(lm).__name__}: load one with "
-                         "viz.load_model() or viz.perf.from_config()")
-    checks.whole("new_tokens", new_tokens, 3,
-                 fix="greedy tokens per run (two decode steps at least)")
+        raise ValueError(
+            f"expected a viz.LoadedModel, not {type(lm).__name__}: load one with "
+            "viz.load_model() or viz.perf.from_config()"
+        )
+    checks.whole(
+        "new_tokens", new_tokens, 3, fix="greedy tokens per run (two decode steps at least)"
+    )
     checks.whole("repeats", repeats, 1, fix="timed runs of each way")
     checks.threads(threads)
     checks.whole("compile_threads", compile_threads, 1, fix="Inductor's compile workers")
     checks.prompt(prompt, "give some text")
     known = torch._dynamo.list_backends(exclude_tags=())
     if not isinstance(backend, str) or backend not in known:
-        raise ValueError(f"unknown torch.compile backend {backend!r}: use 'inductor' (fused "
-                         f"kernels) or 'aot_eager' (trace only)")
+        raise ValueError(
+            f"unknown torch.compile backend {backend!r}: use 'inductor' (fused "
+            f"kernels) or 'aot_eager' (trace only)"
+        )
     if mode not in MODES:
         raise ValueError(f"unknown torch.compile mode {mode!r}: use one of {list(MODES)}")
     if mode == "reduce-overhead" and lm.device.type != "cuda":
-        raise ValueError(f"mode='reduce-overhead' records CUDA graphs and needs a CUDA device, "
-                         f"not {lm.device.type}: use mode='default' here")
+        raise ValueError(
+            f"mode='reduce-overhead' records CUDA graphs and needs a CUDA device, "
+            f"not {lm.device.type}: use mode='default' here"
+        )
     if lm.device.type != "cpu" and backend == "inductor" and lm.device.type != "cuda":
-        raise ValueError(f"torch.compile's inductor backend runs on a CPU or CUDA, not "
-                         f"{lm.device.type}: load the model with device='cpu'")
+        raise ValueError(
+            f"torch.compile's inductor backend runs on a CPU or CUDA, not "
+            f"{lm.device.type}: load the model with device='cpu'"
+        )
     if backend == "inductor" and lm.device.type == "cpu":
         missing = compiler_missing()
         if missing:
@@ -328,15 +377,17 @@ def _prompt_ids(lm: LoadedModel, prompt: str, new_tokens: int) -> torch.Tensor:
     n = ids.shape[1]
     limit = lm.spec.context_length
     if limit and n + new_tokens > limit:
-        raise ValueError(f"the prompt's {n} tokens + {new_tokens} new ones do not fit "
-                         f"{lm.spec.name}'s {limit} positions: use a shorter prompt or fewer "
-                         f"new_tokens")
+        raise ValueError(
+            f"the prompt's {n} tokens + {new_tokens} new ones do not fit "
+            f"{lm.spec.name}'s {limit} positions: use a shorter prompt or fewer "
+            f"new_tokens"
+        )
     return ids
 
 
-def _compile_and_time(lm: LoadedModel, ids: torch.Tensor, new_tokens: int, repeats: int,
-                      backend: str, mode: str
-                      ) -> tuple[float, dict[str, list[float]], dict[str, list[int]], int]:
+def _compile_and_time(
+    lm: LoadedModel, ids: torch.Tensor, new_tokens: int, repeats: int, backend: str, mode: str
+) -> tuple[float, dict[str, list[float]], dict[str, list[int]], int]:
     """Compile the step, then time the three ways in turns: the compile's seconds, each way's
     step seconds and greedy tokens, and the graphs torch.compile made."""
     model, dev = lm.model, lm.device
@@ -359,8 +410,9 @@ def _compile_and_time(lm: LoadedModel, ids: torch.Tensor, new_tokens: int, repea
             shared.reset()  # a CUDA graph replays into (a new cache would be recorded again)
         cache = shared if static else compat.new_cache(model)
         positions = torch.arange(n, device=dev)[None]
-        token = forward(ids, cache, position_ids=positions if static else None) \
-            .argmax(-1, keepdim=True)
+        token = forward(ids, cache, position_ids=positions if static else None).argmax(
+            -1, keepdim=True
+        )
         made, seconds = [int(token)], []
         for k in range(tokens - 1):
             # the position is made before the clock starts: a compiled step is handed it
@@ -379,10 +431,12 @@ def _compile_and_time(lm: LoadedModel, ids: torch.Tensor, new_tokens: int, repea
     compiled = _compile(step, backend, mode)
     # The first compiled call compiles: prefill eager, then one step, timed whole.
     shared = compat.static_cache(model, length)
-    token = forward(ids, shared, position_ids=torch.arange(n, device=dev)[None]) \
-        .argmax(-1, keepdim=True)
-    compile_s = timed_step(clock, lambda: compiled(token, shared,
-                                                   torch.tensor([[n]], device=dev))).seconds
+    token = forward(ids, shared, position_ids=torch.arange(n, device=dev)[None]).argmax(
+        -1, keepdim=True
+    )
+    compile_s = timed_step(
+        clock, lambda: compiled(token, shared, torch.tensor([[n]], device=dev))
+    ).seconds
     fns = {"recorded": recorded_step, "eager": step, "compiled": compiled}
     for way in WAYS:  # warm-up: one short run each (allocations, kernel choice)
         run(way, fns[way], 3)
@@ -397,8 +451,13 @@ def _compile_and_time(lm: LoadedModel, ids: torch.Tensor, new_tokens: int, repea
 
 def _compile(step: Callable, backend: str, mode: str) -> Callable:
     """`step` compiled by torch.compile (traced on its first call)."""
-    compiled = torch.compile(step, backend=backend, fullgraph=True, dynamic=False,
-                             mode=None if mode == "default" else mode)
+    compiled = torch.compile(
+        step,
+        backend=backend,
+        fullgraph=True,
+        dynamic=False,
+        mode=None if mode == "default" else mode,
+    )
     if mode == "reduce-overhead":
         graph = compiled
 
@@ -406,4 +465,5 @@ def _compile(step: Callable, backend: str, mode: str) -> Callable:
             # A CUDA graph writes its output into the graph's own memory, which its
             # next replay overwrites: keep a copy (one token id) to feed back in.
             return graph(token, cache, position).clone()
+
     return compiled

@@ -30,15 +30,20 @@ from viz.trace import ModelSpec, dtype_bytes
 
 # ---- the tokenizer of models built from configs: one token per byte ------------------------
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}"
-                 "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n"
-                 "{% endif %}")
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}"
+    "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n"
+    "{% endif %}"
+)
 
 
 def _bytes_to_unicode() -> dict[int, str]:
     """GPT-2's printable stand-in character for each byte value (byte-level BPE's alphabet)."""
-    keep = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) \
+    keep = (
+        list(range(ord("!"), ord("~") + 1))
+        + list(range(ord("¡"), ord("¬") + 1))
         + list(range(ord("®"), ord("ÿ") + 1))
+    )
     chars, extra = {}, 0
     for b in range(256):
         if b in keep:
@@ -64,8 +69,10 @@ def byte_tokenizer(vocab_size: int = BYTE_VOCAB):
     from transformers import PreTrainedTokenizerFast
 
     if vocab_size < BYTE_VOCAB:
-        raise ValueError(f"vocab_size must be at least {BYTE_VOCAB} (256 bytes + "
-                         f"{len(SPECIALS)} control tokens), not {vocab_size}")
+        raise ValueError(
+            f"vocab_size must be at least {BYTE_VOCAB} (256 bytes + "
+            f"{len(SPECIALS)} control tokens), not {vocab_size}"
+        )
     vocab = {ch: b for b, ch in _bytes_to_unicode().items()}
     vocab.update({s: 256 + i for i, s in enumerate(SPECIALS)})
     vocab.update({f"[{i}]": i for i in range(BYTE_VOCAB, vocab_size)})
@@ -73,12 +80,17 @@ def byte_tokenizer(vocab_size: int = BYTE_VOCAB):
     tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tk.decoder = decoders.ByteLevel()
     tk.post_processor = processors.ByteLevel(trim_offsets=False)
-    tok = PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="<|endoftext|>",
-                                  bos_token="<|im_start|>", eos_token="<|im_end|>",
-                                  pad_token="<|im_end|>")
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=tk,
+        unk_token="<|endoftext|>",
+        bos_token="<|im_start|>",
+        eos_token="<|im_end|>",
+        pad_token="<|im_end|>",
+    )
     tok.add_special_tokens({"additional_special_tokens": SPECIALS})
     tok.chat_template = CHAT_TEMPLATE
     return tok
+
 
 # The byte tokenizer's control tokens sit right after the 256 byte values.
 BOS_ID, EOS_ID = 256 + SPECIALS.index("<|im_start|>"), 256 + SPECIALS.index("<|im_end|>")
@@ -108,8 +120,10 @@ def read_config(config: Union[str, Path, dict]) -> dict[str, Any]:
         elif Path(config).is_file():
             text = Path(config).read_text(encoding="utf-8")
         if text is None:
-            raise ValueError(f"no config named {config!r}: use one of {config_names()} or a path "
-                             "to a JSON file holding a transformers config")
+            raise ValueError(
+                f"no config named {config!r}: use one of {config_names()} or a path "
+                "to a JSON file holding a transformers config"
+            )
         try:
             entry = json.loads(text)
         except json.JSONDecodeError as e:
@@ -135,21 +149,34 @@ def config_spec(config: Union[str, Path, dict], dtype: str = "bfloat16") -> Mode
     c = entry["config"]
     n_heads = c["num_attention_heads"]
     spec = ModelSpec(
-        name=entry["name"], model_type="llama", n_layers=c["num_hidden_layers"],
-        n_heads=n_heads, n_kv_heads=c.get("num_key_value_heads") or n_heads,
+        name=entry["name"],
+        model_type="llama",
+        n_layers=c["num_hidden_layers"],
+        n_heads=n_heads,
+        n_kv_heads=c.get("num_key_value_heads") or n_heads,
         head_dim=c.get("head_dim") or c["hidden_size"] // n_heads,
-        hidden_size=c["hidden_size"], intermediate_size=c["intermediate_size"],
-        vocab_size=c["vocab_size"], context_length=c.get("max_position_embeddings", 0),
-        n_params=0, weight_bytes=0, dtype=dtype, random_weights=True)
+        hidden_size=c["hidden_size"],
+        intermediate_size=c["intermediate_size"],
+        vocab_size=c["vocab_size"],
+        context_length=c.get("max_position_embeddings", 0),
+        n_params=0,
+        weight_bytes=0,
+        dtype=dtype,
+        random_weights=True,
+    )
     spec.n_params = param_count(spec, tied=bool(c.get("tie_word_embeddings", False)))
     spec.weight_bytes = spec.n_params * dtype_bytes(dtype)
     return spec
 
 
-def from_config(config: Union[str, Path, dict] = "smollm2-135m", *,
-                device: Union[str, torch.device] = "auto",
-                dtype: Union[None, str, torch.dtype] = None, seed: int = 0,
-                context_length: Optional[int] = None) -> LoadedModel:
+def from_config(
+    config: Union[str, Path, dict] = "smollm2-135m",
+    *,
+    device: Union[str, torch.device] = "auto",
+    dtype: Union[None, str, torch.dtype] = None,
+    seed: int = 0,
+    context_length: Optional[int] = None,
+) -> LoadedModel:
     """Build a random-weight model from a published architecture config (lesson 06).
 
     config: a shipped name ("smollm2-135m", "llama-3.2-1b", "llama-3.1-8b"), a JSON path, or
@@ -178,5 +205,11 @@ def from_config(config: Union[str, Path, dict] = "smollm2-135m", *,
         model = AutoModelForCausalLM.from_config(cfg, dtype=dt)
     model.generation_config.eos_token_id = EOS_ID
     model.generation_config.pad_token_id = EOS_ID
-    return wrap(model, byte_tokenizer(cfg.vocab_size), name=entry["name"], device=dev,
-                source=f"config:{entry.get('source', entry['name'])}", random_weights=True)
+    return wrap(
+        model,
+        byte_tokenizer(cfg.vocab_size),
+        name=entry["name"],
+        device=dev,
+        source=f"config:{entry.get('source', entry['name'])}",
+        random_weights=True,
+    )

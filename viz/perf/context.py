@@ -49,8 +49,10 @@ from viz.runtime import release_memory
 from viz.spread import Spread
 from viz.trace import ModelSpec
 
-FILLER_IDS_TEXT = ("A long document: the model reads every token of it before the question, and "
-                   "each new position attends to all the positions before it. ")
+FILLER_IDS_TEXT = (
+    "A long document: the model reads every token of it before the question, and "
+    "each new position attends to all the positions before it. "
+)
 
 
 def prompt_ids(lm: LoadedModel, n: int) -> torch.Tensor:
@@ -64,9 +66,15 @@ def prompt_ids(lm: LoadedModel, n: int) -> torch.Tensor:
 
 # ---- prefill against prompt length --------------------------------------------------------
 @measured
-def long_prefill_sweep(lm: LoadedModel, lengths: Sequence[int] = (256, 512, 1024, 2048), *,
-                       repeats: int = 2, progress: bool = True, label: str = "",
-                       threads: Optional[int] = None) -> Sweep:
+def long_prefill_sweep(
+    lm: LoadedModel,
+    lengths: Sequence[int] = (256, 512, 1024, 2048),
+    *,
+    repeats: int = 2,
+    progress: bool = True,
+    label: str = "",
+    threads: Optional[int] = None,
+) -> Sweep:
     """Prompt length → prefill time, split into attention and the rest (lesson 11).
 
     Each prefill is one forward pass over n token ids with an empty cache (scoring only the
@@ -87,8 +95,11 @@ def long_prefill_sweep(lm: LoadedModel, lengths: Sequence[int] = (256, 512, 1024
     forward = compat.last_logits(lm.model)
     ids = {n: prompt_ids(lm, n) for n in lengths}
     runs: dict[int, list[tuple[float, float]]] = {n: [] for n in lengths}
-    with torch.inference_mode(), compat.timed_attention(lm.model) as clock, \
-            progress_bar(1 + repeats * len(lengths), "long prefill", progress) as bar:
+    with (
+        torch.inference_mode(),
+        compat.timed_attention(lm.model) as clock,
+        progress_bar(1 + repeats * len(lengths), "long prefill", progress) as bar,
+    ):
         forward(ids[lengths[0]], compat.new_cache(lm.model))  # warm-up, not kept
         bar.update()
         for _ in range(repeats):
@@ -100,19 +111,37 @@ def long_prefill_sweep(lm: LoadedModel, lengths: Sequence[int] = (256, 512, 1024
                 bar.update()
     release_memory(lm.spec.kv_bytes(max(lengths)))  # the long passes' activations, freed
     cols, spreads = _long_prefill_columns(lm.spec, lengths, runs)
-    return Sweep(name="long_prefill", x="prompt_tokens", columns=cols, model=lm.spec,
-                 environment=lm.environment(), settings={"repeats": repeats}, label=label,
-                 spreads=spreads)
+    return Sweep(
+        name="long_prefill",
+        x="prompt_tokens",
+        columns=cols,
+        model=lm.spec,
+        environment=lm.environment(),
+        settings={"repeats": repeats},
+        label=label,
+        spreads=spreads,
+    )
 
 
-def _long_prefill_columns(spec: ModelSpec, lengths: list[int],
-                          runs: dict[int, list[tuple[float, float]]]
-                          ) -> tuple[dict[str, list[Any]], dict[str, list[Spread]]]:
+def _long_prefill_columns(
+    spec: ModelSpec, lengths: list[int], runs: dict[int, list[tuple[float, float]]]
+) -> tuple[dict[str, list[Any]], dict[str, list[Spread]]]:
     """`long_prefill_sweep`'s table: one row per prompt length from its (prefill, attention)
     seconds in `runs`, medians over the repeats, beside the counted FLOPs."""
-    cols: dict[str, list[Any]] = {k: [] for k in (
-        "prompt_tokens", "prefill_s", "attention_s", "rest_s", "prefill_s_per_token",
-        "attention_share", "counted_attention_share", "attention_flops", "matmul_flops")}
+    cols: dict[str, list[Any]] = {
+        k: []
+        for k in (
+            "prompt_tokens",
+            "prefill_s",
+            "attention_s",
+            "rest_s",
+            "prefill_s_per_token",
+            "attention_share",
+            "counted_attention_share",
+            "attention_flops",
+            "matmul_flops",
+        )
+    }
     spreads: dict[str, list[Spread]] = {}
     for n in lengths:
         total = add_timed(cols, spreads, "prefill_s", [t for t, _ in runs[n]])
@@ -160,39 +189,51 @@ class Crossover:
 
     def prefill_s(self, tokens: int) -> float:
         """The fitted prefill time of a prompt of `tokens` (a·n² + b·n + c, c at least 0)."""
-        return (self.attention_s_per_token2 * tokens ** 2 + self.rest_s_per_token * tokens
-                + self.rest_fixed_s)
+        return (
+            self.attention_s_per_token2 * tokens**2
+            + self.rest_s_per_token * tokens
+            + self.rest_fixed_s
+        )
 
     def text(self) -> str:
-        how = (f"extrapolated past the longest prompt measured ({self.measured_up_to})"
-               if self.extrapolated else f"within the prompts measured (up to "
-                                         f"{self.measured_up_to})")
+        how = (
+            f"extrapolated past the longest prompt measured ({self.measured_up_to})"
+            if self.extrapolated
+            else f"within the prompts measured (up to {self.measured_up_to})"
+        )
         return f"~{self.tokens:,.0f} tokens ({how})"
 
 
 def measured_crossover(sweep: Sweep) -> Crossover:
     """Fit attention_s = a·n² and rest_s = b·n + c (least squares) and solve a·n² = b·n + c."""
     if sweep.name != "long_prefill" or len(sweep) < 2:
-        raise ValueError("measured_crossover needs a long_prefill sweep of two lengths or more "
-                         "(viz.perf.long_prefill_sweep)")
+        raise ValueError(
+            "measured_crossover needs a long_prefill sweep of two lengths or more "
+            "(viz.perf.long_prefill_sweep)"
+        )
     n = [float(v) for v in sweep.column("prompt_tokens")]
     att, rest = sweep.column("attention_s"), sweep.column("rest_s")
-    a = sum(x * x * y for x, y in zip(n, att)) / sum(x ** 4 for x in n)
+    a = sum(x * x * y for x, y in zip(n, att)) / sum(x**4 for x in n)
     mean_n, mean_r = statistics.fmean(n), statistics.fmean(rest)
-    b = sum((x - mean_n) * (y - mean_r) for x, y in zip(n, rest)) / \
-        sum((x - mean_n) ** 2 for x in n)
+    b = sum((x - mean_n) * (y - mean_r) for x, y in zip(n, rest)) / sum(
+        (x - mean_n) ** 2 for x in n
+    )
     c = mean_r - b * mean_n
     if a <= 0:
         raise ValueError("the attention times do not grow with the prompt: measure longer ones")
     c = max(c, 0.0)  # a negative intercept is the fit's noise: no pass takes less than nothing
     tokens = (b + math.sqrt(b * b + 4 * a * c)) / (2 * a)
-    return Crossover(tokens=tokens, attention_s_per_token2=a, rest_s_per_token=b,
-                     rest_fixed_s=c, measured_up_to=int(max(n)))
+    return Crossover(
+        tokens=tokens,
+        attention_s_per_token2=a,
+        rest_s_per_token=b,
+        rest_fixed_s=c,
+        measured_up_to=int(max(n)),
+    )
 
 
 # ---- decode against context length --------------------------------------------------------
-def _step_seconds(forward, cache, token: torch.Tensor, context: int,
-                  repeats: int) -> list[float]:
+def _step_seconds(forward, cache, token: torch.Tensor, context: int, repeats: int) -> list[float]:
     """Times of `repeats` decode steps at `context` cached positions, each cut back after."""
     position = torch.tensor([[context]], device=token.device)
     times = []
@@ -221,9 +262,15 @@ def _copy_seconds(cache, repeats: int) -> list[float]:
 
 
 @measured
-def long_decode_sweep(lm: LoadedModel, contexts: Sequence[int] = (0, 2048, 4096, 8191), *,
-                      repeats: int = 5, progress: bool = True, label: str = "",
-                      threads: Optional[int] = None) -> Sweep:
+def long_decode_sweep(
+    lm: LoadedModel,
+    contexts: Sequence[int] = (0, 2048, 4096, 8191),
+    *,
+    repeats: int = 5,
+    progress: bool = True,
+    label: str = "",
+    threads: Optional[int] = None,
+) -> Sweep:
     """Tokens already in the KV cache → one decode step, up to the model's longest context.
 
     For each context c, a cache of c positions of random keys and values
@@ -248,23 +295,51 @@ def long_decode_sweep(lm: LoadedModel, contexts: Sequence[int] = (0, 2048, 4096,
     check_fits(lm, contexts[-1] + 1, "the longest context plus its new token")
     forward = compat.last_logits(lm.model)
     token = prompt_ids(lm, 1)
-    cols: dict[str, list[Any]] = {k: [] for k in (
-        "context_tokens", "decode_step_s", "attention_s", "empty_step_s", "growth",
-        "cache_copy_s", "kv_bytes", "weight_bytes", "step_bytes")}
+    cols: dict[str, list[Any]] = {
+        k: []
+        for k in (
+            "context_tokens",
+            "decode_step_s",
+            "attention_s",
+            "empty_step_s",
+            "growth",
+            "cache_copy_s",
+            "kv_bytes",
+            "weight_bytes",
+            "step_bytes",
+        )
+    }
     spreads: dict[str, list[Spread]] = {}
-    with torch.inference_mode(), compat.timed_attention(lm.model) as clock, \
-            progress_bar(len(contexts), "long decode", progress) as bar:
+    with (
+        torch.inference_mode(),
+        compat.timed_attention(lm.model) as clock,
+        progress_bar(len(contexts), "long decode", progress) as bar,
+    ):
         for c in contexts:
             _decode_row(cols, spreads, lm, forward, token, c, repeats, clock)
             bar.update()
-    return Sweep(name="long_decode", x="context_tokens", columns=cols, model=lm.spec,
-                 environment=lm.environment(),
-                 settings={"repeats": repeats, "cache": "synthetic (random keys and values)"},
-                 label=label, spreads=spreads)
+    return Sweep(
+        name="long_decode",
+        x="context_tokens",
+        columns=cols,
+        model=lm.spec,
+        environment=lm.environment(),
+        settings={"repeats": repeats, "cache": "synthetic (random keys and values)"},
+        label=label,
+        spreads=spreads,
+    )
 
 
-def _decode_row(cols: dict[str, list[Any]], spreads: dict[str, list[Spread]], lm: LoadedModel,
-                forward, token: torch.Tensor, c: int, repeats: int, clock) -> None:
+def _decode_row(
+    cols: dict[str, list[Any]],
+    spreads: dict[str, list[Spread]],
+    lm: LoadedModel,
+    forward,
+    token: torch.Tensor,
+    c: int,
+    repeats: int,
+    clock,
+) -> None:
     """One row of `long_decode_sweep`: a synthetic cache of `c` positions built, `repeats`
     steps over it timed (each beside one over an empty cache; `clock`: the time inside
     attention), its copy timed, the cache freed; then the bytes a step reads."""
@@ -307,14 +382,17 @@ class SyntheticCheck:
         return gap <= width or gap <= 0.10 * self.real.median
 
     def text(self) -> str:
-        return (f"decode step at {self.context_tokens} cached tokens: real prefill "
-                f"{self.real.text(1e3, 'ms')}, random cache {self.synthetic.text(1e3, 'ms')}: "
-                + ("they agree" if self.agree else "they differ"))
+        return (
+            f"decode step at {self.context_tokens} cached tokens: real prefill "
+            f"{self.real.text(1e3, 'ms')}, random cache {self.synthetic.text(1e3, 'ms')}: "
+            + ("they agree" if self.agree else "they differ")
+        )
 
 
 @measured
-def synthetic_check(lm: LoadedModel, context_tokens: int = 256, *, repeats: int = 7,
-                    threads: Optional[int] = None) -> SyntheticCheck:
+def synthetic_check(
+    lm: LoadedModel, context_tokens: int = 256, *, repeats: int = 7, threads: Optional[int] = None
+) -> SyntheticCheck:
     """Time a decode step at `context_tokens` over a really prefilled cache and a random one,
     interleaved, so lesson 11 can show that a random cache stands in for a real one."""
     checks.whole("context_tokens", context_tokens, 1)
@@ -331,8 +409,11 @@ def synthetic_check(lm: LoadedModel, context_tokens: int = 256, *, repeats: int 
         for _ in range(repeats):
             times["real"] += _step_seconds(forward, real, token, context_tokens, 1)
             times["fake"] += _step_seconds(forward, fake, token, context_tokens, 1)
-    return SyntheticCheck(context_tokens=context_tokens, real=Spread.of(times["real"]),
-                          synthetic=Spread.of(times["fake"]))
+    return SyntheticCheck(
+        context_tokens=context_tokens,
+        real=Spread.of(times["real"]),
+        synthetic=Spread.of(times["fake"]),
+    )
 
 
 # ---- what fits ----------------------------------------------------------------------------
@@ -350,11 +431,13 @@ class KVFit:
     conversations_no_gqa: int
 
     def text(self) -> str:
-        return (f"{self.model}: {self.kv_bytes_per_token / 1e3:,.0f} kB per token "
-                f"({self.kv_bytes_per_token_no_gqa / 1e3:,.0f} kB without GQA); "
-                f"{self.context_tokens:,}-token conversations in "
-                f"{self.memory_bytes / 1e9:.0f} GB: {self.conversations:,} "
-                f"({self.conversations_no_gqa:,} without GQA)")
+        return (
+            f"{self.model}: {self.kv_bytes_per_token / 1e3:,.0f} kB per token "
+            f"({self.kv_bytes_per_token_no_gqa / 1e3:,.0f} kB without GQA); "
+            f"{self.context_tokens:,}-token conversations in "
+            f"{self.memory_bytes / 1e9:.0f} GB: {self.conversations:,} "
+            f"({self.conversations_no_gqa:,} without GQA)"
+        )
 
 
 def kv_fit(spec: ModelSpec, context_tokens: int, memory_bytes: int) -> KVFit:
@@ -365,7 +448,13 @@ def kv_fit(spec: ModelSpec, context_tokens: int, memory_bytes: int) -> KVFit:
     weights = spec.weight_bytes  # what the weights occupy, every table (not what a step reads)
     free = max(0, int(memory_bytes) - weights)
     per, per_no = spec.kv_bytes_per_token(), spec.kv_bytes_per_token(spec.n_heads)
-    return KVFit(model=spec.name, context_tokens=context_tokens, memory_bytes=int(memory_bytes),
-                 weight_bytes=weights, kv_bytes_per_token=per, kv_bytes_per_token_no_gqa=per_no,
-                 conversations=free // (per * context_tokens),
-                 conversations_no_gqa=free // (per_no * context_tokens))
+    return KVFit(
+        model=spec.name,
+        context_tokens=context_tokens,
+        memory_bytes=int(memory_bytes),
+        weight_bytes=weights,
+        kv_bytes_per_token=per,
+        kv_bytes_per_token_no_gqa=per_no,
+        conversations=free // (per * context_tokens),
+        conversations_no_gqa=free // (per_no * context_tokens),
+    )

@@ -105,8 +105,9 @@ def param_count(spec: ModelSpec, tied: bool) -> int:
 
 def tied_embeddings(spec: ModelSpec) -> bool:
     """Whether the output head shares the embedding table: the count closer to n_params."""
-    return abs(param_count(spec, True) - spec.n_params) <= abs(param_count(spec, False)
-                                                                - spec.n_params)
+    return abs(param_count(spec, True) - spec.n_params) <= abs(
+        param_count(spec, False) - spec.n_params
+    )
 
 
 @dataclass
@@ -136,13 +137,15 @@ class PassCost:
         return self.flops / self.bytes
 
 
-def forward_cost(spec: ModelSpec, input_tokens: int, context_tokens: int, batch: int = 1,
-                 phase: str = "") -> PassCost:
+def forward_cost(
+    spec: ModelSpec, input_tokens: int, context_tokens: int, batch: int = 1, phase: str = ""
+) -> PassCost:
     """The cost of a pass feeding `input_tokens` per request with `context_tokens` after it."""
     n, c, B = int(input_tokens), int(context_tokens), int(batch)
     if n < 1 or c < n or B < 1:
-        raise ValueError(f"need 1 <= input_tokens <= context_tokens and batch >= 1 "
-                         f"(got {n}, {c}, {B})")
+        raise ValueError(
+            f"need 1 <= input_tokens <= context_tokens and batch >= 1 (got {n}, {c}, {B})"
+        )
     h, L, b = spec.hidden_size, spec.n_layers, spec.bytes_per_element
     past = c - n
     keys_seen = (c * (c + 1) - past * (past + 1)) // 2  # Σ t for t = past+1 .. c
@@ -150,12 +153,19 @@ def forward_cost(spec: ModelSpec, input_tokens: int, context_tokens: int, batch:
     attention = 4 * B * L * spec.n_heads * spec.head_dim * keys_seen
     # the layers, the final norm and the output head whole; of the embedding table (the head
     # itself when tied, a second table when not) only the rows of the B·n new tokens
-    weights = b * (L * (layer_matmul_params(spec) + 2 * h) + h + spec.vocab_size * h) \
-        + b * B * n * h
-    return PassCost(phase=phase or ("decode" if n == 1 and c > 1 else "prefill"), batch=B,
-                    input_tokens=n, context_tokens=c, matmul_flops=matmul,
-                    attention_flops=attention, weight_bytes=weights,
-                    kv_bytes=B * spec.kv_bytes(c))
+    weights = (
+        b * (L * (layer_matmul_params(spec) + 2 * h) + h + spec.vocab_size * h) + b * B * n * h
+    )
+    return PassCost(
+        phase=phase or ("decode" if n == 1 and c > 1 else "prefill"),
+        batch=B,
+        input_tokens=n,
+        context_tokens=c,
+        matmul_flops=matmul,
+        attention_flops=attention,
+        weight_bytes=weights,
+        kv_bytes=B * spec.kv_bytes(c),
+    )
 
 
 def prefill_cost(spec: ModelSpec, prompt_tokens: int, batch: int = 1) -> PassCost:
@@ -193,8 +203,9 @@ def knee_context(spec: ModelSpec, ridge_flop_per_byte: float) -> Optional[float]
     Counted, so like the counts it leaves out the cache's copies (`DynamicCache`'s
     concatenation), which make a long-context step read more still.
     """
-    ridge = checks.positive("ridge_flop_per_byte", float(ridge_flop_per_byte),
-                            noun="a finite number")  # float(): a numpy scalar is welcome
+    ridge = checks.positive(
+        "ridge_flop_per_byte", float(ridge_flop_per_byte), noun="a finite number"
+    )  # float(): a numpy scalar is welcome
     h, L, b = spec.hidden_size, spec.n_layers, spec.bytes_per_element
     per_token_flops = 4 * L * spec.n_heads * spec.head_dim  # attention FLOPs per cached token
     per_token_bytes = 2 * L * spec.n_kv_heads * spec.head_dim * b  # K
@@ -205,8 +216,9 @@ def knee_context(spec: ModelSpec, ridge_flop_per_byte: float) -> Optional[float]
     return max(0.0, (fixed_flops - ridge * b * h) / below)
 
 
-def activation_bytes(spec: ModelSpec, input_tokens: int, context_tokens: int, batch: int = 1,
-                     *, scores: bool = True) -> int:
+def activation_bytes(
+    spec: ModelSpec, input_tokens: int, context_tokens: int, batch: int = 1, *, scores: bool = True
+) -> int:
     """Bytes of activations read and written by one forward pass (estimate; lesson 05).
 
     The formula in this module's docstring: every operation reads its inputs and writes its
@@ -216,8 +228,9 @@ def activation_bytes(spec: ModelSpec, input_tokens: int, context_tokens: int, ba
     """
     n, c, B = int(input_tokens), int(context_tokens), int(batch)
     if n < 1 or c < n or B < 1:
-        raise ValueError(f"need 1 <= input_tokens <= context_tokens and batch >= 1 "
-                         f"(got {n}, {c}, {B})")
+        raise ValueError(
+            f"need 1 <= input_tokens <= context_tokens and batch >= 1 (got {n}, {c}, {B})"
+        )
     h, i, q = spec.hidden_size, spec.intermediate_size, spec.n_heads * spec.head_dim
     per_layer = 17 * n * h + 4 * n * q + 6 * n * i + (4 * spec.n_heads * n * c if scores else 0)
     once = 3 * n * h + h + spec.vocab_size

@@ -75,11 +75,21 @@ EARLY_EXIT_WORDS = ("plain decode is faster", "early exit is faster")
 def check_early_exit(n_layers: int, exit_layer: Any, draft_tokens: Any) -> None:
     """A ValueError naming the fix unless 1 <= exit_layer <= n_layers - 1 and draft_tokens >= 1
     (whole numbers)."""
-    checks.whole("exit_layer", exit_layer, 1, n_layers - 1, noun="a layer number",
-                 fix=f"the draft runs that many of the model's {n_layers} layers, then its "
-                     f"final norm and head; {n_layers} would be the full model")
-    checks.whole("draft_tokens", draft_tokens, 1,
-                 fix="k, the tokens drafted before each full pass checks them; try 4")
+    checks.whole(
+        "exit_layer",
+        exit_layer,
+        1,
+        n_layers - 1,
+        noun="a layer number",
+        fix=f"the draft runs that many of the model's {n_layers} layers, then its "
+        f"final norm and head; {n_layers} would be the full model",
+    )
+    checks.whole(
+        "draft_tokens",
+        draft_tokens,
+        1,
+        fix="k, the tokens drafted before each full pass checks them; try 4",
+    )
 
 
 # ---- the draft model: the full model stopped after L layers -------------------------------
@@ -108,7 +118,7 @@ def _all_logits(model: Any) -> Callable[[torch.Tensor, Any], torch.Tensor]:
     def forward(input_ids: torch.Tensor, cache: Any) -> torch.Tensor:
         keep = {"logits_to_keep": input_ids.shape[1]} if "logits_to_keep" in params else {}
         out = model(input_ids=input_ids, use_cache=True, **{cache_arg: cache}, **keep)
-        return out.logits[0, -input_ids.shape[1]:]
+        return out.logits[0, -input_ids.shape[1] :]
 
     return forward
 
@@ -199,8 +209,14 @@ class DraftRun(DecodeTimes):
         return statistics.median(p.verify_s for p in self.passes) if self.passes else None
 
 
-def _generate(lm: LoadedModel, prompt_ids: list[int], exit_layer: int, k: int,
-              max_new_tokens: int, stop_at_eos: bool = True) -> DraftRun:
+def _generate(
+    lm: LoadedModel,
+    prompt_ids: list[int],
+    exit_layer: int,
+    k: int,
+    max_new_tokens: int,
+    stop_at_eos: bool = True,
+) -> DraftRun:
     """Greedy decoding with early-exit drafts (k >= 1) or plain (k = 0), written out."""
     model, timer = lm.model, Clock(lm.device)
     eos = set(lm.eos_token_ids) if stop_at_eos else set()
@@ -243,7 +259,7 @@ def _generate(lm: LoadedModel, prompt_ids: list[int], exit_layer: int, k: int,
                 m += 1
             new = drafts[:m] + [choices[m]]
             if eos & set(new):  # a reply ends at its first end-of-sequence token
-                new = new[:min(i for i, t in enumerate(new) if t in eos) + 1]
+                new = new[: min(i for i, t in enumerate(new) if t in eos) + 1]
             # 6. Forget the rejected drafts: the full cache keeps the newest token and the
             #    accepted drafts; the draft's cache keeps what it read of them.
             kept = len(prompt_ids) + len(generated) + m  # positions whose keys stay cached
@@ -252,20 +268,34 @@ def _generate(lm: LoadedModel, prompt_ids: list[int], exit_layer: int, k: int,
             token = generated[-1]
             if draft is not None:
                 trim_cache(draft, min(kept, cache_length(draft)))
-                pending = (prompt_ids + generated)[cache_length(draft):]
+                pending = (prompt_ids + generated)[cache_length(draft) :]
             t_last = timer.now()  # the round's tokens are out
-            passes.append(DraftPass(drafted=k_now, made=len(new), draft_s=t1 - t0,
-                                    verify_s=t_last - t1))
-    return DraftRun(mode=f"early exit (L={exit_layer}, k={k})" if k else "plain",
-                    exit_layer=exit_layer if k else 0, draft_tokens=k, token_ids=generated,
-                    text=lm.tokenizer.decode(generated), passes=passes,
-                    first_token_s=t_first - start, decode_s=t_last - t_first,
-                    total_s=t_last - start)
+            passes.append(
+                DraftPass(drafted=k_now, made=len(new), draft_s=t1 - t0, verify_s=t_last - t1)
+            )
+    return DraftRun(
+        mode=f"early exit (L={exit_layer}, k={k})" if k else "plain",
+        exit_layer=exit_layer if k else 0,
+        draft_tokens=k,
+        token_ids=generated,
+        text=lm.tokenizer.decode(generated),
+        passes=passes,
+        first_token_s=t_first - start,
+        decode_s=t_last - t_first,
+        total_s=t_last - start,
+    )
 
 
-def early_exit_generate(lm: LoadedModel, prompt: str, *, exit_layer: int, draft_tokens: int = 4,
-                        max_new_tokens: int = 32, chat: bool = True,
-                        stop_at_eos: bool = True) -> DraftRun:
+def early_exit_generate(
+    lm: LoadedModel,
+    prompt: str,
+    *,
+    exit_layer: int,
+    draft_tokens: int = 4,
+    max_new_tokens: int = 32,
+    chat: bool = True,
+    stop_at_eos: bool = True,
+) -> DraftRun:
     """Greedy decoding of `prompt` with drafts from the model's first `exit_layer` layers,
     `draft_tokens` (k) per full pass, verified in one full pass each; the same tokens as plain
     greedy decoding (lesson 14). Bad input is refused with a message naming the fix."""
@@ -275,8 +305,14 @@ def early_exit_generate(lm: LoadedModel, prompt: str, *, exit_layer: int, draft_
     return _generate(lm, ids, exit_layer, draft_tokens, max_new_tokens, stop_at_eos)
 
 
-def plain_generate(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 32,
-                   chat: bool = True, stop_at_eos: bool = True) -> DraftRun:
+def plain_generate(
+    lm: LoadedModel,
+    prompt: str,
+    *,
+    max_new_tokens: int = 32,
+    chat: bool = True,
+    stop_at_eos: bool = True,
+) -> DraftRun:
     """Plain greedy decoding of `prompt` with the same loop (one full pass per token): what
     `early_exit_generate` is timed against."""
     _check_length(max_new_tokens)
@@ -284,8 +320,9 @@ def plain_generate(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 32,
 
 
 def _check_length(max_new_tokens: Any) -> None:
-    checks.whole("max_new_tokens", max_new_tokens, 2,
-                 fix="one new token has no decode pass to draft for")
+    checks.whole(
+        "max_new_tokens", max_new_tokens, 2, fix="one new token has no decode pass to draft for"
+    )
 
 
 # ---- the comparison ------------------------------------------------------------------------
@@ -340,32 +377,50 @@ class EarlyExitComparison(AgainstPlain):
     def break_even(self) -> float:
         """Tokens a round must make to pay for itself: (k draft passes + its full pass) ÷ one
         plain pass, all measured medians."""
-        return (self.draft_tokens * self.early.draft_pass_s + self.early.full_pass_s) \
-            / self.plain.full_pass_s
+        return (
+            self.draft_tokens * self.early.draft_pass_s + self.early.full_pass_s
+        ) / self.plain.full_pass_s
 
     def __str__(self) -> str:
-        lines = [f"{'':<24}{'tokens':>7}{'full passes':>13}{'tokens/pass':>13}"
-                 f"{'TPOT':>11}{'speed':>16}"]
+        lines = [
+            f"{'':<24}{'tokens':>7}{'full passes':>13}{'tokens/pass':>13}{'TPOT':>11}{'speed':>16}"
+        ]
         for r in (self.plain, self.early):
-            lines.append(f"{r.mode:<24}{r.new_tokens:>7}{r.full_passes:>13}"
-                         f"{r.tokens_per_pass:>13.2f}{r.tpot_s * 1e3:>8.1f} ms"
-                         f"{r.tokens_per_s:>9.1f} tokens/s")
+            lines.append(
+                f"{r.mode:<24}{r.new_tokens:>7}{r.full_passes:>13}"
+                f"{r.tokens_per_pass:>13.2f}{r.tpot_s * 1e3:>8.1f} ms"
+                f"{r.tokens_per_s:>9.1f} tokens/s"
+            )
         hist = ", ".join(f"{k}: {v}" for k, v in self.accepted_histogram().items())
-        lines.append(f"drafts accepted per full pass: {{{hist}}}; acceptance "
-                     f"{self.acceptance_rate:.0%} of {self.early.draft_passes} drafts")
-        lines.append(f"one draft pass (L={self.exit_layer} of {self.n_layers} layers + head) "
-                     f"costs {self.draft_cost:.2f} of a plain pass: a round of "
-                     f"k={self.draft_tokens} breaks even at {self.break_even:.2f} tokens per "
-                     f"full pass, it made {self.tokens_per_pass:.2f}")
-        lines.append(f"same greedy tokens: {self.identical}; speed-up ×{self.speedup:.2f} (all "
-                     f"{self.repeats} rounds: ×{self.speedup_spread.text(digits=2)}): "
-                     f"{self.speedup_verdict}")
+        lines.append(
+            f"drafts accepted per full pass: {{{hist}}}; acceptance "
+            f"{self.acceptance_rate:.0%} of {self.early.draft_passes} drafts"
+        )
+        lines.append(
+            f"one draft pass (L={self.exit_layer} of {self.n_layers} layers + head) "
+            f"costs {self.draft_cost:.2f} of a plain pass: a round of "
+            f"k={self.draft_tokens} breaks even at {self.break_even:.2f} tokens per "
+            f"full pass, it made {self.tokens_per_pass:.2f}"
+        )
+        lines.append(
+            f"same greedy tokens: {self.identical}; speed-up ×{self.speedup:.2f} (all "
+            f"{self.repeats} rounds: ×{self.speedup_spread.text(digits=2)}): "
+            f"{self.speedup_verdict}"
+        )
         return "\n".join(lines)
 
 
-def compare_early_exit(lm: LoadedModel, prompt: str, *, exit_layer: int, draft_tokens: int = 4,
-                       max_new_tokens: int = 32, chat: bool = True, repeats: int = 3,
-                       threads: Optional[int] = None) -> EarlyExitComparison:
+def compare_early_exit(
+    lm: LoadedModel,
+    prompt: str,
+    *,
+    exit_layer: int,
+    draft_tokens: int = 4,
+    max_new_tokens: int = 32,
+    chat: bool = True,
+    repeats: int = 3,
+    threads: Optional[int] = None,
+) -> EarlyExitComparison:
     """Plain greedy decoding vs early-exit drafts on `prompt` (lesson 14).
 
     A warm-up of each, then `repeats` rounds of (plain, early exit); each mode's run with the
@@ -375,8 +430,12 @@ def compare_early_exit(lm: LoadedModel, prompt: str, *, exit_layer: int, draft_t
     torch's current count)."""
     check_early_exit(lm.spec.n_layers, exit_layer, draft_tokens)
     _check_length(max_new_tokens)
-    checks.whole("repeats", repeats, 1,
-                 fix="each round times one plain and one early-exit run; 3 or more give a spread")
+    checks.whole(
+        "repeats",
+        repeats,
+        1,
+        fix="each round times one plain and one early-exit run; 3 or more give a spread",
+    )
     checks.threads(threads)
     ids = prompt_token_ids(lm, prompt, chat)
     with using_threads(threads):
@@ -387,14 +446,22 @@ def compare_early_exit(lm: LoadedModel, prompt: str, *, exit_layer: int, draft_t
             plain.append(_generate(lm, ids, 0, 0, max_new_tokens))
             early.append(_generate(lm, ids, exit_layer, draft_tokens, max_new_tokens))
     if plain[0].new_tokens < 2:
-        raise ValueError("the reply ended after one token: nothing to compare; use a prompt "
-                         "that asks for a longer answer")
+        raise ValueError(
+            "the reply ended after one token: nothing to compare; use a prompt "
+            "that asks for a longer answer"
+        )
 
-    return EarlyExitComparison(prompt=prompt, exit_layer=exit_layer, draft_tokens=draft_tokens,
-                               n_layers=lm.spec.n_layers, plain=median_tpot_run(plain),
-                               early=median_tpot_run(early), repeats=repeats,
-                               plain_tpots_s=[r.tpot_s for r in plain],
-                               early_tpots_s=[r.tpot_s for r in early])
+    return EarlyExitComparison(
+        prompt=prompt,
+        exit_layer=exit_layer,
+        draft_tokens=draft_tokens,
+        n_layers=lm.spec.n_layers,
+        plain=median_tpot_run(plain),
+        early=median_tpot_run(early),
+        repeats=repeats,
+        plain_tpots_s=[r.tpot_s for r in plain],
+        early_tpots_s=[r.tpot_s for r in early],
+    )
 
 
 # ---- what a draft pass reads ---------------------------------------------------------------
@@ -445,21 +512,30 @@ class LensDrafts:
         if not self.made:
             return None
         if not 0 < draft_share <= 1:
-            raise ValueError(f"draft_share is a fraction of a full pass's bytes, above 0 and at "
-                             f"most 1, not {draft_share!r}: use perf.draft_bytes_share(spec, L)")
+            raise ValueError(
+                f"draft_share is a fraction of a full pass's bytes, above 0 and at "
+                f"most 1, not {draft_share!r}: use perf.draft_bytes_share(spec, L)"
+            )
         return sum(self.made) / (sum(self.drafted) * draft_share + len(self.made))
 
 
-def best_lens_draft(trace: Trace, spec: Any, layers: Optional[Sequence[int]] = None,
-                    ks: Sequence[int] = (1, 2, 4)) -> LensDrafts:
+def best_lens_draft(
+    trace: Trace, spec: Any, layers: Optional[Sequence[int]] = None, ks: Sequence[int] = (1, 2, 4)
+) -> LensDrafts:
     """The (L, k) the lens of `trace` says is fastest if each pass costs its bytes: the
     `lens_draft_grid` entry with the largest `speedup_if_bytes(draft_bytes_share(spec, L))`
     (the smaller L, then k, on a tie). Lesson 14 measures the speed-up there."""
     grid = lens_draft_grid(trace, layers, ks)
     if not grid:
         raise ValueError("no (L, k) to choose from: give at least one exit layer and one k")
-    return max(grid, key=lambda g: (g.speedup_if_bytes(draft_bytes_share(spec, g.exit_layer)),
-                                    -g.exit_layer, -g.draft_tokens))
+    return max(
+        grid,
+        key=lambda g: (
+            g.speedup_if_bytes(draft_bytes_share(spec, g.exit_layer)),
+            -g.exit_layer,
+            -g.draft_tokens,
+        ),
+    )
 
 
 def lens_drafts(trace: Trace, exit_layer: int, draft_tokens: int) -> LensDrafts:
@@ -473,8 +549,10 @@ def lens_drafts(trace: Trace, exit_layer: int, draft_tokens: int) -> LensDrafts:
     lens = check_lens(trace)
     check_early_exit(lens.n_layers, exit_layer, draft_tokens)
     if trace.settings.temperature != 0:
-        raise ValueError("the lens predicts greedy drafts, and this reply was sampled: record "
-                         "it with temperature=0 (the default)")
+        raise ValueError(
+            "the lens predicts greedy drafts, and this reply was sampled: record "
+            "it with temperature=0 (the default)"
+        )
     agree = agreement(trace)[:, exit_layer]
     n, limit = len(trace.steps), trace.settings.max_new_tokens
     drafted, made = [], []
@@ -491,8 +569,9 @@ def lens_drafts(trace: Trace, exit_layer: int, draft_tokens: int) -> LensDrafts:
     return LensDrafts(exit_layer, draft_tokens, drafted, made, rate)
 
 
-def lens_draft_grid(trace: Trace, layers: Optional[Sequence[int]] = None,
-                    ks: Sequence[int] = (1, 2, 4, 8)) -> list[LensDrafts]:
+def lens_draft_grid(
+    trace: Trace, layers: Optional[Sequence[int]] = None, ks: Sequence[int] = (1, 2, 4, 8)
+) -> list[LensDrafts]:
     """`lens_drafts` for every exit layer in `layers` (default: all, 1 to n_layers - 1) and
     every k in `ks`: the acceptance against L and k, read from one recorded lens."""
     from viz.lens import check_lens

@@ -83,10 +83,18 @@ def _read_int(path: Path) -> int:
 def _rapl(root: Path) -> tuple[Optional[Callable[[], dict]], str, str]:
     """(a reader of {zone: (microjoules, range)}, what it reads, "") or (None, "", why not)."""
     if not root.is_dir():
-        return None, "", (f"{NO_COUNTER}: RAPL not found under {root} (virtual machines rarely "
-                          "pass it through)")
-    zones = sorted((p for p in root.iterdir() if re.fullmatch(r"intel-rapl:\d+", p.name)),
-                   key=lambda p: int(p.name.split(":")[1]))
+        return (
+            None,
+            "",
+            (
+                f"{NO_COUNTER}: RAPL not found under {root} (virtual machines rarely "
+                "pass it through)"
+            ),
+        )
+    zones = sorted(
+        (p for p in root.iterdir() if re.fullmatch(r"intel-rapl:\d+", p.name)),
+        key=lambda p: int(p.name.split(":")[1]),
+    )
     if not zones:
         return None, "", f"{NO_COUNTER}: no RAPL zone (intel-rapl:N) under {root}"
 
@@ -97,8 +105,9 @@ def _rapl(root: Path) -> tuple[Optional[Callable[[], dict]], str, str]:
             return zone.name
 
     named = [(z, name(z)) for z in zones]
-    packages = ([(z, n) for z, n in named if n.startswith("package")]
-                or [(z, n) for z, n in named if n != "psys"])
+    packages = [(z, n) for z, n in named if n.startswith("package")] or [
+        (z, n) for z, n in named if n != "psys"
+    ]
     if not packages:
         return None, "", f"{NO_COUNTER}: RAPL under {root} has no CPU package zone"
 
@@ -111,10 +120,16 @@ def _rapl(root: Path) -> tuple[Optional[Callable[[], dict]], str, str]:
     try:
         read()
     except PermissionError as e:
-        return None, "", (f"RAPL found under {root}, but {e.filename or 'its energy_uj'} is "
-                          "readable only by root here (Linux 5.10 and later restrict it): run as "
-                          f"root, or `sudo chmod a+r {root}/intel-rapl:*/energy_uj` for this "
-                          "session (it lets every user read the counter)")
+        return (
+            None,
+            "",
+            (
+                f"RAPL found under {root}, but {e.filename or 'its energy_uj'} is "
+                "readable only by root here (Linux 5.10 and later restrict it): run as "
+                f"root, or `sudo chmod a+r {root}/intel-rapl:*/energy_uj` for this "
+                "session (it lets every user read the counter)"
+            ),
+        )
     except (OSError, ValueError) as e:
         return None, "", f"RAPL found under {root}, but its energy_uj cannot be read: {e}"
     return read, "RAPL " + " + ".join(n for _, n in packages), ""
@@ -144,8 +159,14 @@ def _nvml(index: int) -> tuple[Optional[Callable[[], dict]], str, str]:
     try:
         import pynvml
     except ImportError:
-        return None, "", (f"{NO_COUNTER} that viz can read: NVML's Python module, pynvml, is "
-                          "not installed (pip install nvidia-ml-py, or pip install .[gpu])")
+        return (
+            None,
+            "",
+            (
+                f"{NO_COUNTER} that viz can read: NVML's Python module, pynvml, is "
+                "not installed (pip install nvidia-ml-py, or pip install .[gpu])"
+            ),
+        )
     error = getattr(pynvml, "NVMLError", Exception)
     try:
         pynvml.nvmlInit()
@@ -154,8 +175,14 @@ def _nvml(index: int) -> tuple[Optional[Callable[[], dict]], str, str]:
         gpu = gpu.decode() if isinstance(gpu, bytes) else str(gpu)
         pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)
     except error as e:
-        return None, "", (f"NVML gives no energy counter for GPU {index}: {e} (it needs a "
-                          "Volta or newer NVIDIA GPU and its driver)")
+        return (
+            None,
+            "",
+            (
+                f"NVML gives no energy counter for GPU {index}: {e} (it needs a "
+                "Volta or newer NVIDIA GPU and its driver)"
+            ),
+        )
 
     def read() -> dict:  # millijoules → microjoules; a 64-bit counter: no wraparound
         return {"gpu": (int(pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)) * 1000, None)}
@@ -170,8 +197,14 @@ def _reader(device: str, root: Union[str, Path]) -> tuple[Optional[Callable[[], 
     m = re.fullmatch(r"cuda(?::(\d+))?", device)
     if m:
         return _nvml(int(m.group(1) or 0))
-    return None, "", (f"no energy counter is read on {device!r}: viz reads RAPL on a CPU "
-                      "('cpu') and NVML on an NVIDIA GPU ('cuda')")
+    return (
+        None,
+        "",
+        (
+            f"no energy counter is read on {device!r}: viz reads RAPL on a CPU "
+            "('cpu') and NVML on an NVIDIA GPU ('cuda')"
+        ),
+    )
 
 
 def energy_counter(device: str = "cpu", root: Union[str, Path] = POWERCAP) -> str:
@@ -215,9 +248,12 @@ class EnergyMeter:
             a, max_range = after[zone]
             delta = counter_delta(b, a, max_range)
             if delta is None:
-                self.energy = Energy(None, seconds, self._what,
-                                     f"{zone}'s counter went back and its range is unknown: "
-                                     "measure again")
+                self.energy = Energy(
+                    None,
+                    seconds,
+                    self._what,
+                    f"{zone}'s counter went back and its range is unknown: measure again",
+                )
                 return False
             wrapped += a < b
             total += delta

@@ -46,17 +46,20 @@ from typing import Any, Optional
 TIMEOUT_S = 600.0  # the longest one child may run (a few seconds is usual; a slow machine more)
 FAULT_ENV = "VIZ_ENGINE_CHILD_FAULT"  # the test hook (module docstring)
 STDERR_LINES = 8  # how many of the child's last stderr lines a crash's message quotes
-FIX = ("rebuild it for this CPU with `make engines` (tools/engines.py builds llama.cpp without "
-       "-march=native and without AMX)")
+FIX = (
+    "rebuild it for this CPU with `make engines` (tools/engines.py builds llama.cpp without "
+    "-march=native and without AMX)"
+)
 # what each likely signal means for llama.cpp, and what to do
-ADVICE = {"SIGILL": f"Most likely its build uses an instruction this CPU does not have: {FIX}.",
-          "SIGKILL": "Most likely the system ran out of memory and its out-of-memory killer "
-                     "stopped it: free memory (close other notebooks or programs) and try "
-                     f"again. If memory was not short, {FIX}.",
-          "SIGSEGV": f"Its native code read memory it must not: {FIX}.",
-          "SIGBUS": f"Its native code read memory it must not (or a file it maps was cut "
-                    f"short): {FIX}.",
-          "SIGABRT": f"Its native code stopped itself on a failed check: {FIX}."}
+ADVICE = {
+    "SIGILL": f"Most likely its build uses an instruction this CPU does not have: {FIX}.",
+    "SIGKILL": "Most likely the system ran out of memory and its out-of-memory killer "
+    "stopped it: free memory (close other notebooks or programs) and try "
+    f"again. If memory was not short, {FIX}.",
+    "SIGSEGV": f"Its native code read memory it must not: {FIX}.",
+    "SIGBUS": f"Its native code read memory it must not (or a file it maps was cut short): {FIX}.",
+    "SIGABRT": f"Its native code stopped itself on a failed check: {FIX}.",
+}
 
 
 class EngineCrash(RuntimeError):
@@ -66,19 +69,28 @@ class EngineCrash(RuntimeError):
     likely cause and the fix) and `stderr_tail` (the child's last lines on stderr, if any);
     `signal_name` ("SIGILL"), `returncode` and `timed_out` say which of the three it was."""
 
-    def __init__(self, summary: str, advice: str, stderr: str = "", *, signal_name: str = "",
-                 returncode: Optional[int] = None, timed_out: bool = False):
+    def __init__(
+        self,
+        summary: str,
+        advice: str,
+        stderr: str = "",
+        *,
+        signal_name: str = "",
+        returncode: Optional[int] = None,
+        timed_out: bool = False,
+    ):
         lines = [line for line in (stderr or "").splitlines() if line.strip()]
         self.stderr_tail = "\n".join(lines[-STDERR_LINES:])
         tail = self.stderr_tail.replace("\n", "\n    ")
-        super().__init__(f"{summary} {advice}" +
-                         (f" Its last lines on stderr:\n    {tail}" if tail else ""))
+        super().__init__(
+            f"{summary} {advice}" + (f" Its last lines on stderr:\n    {tail}" if tail else "")
+        )
         self.summary, self.advice, self.signal_name = summary, advice, signal_name
         self.returncode, self.timed_out = returncode, timed_out
 
 
 def engine_name() -> str:
-    """"llama.cpp (llama-cpp-python X.Y.Z)", read from the installed package's metadata
+    """ "llama.cpp (llama-cpp-python X.Y.Z)", read from the installed package's metadata
     (without importing it, so without loading llama.cpp into this process)."""
     from importlib.metadata import PackageNotFoundError, version
 
@@ -98,19 +110,27 @@ def crash_from(returncode: int, stderr: str, doing: str) -> EngineCrash:
             name, words = sig.name, (signal.strsignal(sig) or sig.name).lower()
         except ValueError:
             name, words = f"signal {-returncode}", "unknown signal"
-        return EngineCrash(f"{engine} died of {name} ({words}) while {doing}.",
-                           ADVICE.get(name, f"A crash in its native code: {FIX}."), stderr,
-                           signal_name=name, returncode=returncode)
+        return EngineCrash(
+            f"{engine} died of {name} ({words}) while {doing}.",
+            ADVICE.get(name, f"A crash in its native code: {FIX}."),
+            stderr,
+            signal_name=name,
+            returncode=returncode,
+        )
     # a Python error in the child ends its traceback with "ValueError: Model path does not exist"
     lines = [line.strip() for line in (stderr or "").splitlines() if line.strip()]
     said = f": {lines[-1].rstrip('.')}" if lines else ""
-    return EngineCrash(f"{engine} exited with code {returncode} while {doing}{said}.",
-                       f"Unless its last lines name a mistake in the call (a file, an "
-                       f"argument), {FIX}.", stderr, returncode=returncode)
+    return EngineCrash(
+        f"{engine} exited with code {returncode} while {doing}{said}.",
+        f"Unless its last lines name a mistake in the call (a file, an argument), {FIX}.",
+        stderr,
+        returncode=returncode,
+    )
 
 
-def call(task: str, args: dict[str, Any], *, doing: str,
-         timeout_s: float = TIMEOUT_S) -> dict[str, Any]:
+def call(
+    task: str, args: dict[str, Any], *, doing: str, timeout_s: float = TIMEOUT_S
+) -> dict[str, Any]:
     """Run `task` (one of TASKS) with JSON-able `args` in a fresh child process and return its
     JSON result. `doing` says what it does, for the messages ("decoding x.F16.gguf").
     Raises EngineCrash when the child dies by a signal, exits non-zero or outlives
@@ -119,16 +139,23 @@ def call(task: str, args: dict[str, Any], *, doing: str,
         raise ValueError(f"timeout_s must be a positive number of seconds, not {timeout_s!r}")
     request = json.dumps({"task": task, "args": args})
     try:
-        done = subprocess.run([sys.executable, "-P", os.path.abspath(__file__)], input=request,
-                              capture_output=True, encoding="utf-8", errors="replace",
-                              timeout=timeout_s)
+        done = subprocess.run(
+            [sys.executable, "-P", os.path.abspath(__file__)],
+            input=request,
+            capture_output=True,
+            encoding="utf-8",
+            errors="replace",
+            timeout=timeout_s,
+        )
     except subprocess.TimeoutExpired as e:
         stderr = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else e.stderr
         raise EngineCrash(
             f"{engine_name()} ran past its timeout (timeout_s={timeout_s:g} s) while {doing}.",
             f"Its child process was stopped. A slow or busy machine can need longer: pass a "
-            f"larger timeout_s; if it hangs again, {FIX}.", stderr or "",
-            timed_out=True) from None
+            f"larger timeout_s; if it hangs again, {FIX}.",
+            stderr or "",
+            timed_out=True,
+        ) from None
     if done.returncode != 0:
         raise crash_from(done.returncode, done.stderr, doing)
     return json.loads(done.stdout)
@@ -137,8 +164,11 @@ def call(task: str, args: dict[str, Any], *, doing: str,
 def switched_on(banner: str) -> list[str]:
     """The features a llama.cpp system-info banner has on: "CPU : SSE3 = 1 | AMX_INT8 = 0 |
     AVX2 = 1 | " → ["SSE3", "AVX2"]."""
-    return [part.split("=")[0].split(":")[-1].strip() for part in banner.split("|")
-            if part.strip().endswith("= 1")]
+    return [
+        part.split("=")[0].split(":")[-1].strip()
+        for part in banner.split("|")
+        if part.strip().endswith("= 1")
+    ]
 
 
 def uses_amx(banner: str) -> bool:
@@ -165,9 +195,12 @@ def quantize(src: str, dst: str, ftype: str) -> dict[str, Any]:
 
     llama_cpp = _llama_cpp()
     params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype = {"F32": llama_cpp.LLAMA_FTYPE_ALL_F32, "F16": llama_cpp.LLAMA_FTYPE_MOSTLY_F16,
-                    "Q8_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0,
-                    "Q4_1": llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_1}[ftype]
+    params.ftype = {
+        "F32": llama_cpp.LLAMA_FTYPE_ALL_F32,
+        "F16": llama_cpp.LLAMA_FTYPE_MOSTLY_F16,
+        "Q8_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0,
+        "Q4_1": llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_1,
+    }[ftype]
     params.allow_requantize, params.nthread = True, os.cpu_count() or 1
     rc = llama_cpp.llama_model_quantize(src.encode(), dst.encode(), ctypes.byref(params))
     if rc != 0 or not os.path.isfile(dst):
@@ -175,16 +208,23 @@ def quantize(src: str, dst: str, ftype: str) -> dict[str, Any]:
     return {"path": dst}
 
 
-def greedy(path: str, prompt_ids: list[int], new_tokens: int, repeats: int,
-           threads: int) -> dict[str, Any]:
+def greedy(
+    path: str, prompt_ids: list[int], new_tokens: int, repeats: int, threads: int
+) -> dict[str, Any]:
     """The prompt in one `eval`, then one token per `eval`, the next token the argmax of the last
     logits (no sampler). The tokens of the last run and every timed step of `repeats` runs,
     after one warm-up run (formats.llama_greedy)."""
     import numpy as np
 
     llama_cpp = _llama_cpp()
-    llm = llama_cpp.Llama(model_path=path, n_ctx=max(256, len(prompt_ids) + new_tokens + 8),
-                          n_batch=512, n_threads=threads, logits_all=False, verbose=False)
+    llm = llama_cpp.Llama(
+        model_path=path,
+        n_ctx=max(256, len(prompt_ids) + new_tokens + 8),
+        n_batch=512,
+        n_threads=threads,
+        logits_all=False,
+        verbose=False,
+    )
     try:
         n_vocab = llm.n_vocab()
 
@@ -194,8 +234,9 @@ def greedy(path: str, prompt_ids: list[int], new_tokens: int, repeats: int,
             tokens, steps = [], []
             while True:
                 # 2. the next token: the largest of the last position's logits
-                logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1),
-                                               shape=(n_vocab,))
+                logits = np.ctypeslib.as_array(
+                    llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(n_vocab,)
+                )
                 tokens.append(int(logits.argmax()))
                 if len(tokens) == n:
                     return tokens, steps
@@ -223,9 +264,12 @@ def check(gguf: str = "", prompt: str = "", n_tokens: int = 0, threads: int = 1)
 
     llama_cpp = _llama_cpp()
     banner = llama_cpp.llama_print_system_info()
-    out: dict[str, Any] = {"version": llama_cpp.__version__,
-                           "system_info": banner.decode(errors="replace")
-                           if isinstance(banner, bytes) else str(banner)}
+    out: dict[str, Any] = {
+        "version": llama_cpp.__version__,
+        "system_info": banner.decode(errors="replace")
+        if isinstance(banner, bytes)
+        else str(banner),
+    }
     print(f"llama.cpp {out['version']}: {out['system_info']}", file=sys.stderr, flush=True)
     if gguf:
         start = time.perf_counter()
@@ -234,12 +278,16 @@ def check(gguf: str = "", prompt: str = "", n_tokens: int = 0, threads: int = 1)
             llm.eval(llm.tokenize(prompt.encode(), add_bos=False))
             tokens: list[int] = []
             for _ in range(n_tokens):  # greedy: the largest of the last logits, fed back
-                logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1),
-                                               shape=(llm.n_vocab(),))
+                logits = np.ctypeslib.as_array(
+                    llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),)
+                )
                 tokens.append(int(logits.argmax()))
                 llm.eval([tokens[-1]])
-            out.update(tokens=tokens, text=llm.detokenize(tokens).decode(errors="replace"),
-                       seconds=time.perf_counter() - start)
+            out.update(
+                tokens=tokens,
+                text=llm.detokenize(tokens).decode(errors="replace"),
+                seconds=time.perf_counter() - start,
+            )
         finally:
             llm.close()
     return out

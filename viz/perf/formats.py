@@ -118,8 +118,10 @@ class FormatFailure:
 FORMATS_SOURCE = "measured by viz.perf.measure_formats"
 # What schema 1's `machine` text said: "AMD EPYC (2 CPUs, torch kernels AVX512), measured
 # 2026-12-03 13:11 UTC".
-_MACHINE_TEXT = re.compile(r"(?P<name>.*) \((?P<cpus>\d+) CPUs, torch kernels (?P<cap>.*)\), "
-                           r"measured (?P<when>.*)")
+_MACHINE_TEXT = re.compile(
+    r"(?P<name>.*) \((?P<cpus>\d+) CPUs, torch kernels (?P<cap>.*)\), "
+    r"measured (?P<when>.*)"
+)
 
 
 def _formats_v1_to_v2(data: dict) -> dict:
@@ -130,10 +132,19 @@ def _formats_v1_to_v2(data: dict) -> dict:
     data = dict(data)
     text = data.pop("machine", "")
     found = _MACHINE_TEXT.fullmatch(text)
-    env = ({"device_name": found["name"], "cpu_capability": found["cap"],
-            "measured_at": found["when"]} if found else {"device_name": text})
-    return environment_from_loose(data, ("threads",), data.get("source") or FORMATS_SOURCE,
-                                  device="cpu", dtype="float32", **env)
+    env = (
+        {"device_name": found["name"], "cpu_capability": found["cap"], "measured_at": found["when"]}
+        if found
+        else {"device_name": text}
+    )
+    return environment_from_loose(
+        data,
+        ("threads",),
+        data.get("source") or FORMATS_SOURCE,
+        device="cpu",
+        dtype="float32",
+        **env,
+    )
 
 
 @loose_names("threads")
@@ -175,34 +186,61 @@ class FormatRun(Document):
     def table(self) -> list[dict]:
         rows = []
         for p in self.points:
-            rows.append({"engine": p.engine, "format": p.format,
-                         "bytes_per_weight": round(p.bytes_per_weight, 2),
-                         "weight_mb": round(p.weight_bytes / 1e6, 1),
-                         "step_ms": round(p.step.median * 1e3, 2),
-                         "step_ms_low": round(p.step.low * 1e3, 2),
-                         "step_ms_high": round(p.step.high * 1e3, 2),
-                         "tokens_per_s": round(p.tokens_per_s, 1),
-                         "achieved_gb_per_s": round(p.achieved_bytes_per_s.median / 1e9, 1),
-                         "same_tokens": p.same_tokens, "note": p.note})
+            rows.append(
+                {
+                    "engine": p.engine,
+                    "format": p.format,
+                    "bytes_per_weight": round(p.bytes_per_weight, 2),
+                    "weight_mb": round(p.weight_bytes / 1e6, 1),
+                    "step_ms": round(p.step.median * 1e3, 2),
+                    "step_ms_low": round(p.step.low * 1e3, 2),
+                    "step_ms_high": round(p.step.high * 1e3, 2),
+                    "tokens_per_s": round(p.tokens_per_s, 1),
+                    "achieved_gb_per_s": round(p.achieved_bytes_per_s.median / 1e9, 1),
+                    "same_tokens": p.same_tokens,
+                    "note": p.note,
+                }
+            )
         for f in self.failures:  # a row without numbers: the crash is its note
-            rows.append({"engine": f.engine, "format": f.format, "bytes_per_weight": None,
-                         "weight_mb": None, "step_ms": None, "step_ms_low": None,
-                         "step_ms_high": None, "tokens_per_s": None, "achieved_gb_per_s": None,
-                         "same_tokens": None, "note": f"failed: {f.error}"})
+            rows.append(
+                {
+                    "engine": f.engine,
+                    "format": f.format,
+                    "bytes_per_weight": None,
+                    "weight_mb": None,
+                    "step_ms": None,
+                    "step_ms_low": None,
+                    "step_ms_high": None,
+                    "tokens_per_s": None,
+                    "achieved_gb_per_s": None,
+                    "same_tokens": None,
+                    "note": f"failed: {f.error}",
+                }
+            )
         return rows
 
     def __str__(self) -> str:
-        head = (f"{self.model}, {self.new_tokens} greedy tokens × {self.repeats} runs, "
-                f"{self.threads} threads; step: median (middle half of the steps)")
-        lines = [head, f"{'engine':>13} {'format':>9} {'bytes/weight':>12} {'MB/token':>9} "
-                       f"{'step ms':>20} {'tokens/s':>9} {'GB/s':>6} {'same tokens':>12}"]
+        head = (
+            f"{self.model}, {self.new_tokens} greedy tokens × {self.repeats} runs, "
+            f"{self.threads} threads; step: median (middle half of the steps)"
+        )
+        lines = [
+            head,
+            f"{'engine':>13} {'format':>9} {'bytes/weight':>12} {'MB/token':>9} "
+            f"{'step ms':>20} {'tokens/s':>9} {'GB/s':>6} {'same tokens':>12}",
+        ]
         for p in self.points:
-            same = "reference" if p.label == self.reference else \
-                f"{p.same_tokens} of {len(p.token_ids)}"
-            lines.append(f"{p.engine:>13} {p.format:>9} {p.bytes_per_weight:>12.2f} "
-                         f"{p.weight_bytes / 1e6:>9.0f} {p.step.text(1e3, '', 2, runs=False):>20} "
-                         f"{p.tokens_per_s:>9.1f} {p.achieved_bytes_per_s.median / 1e9:>6.1f} "
-                         f"{same:>12}" + (f"  ({p.note})" if p.note else ""))
+            same = (
+                "reference"
+                if p.label == self.reference
+                else f"{p.same_tokens} of {len(p.token_ids)}"
+            )
+            lines.append(
+                f"{p.engine:>13} {p.format:>9} {p.bytes_per_weight:>12.2f} "
+                f"{p.weight_bytes / 1e6:>9.0f} {p.step.text(1e3, '', 2, runs=False):>20} "
+                f"{p.tokens_per_s:>9.1f} {p.achieved_bytes_per_s.median / 1e9:>6.1f} "
+                f"{same:>12}" + (f"  ({p.note})" if p.note else "")
+            )
         for f in self.failures:
             lines.append(f"{f.engine:>13} {f.format:>9} failed: {f.error}")
         for advice in dict.fromkeys(f.advice for f in self.failures if f.advice):
@@ -233,8 +271,13 @@ def _check_llama_cpp() -> None:
     check_installed()
 
 
-def gguf_file(fmt: str, source: Optional[str] = None, folder: Optional[str] = None, *,
-              timeout_s: float = TIMEOUT_S) -> Path:
+def gguf_file(
+    fmt: str,
+    source: Optional[str] = None,
+    folder: Optional[str] = None,
+    *,
+    timeout_s: float = TIMEOUT_S,
+) -> Path:
     """The default model's GGUF file in `fmt` (one of LLAMA_FORMATS): the shipped Q4_1 file
     itself, or one written from it once by llama.cpp's quantizer (kept in the viz cache, or in
     `folder`), in a child process (`EngineCrash` if it dies). The file is written under a
@@ -246,8 +289,10 @@ def gguf_file(fmt: str, source: Optional[str] = None, folder: Optional[str] = No
         raise ValueError(f"fmt must be one of {', '.join(LLAMA_FORMATS)}, not {fmt!r}")
     src = Path(source) if source else default_model.default_gguf_path()
     if not src.is_file():
-        raise ValueError(f"no GGUF file at {src}: leave source out for the default model "
-                         "(`make model` fetches it)")
+        raise ValueError(
+            f"no GGUF file at {src}: leave source out for the default model "
+            "(`make model` fetches it)"
+        )
     if fmt == "Q4_1" and source is None:
         return src
     out_dir = Path(folder) if folder else default_model.cache_dir() / "formats"
@@ -258,9 +303,12 @@ def gguf_file(fmt: str, source: Optional[str] = None, folder: Optional[str] = No
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + f".{os.getpid()}.part")
     try:
-        engine_child.call("quantize", {"src": str(src), "dst": str(tmp), "ftype": fmt},
-                          doing=f"writing {out.name} ({fmt}) from {src.name}",
-                          timeout_s=timeout_s)
+        engine_child.call(
+            "quantize",
+            {"src": str(src), "dst": str(tmp), "ftype": fmt},
+            doing=f"writing {out.name} ({fmt}) from {src.name}",
+            timeout_s=timeout_s,
+        )
         os.replace(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)
@@ -286,8 +334,10 @@ def gguf_weight_bytes(path: str | os.PathLike) -> int:
             raise ValueError(f"{path} is not a GGUF file (no GGUF magic at its start)")
         version, n_tensors, n_kv = struct.unpack("<IQQ", head[4:])
         if version < 2:
-            raise ValueError(f"{path} is GGUF version {version}: convert it with a current "
-                             "llama.cpp (versions 2 and 3 are read)")
+            raise ValueError(
+                f"{path} is GGUF version {version}: convert it with a current "
+                "llama.cpp (versions 2 and 3 are read)"
+            )
 
         def take(fmt: str):
             size = struct.calcsize(fmt)
@@ -325,9 +375,15 @@ def gguf_weight_bytes(path: str | os.PathLike) -> int:
 
 
 # ---- decoding ------------------------------------------------------------------------------------
-def llama_greedy(path: str | os.PathLike, prompt_ids: Sequence[int], new_tokens: int, *,
-                 repeats: int = 3, threads: Optional[int] = None,
-                 timeout_s: float = TIMEOUT_S) -> tuple[list[int], list[float]]:
+def llama_greedy(
+    path: str | os.PathLike,
+    prompt_ids: Sequence[int],
+    new_tokens: int,
+    *,
+    repeats: int = 3,
+    threads: Optional[int] = None,
+    timeout_s: float = TIMEOUT_S,
+) -> tuple[list[int], list[float]]:
     """Greedy decode with llama.cpp in a child process (`engine_child.greedy`, which times each
     step there): the prompt in one `eval`, then one token per `eval`, the next token the argmax
     of the last logits (no sampler). Returns the tokens (of the last run) and every timed step
@@ -335,30 +391,42 @@ def llama_greedy(path: str | os.PathLike, prompt_ids: Sequence[int], new_tokens:
     SIGSEGV, out of memory), exits non-zero or runs past `timeout_s`."""
     _check_llama_cpp()
     path = Path(path)
-    args = {"path": str(path), "prompt_ids": [int(t) for t in prompt_ids],
-            "new_tokens": int(new_tokens), "repeats": int(repeats),
-            "threads": int(threads or os.cpu_count() or 1)}
+    args = {
+        "path": str(path),
+        "prompt_ids": [int(t) for t in prompt_ids],
+        "new_tokens": int(new_tokens),
+        "repeats": int(repeats),
+        "threads": int(threads or os.cpu_count() or 1),
+    }
     out = engine_child.call("greedy", args, doing=f"decoding {path.name}", timeout_s=timeout_s)
     return out["tokens"], out["steps_s"]
 
 
-def _torch_point(lm, prompt: str, chat: bool, new_tokens: int, repeats: int,
-                 limit_s: Optional[float]):
+def _torch_point(
+    lm, prompt: str, chat: bool, new_tokens: int, repeats: int, limit_s: Optional[float]
+):
     """(trace of the last run, timed steps, note) for a LoadedModel via viz.record."""
     from viz.record import record
 
     def go(n):
-        return record(lm, prompt, chat=chat, max_new_tokens=n, stop_at_eos=False,
-                      embeddings=False, log_top=1)
+        return record(
+            lm, prompt, chat=chat, max_new_tokens=n, stop_at_eos=False, embeddings=False, log_top=1
+        )
 
     # warm-up, and WARM_STEPS timed steps to decide whether to go on: by the fastest of them,
     # since a freshly made model's first step is slow on any CPU (kernels chosen, pages touched)
     first = go(WARM_STEPS + 1)
     warm = [s.forward_s for s in first.steps[1:]]
     if limit_s is not None and min(warm) > limit_s:
-        return first, warm, (f"the fastest of its first {len(warm)} steps took "
-                             f"{min(warm) * 1e3:,.0f} ms, over {TOO_SLOW:g}× float32's: not "
-                             "timed further (no fast kernel for this dtype on this CPU)")
+        return (
+            first,
+            warm,
+            (
+                f"the fastest of its first {len(warm)} steps took "
+                f"{min(warm) * 1e3:,.0f} ms, over {TOO_SLOW:g}× float32's: not "
+                "timed further (no fast kernel for this dtype on this CPU)"
+            ),
+        )
     times, trace = [], first
     for _ in range(repeats):
         trace = go(new_tokens)
@@ -376,14 +444,29 @@ def _bfloat16_copy(lm):
     from viz.load import wrap
 
     model = copy.deepcopy(lm.model).to(torch.bfloat16)
-    return wrap(model, lm.tokenizer, name=lm.spec.name, device=lm.device, source=lm.source,
-                random_weights=lm.spec.random_weights)
+    return wrap(
+        model,
+        lm.tokenizer,
+        name=lm.spec.name,
+        device=lm.device,
+        source=lm.source,
+        random_weights=lm.spec.random_weights,
+    )
 
 
-def measure_formats(lm=None, formats: Sequence[str] = FORMATS, *, prompt: str = PROMPT,
-                    chat: bool = True, new_tokens: int = 24, repeats: int = 3,
-                    threads: Optional[int] = None, gguf_folder: Optional[str] = None,
-                    progress: bool = False, timeout_s: float = TIMEOUT_S) -> FormatRun:
+def measure_formats(
+    lm=None,
+    formats: Sequence[str] = FORMATS,
+    *,
+    prompt: str = PROMPT,
+    chat: bool = True,
+    new_tokens: int = 24,
+    repeats: int = 3,
+    threads: Optional[int] = None,
+    gguf_folder: Optional[str] = None,
+    progress: bool = False,
+    timeout_s: float = TIMEOUT_S,
+) -> FormatRun:
     """Decode the same prompt in each format and engine (module docstring).
 
     lm: the default model in float32 on the CPU, or None: then it is loaded here and let go
@@ -418,63 +501,114 @@ def measure_formats(lm=None, formats: Sequence[str] = FORMATS, *, prompt: str = 
             release_memory()
         if "bfloat16" in formats:  # lm: None where it was let go just above
             _bfloat16_point(None if own else lm, name, n_params, how, ref_ids, progress, points)
-        _llama_points(formats, ref.prompt_ids, ref_ids, n_params, new_tokens, repeats,
-                      n_threads, gguf_folder, timeout_s, progress, points, failures)
+        _llama_points(
+            formats,
+            ref.prompt_ids,
+            ref_ids,
+            n_params,
+            new_tokens,
+            repeats,
+            n_threads,
+            gguf_folder,
+            timeout_s,
+            progress,
+            points,
+            failures,
+        )
     env = _reference_environment(n_threads)
-    return FormatRun(model=name, n_params=n_params, prompt=prompt, chat=chat,
-                     new_tokens=new_tokens, repeats=repeats, reference="transformers float32",
-                     points=points, failures=failures, environment=env)
+    return FormatRun(
+        model=name,
+        n_params=n_params,
+        prompt=prompt,
+        chat=chat,
+        new_tokens=new_tokens,
+        repeats=repeats,
+        reference="transformers float32",
+        points=points,
+        failures=failures,
+        environment=env,
+    )
 
 
 def _check_model(lm, formats: Sequence[str]) -> None:
     """`measure_formats`'s checks of the model: float32 on the CPU, and the default model
     wherever llama.cpp's rows are asked for."""
     if lm.spec.dtype != "float32" or str(lm.device) != "cpu":
-        raise ValueError("give the model in float32 on the CPU (viz.load_model(device='cpu')): "
-                         "its float32 row is the reference the others are compared with")
+        raise ValueError(
+            "give the model in float32 on the CPU (viz.load_model(device='cpu')): "
+            "its float32 row is the reference the others are compared with"
+        )
     name = lm.spec.name
     from viz.default_model import DEFAULT_MODEL
 
     if name != DEFAULT_MODEL and any(f in LLAMA_FORMATS for f in formats):
-        raise ValueError(f"llama.cpp's rows are the default model's GGUF files, not {name}'s: "
-                         f"give formats=('float32', 'bfloat16') for this model, or lm=None")
+        raise ValueError(
+            f"llama.cpp's rows are the default model's GGUF files, not {name}'s: "
+            f"give formats=('float32', 'bfloat16') for this model, or lm=None"
+        )
 
 
-def _reference_point(lm, how: tuple, progress: bool,
-                     points: list[FormatPoint]) -> tuple[object, list[int]]:
+def _reference_point(
+    lm, how: tuple, progress: bool, points: list[FormatPoint]
+) -> tuple[object, list[int]]:
     """The float32 row (the reference), appended to `points`: (its last trace, its token ids).
     how: (prompt, chat, new_tokens, repeats), as `measure_formats` was given them."""
     ref, times, _ = _torch_point(lm, *how, None)
     ref_ids = [s.token_id for s in ref.steps]
-    points.append(FormatPoint("transformers", "float32", lm.spec.weight_bytes, 4.0,
-                              Spread.of(times), ref_ids, len(ref_ids)))
+    points.append(
+        FormatPoint(
+            "transformers",
+            "float32",
+            lm.spec.weight_bytes,
+            4.0,
+            Spread.of(times),
+            ref_ids,
+            len(ref_ids),
+        )
+    )
     if progress:
         print(f"  transformers float32: {Spread.of(times).text(1e3, 'ms', 1)}", flush=True)
     return ref, ref_ids
 
 
-def _bfloat16_point(lm, name: str, n_params: int, how: tuple, ref_ids: list[int],
-                    progress: bool, points: list[FormatPoint]) -> None:
+def _bfloat16_point(
+    lm,
+    name: str,
+    n_params: int,
+    how: tuple,
+    ref_ids: list[int],
+    progress: bool,
+    points: list[FormatPoint],
+) -> None:
     """The bfloat16 row, appended to `points`: the default model (`name`) loaded from its file,
     else a rounded copy of `lm`'s weights; let go again once timed. how: as `_reference_point`."""
     from viz.default_model import DEFAULT_MODEL
     from viz.load import load_model
     from viz.runtime import release_memory
 
-    b16 = (load_model(device="cpu", dtype="bfloat16") if name == DEFAULT_MODEL else
-           _bfloat16_copy(lm))  # the default model from its file, else lm's copy
+    b16 = (
+        load_model(device="cpu", dtype="bfloat16") if name == DEFAULT_MODEL else _bfloat16_copy(lm)
+    )  # the default model from its file, else lm's copy
     try:
         trace, times, note = _torch_point(b16, *how, TOO_SLOW * points[0].step.median)
         ids = [s.token_id for s in trace.steps]
-        points.append(FormatPoint("transformers", "bfloat16", b16.spec.weight_bytes,
-                                  b16.spec.weight_bytes / n_params, Spread.of(times),
-                                  ids, common_prefix(ids, ref_ids), note))
+        points.append(
+            FormatPoint(
+                "transformers",
+                "bfloat16",
+                b16.spec.weight_bytes,
+                b16.spec.weight_bytes / n_params,
+                Spread.of(times),
+                ids,
+                common_prefix(ids, ref_ids),
+                note,
+            )
+        )
     finally:
         del b16
         release_memory()
     if progress:
-        print(f"  transformers bfloat16: {points[-1].step.text(1e3, 'ms', 1)}",
-              flush=True)
+        print(f"  transformers bfloat16: {points[-1].step.text(1e3, 'ms', 1)}", flush=True)
 
 
 def _reference_environment(n_threads: int) -> Environment:
@@ -482,12 +616,14 @@ def _reference_environment(n_threads: int) -> Environment:
     threads the measurements ran with."""
     from viz.runtime import environment, resolve_device
 
-    return replace(environment(resolve_device("cpu"), "float32", source=FORMATS_SOURCE),
-                   threads=n_threads)
+    return replace(
+        environment(resolve_device("cpu"), "float32", source=FORMATS_SOURCE), threads=n_threads
+    )
 
 
-def _check_formats(formats: Sequence[str], new_tokens: int, repeats: int,
-                   threads: Optional[int]) -> None:
+def _check_formats(
+    formats: Sequence[str], new_tokens: int, repeats: int, threads: Optional[int]
+) -> None:
     """`measure_formats`'s argument checks (the model's are its own)."""
     checks.whole("new_tokens", new_tokens, 3)
     checks.whole("repeats", repeats, 1)
@@ -497,25 +633,49 @@ def _check_formats(formats: Sequence[str], new_tokens: int, repeats: int,
         raise ValueError(f"formats must be some of {', '.join(FORMATS)}, not {list(formats)!r}")
 
 
-def _llama_points(formats: Sequence[str], prompt_ids: list[int], ref_ids: list[int],
-                  n_params: int, new_tokens: int, repeats: int, n_threads: int,
-                  gguf_folder: Optional[str], timeout_s: float, progress: bool,
-                  points: list[FormatPoint], failures: list[FormatFailure]) -> None:
+def _llama_points(
+    formats: Sequence[str],
+    prompt_ids: list[int],
+    ref_ids: list[int],
+    n_params: int,
+    new_tokens: int,
+    repeats: int,
+    n_threads: int,
+    gguf_folder: Optional[str],
+    timeout_s: float,
+    progress: bool,
+    points: list[FormatPoint],
+    failures: list[FormatFailure],
+) -> None:
     """llama.cpp's rows, each of its formats in `formats` in turn: appended to `points`, or,
     where its child process crashed, to `failures` (and on with the next)."""
     for fmt in (f for f in LLAMA_FORMATS if f in formats):
         try:
             path = gguf_file(fmt, folder=gguf_folder, timeout_s=timeout_s)
-            ids, times = llama_greedy(path, prompt_ids, new_tokens, repeats=repeats,
-                                      threads=n_threads, timeout_s=timeout_s)
+            ids, times = llama_greedy(
+                path,
+                prompt_ids,
+                new_tokens,
+                repeats=repeats,
+                threads=n_threads,
+                timeout_s=timeout_s,
+            )
         except EngineCrash as e:  # this format's child died: say so, go on with the next
-            failures.append(FormatFailure("llama.cpp", fmt, e.summary, e.advice,
-                                          e.stderr_tail))
+            failures.append(FormatFailure("llama.cpp", fmt, e.summary, e.advice, e.stderr_tail))
             if progress:
                 print(f"  llama.cpp {fmt}: failed: {e.summary}", flush=True)
             continue
         wb = gguf_weight_bytes(path)
-        points.append(FormatPoint("llama.cpp", fmt, wb, wb / n_params, Spread.of(times),
-                                  ids, common_prefix(ids, ref_ids)))
+        points.append(
+            FormatPoint(
+                "llama.cpp",
+                fmt,
+                wb,
+                wb / n_params,
+                Spread.of(times),
+                ids,
+                common_prefix(ids, ref_ids),
+            )
+        )
         if progress:
             print(f"  llama.cpp {fmt}: {points[-1].step.text(1e3, 'ms', 1)}", flush=True)

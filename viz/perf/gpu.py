@@ -110,10 +110,12 @@ def gpu_provenance() -> str:
     """One line: which GPU, driver, software and date, and the command that measured it."""
     wall = gpu_wall()
     env, rec = wall.environment, wall.recorded
-    return (f"{wall.device_name}, driver {rec.get('driver', 'unknown')}, torch "
-            f"{env.torch_version}, transformers {env.transformers_version}, "
-            f"{rec.get('date', '')}, `{rec.get('command', 'benchmarks/gpu_check.py')}`; "
-            f"models built from their configs with random weights")
+    return (
+        f"{wall.device_name}, driver {rec.get('driver', 'unknown')}, torch "
+        f"{env.torch_version}, transformers {env.transformers_version}, "
+        f"{rec.get('date', '')}, `{rec.get('command', 'benchmarks/gpu_check.py')}`; "
+        f"models built from their configs with random weights"
+    )
 
 
 # ---- the decode step's own time against the batch size ----------------------------------------
@@ -144,31 +146,43 @@ class BusyRow:
         rule cannot say overhead-bound), and `NOT_JUDGED` where it is not."""
         if self.fixed is not None:
             return self.verdict.regime
-        if self.fixed_bound_s is not None and \
-                self.fixed_bound_s < self.verdict.overhead_share * self.busy.low:
+        if (
+            self.fixed_bound_s is not None
+            and self.fixed_bound_s < self.verdict.overhead_share * self.busy.low
+        ):
             return self.verdict.regime
         return NOT_JUDGED
 
     def line(self) -> str:
         """The judgement in one line, with what decided it."""
         ms = lambda s: f"{s * 1e3:.2f} ms"  # noqa: E731
-        floors = (f"reading the bytes at the peak takes {ms(self.verdict.memory_floor.median)} "
-                  f"(MBU {self.mbu:.0%}), the arithmetic {ms(self.verdict.compute_floor.median)} "
-                  f"(MFU {self.mfu:.0%})")
+        floors = (
+            f"reading the bytes at the peak takes {ms(self.verdict.memory_floor.median)} "
+            f"(MBU {self.mbu:.0%}), the arithmetic {ms(self.verdict.compute_floor.median)} "
+            f"(MFU {self.mfu:.0%})"
+        )
         if self.fixed is not None:
-            return (f"{self.regime} — fixed cost {ms(self.fixed.median)} (measured: a model of "
-                    f"the same depth, tiny width) of the {ms(self.busy.median)} busy time; "
-                    f"{floors}")
+            return (
+                f"{self.regime} — fixed cost {ms(self.fixed.median)} (measured: a model of "
+                f"the same depth, tiny width) of the {ms(self.busy.median)} busy time; "
+                f"{floors}"
+            )
         if self.fixed_bound_s is None:
             bound = "no bound on it"
         else:
-            bound = (f"{ms(self.fixed_bound_s)} at most ({self.kernels:,} kernels × ≤ "
-                     f"{self.fixed_bound_s / self.kernels * 1e6:.2f} µs)")
+            bound = (
+                f"{ms(self.fixed_bound_s)} at most ({self.kernels:,} kernels × ≤ "
+                f"{self.fixed_bound_s / self.kernels * 1e6:.2f} µs)"
+            )
         if self.regime == NOT_JUDGED:
-            return (f"{NOT_JUDGED} — no measured fixed cost for the GPU's busy time, and "
-                    f"{bound} could be one: half the {ms(self.busy.median)} or more; {floors}")
-        return (f"{self.regime} — its fixed cost is {bound}, under half the "
-                f"{ms(self.busy.median)} busy time, so the floors decide: {floors}")
+            return (
+                f"{NOT_JUDGED} — no measured fixed cost for the GPU's busy time, and "
+                f"{bound} could be one: half the {ms(self.busy.median)} or more; {floors}"
+            )
+        return (
+            f"{self.regime} — its fixed cost is {bound}, under half the "
+            f"{ms(self.busy.median)} busy time, so the floors decide: {floors}"
+        )
 
     @property
     def host_share(self) -> float:
@@ -188,8 +202,10 @@ class BusyRow:
 
 def _check_busy(sweep) -> Sweep:
     if not isinstance(sweep, Sweep) or sweep.name != "device_busy":
-        raise ValueError("expected a device-busy sweep, e.g. "
-                         "viz.perf.gpu_reference('busy-sweep', 'llama-3.1-8b')")
+        raise ValueError(
+            "expected a device-busy sweep, e.g. "
+            "viz.perf.gpu_reference('busy-sweep', 'llama-3.1-8b')"
+        )
     if any(v is None for v in sweep.column("gpu_busy_s")):
         raise ValueError("this sweep has no GPU busy time (it was measured without CUDA)")
     return sweep
@@ -203,8 +219,10 @@ def busy_fixed_cost(sweep: Sweep) -> Optional[Spread]:
     if not fixed or fixed.get("busy_s") is None:
         return None
     if int(fixed.get("n_layers", -1)) != sweep.model.n_layers:
-        raise ValueError(f"this sweep's fixed cost was measured {fixed.get('n_layers')} layers "
-                         f"deep, not {sweep.model.n_layers} as the model")
+        raise ValueError(
+            f"this sweep's fixed cost was measured {fixed.get('n_layers')} layers "
+            f"deep, not {sweep.model.n_layers} as the model"
+        )
     return Spread(**fixed["busy_s"])
 
 
@@ -228,9 +246,12 @@ def _kernel_bound(sweep: Sweep) -> float:
     return min(own, kernel_time_bound(shipped)) if where(sweep) == where(shipped) else own
 
 
-def busy_rows(sweep: Sweep, peaks: Optional[Peaks] = None,
-              fixed_cost: Optional[Spread] = None,
-              kernel_bound_s: Optional[float] = None) -> list[BusyRow]:
+def busy_rows(
+    sweep: Sweep,
+    peaks: Optional[Peaks] = None,
+    fixed_cost: Optional[Spread] = None,
+    kernel_bound_s: Optional[float] = None,
+) -> list[BusyRow]:
     """Each batch size's wall time, busy time, counted work and the rule's judgement of the busy
     time (peaks: default the GPU's, `gpu_peaks(dtype of the sweep)`).
 
@@ -252,12 +273,21 @@ def busy_rows(sweep: Sweep, peaks: Optional[Peaks] = None,
     for k, row in enumerate(sweep.rows()):
         cost = decode_cost(sweep.model, int(row["context_tokens"]), int(row["batch_size"]))
         kernels = int(row["kernels_per_step"])
-        rows.append(BusyRow(batch=int(row["batch_size"]), context_tokens=int(row["context_tokens"]),
-                            wall=walls[k], busy=busies[k], kernels=kernels, cost=cost,
-                            verdict=pass_verdict(cost.flops, cost.bytes, busies[k], peaks,
-                                                 fixed if fixed is not None else 0.0),
-                            fixed=fixed,
-                            fixed_bound_s=None if per_kernel is None else kernels * per_kernel))
+        rows.append(
+            BusyRow(
+                batch=int(row["batch_size"]),
+                context_tokens=int(row["context_tokens"]),
+                wall=walls[k],
+                busy=busies[k],
+                kernels=kernels,
+                cost=cost,
+                verdict=pass_verdict(
+                    cost.flops, cost.bytes, busies[k], peaks, fixed if fixed is not None else 0.0
+                ),
+                fixed=fixed,
+                fixed_bound_s=None if per_kernel is None else kernels * per_kernel,
+            )
+        )
     return rows
 
 
@@ -270,8 +300,9 @@ def busy_knee(rows: list[BusyRow]) -> tuple[Optional[int], Optional[int]]:
     return (max(memory) if memory else None, min(compute) if compute else None)
 
 
-def ridge_batch(spec, flops_per_s: float, bytes_per_s: float, context_tokens: int,
-                largest: int = 1 << 16) -> Optional[int]:
+def ridge_batch(
+    spec, flops_per_s: float, bytes_per_s: float, context_tokens: int, largest: int = 1 << 16
+) -> Optional[int]:
     """The knee as counted: the smallest batch whose decode step's compute floor reaches its
     memory floor (FLOPs ÷ flops_per_s ≥ bytes ÷ bytes_per_s) at `context_tokens` tokens per
     request; None if no batch up to `largest` does (the KV cache grows with the batch too;
@@ -279,8 +310,10 @@ def ridge_batch(spec, flops_per_s: float, bytes_per_s: float, context_tokens: in
     for rate, name in ((flops_per_s, "flops_per_s"), (bytes_per_s, "bytes_per_s")):
         checks.positive(name, rate, what="a positive number")
     low, high = 1, int(largest)
-    compute_wins = lambda b: (decode_cost(spec, context_tokens, b).flops / flops_per_s  # noqa: E731
-                              >= decode_cost(spec, context_tokens, b).bytes / bytes_per_s)
+    compute_wins = lambda b: (
+        decode_cost(spec, context_tokens, b).flops / flops_per_s  # noqa: E731
+        >= decode_cost(spec, context_tokens, b).bytes / bytes_per_s
+    )
     if not compute_wins(high):
         return None
     while low < high:  # the floors' ratio grows with the batch: bisect for the first crossing
@@ -297,9 +330,13 @@ def busy_roofline(sweep: Sweep, peaks: Optional[Peaks] = None) -> Roofline:
     time, under the GPU's measured ceilings (draw it with `viz.views.roofline_figure`)."""
     rows = busy_rows(sweep, peaks)
     peaks = peaks or gpu_peaks(sweep.model.dtype)
-    return Roofline(peaks=peaks, model=sweep.model, environment=sweep.environment,
-                    points=[point(f"B={r.batch}", r.cost, r.busy.median) for r in rows],
-                    label=f"{sweep.label}, GPU busy time")
+    return Roofline(
+        peaks=peaks,
+        model=sweep.model,
+        environment=sweep.environment,
+        points=[point(f"B={r.batch}", r.cost, r.busy.median) for r in rows],
+        label=f"{sweep.label}, GPU busy time",
+    )
 
 
 # ---- prefill against the prompt's length ------------------------------------------------------
@@ -317,24 +354,35 @@ class PrefillRow:
         return utilisation(self.verdict.compute_floor.median, self.seconds.median)
 
 
-def prefill_rows(sweep: Sweep, peaks: Optional[Peaks] = None,
-                 fixed_cost: Optional[Spread] = None) -> list[PrefillRow]:
+def prefill_rows(
+    sweep: Sweep, peaks: Optional[Peaks] = None, fixed_cost: Optional[Spread] = None
+) -> list[PrefillRow]:
     """Each prompt length's prefill and the rule's verdict (peaks: the GPU's; fixed_cost: the
     host's at the model's depth, `gpu_fixed_cost`, from the memory-wall run: the prefill is a
     wall-clock time, so its fixed cost is the host's too, measured minutes apart)."""
     if not isinstance(sweep, Sweep) or sweep.name != "prompt_length":
-        raise ValueError("expected a prompt-length sweep, e.g. "
-                         "viz.perf.gpu_reference('prompt-sweep', 'llama-3.1-8b')")
+        raise ValueError(
+            "expected a prompt-length sweep, e.g. "
+            "viz.perf.gpu_reference('prompt-sweep', 'llama-3.1-8b')"
+        )
     peaks = peaks or gpu_peaks(sweep.model.dtype)
-    fixed = fixed_cost if fixed_cost is not None else gpu_fixed_cost(sweep.model.n_layers,
-                                                                     sweep.model.dtype)
+    fixed = (
+        fixed_cost
+        if fixed_cost is not None
+        else gpu_fixed_cost(sweep.model.n_layers, sweep.model.dtype)
+    )
     seconds = sweep.spread("prefill_forward_s")
     rows = []
     for k, row in enumerate(sweep.rows()):
         cost = prefill_cost(sweep.model, int(row["prompt_tokens"]))
-        rows.append(PrefillRow(tokens=int(row["prompt_tokens"]), seconds=seconds[k], cost=cost,
-                               verdict=pass_verdict(cost.flops, cost.bytes, seconds[k], peaks,
-                                                    fixed)))
+        rows.append(
+            PrefillRow(
+                tokens=int(row["prompt_tokens"]),
+                seconds=seconds[k],
+                cost=cost,
+                verdict=pass_verdict(cost.flops, cost.bytes, seconds[k], peaks, fixed),
+            )
+        )
     return rows
 
 
@@ -383,10 +431,19 @@ def graph_steps() -> list[GraphStep]:
         middle = run.prompt_tokens + run.new_tokens // 2
         nbytes = decode_cost(gpu_reference("busy-sweep", name).model, middle).bytes
         bw = peaks.bytes_spread or Spread.exact(peaks.bytes_per_s)
-        steps.append(GraphStep(model=name, kernels=one.kernels, busy=one.busy,
-                               graph=run.compiled, memory_floor=bw.rate(nbytes),
-                               eager=run.eager, recorded=run.recorded,
-                               compile_s=run.compile_s, same_tokens=run.same_tokens))
+        steps.append(
+            GraphStep(
+                model=name,
+                kernels=one.kernels,
+                busy=one.busy,
+                graph=run.compiled,
+                memory_floor=bw.rate(nbytes),
+                eager=run.eager,
+                recorded=run.recorded,
+                compile_s=run.compile_s,
+                same_tokens=run.same_tokens,
+            )
+        )
     return steps
 
 
@@ -401,14 +458,18 @@ def eager_walls(model: str = "smollm2-135m") -> list[tuple[str, Spread, Optional
     spec = gpu_reference("busy-sweep", model).model
     for q in wall.points:
         if q.kind == "shape" and q.model == spec.name and q.dtype == "bfloat16" and q.batch == 1:
-            out.append(("memory-wall run", q.step_spread or Spread.exact(q.seconds),
-                        gpu_fixed_cost(q.n_layers)))
+            out.append(
+                (
+                    "memory-wall run",
+                    q.step_spread or Spread.exact(q.seconds),
+                    gpu_fixed_cost(q.n_layers),
+                )
+            )
     if model == GPU_MODELS[0]:
         trace = gpu_reference("trace", model)
         out.append(("the shipped trace", trace.decode_step_spread, None))
     run = gpu_reference("compiled-step", model)
     out.append(("compiled-step run, growing cache", run.recorded, None))
     out.append(("compiled-step run, static cache", run.eager, None))
-    out.append(("busy sweep, batch 1", busy_rows(gpu_reference("busy-sweep", model))[0].wall,
-                None))
+    out.append(("busy sweep, batch 1", busy_rows(gpu_reference("busy-sweep", model))[0].wall, None))
     return out

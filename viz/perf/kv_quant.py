@@ -83,13 +83,21 @@ class KVQuant:
 
     def __post_init__(self):
         allowed = sorted(b for bits in compat.QUANTIZED_BACKENDS.values() for b in bits)
-        checks.one_of("nbits", self.nbits, allowed,
-                      fix="the bit widths transformers' quantized cache offers: use 4 or 2 "
-                          "(optimum-quanto's integers in groups; transformers refuses 8 from "
-                          "quanto) or 8 (its own fp8 backend)")
+        checks.one_of(
+            "nbits",
+            self.nbits,
+            allowed,
+            fix="the bit widths transformers' quantized cache offers: use 4 or 2 "
+            "(optimum-quanto's integers in groups; transformers refuses 8 from "
+            "quanto) or 8 (its own fp8 backend)",
+        )
         checks.whole("group_size", self.group_size, 1)
-        checks.whole("residual_length", self.residual_length, 2,
-                     fix="at 1 every step would quantize the whole cache again")
+        checks.whole(
+            "residual_length",
+            self.residual_length,
+            2,
+            fix="at 1 every step would quantize the whole cache again",
+        )
 
     @property
     def backend(self) -> str:
@@ -111,21 +119,30 @@ class KVQuant:
         width = spec.n_kv_heads * spec.head_dim
         if self.backend == "quanto" and width % self.group_size:
             fits = [g for g in (128, 64, 32, 16, 8) if width % g == 0]
-            raise ValueError(f"group_size={self.group_size} does not divide the {width} key "
-                             f"values of one position of {spec.name} (kv_heads · head_dim): "
-                             f"use one that does, e.g. {fits[0] if fits else 1}")
+            raise ValueError(
+                f"group_size={self.group_size} does not divide the {width} key "
+                f"values of one position of {spec.name} (kv_heads · head_dim): "
+                f"use one that does, e.g. {fits[0] if fits else 1}"
+            )
 
     def cache(self, model: Any) -> Any:
         """An empty cache of this kind for `model` (`viz.compat.quantized_cache`)."""
-        return compat.quantized_cache(model, self.backend, self.nbits,
-                                      group_size=self.group_size,
-                                      residual_length=self.residual_length)
+        return compat.quantized_cache(
+            model,
+            self.backend,
+            self.nbits,
+            group_size=self.group_size,
+            residual_length=self.residual_length,
+        )
 
     def generate_kwargs(self) -> dict:
         """What `model.generate` takes to build the same cache."""
-        return compat.quantized_generate_kwargs(self.backend, self.nbits,
-                                                group_size=self.group_size,
-                                                residual_length=self.residual_length)
+        return compat.quantized_generate_kwargs(
+            self.backend,
+            self.nbits,
+            group_size=self.group_size,
+            residual_length=self.residual_length,
+        )
 
 
 def as_quant(value: Union[int, KVQuant]) -> KVQuant:
@@ -133,8 +150,9 @@ def as_quant(value: Union[int, KVQuant]) -> KVQuant:
     return value if isinstance(value, KVQuant) else KVQuant(value)
 
 
-def kv_quant_bytes(spec: ModelSpec, tokens: int, quant: Optional[KVQuant] = None,
-                   window_tokens: int = 0) -> int:
+def kv_quant_bytes(
+    spec: ModelSpec, tokens: int, quant: Optional[KVQuant] = None, window_tokens: int = 0
+) -> int:
     """Bytes a cache of `tokens` positions holds, `window_tokens` of them in quanto's
     full-precision window (the rest quantized), counted from the layout in the module
     docstring. `quant=None`: the float cache (`ModelSpec.kv_bytes`)."""
@@ -147,20 +165,23 @@ def kv_quant_bytes(spec: ModelSpec, tokens: int, quant: Optional[KVQuant] = None
         per_tensor = width * tokens + FP8_SCALE_BYTES
     else:
         if not 0 <= window_tokens <= tokens:
-            raise ValueError(f"window_tokens must be between 0 and {tokens}, "
-                             f"not {window_tokens!r}")
+            raise ValueError(f"window_tokens must be between 0 and {tokens}, not {window_tokens!r}")
         groups = width * (tokens - window_tokens) // quant.group_size
         packed = math.ceil(groups / (8 // quant.nbits)) * quant.group_size
-        per_tensor = (packed + 2 * groups * spec.bytes_per_element
-                      + width * window_tokens * spec.bytes_per_element)
+        per_tensor = (
+            packed
+            + 2 * groups * spec.bytes_per_element
+            + width * window_tokens * spec.bytes_per_element
+        )
     return 2 * spec.n_layers * per_tensor  # keys and values, every layer
 
 
 def _dequant_flops(spec: ModelSpec, tokens: int, quant: Optional[KVQuant]) -> int:
     if quant is None:
         return 0
-    return DEQUANT_FLOPS[quant.backend] * 2 * spec.n_layers * spec.n_kv_heads * \
-        spec.head_dim * tokens
+    return (
+        DEQUANT_FLOPS[quant.backend] * 2 * spec.n_layers * spec.n_kv_heads * spec.head_dim * tokens
+    )
 
 
 def _step_seconds(forward, cache, token: torch.Tensor, context: int) -> float:
@@ -178,17 +199,29 @@ def _build(lm: LoadedModel, tokens: int, quant: Optional[KVQuant]) -> tuple[Any,
     if quant is None:
         return compat.synthetic_cache(lm.model, tokens), 0.0
     start = time.perf_counter()
-    cache = compat.synthetic_quantized_cache(lm.model, tokens, quant.backend, quant.nbits,
-                                             group_size=quant.group_size,
-                                             residual_length=quant.residual_length)
+    cache = compat.synthetic_quantized_cache(
+        lm.model,
+        tokens,
+        quant.backend,
+        quant.nbits,
+        group_size=quant.group_size,
+        residual_length=quant.residual_length,
+    )
     return cache, time.perf_counter() - start
 
 
 @measured
-def kv_quant_sweep(lm: LoadedModel, contexts: Sequence[int] = (2048, 8191),
-                   quants: Sequence[Union[int, KVQuant]] = (8, 4), *, repeats: int = 5,
-                   float_cache: bool = True, progress: bool = True, label: str = "",
-                   threads: Optional[int] = None) -> Sweep:
+def kv_quant_sweep(
+    lm: LoadedModel,
+    contexts: Sequence[int] = (2048, 8191),
+    quants: Sequence[Union[int, KVQuant]] = (8, 4),
+    *,
+    repeats: int = 5,
+    float_cache: bool = True,
+    progress: bool = True,
+    label: str = "",
+    threads: Optional[int] = None,
+) -> Sweep:
     """A decode step at each of `contexts` cached tokens over the float cache and over each
     quantized cache of `quants` (bits, or `KVQuant`s), lesson 11. float_cache=False leaves the
     float cache out (lesson 11 sets these beside its `long_decode_sweep`, timed the same way).
@@ -219,26 +252,55 @@ def kv_quant_sweep(lm: LoadedModel, contexts: Sequence[int] = (2048, 8191),
     bits = [8 * lm.spec.bytes_per_element if k is None else k.nbits for k in kinds]
     forward = compat.last_logits(lm.model)
     token = prompt_ids(lm, 1)
-    cols: dict[str, list[Any]] = {c: [] for c in (
-        "kv_bits", "context_tokens", "decode_step_s", "empty_step_s", "growth",
-        "dequantize_s", "flush_s", "kv_bytes", "weight_bytes", "step_bytes",
-        "dequantized_bytes", "flops")}
+    cols: dict[str, list[Any]] = {
+        c: []
+        for c in (
+            "kv_bits",
+            "context_tokens",
+            "decode_step_s",
+            "empty_step_s",
+            "growth",
+            "dequantize_s",
+            "flush_s",
+            "kv_bytes",
+            "weight_bytes",
+            "step_bytes",
+            "dequantized_bytes",
+            "flops",
+        )
+    }
     spreads: dict[str, list[Spread]] = {}
-    with torch.inference_mode(), \
-            progress_bar(len(contexts) * len(kinds), "kv quant decode", progress) as bar:
+    with (
+        torch.inference_mode(),
+        progress_bar(len(contexts) * len(kinds), "kv quant decode", progress) as bar,
+    ):
         for c in contexts:
             for quant, b in zip(kinds, bits):
                 timed = _time_cache(lm, forward, token, c, quant, repeats)
                 _add_row(cols, spreads, lm, c, quant, b, timed)
                 bar.update()
     settings = _settings(kinds, names, repeats)
-    return Sweep(name="kv_quant_decode", x="context_tokens", columns=cols, model=lm.spec,
-                 environment=lm.environment(), settings=settings, label=label,
-                 spreads=spreads)
+    return Sweep(
+        name="kv_quant_decode",
+        x="context_tokens",
+        columns=cols,
+        model=lm.spec,
+        environment=lm.environment(),
+        settings=settings,
+        label=label,
+        spreads=spreads,
+    )
 
 
-def _add_row(cols: dict[str, list[Any]], spreads: dict[str, list[Spread]], lm: LoadedModel,
-             c: int, quant: Optional[KVQuant], b: int, timed: tuple) -> None:
+def _add_row(
+    cols: dict[str, list[Any]],
+    spreads: dict[str, list[Spread]],
+    lm: LoadedModel,
+    c: int,
+    quant: Optional[KVQuant],
+    b: int,
+    timed: tuple,
+) -> None:
     """One row of `kv_quant_sweep`: the cache `quant` (None: float, `b` bits) at context `c`,
     with its times (`_time_cache`'s) and the bytes and FLOPs the step must move and do."""
     quantize_s, steps, empty, dequant = timed
@@ -251,8 +313,7 @@ def _add_row(cols: dict[str, list[Any]], spreads: dict[str, list[Spread]], lm: L
     kv = kv_quant_bytes(lm.spec, c + 1, quant, window)
     cols["kv_bits"].append(b)
     cols["context_tokens"].append(c)
-    cols["flush_s"].append(quantize_s if quant is not None
-                           and quant.backend == "quanto" else 0.0)
+    cols["flush_s"].append(quantize_s if quant is not None and quant.backend == "quanto" else 0.0)
     cols["kv_bytes"].append(kv)
     cols["weight_bytes"].append(cost.weight_bytes)
     cols["step_bytes"].append(cost.weight_bytes + kv)
@@ -262,20 +323,26 @@ def _add_row(cols: dict[str, list[Any]], spreads: dict[str, list[Spread]], lm: L
 
 def _settings(kinds: list[Optional[KVQuant]], names: list[str], repeats: int) -> dict[str, Any]:
     """`kv_quant_sweep`'s settings: the repeats, the caches and how each quantizes."""
-    settings = {"repeats": repeats, "caches": names,
-                "cache": "synthetic (random keys and values, quantized by the backend)"}
+    settings = {
+        "repeats": repeats,
+        "caches": names,
+        "cache": "synthetic (random keys and values, quantized by the backend)",
+    }
     for k in (k for k in kinds if k is not None):
-        settings[k.name] = k.label + (f", {k.residual_length} newest positions in full "
-                                      "precision" if k.backend == "quanto" else "")
+        settings[k.name] = k.label + (
+            f", {k.residual_length} newest positions in full precision"
+            if k.backend == "quanto"
+            else ""
+        )
     return settings
 
 
-def _kinds(lm: LoadedModel, quants: Sequence[Union[int, KVQuant]],
-           float_cache: bool) -> tuple[list[Optional[KVQuant]], list[str]]:
+def _kinds(
+    lm: LoadedModel, quants: Sequence[Union[int, KVQuant]], float_cache: bool
+) -> tuple[list[Optional[KVQuant]], list[str]]:
     """`kv_quant_sweep`'s caches (None: the float one, first) and their names, each checked
     against the model and its backend's package."""
-    kinds: list[Optional[KVQuant]] = ([None] if float_cache else []) + \
-        [as_quant(q) for q in quants]
+    kinds: list[Optional[KVQuant]] = ([None] if float_cache else []) + [as_quant(q) for q in quants]
     if not kinds:
         raise ValueError("nothing to measure: give quants, or float_cache=True")
     names = [FLOAT if k is None else k.name for k in kinds]
@@ -291,9 +358,14 @@ def _kinds(lm: LoadedModel, quants: Sequence[Union[int, KVQuant]],
     return kinds, names
 
 
-def _time_cache(lm: LoadedModel, forward, token: torch.Tensor, context: int,
-                quant: Optional[KVQuant],
-                repeats: int) -> tuple[float, list[float], list[float], list[float]]:
+def _time_cache(
+    lm: LoadedModel,
+    forward,
+    token: torch.Tensor,
+    context: int,
+    quant: Optional[KVQuant],
+    repeats: int,
+) -> tuple[float, list[float], list[float], list[float]]:
     """One cache of `context` positions built, then timed: (the seconds its quantization took,
     `repeats` steps over it, as many over an empty cache beside them, its dequantizations).
     Freed before returning, so at most one cache is in memory."""
@@ -316,8 +388,9 @@ def _time_cache(lm: LoadedModel, forward, token: torch.Tensor, context: int,
 
 def check_kv_quant_sweep(sweep: Any) -> Sweep:
     if not isinstance(sweep, Sweep) or sweep.name != "kv_quant_decode":
-        raise ValueError("expected a kv_quant_decode sweep: measure one with "
-                         "viz.perf.kv_quant_sweep(lm)")
+        raise ValueError(
+            "expected a kv_quant_decode sweep: measure one with viz.perf.kv_quant_sweep(lm)"
+        )
     return sweep
 
 
@@ -343,21 +416,25 @@ def kv_quant_row(sweep: Sweep, name: str, context_tokens: Optional[int] = None) 
     rows = sweep.rows()
     for i, row in enumerate(rows):
         if row["kv_bits"] == by_name[name] and row["context_tokens"] == c:
-            return {**row, "name": name, "step": sweep.spread("decode_step_s")[i],
-                    "growth_spread": sweep.spread("growth")[i]}
+            return {
+                **row,
+                "name": name,
+                "step": sweep.spread("decode_step_s")[i],
+                "growth_spread": sweep.spread("growth")[i],
+            }
     raise ValueError(f"no row for {c} cached tokens; this sweep has {sorted(set(contexts))}")
 
 
-def kv_quant_verdicts(sweep: Sweep, peaks: Peaks, fixed_cost: Any,
-                      context_tokens: Optional[int] = None) -> dict[str, Any]:
+def kv_quant_verdicts(
+    sweep: Sweep, peaks: Peaks, fixed_cost: Any, context_tokens: Optional[int] = None
+) -> dict[str, Any]:
     """cache name → the regime rule's verdict (`viz.perf.pass_verdict`) on its step at
     `context_tokens` (default the longest): its FLOPs, the bytes it must read at least
     (`step_bytes`), its measured step with spread, this machine's peaks and fixed cost."""
     out = {}
     for name in cache_names(sweep).values():
         row = kv_quant_row(sweep, name, context_tokens)
-        out[name] = pass_verdict(row["flops"], row["step_bytes"], row["step"], peaks,
-                                 fixed_cost)
+        out[name] = pass_verdict(row["flops"], row["step_bytes"], row["step"], peaks, fixed_cost)
     return out
 
 
@@ -371,7 +448,8 @@ AGREEMENT_DOCUMENT = (
     "of 1927 the keeper's cottage lost its roof, but the lamp stayed lit all night, and a "
     "fishing boat with six men aboard found the harbour by it. Today the tower is a small "
     "museum: visitors climb its 114 steps to the lamp room, and the logbooks, all forty-one of "
-    "them, are kept in a glass case on the ground floor.")
+    "them, are kept in a glass case on the ground floor."
+)
 AGREEMENT_QUESTION = "Tell me the history of this lighthouse in a few sentences."
 
 
@@ -404,22 +482,25 @@ class Agreement:
 
     def line(self) -> str:
         same = self.same_until
-        where = ("all of them" if same == self.steps else
-                 f"the first {same}, then they part")
-        return (f"{self.cache}: {same} of {self.steps} greedy tokens equal to the float "
-                f"cache's ({where}); largest logit difference at the first step that read "
-                f"the cache {self.first_step_logit_diff:.3f}")
+        where = "all of them" if same == self.steps else f"the first {same}, then they part"
+        return (
+            f"{self.cache}: {same} of {self.steps} greedy tokens equal to the float "
+            f"cache's ({where}); largest logit difference at the first step that read "
+            f"the cache {self.first_step_logit_diff:.3f}"
+        )
 
 
-def chat_prompt_ids(lm: LoadedModel, document: str = AGREEMENT_DOCUMENT,
-                    question: str = AGREEMENT_QUESTION) -> list[int]:
+def chat_prompt_ids(
+    lm: LoadedModel, document: str = AGREEMENT_DOCUMENT, question: str = AGREEMENT_QUESTION
+) -> list[int]:
     """A real prompt: the document and the question in one user turn, in the chat template
     (the byte tokenizer of a test model has none: plain text then)."""
     tok = lm.tokenizer
     text = f"{document}\n\n{question}"
     if getattr(tok, "chat_template", None):
-        out = tok.apply_chat_template([{"role": "user", "content": text}],
-                                      add_generation_prompt=True, tokenize=True)
+        out = tok.apply_chat_template(
+            [{"role": "user", "content": text}], add_generation_prompt=True, tokenize=True
+        )
         return list(out["input_ids"] if hasattr(out, "keys") else out)
     return list(tok(text)["input_ids"])
 
@@ -438,9 +519,13 @@ def _greedy(forward, ids: torch.Tensor, cache: Any, steps: int) -> tuple[list[in
     return out, seen
 
 
-def kv_quant_agreement(lm: LoadedModel, quants: Sequence[Union[int, KVQuant]] = (8, 4), *,
-                       steps: int = 24, prompt: Optional[Sequence[int]] = None
-                       ) -> list[Agreement]:
+def kv_quant_agreement(
+    lm: LoadedModel,
+    quants: Sequence[Union[int, KVQuant]] = (8, 4),
+    *,
+    steps: int = 24,
+    prompt: Optional[Sequence[int]] = None,
+) -> list[Agreement]:
     """Greedy decoding after a real prompt (default `chat_prompt_ids`: a document and a
     question) over the float cache and over each quantized cache: how many tokens agree, and
     how far the logits moved at the first step that read the quantized keys and values.
@@ -461,9 +546,20 @@ def kv_quant_agreement(lm: LoadedModel, quants: Sequence[Union[int, KVQuant]] = 
         out = []
         for k in kinds:
             tokens, logits = _greedy(forward, ids, k.cache(lm.model), steps)
-            gap = float((logits[1] - ref_logits[1]).abs().max()) if tokens[0] == reference[0] \
+            gap = (
+                float((logits[1] - ref_logits[1]).abs().max())
+                if tokens[0] == reference[0]
                 else math.nan
-            out.append(Agreement(cache=k.name, prompt_tokens=len(ids_list), tokens=tokens,
-                                 reference=reference, first_step_logit_diff=gap,
-                                 text=tok.decode(tokens), reference_text=tok.decode(reference)))
+            )
+            out.append(
+                Agreement(
+                    cache=k.name,
+                    prompt_tokens=len(ids_list),
+                    tokens=tokens,
+                    reference=reference,
+                    first_step_logit_diff=gap,
+                    text=tok.decode(tokens),
+                    reference_text=tok.decode(reference),
+                )
+            )
     return out

@@ -44,10 +44,16 @@ def _first_token(clock: Clock, forward, ids: torch.Tensor, cache) -> tuple[float
 
 
 @measured
-def prefix_cache_sweep(lm: LoadedModel, prompt_tokens: int = 512,
-                       shares: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 0.95), *,
-                       repeats: int = 3, progress: bool = True, label: str = "",
-                       threads: Optional[int] = None) -> Sweep:
+def prefix_cache_sweep(
+    lm: LoadedModel,
+    prompt_tokens: int = 512,
+    shares: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 0.95),
+    *,
+    repeats: int = 3,
+    progress: bool = True,
+    label: str = "",
+    threads: Optional[int] = None,
+) -> Sweep:
     """Share of the prompt already cached → time to first token, recomputed vs reused.
 
     For each share s, the first k = round(s·n) of n prompt tokens are a prefix prefilled once
@@ -65,9 +71,16 @@ def prefix_cache_sweep(lm: LoadedModel, prompt_tokens: int = 512,
       max_logit_gap       the largest difference between the two passes' last logits
     """
     checks.whole("prompt_tokens", prompt_tokens, 2)
-    shares = checks.number_list("shares", shares, 0, 1, open_high=True, noun="fractions",
-                                increasing=True,
-                                fix="at least one token of each prompt must be new")
+    shares = checks.number_list(
+        "shares",
+        shares,
+        0,
+        1,
+        open_high=True,
+        noun="fractions",
+        increasing=True,
+        fix="at least one token of each prompt must be new",
+    )
     check_fits(lm, prompt_tokens, "the prompt")
     forward = compat.last_logits(lm.model)
     clock = Clock(lm.device)
@@ -76,8 +89,10 @@ def prefix_cache_sweep(lm: LoadedModel, prompt_tokens: int = 512,
     full: dict[int, list[float]] = {k: [] for k in shared}
     cached: dict[int, list[float]] = {k: [] for k in shared}
     logits: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
-    with torch.inference_mode(), progress_bar(len(shared) * (1 + repeats), "prefix cache",
-                                      progress) as bar:
+    with (
+        torch.inference_mode(),
+        progress_bar(len(shared) * (1 + repeats), "prefix cache", progress) as bar,
+    ):
         caches = _prefill_prefixes(lm, forward, ids, shared, bar)
         _first_token(clock, forward, ids, compat.new_cache(lm.model))  # warm-up, not kept
         for _ in range(repeats):
@@ -90,14 +105,21 @@ def prefix_cache_sweep(lm: LoadedModel, prompt_tokens: int = 512,
                 logits[k] = (l_full, l_cached)
                 bar.update()
     cols, spreads = _prefix_columns(shared, prompt_tokens, full, cached, logits)
-    return Sweep(name="prefix_cache", x="shared_share", columns=cols, model=lm.spec,
-                 environment=lm.environment(),
-                 settings={"prompt_tokens": prompt_tokens, "repeats": repeats},
-                 label=label, spreads=spreads)
+    return Sweep(
+        name="prefix_cache",
+        x="shared_share",
+        columns=cols,
+        model=lm.spec,
+        environment=lm.environment(),
+        settings={"prompt_tokens": prompt_tokens, "repeats": repeats},
+        label=label,
+        spreads=spreads,
+    )
 
 
-def _prefill_prefixes(lm: LoadedModel, forward, ids: torch.Tensor, shared: list[int],
-                      bar) -> dict[int, Any]:
+def _prefill_prefixes(
+    lm: LoadedModel, forward, ids: torch.Tensor, shared: list[int], bar
+) -> dict[int, Any]:
     """A cache per prefix length k in `shared`, holding the prompt's first k tokens: each
     prefix prefilled once, untimed (an earlier request paid for it)."""
     caches = {}
@@ -110,14 +132,27 @@ def _prefill_prefixes(lm: LoadedModel, forward, ids: torch.Tensor, shared: list[
     return caches
 
 
-def _prefix_columns(shared: list[int], prompt_tokens: int, full: dict[int, list[float]],
-                    cached: dict[int, list[float]],
-                    logits: dict[int, tuple[torch.Tensor, torch.Tensor]]
-                    ) -> tuple[dict[str, list[Any]], dict[str, list[Spread]]]:
+def _prefix_columns(
+    shared: list[int],
+    prompt_tokens: int,
+    full: dict[int, list[float]],
+    cached: dict[int, list[float]],
+    logits: dict[int, tuple[torch.Tensor, torch.Tensor]],
+) -> tuple[dict[str, list[Any]], dict[str, list[Spread]]]:
     """`prefix_cache_sweep`'s table: one row per prefix length, medians over the repeats."""
-    cols: dict[str, list[Any]] = {c: [] for c in (
-        "shared_tokens", "shared_share", "new_tokens", "ttft_full_s", "ttft_cached_s",
-        "speedup", "same_first_token", "max_logit_gap")}
+    cols: dict[str, list[Any]] = {
+        c: []
+        for c in (
+            "shared_tokens",
+            "shared_share",
+            "new_tokens",
+            "ttft_full_s",
+            "ttft_cached_s",
+            "speedup",
+            "same_first_token",
+            "max_logit_gap",
+        )
+    }
     spreads: dict[str, list[Spread]] = {}
     for k in shared:
         a = add_timed(cols, spreads, "ttft_full_s", full[k])
@@ -159,9 +194,16 @@ class _Turn:
 
 
 @measured
-def chat_turns(lm: LoadedModel, questions: Sequence[str], *, reply_tokens: int = 12,
-               repeats: int = 2, progress: bool = True, label: str = "",
-               threads: Optional[int] = None) -> Sweep:
+def chat_turns(
+    lm: LoadedModel,
+    questions: Sequence[str],
+    *,
+    reply_tokens: int = 12,
+    repeats: int = 2,
+    progress: bool = True,
+    label: str = "",
+    threads: Optional[int] = None,
+) -> Sweep:
     """A chat that re-sends its history every turn → each turn's time to first token with the
     history recomputed and with its KV kept from the turn before.
 
@@ -207,15 +249,23 @@ def chat_turns(lm: LoadedModel, questions: Sequence[str], *, reply_tokens: int =
                 if r < repeats - 1:
                     compat.trim_cache(kept, reused)
             # the kept cache now holds the whole prompt: make the reply with it
-            reply = _reply(clock, forward, kept, int(l_full.argmax()), len(ids), reply_tokens,
-                           lm.device)
+            reply = _reply(
+                clock, forward, kept, int(l_full.argmax()), len(ids), reply_tokens, lm.device
+            )
             kept_ids = ids + reply[:-1]  # the last token chosen is not in the cache yet
             compat.trim_cache(kept, len(kept_ids))
-            messages.append({"role": "assistant",
-                             "content": tok.decode(reply, skip_special_tokens=True)})
-            turns.append(_Turn(prompt=len(ids), reused=reused, full=full,
-                               cached=cached,
-                               same=int(l_full.argmax()) == int(l_cached.argmax())))
+            messages.append(
+                {"role": "assistant", "content": tok.decode(reply, skip_special_tokens=True)}
+            )
+            turns.append(
+                _Turn(
+                    prompt=len(ids),
+                    reused=reused,
+                    full=full,
+                    cached=cached,
+                    same=int(l_full.argmax()) == int(l_cached.argmax()),
+                )
+            )
             bar.update()
     return _chat_sweep(lm, turns, questions, reply_tokens, repeats, label)
 
@@ -227,13 +277,22 @@ def _check_chat(lm: LoadedModel, questions: Sequence[str], reply_tokens: int) ->
         raise ValueError("questions must be a non-empty list of non-empty strings, one per turn")
     checks.whole("reply_tokens", reply_tokens, 1)
     if not getattr(lm.tokenizer, "chat_template", None):
-        raise ValueError(f"{lm.spec.name}'s tokenizer has no chat template: chat_turns needs an "
-                         "instruction-tuned model (the default one has it)")
+        raise ValueError(
+            f"{lm.spec.name}'s tokenizer has no chat template: chat_turns needs an "
+            "instruction-tuned model (the default one has it)"
+        )
     return questions
 
 
-def _reply(clock: Clock, forward, kept: Any, first: int, n_prompt: int, reply_tokens: int,
-           device: torch.device) -> list[int]:
+def _reply(
+    clock: Clock,
+    forward,
+    kept: Any,
+    first: int,
+    n_prompt: int,
+    reply_tokens: int,
+    device: torch.device,
+) -> list[int]:
     """The greedy reply of `reply_tokens` tokens, `first` and then one decode step per token
     over the kept cache (which holds the `n_prompt` prompt tokens): `viz.steps.decode`, its
     times not kept."""
@@ -242,19 +301,41 @@ def _reply(clock: Clock, forward, kept: Any, first: int, n_prompt: int, reply_to
     def position() -> dict:  # the newest token's position: after the prompt and the reply
         return {"position_ids": torch.tensor([[n_prompt + len(reply) - 1]], device=device)}
 
-    steps = decode(clock, forward, kept, lambda: torch.tensor([[reply[-1]]], device=device),
-                   lambda logits: int(logits[0].argmax()), extras=position)
+    steps = decode(
+        clock,
+        forward,
+        kept,
+        lambda: torch.tensor([[reply[-1]]], device=device),
+        lambda logits: int(logits[0].argmax()),
+        extras=position,
+    )
     for _ in range(reply_tokens - 1):
         reply.append(next(steps).token)
     return reply
 
 
-def _chat_sweep(lm: LoadedModel, turns: list[_Turn], questions: list[str], reply_tokens: int,
-                repeats: int, label: str) -> Sweep:
+def _chat_sweep(
+    lm: LoadedModel,
+    turns: list[_Turn],
+    questions: list[str],
+    reply_tokens: int,
+    repeats: int,
+    label: str,
+) -> Sweep:
     """`chat_turns`'s table: one row per turn, medians over the repeats."""
-    cols: dict[str, list[Any]] = {c: [] for c in (
-        "turn", "prompt_tokens", "reused_tokens", "new_tokens", "ttft_full_s", "ttft_cached_s",
-        "saved_s", "same_first_token")}
+    cols: dict[str, list[Any]] = {
+        c: []
+        for c in (
+            "turn",
+            "prompt_tokens",
+            "reused_tokens",
+            "new_tokens",
+            "ttft_full_s",
+            "ttft_cached_s",
+            "saved_s",
+            "same_first_token",
+        )
+    }
     spreads: dict[str, list[Spread]] = {}
     for i, t in enumerate(turns, start=1):
         a = add_timed(cols, spreads, "ttft_full_s", t.full)
@@ -265,7 +346,13 @@ def _chat_sweep(lm: LoadedModel, turns: list[_Turn], questions: list[str], reply
         cols["new_tokens"].append(t.prompt - t.reused)
         cols["saved_s"].append(a - b)
         cols["same_first_token"].append(int(t.same))
-    return Sweep(name="chat_turns", x="turn", columns=cols, model=lm.spec,
-                 environment=lm.environment(),
-                 settings={"questions": questions, "reply_tokens": reply_tokens,
-                           "repeats": repeats}, label=label, spreads=spreads)
+    return Sweep(
+        name="chat_turns",
+        x="turn",
+        columns=cols,
+        model=lm.spec,
+        environment=lm.environment(),
+        settings={"questions": questions, "reply_tokens": reply_tokens, "repeats": repeats},
+        label=label,
+        spreads=spreads,
+    )

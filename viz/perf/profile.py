@@ -84,18 +84,29 @@ MATRIX, ATTENTION, NORMS, SMALL, GAPS = "matrix products", "attention", "norms",
 DEVICE_WAIT = "waiting for the GPU"
 CATEGORIES = (MATRIX, ATTENTION, NORMS, SMALL)  # the op categories, in table order
 # What the gaps are, in one line (the last line of the table).
-GAPS_MEANING = ("gaps: no op running — Python (the model's forward code), the framework (masks, "
-                "cache bookkeeping) and the dispatcher choosing each kernel")
+GAPS_MEANING = (
+    "gaps: no op running — Python (the model's forward code), the framework (masks, "
+    "cache bookkeeping) and the dispatcher choosing each kernel"
+)
 
 # The profiler scopes viz opens (record_function names).
 STEP_SCOPE, NORM_SCOPE, ATTENTION_SCOPE = "viz::step", "viz::norm", "viz::attention"
 WAIT_SCOPE = "viz::device_wait"
 SCOPE_CATEGORY = {NORM_SCOPE: NORMS, ATTENTION_SCOPE: ATTENTION, WAIT_SCOPE: DEVICE_WAIT}
 MATRIX_OPS = frozenset({"aten::linear", "aten::addmm", "aten::mm", "aten::bmm", "aten::matmul"})
-NORM_OPS = frozenset({"aten::layer_norm", "aten::native_layer_norm", "aten::rms_norm",
-                      "aten::_fused_rms_norm", "aten::group_norm"})
-FILLER = ("The quick brown fox jumps over the lazy dog, and the model reads every word of this "
-          "sentence before it writes the next one. ")
+NORM_OPS = frozenset(
+    {
+        "aten::layer_norm",
+        "aten::native_layer_norm",
+        "aten::rms_norm",
+        "aten::_fused_rms_norm",
+        "aten::group_norm",
+    }
+)
+FILLER = (
+    "The quick brown fox jumps over the lazy dog, and the model reads every word of this "
+    "sentence before it writes the next one. "
+)
 
 
 @dataclass
@@ -117,8 +128,7 @@ PROFILE_SOURCE = "measured by viz.perf.profile.profile_decode_step"
 def _profile_v1_to_v2(data: dict) -> dict:
     """Schema 1: device, threads, torch and the time ("2026-12-05 12:12 UTC") were loose
     fields; they move into `environment` (`viz.provenance`)."""
-    return environment_from_loose(data, PROFILE_LOOSE, PROFILE_SOURCE,
-                                  dtype=data.get("dtype", ""))
+    return environment_from_loose(data, PROFILE_LOOSE, PROFILE_SOURCE, dtype=data.get("dtype", ""))
 
 
 @loose_names(*PROFILE_LOOSE)
@@ -160,8 +170,9 @@ class StepProfile(Document):
         for p in self.parts:
             if p.category == category:
                 return p
-        raise ValueError(f"no category {category!r}: this profile has "
-                         f"{[p.category for p in self.parts]}")
+        raise ValueError(
+            f"no category {category!r}: this profile has {[p.category for p in self.parts]}"
+        )
 
     def seconds(self, category: str) -> float:
         """Seconds per step in `category`."""
@@ -181,17 +192,23 @@ class StepProfile(Document):
         title draws it (`viz.runtime.short_device_name`); False: its full name (the table)."""
         device = self.device_name or self.device
         device = short_device_name(device) if short else device
-        return (f"{self.model} · {self.context} cached tokens · {device}"
-                f" · {self.dtype} · {self.threads} thread{'s' * (self.threads != 1)}")
+        return (
+            f"{self.model} · {self.context} cached tokens · {device}"
+            f" · {self.dtype} · {self.threads} thread{'s' * (self.threads != 1)}"
+        )
 
     def table(self) -> list[dict[str, Any]]:
         """One row per part: category, ms_per_step, share, calls_per_step, ops_per_step (and
         device_ms_per_step on a GPU)."""
         rows = []
         for p in self.parts:
-            row = {"category": p.category, "ms_per_step": p.seconds * 1e3,
-                   "share": self.share(p.category), "calls_per_step": p.calls,
-                   "ops_per_step": p.ops}
+            row = {
+                "category": p.category,
+                "ms_per_step": p.seconds * 1e3,
+                "share": self.share(p.category),
+                "calls_per_step": p.calls,
+                "ops_per_step": p.ops,
+            }
             if p.device_seconds is not None:
                 row["device_ms_per_step"] = p.device_seconds * 1e3
             rows.append(row)
@@ -200,20 +217,26 @@ class StepProfile(Document):
     def __str__(self) -> str:
         device = any(p.device_seconds is not None for p in self.parts)
         head = f"{'category':<22}{'ms/step':>9}{'share':>8}{'calls/step':>12}{'ops/step':>10}"
-        lines = [f"one decode step: {self.title(short=False)} (median of {self.steps} profiled "
-                 "steps)",
-                 head + (f"{'GPU ms':>9}" if device else "")]
+        lines = [
+            f"one decode step: {self.title(short=False)} (median of {self.steps} profiled steps)",
+            head + (f"{'GPU ms':>9}" if device else ""),
+        ]
         for p in self.parts:
             calls = f"{p.calls:>12}{p.ops:>10}" if p.category != GAPS else f"{'':>12}{'':>10}"
             gpu = "" if p.device_seconds is None else f"{p.device_seconds * 1e3:>9.2f}"
-            lines.append(f"{p.category:<22}{p.seconds * 1e3:>9.2f}{self.share(p.category):>8.0%}"
-                         f"{calls}{gpu}")
-        lines.append(f"{'profiled step':<22}{self.profiled_step_s * 1e3:>9.2f}{1:>8.0%}"
-                     f"{'':>12}{sum(p.ops for p in self.parts):>10}")
+            lines.append(
+                f"{p.category:<22}{p.seconds * 1e3:>9.2f}{self.share(p.category):>8.0%}{calls}{gpu}"
+            )
+        lines.append(
+            f"{'profiled step':<22}{self.profiled_step_s * 1e3:>9.2f}{1:>8.0%}"
+            f"{'':>12}{sum(p.ops for p in self.parts):>10}"
+        )
         over = self.profiler_overhead_s
-        lines.append(f"plain step (no profiler): {self.step_s * 1e3:.2f} ms; profiling "
-                     f"{'added' if over >= 0 else 'took away (noise)'} {abs(over) * 1e3:.2f} ms "
-                     f"({abs(over) / self.step_s:.0%})")
+        lines.append(
+            f"plain step (no profiler): {self.step_s * 1e3:.2f} ms; profiling "
+            f"{'added' if over >= 0 else 'took away (noise)'} {abs(over) * 1e3:.2f} ms "
+            f"({abs(over) / self.step_s:.0%})"
+        )
         lines.append(GAPS_MEANING)
         return "\n".join(lines)
 
@@ -279,8 +302,9 @@ def _is_op(event: Any) -> bool:
     return not event.is_user_annotation and event.device_type == torch.autograd.DeviceType.CPU
 
 
-def split_step(step: Any) -> tuple[dict[str, float], dict[str, int], dict[str, int],
-                                   dict[str, Optional[float]]]:
+def split_step(
+    step: Any,
+) -> tuple[dict[str, float], dict[str, int], dict[str, int], dict[str, Optional[float]]]:
     """One profiled step (the "viz::step" event) taken apart: per category the seconds covered
     by its top-level ops, their count, the scope entries and the device seconds they launched.
 
@@ -356,9 +380,15 @@ def context_ids(lm: LoadedModel, n: int, text: Optional[str] = None) -> torch.Te
     return torch.tensor([ids[:n]], device=lm.device)
 
 
-def profile_decode_step(lm: LoadedModel, *, context: int = 32, steps: int = 5, warmup: int = 2,
-                        prompt: Optional[str] = None,
-                        threads: Optional[int] = None) -> StepProfile:
+def profile_decode_step(
+    lm: LoadedModel,
+    *,
+    context: int = 32,
+    steps: int = 5,
+    warmup: int = 2,
+    prompt: Optional[str] = None,
+    threads: Optional[int] = None,
+) -> StepProfile:
     """What one decode step's time is made of: matrix products, attention, norms, small ops
     and the gaps between them (lesson 08's fixed cost, taken apart; see the module docstring).
 
@@ -405,18 +435,28 @@ def profile_decode_step(lm: LoadedModel, *, context: int = 32, steps: int = 5, w
     median_step = events[durations.index(mid)]
     parts = _step_parts(*split_step(median_step), on_gpu=dev.type == "cuda")
     return StepProfile(
-        model=lm.spec.name, dtype=lm.dtype, context=context, steps=steps, warmup=warmup,
-        step_s=float(statistics.median(plain_s)), profiled_step_s=mid, parts=parts,
-        plain_steps_s=plain_s, profiled_steps_s=durations, token_ids=token_ids,
+        model=lm.spec.name,
+        dtype=lm.dtype,
+        context=context,
+        steps=steps,
+        warmup=warmup,
+        step_s=float(statistics.median(plain_s)),
+        profiled_step_s=mid,
+        parts=parts,
+        plain_steps_s=plain_s,
+        profiled_steps_s=durations,
+        token_ids=token_ids,
         # the device as str(dev) ("cuda:0"), as before; the threads the block ran with
-        environment=replace(lm.environment(PROFILE_SOURCE), device=str(dev), threads=n_threads))
+        environment=replace(lm.environment(PROFILE_SOURCE), device=str(dev), threads=n_threads),
+    )
 
 
 def _check_profile(lm, context, steps, warmup, threads) -> None:
     """`profile_decode_step`'s argument checks, and that the steps fit the model's context."""
     if not isinstance(lm, LoadedModel):
-        raise ValueError(f"expected a viz.LoadedModel, not {type(lm).__name__}: load one with "
-                         "viz.load_model()")
+        raise ValueError(
+            f"expected a viz.LoadedModel, not {type(lm).__name__}: load one with viz.load_model()"
+        )
     checks.whole("context", context, 1, fix="tokens in the KV cache before the profiled steps")
     checks.whole("steps", steps, 1, fix="decode steps to profile")
     checks.whole("warmup", warmup, 0, fix="untimed decode steps first")
@@ -424,14 +464,21 @@ def _check_profile(lm, context, steps, warmup, threads) -> None:
     limit = lm.spec.context_length
     needed = context + warmup + steps
     if limit and needed > limit:
-        raise ValueError(f"context {context} + {warmup} warm-up + {steps} profiled steps needs "
-                         f"{needed} positions, but {lm.spec.name} holds {limit}: use "
-                         f"context <= {limit - warmup - steps}")
+        raise ValueError(
+            f"context {context} + {warmup} warm-up + {steps} profiled steps needs "
+            f"{needed} positions, but {lm.spec.name} holds {limit}: use "
+            f"context <= {limit - warmup - steps}"
+        )
 
 
-def _profiled_step(step: Callable[[torch.Tensor, Any], torch.Tensor], token: torch.Tensor,
-                   cache: Any, model: Any, dev: torch.device,
-                   activities: list) -> tuple[torch.Tensor, list]:
+def _profiled_step(
+    step: Callable[[torch.Tensor, Any], torch.Tensor],
+    token: torch.Tensor,
+    cache: Any,
+    model: Any,
+    dev: torch.device,
+    activities: list,
+) -> tuple[torch.Tensor, list]:
     """One decode step under the profiler, in the model's scopes (and, on CUDA, the wait for
     the GPU): the token it chose and its top-level "viz::step" event."""
     from torch.profiler import profile, record_function
@@ -452,14 +499,25 @@ def _profiled_step(step: Callable[[torch.Tensor, Any], torch.Tensor], token: tor
     return token, [e for e in prof.events() if e.name == STEP_SCOPE and e.cpu_parent is None]
 
 
-def _step_parts(seconds: dict[str, float], ops: dict[str, int], entries: dict[str, int],
-                device: dict[str, Optional[float]], *, on_gpu: bool) -> list[StepPart]:
+def _step_parts(
+    seconds: dict[str, float],
+    ops: dict[str, int],
+    entries: dict[str, int],
+    device: dict[str, Optional[float]],
+    *,
+    on_gpu: bool,
+) -> list[StepPart]:
     """`split_step`'s figures as one `StepPart` per category, the gaps last."""
     order = list(CATEGORIES) + ([DEVICE_WAIT] if on_gpu else [])
-    parts = [StepPart(category=c, seconds=seconds.get(c, 0.0),
-                      calls=entries.get(c) or ops.get(c, 0),  # a scope's entries, else its ops
-                      ops=ops.get(c, 0),
-                      device_seconds=device.get(c, 0.0) if on_gpu and c != DEVICE_WAIT else None)
-             for c in order]
+    parts = [
+        StepPart(
+            category=c,
+            seconds=seconds.get(c, 0.0),
+            calls=entries.get(c) or ops.get(c, 0),  # a scope's entries, else its ops
+            ops=ops.get(c, 0),
+            device_seconds=device.get(c, 0.0) if on_gpu and c != DEVICE_WAIT else None,
+        )
+        for c in order
+    ]
     parts.append(StepPart(category=GAPS, seconds=seconds[GAPS], calls=0, ops=0))
     return parts

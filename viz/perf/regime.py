@@ -53,8 +53,14 @@ def check_seconds(name: str, value: Any, positive: bool) -> float:
     return float(checks.number(name, value, 0, open_low=positive, noun=""))
 
 
-def regime(seconds: float, memory_floor_s: float, compute_floor_s: float,
-           fixed_cost_s: float, *, overhead_share: float = OVERHEAD_SHARE) -> str:
+def regime(
+    seconds: float,
+    memory_floor_s: float,
+    compute_floor_s: float,
+    fixed_cost_s: float,
+    *,
+    overhead_share: float = OVERHEAD_SHARE,
+) -> str:
     """The rule that names what limits a measured step: overhead-, memory- or compute-bound.
 
     Inputs, all in seconds: t = the step's measured time; M = its memory floor (bytes read ÷
@@ -83,21 +89,32 @@ def regime(seconds: float, memory_floor_s: float, compute_floor_s: float,
     return "compute-bound" if c >= m else "memory-bound"
 
 
-def explain_regime(seconds: float, memory_floor_s: float, compute_floor_s: float,
-                   fixed_cost_s: float, *, overhead_share: float = OVERHEAD_SHARE) -> str:
+def explain_regime(
+    seconds: float,
+    memory_floor_s: float,
+    compute_floor_s: float,
+    fixed_cost_s: float,
+    *,
+    overhead_share: float = OVERHEAD_SHARE,
+) -> str:
     """`regime`'s verdict with the comparison that decided it, in words (for printing)."""
-    name = regime(seconds, memory_floor_s, compute_floor_s, fixed_cost_s,
-                  overhead_share=overhead_share)
+    name = regime(
+        seconds, memory_floor_s, compute_floor_s, fixed_cost_s, overhead_share=overhead_share
+    )
     ms = lambda s: f"{s * 1e3:.2f} ms"  # noqa: E731
     share = f"{overhead_share:g} ×" if overhead_share != 0.5 else "half of"
     if name == "overhead-bound":
         why = f"fixed cost {ms(fixed_cost_s)} ≥ {share} the step's {ms(seconds)}"
     elif name == "compute-bound":
-        why = (f"fixed cost {ms(fixed_cost_s)} < {share} {ms(seconds)}, and compute floor "
-               f"{ms(compute_floor_s)} ≥ memory floor {ms(memory_floor_s)}")
+        why = (
+            f"fixed cost {ms(fixed_cost_s)} < {share} {ms(seconds)}, and compute floor "
+            f"{ms(compute_floor_s)} ≥ memory floor {ms(memory_floor_s)}"
+        )
     else:
-        why = (f"fixed cost {ms(fixed_cost_s)} < {share} {ms(seconds)}, and memory floor "
-               f"{ms(memory_floor_s)} > compute floor {ms(compute_floor_s)}")
+        why = (
+            f"fixed cost {ms(fixed_cost_s)} < {share} {ms(seconds)}, and memory floor "
+            f"{ms(memory_floor_s)} > compute floor {ms(compute_floor_s)}"
+        )
     return f"{name}: {why}"
 
 
@@ -147,34 +164,47 @@ class Verdict:
     def line(self) -> str:
         """The verdict in one line: its word, then the one comparison that decided it, e.g.
         "memory-bound — reading the bytes at the peak (38.0 ms) is 88% of the 43.1 ms step"."""
+
         def ms(x: Spread) -> str:
             return f"{x.median * 1e3:.{2 if x.median < 0.01 else 1}f} ms"
 
         step, share = f"the {ms(self.step)} step", self.fixed_share
         if self.close and "overhead-bound" in self.between:
-            return (f"{TOO_CLOSE} ({self.between[0]} or {self.between[1]}) — the fixed cost is "
-                    f"{share.low:.0%}–{share.high:.0%} of {step}, on both sides of half")
+            return (
+                f"{TOO_CLOSE} ({self.between[0]} or {self.between[1]}) — the fixed cost is "
+                f"{share.low:.0%}–{share.high:.0%} of {step}, on both sides of half"
+            )
         if self.close:
-            return (f"{TOO_CLOSE} ({self.between[0]} or {self.between[1]}) — reading the bytes "
-                    f"({ms(self.memory_floor)}) and the arithmetic ({ms(self.compute_floor)}) at "
-                    "the peaks take as long within their spreads")
+            return (
+                f"{TOO_CLOSE} ({self.between[0]} or {self.between[1]}) — reading the bytes "
+                f"({ms(self.memory_floor)}) and the arithmetic ({ms(self.compute_floor)}) at "
+                "the peaks take as long within their spreads"
+            )
         if self.regime == "overhead-bound":
-            return (f"overhead-bound — the fixed cost ({ms(self.fixed)}) is {share.median:.0%} "
-                    f"of {step}")
+            return (
+                f"overhead-bound — the fixed cost ({ms(self.fixed)}) is {share.median:.0%} "
+                f"of {step}"
+            )
         reading = self.regime == "memory-bound"
-        what, floor, other = (("reading the bytes", self.memory_floor, "the arithmetic")
-                              if reading else
-                              ("the arithmetic", self.compute_floor, "reading the bytes"))
+        what, floor, other = (
+            ("reading the bytes", self.memory_floor, "the arithmetic")
+            if reading
+            else ("the arithmetic", self.compute_floor, "reading the bytes")
+        )
         use = self.mbu if reading else self.mfu
         if self.broken:  # the other floor is longer than the whole step: no floor here
-            return (f"{self.regime} — {what} at the peak takes {ms(floor)} of {step}; "
-                    f"{other}'s floor is longer than the step, so no floor here")
+            return (
+                f"{self.regime} — {what} at the peak takes {ms(floor)} of {step}; "
+                f"{other}'s floor is longer than the step, so no floor here"
+            )
         if use >= NEAR_ROOF:
             text = f"{self.regime} — {what} at the peak ({ms(floor)}) is {use:.0%} of {step}"
         else:
-            text = (f"{self.regime} — {what} ({ms(floor)} at the peak) outweighs {other} "
-                    f"({ms(self.compute_floor if reading else self.memory_floor)}); the rest of "
-                    f"{step} is the fixed cost and kernels below the peaks")
+            text = (
+                f"{self.regime} — {what} ({ms(floor)} at the peak) outweighs {other} "
+                f"({ms(self.compute_floor if reading else self.memory_floor)}); the rest of "
+                f"{step} is the fixed cost and kernels below the peaks"
+            )
         return text
 
     def details(self) -> str:
@@ -187,52 +217,74 @@ class Verdict:
 
     def explain(self) -> str:
         """The verdict, the comparison that decided it and its margin, in words."""
+
         def ms(x: Spread) -> str:
             return x.text(1e3, "ms", 2 if x.high < 0.01 else 1, runs=False)
 
         share, r = self.fixed_share, self.floors_ratio
         half = "half" if self.overhead_share == 0.5 else f"{self.overhead_share:g}×"
-        f_part = (f"the fixed cost {ms(self.fixed)} is {share.median:.0%} of the step "
-                  f"{ms(self.step)} ({share.low:.0%}–{share.high:.0%} within their spreads)")
+        f_part = (
+            f"the fixed cost {ms(self.fixed)} is {share.median:.0%} of the step "
+            f"{ms(self.step)} ({share.low:.0%}–{share.high:.0%} within their spreads)"
+        )
         if self.close and "overhead-bound" in self.between:
-            return (f"{TOO_CLOSE} between {self.between[0]} and {self.between[1]}: {f_part}, "
-                    f"which spans {half}; the rule on the medians alone says {self.rule}")
+            return (
+                f"{TOO_CLOSE} between {self.between[0]} and {self.between[1]}: {f_part}, "
+                f"which spans {half}; the rule on the medians alone says {self.rule}"
+            )
         compute_first = r.median >= 1
-        big, small = ((self.compute_floor, self.memory_floor) if compute_first
-                      else (self.memory_floor, self.compute_floor))
+        big, small = (
+            (self.compute_floor, self.memory_floor)
+            if compute_first
+            else (self.memory_floor, self.compute_floor)
+        )
         k = r if compute_first else Spread(1 / r.median, 1 / r.high, 1 / r.low, r.runs)
         names = ("compute", "memory") if compute_first else ("memory", "compute")
-        floors = (f"the {names[0]} floor {ms(big)} is {k.median:.2f}× the {names[1]} floor "
-                  f"{ms(small)} ({k.low:.2f}–{k.high:.2f}×)")
+        floors = (
+            f"the {names[0]} floor {ms(big)} is {k.median:.2f}× the {names[1]} floor "
+            f"{ms(small)} ({k.low:.2f}–{k.high:.2f}×)"
+        )
         if self.close:
-            return (f"{TOO_CLOSE} between memory-bound and compute-bound: {f_part}, under "
-                    f"{half}; but {floors}, which spans 1×; the rule on the medians alone "
-                    f"says {self.rule}")
+            return (
+                f"{TOO_CLOSE} between memory-bound and compute-bound: {f_part}, under "
+                f"{half}; but {floors}, which spans 1×; the rule on the medians alone "
+                f"says {self.rule}"
+            )
         if self.regime == "overhead-bound":
             return f"overhead-bound: {f_part}, at least {half} of it"
         text = f"{self.regime}: {f_part}, under {half}; {floors}"
         if self.broken:
             which = " and ".join(f"the {b} floor" for b in self.broken)
-            text += (f". But {which} is longer than the whole measured step: this step's kernels "
-                     f"went faster than the peak behind it (measured with one large kernel), so "
-                     f"it is no floor here, and the verdict rests on the other comparisons")
+            text += (
+                f". But {which} is longer than the whole measured step: this step's kernels "
+                f"went faster than the peak behind it (measured with one large kernel), so "
+                f"it is no floor here, and the verdict rests on the other comparisons"
+            )
             return text
         if self.mbu < NEAR_ROOF and self.mfu < NEAR_ROOF:
             rest = max(0.0, 1 - share.median - max(self.mbu, self.mfu))
             larger = "reading" if self.regime == "memory-bound" else "arithmetic"
-            text += (f". The word names the larger floor ({larger}), not a step at a roof: "
-                     f"at the peaks, reading the bytes would take {self.mbu:.0%} of the step "
-                     f"(MBU) and the arithmetic {self.mfu:.0%} (MFU), the two overlapping; "
-                     f"besides the {larger}, the step is the fixed cost ({share.median:.0%}) "
-                     f"and kernels running below the roofs (~{rest:.0%})")
+            text += (
+                f". The word names the larger floor ({larger}), not a step at a roof: "
+                f"at the peaks, reading the bytes would take {self.mbu:.0%} of the step "
+                f"(MBU) and the arithmetic {self.mfu:.0%} (MFU), the two overlapping; "
+                f"besides the {larger}, the step is the fixed cost ({share.median:.0%}) "
+                f"and kernels running below the roofs (~{rest:.0%})"
+            )
         return text
 
     def __str__(self) -> str:
         return self.line()
 
 
-def verdict(step: Figure, memory_floor: Figure, compute_floor: Figure, fixed_cost: Figure, *,
-            overhead_share: float = OVERHEAD_SHARE) -> Verdict:
+def verdict(
+    step: Figure,
+    memory_floor: Figure,
+    compute_floor: Figure,
+    fixed_cost: Figure,
+    *,
+    overhead_share: float = OVERHEAD_SHARE,
+) -> Verdict:
     """`regime` on four figures with spreads (a `Spread`, or a plain number for an exact one),
     with "too close to call" where a boundary lies inside them.
 
@@ -255,8 +307,11 @@ def verdict(step: Figure, memory_floor: Figure, compute_floor: Figure, fixed_cos
     share, ratio = f / t, c / m
     # (a relative margin, so that rounding in a computed pass, whose step is its longer floor,
     # never counts as a floor longer than the step)
-    broken = tuple(name for name, floor in (("memory", m), ("compute", c))
-                   if floor.low > t.high * (1 + BROKEN_MARGIN))
+    broken = tuple(
+        name
+        for name, floor in (("memory", m), ("compute", c))
+        if floor.low > t.high * (1 + BROKEN_MARGIN)
+    )
     if broken == ("compute",):
         second = "memory-bound"
     elif broken == ("memory",):
@@ -279,5 +334,14 @@ def verdict(step: Figure, memory_floor: Figure, compute_floor: Figure, fixed_cos
         name, between = TOO_CLOSE, ("memory-bound", "compute-bound")
     else:
         name, between = "memory-bound", ()
-    return Verdict(regime=name, rule=word, between=between, step=t, fixed=f, memory_floor=m,
-                   compute_floor=c, overhead_share=overhead_share, broken=broken)
+    return Verdict(
+        regime=name,
+        rule=word,
+        between=between,
+        step=t,
+        fixed=f,
+        memory_floor=m,
+        compute_floor=c,
+        overhead_share=overhead_share,
+        broken=broken,
+    )

@@ -69,14 +69,27 @@ def point(label: str, cost: PassCost, seconds: float) -> RooflinePoint:
     """A RooflinePoint from a counted pass and the seconds it was measured to take."""
     if not seconds > 0:
         raise ValueError(f"a measured time must be > 0 seconds, not {seconds!r}")
-    return RooflinePoint(label=label, phase=cost.phase, batch=cost.batch,
-                         input_tokens=cost.input_tokens, context_tokens=cost.context_tokens,
-                         flops=float(cost.flops), bytes=float(cost.bytes),
-                         seconds=float(seconds))
+    return RooflinePoint(
+        label=label,
+        phase=cost.phase,
+        batch=cost.batch,
+        input_tokens=cost.input_tokens,
+        context_tokens=cost.context_tokens,
+        flops=float(cost.flops),
+        bytes=float(cost.bytes),
+        seconds=float(seconds),
+    )
 
 
-def pass_regime(flops: float, nbytes: float, seconds: float, peaks: Peaks,
-                fixed_cost_s: float, *, explain: bool = False) -> str:
+def pass_regime(
+    flops: float,
+    nbytes: float,
+    seconds: float,
+    peaks: Peaks,
+    fixed_cost_s: float,
+    *,
+    explain: bool = False,
+) -> str:
     """The regime rule (`viz.perf.wall.regime`) applied to one measured pass.
 
     memory floor = nbytes ÷ peaks.bytes_per_s; compute floor = flops ÷ peaks.flops_per_s;
@@ -88,8 +101,9 @@ def pass_regime(flops: float, nbytes: float, seconds: float, peaks: Peaks,
     return rule(seconds, nbytes / peaks.bytes_per_s, flops / peaks.flops_per_s, fixed_cost_s)
 
 
-def pass_verdict(flops: float, nbytes: float, step: Figure, peaks: Peaks,
-                 fixed_cost: Figure) -> Verdict:
+def pass_verdict(
+    flops: float, nbytes: float, step: Figure, peaks: Peaks, fixed_cost: Figure
+) -> Verdict:
     """The rule on one measured pass with every figure's spread (`viz.perf.regime.verdict`).
 
     step, fixed_cost: a `viz.Spread` (the pass's timed runs; `viz.perf.fixed_cost(...)`), or a
@@ -123,8 +137,11 @@ def trace_points(trace: Trace) -> list[RooflinePoint]:
     if not trace.settings.use_cache:
         raise ValueError("the roofline counts assume a KV cache: record with use_cache=True")
     spec = trace.model
-    pts = [point("prefill", prefill_cost(spec, len(trace.prompt_tokens)),
-                 trace.timing.prefill_forward_s)]
+    pts = [
+        point(
+            "prefill", prefill_cost(spec, len(trace.prompt_tokens)), trace.timing.prefill_forward_s
+        )
+    ]
     decode = trace.steps[1:]
     if decode:
         context = int(statistics.median_low([s.seq_len for s in decode]))
@@ -149,9 +166,14 @@ def prefill_points(sweep, spec: ModelSpec) -> list[RooflinePoint]:
     the longer the prompt, the further right (each weight is reused by every prompt token)."""
     if sweep.name != "prompt_length":
         raise ValueError(f"prefill_points needs a prompt_length sweep, not {sweep.name!r}")
-    return [point(f"prefill {int(row['prompt_tokens'])}",
-                  prefill_cost(spec, int(row["prompt_tokens"])), row["prefill_forward_s"])
-            for row in sweep.rows()]
+    return [
+        point(
+            f"prefill {int(row['prompt_tokens'])}",
+            prefill_cost(spec, int(row["prompt_tokens"])),
+            row["prefill_forward_s"],
+        )
+        for row in sweep.rows()
+    ]
 
 
 @dataclass
@@ -170,8 +192,9 @@ class Roofline(Document):
     # Schema 1's peaks had the fastest runs as figures (and could hold a copy's bandwidth).
     UPGRADES: ClassVar[dict] = {1: lambda d: {**d, "peaks": peaks_v1_to_v2(d["peaks"])}}
     WHAT: ClassVar[str] = "roofline"
-    AGAIN: ClassVar[str] = ("measure it again with viz.perf.measure_roofline(...) or "
-                            "`python -m viz roofline`")
+    AGAIN: ClassVar[str] = (
+        "measure it again with viz.perf.measure_roofline(...) or `python -m viz roofline`"
+    )
 
     def attainable_flops_per_s(self, intensity: float) -> float:
         """The roof at intensity I: min(P, I · W)."""
@@ -186,42 +209,65 @@ class Roofline(Document):
         return utilisation(p.bytes / self.peaks.bytes_per_s, p.seconds)
 
     def bound(self, p: RooflinePoint) -> str:
-        """"memory" left of the ridge (I < P / W), "compute" right of it."""
+        """ "memory" left of the ridge (I < P / W), "compute" right of it."""
         return "memory" if p.intensity < self.peaks.ridge_intensity else "compute"
 
     def rows(self) -> list[dict[str, Any]]:
         """One dict per point with its derived figures (for a table or a test)."""
-        return [{"label": p.label, "phase": p.phase, "batch": p.batch,
-                 "context_tokens": p.context_tokens, "seconds": p.seconds,
-                 "flops": p.flops, "bytes": p.bytes, "intensity": p.intensity,
-                 "achieved_flops_per_s": p.achieved_flops_per_s,
-                 "achieved_bytes_per_s": p.achieved_bytes_per_s,
-                 "mfu": self.mfu(p), "mbu": self.mbu(p), "bound": self.bound(p)}
-                for p in self.points]
+        return [
+            {
+                "label": p.label,
+                "phase": p.phase,
+                "batch": p.batch,
+                "context_tokens": p.context_tokens,
+                "seconds": p.seconds,
+                "flops": p.flops,
+                "bytes": p.bytes,
+                "intensity": p.intensity,
+                "achieved_flops_per_s": p.achieved_flops_per_s,
+                "achieved_bytes_per_s": p.achieved_bytes_per_s,
+                "mfu": self.mfu(p),
+                "mbu": self.mbu(p),
+                "bound": self.bound(p),
+            }
+            for p in self.points
+        ]
 
     def __str__(self) -> str:
         pk = self.peaks
-        lines = [f"{pk.device_name} ({pk.device}, {pk.dtype}, {pk.threads} "
-                 f"thread{'s' if pk.threads != 1 else ''}): "
-                 f"peak {pk.flops_per_s / 1e9:,.1f} GFLOP/s, {pk.bytes_per_s / 1e9:,.1f} GB/s, "
-                 f"ridge {pk.ridge_intensity:.1f} FLOP/byte"
-                 + (f"\n  ({pk.how})" if pk.how else ""),
-                 f"{'pass':<14}{'ms':>9}{'FLOP/byte':>11}{'GFLOP/s':>10}{'GB/s':>8}"
-                 f"{'MFU':>7}{'MBU':>7}  bound"]
+        lines = [
+            f"{pk.device_name} ({pk.device}, {pk.dtype}, {pk.threads} "
+            f"thread{'s' if pk.threads != 1 else ''}): "
+            f"peak {pk.flops_per_s / 1e9:,.1f} GFLOP/s, {pk.bytes_per_s / 1e9:,.1f} GB/s, "
+            f"ridge {pk.ridge_intensity:.1f} FLOP/byte" + (f"\n  ({pk.how})" if pk.how else ""),
+            f"{'pass':<14}{'ms':>9}{'FLOP/byte':>11}{'GFLOP/s':>10}{'GB/s':>8}"
+            f"{'MFU':>7}{'MBU':>7}  bound",
+        ]
         for r in self.rows():
-            lines.append(f"{r['label']:<14}{r['seconds'] * 1e3:>9.2f}{r['intensity']:>11.1f}"
-                         f"{r['achieved_flops_per_s'] / 1e9:>10.1f}"
-                         f"{r['achieved_bytes_per_s'] / 1e9:>8.2f}{r['mfu']:>7.1%}"
-                         f"{r['mbu']:>7.1%}  {r['bound']}")
+            lines.append(
+                f"{r['label']:<14}{r['seconds'] * 1e3:>9.2f}{r['intensity']:>11.1f}"
+                f"{r['achieved_flops_per_s'] / 1e9:>10.1f}"
+                f"{r['achieved_bytes_per_s'] / 1e9:>8.2f}{r['mfu']:>7.1%}"
+                f"{r['mbu']:>7.1%}  {r['bound']}"
+            )
         return "\n".join(lines)
 
 
-def measure_roofline(lm, prompt: str = "Explain in one paragraph why the sky is blue.", *,
-                     prompt_tokens: Optional[int] = None, max_new_tokens: int = 16,
-                     batch_sizes: Sequence[int] = (),
-                     peaks: Optional[Peaks] = None, trace: Optional[Trace] = None,
-                     batch=None, prompt_sweep=None, progress: bool = True,
-                     label: str = "", threads: Optional[int] = None) -> Roofline:
+def measure_roofline(
+    lm,
+    prompt: str = "Explain in one paragraph why the sky is blue.",
+    *,
+    prompt_tokens: Optional[int] = None,
+    max_new_tokens: int = 16,
+    batch_sizes: Sequence[int] = (),
+    peaks: Optional[Peaks] = None,
+    trace: Optional[Trace] = None,
+    batch=None,
+    prompt_sweep=None,
+    progress: bool = True,
+    label: str = "",
+    threads: Optional[int] = None,
+) -> Roofline:
     """Measure this device's peaks, record `prompt`, and place its prefill and decode passes.
 
     prompt_tokens: use a filler prompt of exactly this many tokens instead (a longer prompt
@@ -235,25 +281,59 @@ def measure_roofline(lm, prompt: str = "Explain in one paragraph why the sky is 
     threads: CPU threads for everything measured here (None: torch's current count).
     """
     with using_threads(checks.threads(threads)):
-        return _measure_roofline(lm, prompt, prompt_tokens, max_new_tokens, batch_sizes, peaks,
-                                 trace, batch, prompt_sweep, progress, label)
+        return _measure_roofline(
+            lm,
+            prompt,
+            prompt_tokens,
+            max_new_tokens,
+            batch_sizes,
+            peaks,
+            trace,
+            batch,
+            prompt_sweep,
+            progress,
+            label,
+        )
 
 
-def _measure_roofline(lm, prompt, prompt_tokens, max_new_tokens, batch_sizes, peaks, trace,
-                      batch, prompt_sweep, progress, label) -> Roofline:
+def _measure_roofline(
+    lm,
+    prompt,
+    prompt_tokens,
+    max_new_tokens,
+    batch_sizes,
+    peaks,
+    trace,
+    batch,
+    prompt_sweep,
+    progress,
+    label,
+) -> Roofline:
     peaks = peaks or cached_peaks(lm.device, lm.spec.dtype)
     if prompt_tokens is not None:
         prompt = prompt_of_length(lm.tokenizer, prompt_tokens)
     if trace is None:
-        trace = record(lm, prompt, max_new_tokens=max_new_tokens, stop_at_eos=False,
-                       embeddings=False, log_top=1)
+        trace = record(
+            lm,
+            prompt,
+            max_new_tokens=max_new_tokens,
+            stop_at_eos=False,
+            embeddings=False,
+            log_top=1,
+        )
     pts = trace_points(trace)
     if batch is None and batch_sizes:
-        batch = batch_size_sweep(lm, batch_sizes, prompt=prompt, max_new_tokens=max_new_tokens,
-                                 progress=progress)
+        batch = batch_size_sweep(
+            lm, batch_sizes, prompt=prompt, max_new_tokens=max_new_tokens, progress=progress
+        )
     if batch is not None:
         pts += batch_points(batch, lm.spec)
     if prompt_sweep is not None:
         pts += prefill_points(prompt_sweep, lm.spec)
-    return Roofline(peaks=peaks, model=lm.spec, points=pts, label=label,
-                    environment=lm.environment("measured by viz.perf.measure_roofline"))
+    return Roofline(
+        peaks=peaks,
+        model=lm.spec,
+        points=pts,
+        label=label,
+        environment=lm.environment("measured by viz.perf.measure_roofline"),
+    )

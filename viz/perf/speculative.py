@@ -176,17 +176,19 @@ class GenerateRun(DecodeTimes):
 
 # The lesson's pair of prompts: one whose reply copies the prompt, one with nothing to copy.
 LOOKUP_PROMPTS = {
-    "copy a list": ("Repeat this list exactly, once: apples, bananas, cherries, dates, "
-                    "elderberries, figs, grapes, honeydew melons, kiwis, lemons, mangoes, "
-                    "nectarines, oranges, papayas."),
+    "copy a list": (
+        "Repeat this list exactly, once: apples, bananas, cherries, dates, "
+        "elderberries, figs, grapes, honeydew melons, kiwis, lemons, mangoes, "
+        "nectarines, oranges, papayas."
+    ),
     "write a story": "Write a short story about a dragon who learns to bake bread.",
 }
 # Why each of them was chosen, in one line.
 LOOKUP_WHY = {
     "copy a list": "the reply repeats the prompt's list, so the lookup's guesses are the "
-                   "reply's next tokens and most are accepted: prompt lookup wins",
+    "reply's next tokens and most are accepted: prompt lookup wins",
     "write a story": "the reply is new text: the few guesses found (a word pair seen earlier) "
-                     "are rejected, and each pass pays for checking them: prompt lookup loses",
+    "are rejected, and each pass pays for checking them: prompt lookup loses",
 }
 
 
@@ -218,22 +220,35 @@ class LookupComparison(AgainstPlain):
         return {made - 1: n for made, n in self.lookup.histogram().items()}
 
     def __str__(self) -> str:
-        lines = [f"{'':<24}{'tokens':>7}{'passes':>8}{'tokens/pass':>13}{'per pass':>12}"
-                 f"{'TPOT':>11}{'speed':>16}"]
+        lines = [
+            f"{'':<24}{'tokens':>7}{'passes':>8}{'tokens/pass':>13}{'per pass':>12}"
+            f"{'TPOT':>11}{'speed':>16}"
+        ]
         for r in (self.plain, self.lookup):
-            lines.append(f"{r.mode:<24}{r.new_tokens:>7}{r.forward_passes:>8}"
-                         f"{r.tokens_per_pass:>13.2f}{r.seconds_per_pass * 1e3:>9.1f} ms"
-                         f"{r.tpot_s * 1e3:>8.1f} ms{r.tokens_per_s:>9.1f} tokens/s")
-        lines.append("(passes include the prefill; tokens/pass is the decode passes' alone: the "
-                     "tokens after the prefill's ÷ the passes after it)")
+            lines.append(
+                f"{r.mode:<24}{r.new_tokens:>7}{r.forward_passes:>8}"
+                f"{r.tokens_per_pass:>13.2f}{r.seconds_per_pass * 1e3:>9.1f} ms"
+                f"{r.tpot_s * 1e3:>8.1f} ms{r.tokens_per_s:>9.1f} tokens/s"
+            )
+        lines.append(
+            "(passes include the prefill; tokens/pass is the decode passes' alone: the "
+            "tokens after the prefill's ÷ the passes after it)"
+        )
         made = ", ".join(f"{k}: {v}" for k, v in self.lookup.histogram().items())
-        lines.append(f"prompt lookup, decode passes by tokens made: {{{made}}}"
-                     + (f"; its prefill made {self.lookup.prefill_tokens}"
-                        if self.lookup.prefill_tokens != 1 else ""))
+        lines.append(
+            f"prompt lookup, decode passes by tokens made: {{{made}}}"
+            + (
+                f"; its prefill made {self.lookup.prefill_tokens}"
+                if self.lookup.prefill_tokens != 1
+                else ""
+            )
+        )
         verdict = self.speedup_verdict
-        lines.append(f"same greedy tokens: {self.identical}; speed-up ×{self.speedup:.2f} "
-                     f"(all {self.repeats} rounds: ×{self.speedup_spread.text(digits=2)}): "
-                     f"{verdict.word}")
+        lines.append(
+            f"same greedy tokens: {self.identical}; speed-up ×{self.speedup:.2f} "
+            f"(all {self.repeats} rounds: ×{self.speedup_spread.text(digits=2)}): "
+            f"{verdict.word}"
+        )
         return "\n".join(lines)
 
 
@@ -262,14 +277,15 @@ def prompt_token_ids(lm: LoadedModel, prompt: str, chat: bool) -> list[int]:
     if chat:
         if not getattr(tok, "chat_template", None):
             raise ValueError(f"{lm.spec.name}'s tokenizer has no chat template: use chat=False")
-        return list(tok.apply_chat_template([{"role": "user", "content": prompt}],
-                                            add_generation_prompt=True, return_dict=True)
-                    ["input_ids"])
+        return list(
+            tok.apply_chat_template(
+                [{"role": "user", "content": prompt}], add_generation_prompt=True, return_dict=True
+            )["input_ids"]
+        )
     return list(tok(prompt)["input_ids"])
 
 
-def _generate(lm: LoadedModel, ids: torch.Tensor, max_new_tokens: int,
-              lookup: int) -> GenerateRun:
+def _generate(lm: LoadedModel, ids: torch.Tensor, max_new_tokens: int, lookup: int) -> GenerateRun:
     stamps = _Stamps()
     streamed = []  # at each forward call: how many new tokens the streamer had been handed
 
@@ -281,13 +297,18 @@ def _generate(lm: LoadedModel, ids: torch.Tensor, max_new_tokens: int,
     try:
         with torch.inference_mode():
             t0 = time.perf_counter()
-            out = lm.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
-                                    max_new_tokens=max_new_tokens, do_sample=False,
-                                    streamer=stamps, **extra)
+            out = lm.model.generate(
+                input_ids=ids,
+                attention_mask=torch.ones_like(ids),
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                streamer=stamps,
+                **extra,
+            )
             t1 = time.perf_counter()
     finally:
         hook.remove()
-    new = out[0, ids.shape[1]:].tolist()
+    new = out[0, ids.shape[1] :].tolist()
     if not stamps.times:
         raise ValueError("generate produced no new token")
     # Tokens made by each pass: the tokens streamed between its forward call and the next (the
@@ -295,19 +316,34 @@ def _generate(lm: LoadedModel, ids: torch.Tensor, max_new_tokens: int,
     # holds however generate groups its tokens for the streamer (one put() per pass in 5.x).
     made = [b - a for a, b in zip(streamed, streamed[1:] + [len(new)])]
     if sum(made) != len(new) or min(made) < 1:
-        raise RuntimeError(f"the streamer saw {sum(stamps.sizes)} tokens over {len(made)} "
-                           f"forward passes, generate returned {len(new)}: this transformers "
-                           "version streams its tokens differently; tokens per pass unknown")
-    return GenerateRun(mode=f"prompt lookup (k={lookup})" if lookup else "plain",
-                       token_ids=new, text=lm.tokenizer.decode(new), forward_passes=len(made),
-                       first_token_s=stamps.times[0] - t0,
-                       decode_s=stamps.times[-1] - stamps.times[0], total_s=t1 - t0,
-                       tokens_per_pass_counts=made[1:], prefill_tokens=made[0])
+        raise RuntimeError(
+            f"the streamer saw {sum(stamps.sizes)} tokens over {len(made)} "
+            f"forward passes, generate returned {len(new)}: this transformers "
+            "version streams its tokens differently; tokens per pass unknown"
+        )
+    return GenerateRun(
+        mode=f"prompt lookup (k={lookup})" if lookup else "plain",
+        token_ids=new,
+        text=lm.tokenizer.decode(new),
+        forward_passes=len(made),
+        first_token_s=stamps.times[0] - t0,
+        decode_s=stamps.times[-1] - stamps.times[0],
+        total_s=t1 - t0,
+        tokens_per_pass_counts=made[1:],
+        prefill_tokens=made[0],
+    )
 
 
-def compare_prompt_lookup(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 48,
-                          num_lookup_tokens: int = 10, chat: bool = True, repeats: int = 2,
-                          threads: Optional[int] = None) -> LookupComparison:
+def compare_prompt_lookup(
+    lm: LoadedModel,
+    prompt: str,
+    *,
+    max_new_tokens: int = 48,
+    num_lookup_tokens: int = 10,
+    chat: bool = True,
+    repeats: int = 2,
+    threads: Optional[int] = None,
+) -> LookupComparison:
     """Plain greedy `generate` vs prompt-lookup decoding on `prompt` (lesson 08).
 
     Runs a short warm-up of each, then `repeats` rounds of (plain, lookup), and keeps each
@@ -318,12 +354,24 @@ def compare_prompt_lookup(lm: LoadedModel, prompt: str, *, max_new_tokens: int =
     num_lookup_tokens: k, the guesses per lookup (transformers' default is 10).
     threads: CPU threads (None: torch's current count).
     """
-    checks.whole("max_new_tokens", max_new_tokens, 2,
-                 fix="one new token has no decode pass to compare; ask for more")
-    checks.whole("num_lookup_tokens", num_lookup_tokens, 1,
-                 fix="k is how many tokens each lookup guesses; 10 is transformers' default")
-    checks.whole("repeats", repeats, 1,
-                 fix="each round times one plain and one lookup run; 3 or more give a spread")
+    checks.whole(
+        "max_new_tokens",
+        max_new_tokens,
+        2,
+        fix="one new token has no decode pass to compare; ask for more",
+    )
+    checks.whole(
+        "num_lookup_tokens",
+        num_lookup_tokens,
+        1,
+        fix="k is how many tokens each lookup guesses; 10 is transformers' default",
+    )
+    checks.whole(
+        "repeats",
+        repeats,
+        1,
+        fix="each round times one plain and one lookup run; 3 or more give a spread",
+    )
     checks.threads(threads)
     ids = torch.tensor([prompt_token_ids(lm, prompt, chat)], device=lm.device)
     with using_threads(threads):
@@ -334,14 +382,22 @@ def compare_prompt_lookup(lm: LoadedModel, prompt: str, *, max_new_tokens: int =
             plain.append(_generate(lm, ids, max_new_tokens, 0))
             lookup.append(_generate(lm, ids, max_new_tokens, num_lookup_tokens))
     if plain[0].new_tokens < 2:
-        raise ValueError("the reply ended after one token: nothing to compare; use a prompt "
-                         "that asks for a longer answer")
+        raise ValueError(
+            "the reply ended after one token: nothing to compare; use a prompt "
+            "that asks for a longer answer"
+        )
     if lookup[0].forward_passes < 2:
-        raise ValueError("prompt lookup made every token in its first pass: no decode pass to "
-                         "time; raise max_new_tokens")
+        raise ValueError(
+            "prompt lookup made every token in its first pass: no decode pass to "
+            "time; raise max_new_tokens"
+        )
 
-    return LookupComparison(prompt=prompt, num_lookup_tokens=num_lookup_tokens,
-                            plain=median_tpot_run(plain), lookup=median_tpot_run(lookup),
-                            repeats=repeats,
-                            plain_tpots_s=[r.tpot_s for r in plain],
-                            lookup_tpots_s=[r.tpot_s for r in lookup])
+    return LookupComparison(
+        prompt=prompt,
+        num_lookup_tokens=num_lookup_tokens,
+        plain=median_tpot_run(plain),
+        lookup=median_tpot_run(lookup),
+        repeats=repeats,
+        plain_tpots_s=[r.tpot_s for r in plain],
+        lookup_tpots_s=[r.tpot_s for r in lookup],
+    )

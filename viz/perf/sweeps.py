@@ -35,8 +35,10 @@ from viz.record import record
 from viz.runtime import using_threads
 from viz.spread import Spread
 
-FILLER = ("The quick brown fox jumps over the lazy dog, and the model reads every word of this "
-          "sentence in one parallel pass before it writes its first token. ")
+FILLER = (
+    "The quick brown fox jumps over the lazy dog, and the model reads every word of this "
+    "sentence in one parallel pass before it writes its first token. "
+)
 BATCH_PROMPT = "Write a short story about a robot who learns to paint."
 
 
@@ -66,19 +68,22 @@ def prompt_of_length(tokenizer, n: int, text: str = FILLER) -> str:
 def measured(sweep: Callable[..., Sweep]) -> Callable[..., Sweep]:
     """Run a sweep with its `threads=` in effect (then restored) and `repeats` checked: every
     run of the sweep, and the environment its result records, use that thread count."""
+
     @functools.wraps(sweep)
     def run(*args, **kwargs) -> Sweep:
         checks.whole("repeats", kwargs.get("repeats", 1), 1)
         with using_threads(checks.threads(kwargs.get("threads"))):
             return sweep(*args, **kwargs)
+
     return run
 
 
 def check_fits(lm: LoadedModel, longest: int, what: str) -> None:
     ctx = lm.spec.context_length
     if ctx and longest > ctx:
-        raise ValueError(f"{what} needs {longest} positions but {lm.spec.name} has {ctx}: "
-                         "use smaller values")
+        raise ValueError(
+            f"{what} needs {longest} positions but {lm.spec.name} has {ctx}: use smaller values"
+        )
 
 
 def progress_bar(total: int, desc: str, progress: bool):
@@ -99,9 +104,15 @@ def add_timed(cols: dict, spreads: dict, name: str, samples: Sequence[float]) ->
 
 # ---- prompt length → TTFT (lesson 03) -------------------------------------------------------
 @measured
-def prompt_length_sweep(lm: LoadedModel, lengths: Sequence[int] = (8, 16, 32, 64, 128), *,
-                        repeats: int = 3, progress: bool = True, label: str = "",
-                        threads: Optional[int] = None) -> Sweep:
+def prompt_length_sweep(
+    lm: LoadedModel,
+    lengths: Sequence[int] = (8, 16, 32, 64, 128),
+    *,
+    repeats: int = 3,
+    progress: bool = True,
+    label: str = "",
+    threads: Optional[int] = None,
+) -> Sweep:
     """Prompt length → time to first token and prefill speed (lesson 03).
 
     For each length n, a prompt of exactly n tokens is recorded with max_new_tokens=1.
@@ -124,9 +135,17 @@ def prompt_length_sweep(lm: LoadedModel, lengths: Sequence[int] = (8, 16, 32, 64
             for n in lengths:
                 runs[n].append(_one_token(lm, prompts[n]))
                 bar.update()
-    cols: dict[str, list[Any]] = {k: [] for k in (
-        "prompt_tokens", "ttft_s", "prefill_forward_s", "prefill_tokens_per_s",
-        "prefill_flops", "achieved_flops_per_s")}
+    cols: dict[str, list[Any]] = {
+        k: []
+        for k in (
+            "prompt_tokens",
+            "ttft_s",
+            "prefill_forward_s",
+            "prefill_tokens_per_s",
+            "prefill_flops",
+            "achieved_flops_per_s",
+        )
+    }
     spreads: dict[str, list[Spread]] = {}
     for n in lengths:
         traces = runs[n]
@@ -134,14 +153,22 @@ def prompt_length_sweep(lm: LoadedModel, lengths: Sequence[int] = (8, 16, 32, 64
         flops = prefill_cost(lm.spec, tokens).flops
         cols["prompt_tokens"].append(tokens)
         add_timed(cols, spreads, "ttft_s", [t.ttft_s for t in traces])
-        forward = add_timed(cols, spreads, "prefill_forward_s",
-                         [t.timing.prefill_forward_s for t in traces])
+        forward = add_timed(
+            cols, spreads, "prefill_forward_s", [t.timing.prefill_forward_s for t in traces]
+        )
         cols["prefill_tokens_per_s"].append(tokens / forward)
         cols["prefill_flops"].append(flops)
         cols["achieved_flops_per_s"].append(flops / forward)
-    return Sweep(name="prompt_length", x="prompt_tokens", columns=cols, model=lm.spec,
-                 environment=lm.environment(), settings={"repeats": repeats}, label=label,
-                 spreads=spreads)
+    return Sweep(
+        name="prompt_length",
+        x="prompt_tokens",
+        columns=cols,
+        model=lm.spec,
+        environment=lm.environment(),
+        settings={"repeats": repeats},
+        label=label,
+        spreads=spreads,
+    )
 
 
 def _one_token(lm: LoadedModel, prompt: str):
@@ -150,9 +177,16 @@ def _one_token(lm: LoadedModel, prompt: str):
 
 # ---- context length → decode step latency (lesson 04) ---------------------------------------
 @measured
-def context_length_sweep(lm: LoadedModel, contexts: Sequence[int] = (16, 64, 256, 512), *,
-                         max_new_tokens: int = 9, repeats: int = 1, progress: bool = True,
-                         label: str = "", threads: Optional[int] = None) -> Sweep:
+def context_length_sweep(
+    lm: LoadedModel,
+    contexts: Sequence[int] = (16, 64, 256, 512),
+    *,
+    max_new_tokens: int = 9,
+    repeats: int = 1,
+    progress: bool = True,
+    label: str = "",
+    threads: Optional[int] = None,
+) -> Sweep:
     """Tokens already in the KV cache → how long one decode step takes (lesson 04).
 
     For each context c, a prompt of exactly c tokens is recorded with `max_new_tokens` tokens
@@ -174,30 +208,59 @@ def context_length_sweep(lm: LoadedModel, contexts: Sequence[int] = (16, 64, 256
     runs: dict[int, list[Any]] = {c: [] for c in contexts}
 
     def run(c: int):
-        return record(lm, prompts[c], max_new_tokens=max_new_tokens, stop_at_eos=False,
-                      embeddings=False, log_top=1)
+        return record(
+            lm,
+            prompts[c],
+            max_new_tokens=max_new_tokens,
+            stop_at_eos=False,
+            embeddings=False,
+            log_top=1,
+        )
 
     with progress_bar(1 + repeats * len(contexts), "context length", progress) as bar:
-        record(lm, prompts[contexts[0]], max_new_tokens=2, stop_at_eos=False, embeddings=False,
-               log_top=1)  # warm-up, not kept
+        record(
+            lm,
+            prompts[contexts[0]],
+            max_new_tokens=2,
+            stop_at_eos=False,
+            embeddings=False,
+            log_top=1,
+        )  # warm-up, not kept
         bar.update()
         for _ in range(repeats):
             for c in contexts:
                 runs[c].append(run(c))
                 bar.update()
     cols, spreads = _context_columns(lm, runs, max_new_tokens)
-    return Sweep(name="context_length", x="context_tokens", columns=cols, model=lm.spec,
-                 environment=lm.environment(), settings={"max_new_tokens": max_new_tokens, "repeats": repeats},
-                 label=label, spreads=spreads)
+    return Sweep(
+        name="context_length",
+        x="context_tokens",
+        columns=cols,
+        model=lm.spec,
+        environment=lm.environment(),
+        settings={"max_new_tokens": max_new_tokens, "repeats": repeats},
+        label=label,
+        spreads=spreads,
+    )
 
 
-def _context_columns(lm: LoadedModel, runs: dict[int, list[Any]],
-                     max_new_tokens: int) -> tuple[dict[str, list[Any]], dict[str, list[Spread]]]:
+def _context_columns(
+    lm: LoadedModel, runs: dict[int, list[Any]], max_new_tokens: int
+) -> tuple[dict[str, list[Any]], dict[str, list[Spread]]]:
     """`context_length_sweep`'s columns and spreads from its recorded traces (`runs`: context →
     the traces recorded at it), one row per context."""
-    cols: dict[str, list[Any]] = {k: [] for k in (
-        "context_tokens", "decode_step_s", "decode_forward_s", "decode_tokens_per_s",
-        "kv_bytes", "decode_bytes", "achieved_bytes_per_s")}
+    cols: dict[str, list[Any]] = {
+        k: []
+        for k in (
+            "context_tokens",
+            "decode_step_s",
+            "decode_forward_s",
+            "decode_tokens_per_s",
+            "kv_bytes",
+            "decode_bytes",
+            "achieved_bytes_per_s",
+        )
+    }
     spreads: dict[str, list[Spread]] = {}
     for c in runs:
         decode = [s for t in runs[c] for s in t.steps[1:]]
@@ -215,9 +278,16 @@ def _context_columns(lm: LoadedModel, runs: dict[int, list[Any]],
 
 # ---- cache on vs off (lesson 05) ------------------------------------------------------------
 @measured
-def cache_sweep(lm: LoadedModel, prompt: str = "The KV cache saves work because", *,
-                max_new_tokens: int = 24, repeats: int = 1, progress: bool = True,
-                label: str = "", threads: Optional[int] = None) -> Sweep:
+def cache_sweep(
+    lm: LoadedModel,
+    prompt: str = "The KV cache saves work because",
+    *,
+    max_new_tokens: int = 24,
+    repeats: int = 1,
+    progress: bool = True,
+    label: str = "",
+    threads: Optional[int] = None,
+) -> Sweep:
     """The cost of each new token as the text grows, with and without the KV cache (lesson 05).
 
     The same greedy reply is recorded with use_cache=True and use_cache=False (alternately,
@@ -243,21 +313,42 @@ def cache_sweep(lm: LoadedModel, prompt: str = "The KV cache saves work because"
                 bar.update()
     on, off = runs[True][0], runs[False][0]
     cols = _cache_columns(lm, runs)
-    return Sweep(name="cache", x="seq_len", columns=cols, model=lm.spec,
-                 environment=lm.environment(),
-                 settings={"prompt": prompt, "max_new_tokens": max_new_tokens, "repeats": repeats,
-                           "same_tokens": on.generated_ids == off.generated_ids},
-                 label=label)
+    return Sweep(
+        name="cache",
+        x="seq_len",
+        columns=cols,
+        model=lm.spec,
+        environment=lm.environment(),
+        settings={
+            "prompt": prompt,
+            "max_new_tokens": max_new_tokens,
+            "repeats": repeats,
+            "same_tokens": on.generated_ids == off.generated_ids,
+        },
+        label=label,
+    )
 
 
 def _cache_columns(lm: LoadedModel, runs: dict[bool, list[Any]]) -> dict[str, list[Any]]:
     """`cache_sweep`'s columns from its recorded traces (`runs`: use_cache → the traces), one
     row per step of the first pair."""
     on, off = runs[True][0], runs[False][0]
-    cols: dict[str, list[Any]] = {k: [] for k in (
-        "step", "seq_len", "cached_input_tokens", "uncached_input_tokens", "cached_step_s",
-        "uncached_step_s", "cached_elapsed_s", "uncached_elapsed_s", "cached_flops",
-        "uncached_flops", "same_token")}
+    cols: dict[str, list[Any]] = {
+        k: []
+        for k in (
+            "step",
+            "seq_len",
+            "cached_input_tokens",
+            "uncached_input_tokens",
+            "cached_step_s",
+            "uncached_step_s",
+            "cached_elapsed_s",
+            "uncached_elapsed_s",
+            "cached_flops",
+            "uncached_flops",
+            "same_token",
+        )
+    }
     n_prompt = len(on.prompt_tokens)
     for i, (a, b) in enumerate(zip(on.steps, off.steps)):
         cols["step"].append(i)
@@ -266,10 +357,14 @@ def _cache_columns(lm: LoadedModel, runs: dict[bool, list[Any]]) -> dict[str, li
         cols["uncached_input_tokens"].append(b.input_tokens)
         for name, traces in (("cached", runs[True]), ("uncached", runs[False])):
             cols[f"{name}_step_s"].append(
-                _median([t.steps[i].forward_s + t.steps[i].sample_s for t in traces]))
+                _median([t.steps[i].forward_s + t.steps[i].sample_s for t in traces])
+            )
             cols[f"{name}_elapsed_s"].append(_median([t.steps[i].emitted_at_s for t in traces]))
-        cols["cached_flops"].append(prefill_cost(lm.spec, n_prompt).flops if i == 0
-                                    else decode_cost(lm.spec, a.seq_len).flops)
+        cols["cached_flops"].append(
+            prefill_cost(lm.spec, n_prompt).flops
+            if i == 0
+            else decode_cost(lm.spec, a.seq_len).flops
+        )
         cols["uncached_flops"].append(prefill_cost(lm.spec, b.seq_len).flops)
         cols["same_token"].append(int(a.token_id == b.token_id))
     return cols
@@ -277,10 +372,18 @@ def _cache_columns(lm: LoadedModel, runs: dict[bool, list[Any]]) -> dict[str, li
 
 # ---- batch size → throughput and latency (lesson 06) ----------------------------------------
 @measured
-def batch_size_sweep(lm: LoadedModel, batch_sizes: Sequence[int] = (1, 2, 4, 8, 16), *,
-                     prompt: str = BATCH_PROMPT, max_new_tokens: int = 16, repeats: int = 1,
-                     progress: bool = True, label: str = "",
-                     prompt_tokens: Optional[int] = None, threads: Optional[int] = None) -> Sweep:
+def batch_size_sweep(
+    lm: LoadedModel,
+    batch_sizes: Sequence[int] = (1, 2, 4, 8, 16),
+    *,
+    prompt: str = BATCH_PROMPT,
+    max_new_tokens: int = 16,
+    repeats: int = 1,
+    progress: bool = True,
+    label: str = "",
+    prompt_tokens: Optional[int] = None,
+    threads: Optional[int] = None,
+) -> Sweep:
     """Requests per batch → aggregate tokens/s and each request's latency (lesson 06).
 
     Each batch holds B copies of the same prompt (so every request does the same work) and
@@ -312,20 +415,39 @@ def batch_size_sweep(lm: LoadedModel, batch_sizes: Sequence[int] = (1, 2, 4, 8, 
                 runs[b].append(generate_batch(lm, [prompt] * b, max_new_tokens))
                 bar.update()
     cols, spreads = _batch_columns(runs, max_new_tokens)
-    return Sweep(name="batch_size", x="batch_size", columns=cols, model=lm.spec,
-                 environment=lm.environment(),
-                 settings={"prompt": prompt, "max_new_tokens": max_new_tokens, "repeats": repeats},
-                 label=label, spreads=spreads)
+    return Sweep(
+        name="batch_size",
+        x="batch_size",
+        columns=cols,
+        model=lm.spec,
+        environment=lm.environment(),
+        settings={"prompt": prompt, "max_new_tokens": max_new_tokens, "repeats": repeats},
+        label=label,
+        spreads=spreads,
+    )
 
 
-def _batch_columns(runs: dict[int, list[Any]],
-                   max_new_tokens: int) -> tuple[dict[str, list[Any]], dict[str, list[Spread]]]:
+def _batch_columns(
+    runs: dict[int, list[Any]], max_new_tokens: int
+) -> tuple[dict[str, list[Any]], dict[str, list[Spread]]]:
     """`batch_size_sweep`'s columns and spreads from its runs (`runs`: batch size → the
     `generate_batch` runs at it), one row per batch size."""
-    cols: dict[str, list[Any]] = {k: [] for k in (
-        "batch_size", "prompt_tokens", "ttft_s", "decode_step_s", "decode_forward_s",
-        "decode_context_tokens", "request_latency_s", "request_tokens_per_s",
-        "aggregate_tokens_per_s", "aggregate_decode_tokens_per_s", "kv_bytes")}
+    cols: dict[str, list[Any]] = {
+        k: []
+        for k in (
+            "batch_size",
+            "prompt_tokens",
+            "ttft_s",
+            "decode_step_s",
+            "decode_forward_s",
+            "decode_context_tokens",
+            "request_latency_s",
+            "request_tokens_per_s",
+            "aggregate_tokens_per_s",
+            "aggregate_decode_tokens_per_s",
+            "kv_bytes",
+        )
+    }
     spreads: dict[str, list[Spread]] = {}
     for b in runs:
         rs = runs[b]
@@ -337,8 +459,9 @@ def _batch_columns(runs: dict[int, list[Any]],
         step = add_timed(cols, spreads, "decode_step_s", [s for r in rs for s in r.step_s])
         add_timed(cols, spreads, "decode_forward_s", [s for r in rs for s in r.step_forward_s])
         # decode step j (1 .. max_new_tokens-1) leaves n_prompt + j tokens per request
-        cols["decode_context_tokens"].append(n_prompt + statistics.median_low(
-            range(1, max_new_tokens)))
+        cols["decode_context_tokens"].append(
+            n_prompt + statistics.median_low(range(1, max_new_tokens))
+        )
         cols["request_latency_s"].append(latency)
         cols["request_tokens_per_s"].append(1.0 / step)
         cols["aggregate_tokens_per_s"].append(b * max_new_tokens / latency)

@@ -94,28 +94,43 @@ class Sweep(Document):
         if not isinstance(other, Sweep):
             raise TypeError(f"merge a Sweep with another Sweep, not {type(other).__name__}")
         if (other.name, other.x, list(other.columns)) != (self.name, self.x, list(self.columns)):
-            raise ValueError(f"only the same kind of sweep merges: {self.name!r} with columns "
-                             f"{list(self.columns)}, not {other.name!r} with "
-                             f"{list(other.columns)}")
+            raise ValueError(
+                f"only the same kind of sweep merges: {self.name!r} with columns "
+                f"{list(self.columns)}, not {other.name!r} with "
+                f"{list(other.columns)}"
+            )
         mine, theirs = self.column(self.x), other.column(self.x)
         replaced = set(theirs)
-        rows = sorted([(x, 0, i) for i, x in enumerate(mine) if x not in replaced]
-                      + [(x, 1, i) for i, x in enumerate(theirs)], key=lambda r: r[0])
+        rows = sorted(
+            [(x, 0, i) for i, x in enumerate(mine) if x not in replaced]
+            + [(x, 1, i) for i, x in enumerate(theirs)],
+            key=lambda r: r[0],
+        )
         source = (self, other)
         columns = {n: [source[s].columns[n][i] for _, s, i in rows] for n in self.columns}
         spreads = {}
         for n in [n for n in self.spreads if n in other.spreads]:  # spreads both sides kept
             kept = (self.spread(n), other.spread(n))
             spreads[n] = [kept[s][i] for _, s, i in rows]
-        return Sweep(self.name, self.x, columns, self.model, self.environment,
-                     dict(self.settings), self.label, spreads)
+        return Sweep(
+            self.name,
+            self.x,
+            columns,
+            self.model,
+            self.environment,
+            dict(self.settings),
+            self.label,
+            spreads,
+        )
 
     def __str__(self) -> str:
         names = list(self.columns)
         cells = [[_fmt(v) for v in row.values()] for row in self.rows()]
         widths = [max([len(n)] + [len(r[i]) for r in cells]) for i, n in enumerate(names)]
-        head = f"{self.name} sweep: {self.model.name} on {self.environment.device_name} " \
-               f"({self.environment.device}, {self.environment.dtype})"
+        head = (
+            f"{self.name} sweep: {self.model.name} on {self.environment.device_name} "
+            f"({self.environment.device}, {self.environment.dtype})"
+        )
         if "cache" in self.settings:  # e.g. the long decode sweep's random KV cache
             head += f"; cache: {self.settings['cache']}"
         lines = [head, "  ".join(n.rjust(w) for n, w in zip(names, widths))]

@@ -45,25 +45,23 @@ from viz.perf.configs import config_spec, from_config, read_config
 from viz.perf.counts import decode_cost
 from viz.perf.machine.fixed_costs import OverheadFloor, measure_overhead
 from viz.perf.machine.peaks import MachinePeaks, machine_peaks
-from viz.perf.regime import (OVERHEAD_SHARE, Verdict, check_seconds, regime,
-                              utilisation, verdict)
+from viz.perf.regime import OVERHEAD_SHARE, Verdict, check_seconds, regime, utilisation, verdict
 from viz.perf.wall_point import PROMPT, WallPoint, measure_point, short_dtype
 from viz.provenance import environment_from_loose, loose_names, unknown_environment
-from viz.runtime import (release_memory, resolve_device, short_device_name, using_threads,
-                         utc_now)
+from viz.runtime import release_memory, resolve_device, short_device_name, using_threads, utc_now
 from viz.spread import Spread
 from viz.trace import Environment, ModelSpec
 
 # What a learner can do about each regime (lesson 08 prints it beside the rule's verdict).
 REMEDIES = {
     "overhead-bound": "fewer Python round trips per token: fuse the small kernels and replay "
-                      "them as one (torch.compile, CUDA graphs on a GPU), or do more work per "
-                      "step (a batch, lesson 06) so the fixed cost is shared",
+    "them as one (torch.compile, CUDA graphs on a GPU), or do more work per "
+    "step (a batch, lesson 06) so the fixed cost is shared",
     "memory-bound": "fewer bytes per token: fewer bytes per weight (bfloat16, 8- or 4-bit "
-                    "weights with a kernel that reads them directly), or more tokens per weight "
-                    "read (batching, lesson 06; speculative decoding)",
+    "weights with a kernel that reads them directly), or more tokens per weight "
+    "read (batching, lesson 06; speculative decoding)",
     "compute-bound": "fewer FLOPs or faster arithmetic: a lower-precision matmul (bfloat16 "
-                     "where the CPU has it), or a device with a higher FLOP/s roof",
+    "where the CPU has it), or a device with a higher FLOP/s roof",
 }
 
 
@@ -90,16 +88,21 @@ class WallFit:
     def __str__(self) -> str:
         which = f"{self.points} {self.dtype} points" if self.dtype else f"{self.points} points"
         if self.points == 2:  # a line through two points fits them exactly: no R² to give
-            return (f"TPOT ≈ {self.fixed_s * 1e3:.2f} ms + bytes ÷ "
-                    f"{self.bytes_per_s / 1e9:.1f} GB/s (the line through {which}: two "
-                    f"points fix it, so it says nothing of how straight the wall is)")
-        return (f"TPOT ≈ {self.fixed_s * 1e3:.2f} ms + bytes ÷ "
-                f"{self.bytes_per_s / 1e9:.1f} GB/s "
-                f"(least squares over {which}, R² {self.r_squared:.3f})")
+            return (
+                f"TPOT ≈ {self.fixed_s * 1e3:.2f} ms + bytes ÷ "
+                f"{self.bytes_per_s / 1e9:.1f} GB/s (the line through {which}: two "
+                f"points fix it, so it says nothing of how straight the wall is)"
+            )
+        return (
+            f"TPOT ≈ {self.fixed_s * 1e3:.2f} ms + bytes ÷ "
+            f"{self.bytes_per_s / 1e9:.1f} GB/s "
+            f"(least squares over {which}, R² {self.r_squared:.3f})"
+        )
 
 
-def streaming_rate(step_bytes: float, step: Union[Spread, float],
-                   fixed_cost: Union[Spread, float]) -> Spread:
+def streaming_rate(
+    step_bytes: float, step: Union[Spread, float], fixed_cost: Union[Spread, float]
+) -> Spread:
     """The rate a step's bytes streamed at once its fixed cost is set aside:
     bytes ÷ (step − fixed cost), with the spread of both carried along (bytes/s).
 
@@ -110,9 +113,11 @@ def streaming_rate(step_bytes: float, step: Union[Spread, float],
     t, f = Spread.coerce(step), Spread.coerce(fixed_cost)
     rest = t - f
     if not rest.low > 0:
-        raise ValueError(f"the fixed cost ({f.text(1e3, 'ms')}) is as long as the step "
-                         f"({t.text(1e3, 'ms')}) within their spreads: there is no time left "
-                         "to stream the bytes in, so no rate can be read off this step")
+        raise ValueError(
+            f"the fixed cost ({f.text(1e3, 'ms')}) is as long as the step "
+            f"({t.text(1e3, 'ms')}) within their spreads: there is no time left "
+            "to stream the bytes in, so no rate can be read off this step"
+        )
     return rest.rate(step_bytes)
 
 
@@ -125,27 +130,38 @@ def fit_wall(step_bytes: Sequence[float], seconds: Sequence[float]) -> WallFit:
     """
     x, y = list(step_bytes), list(seconds)
     if len(x) != len(y):
-        raise ValueError(f"step_bytes and seconds must have the same length ({len(x)} != "
-                         f"{len(y)}): one time per point")
+        raise ValueError(
+            f"step_bytes and seconds must have the same length ({len(x)} != "
+            f"{len(y)}): one time per point"
+        )
     if len(x) < 2:
-        raise ValueError(f"a line needs at least 2 points, got {len(x)}: measure more models "
-                         "or dtypes")
+        raise ValueError(
+            f"a line needs at least 2 points, got {len(x)}: measure more models or dtypes"
+        )
     for name, values in (("step_bytes", x), ("seconds", y)):
         for v in values:
             checks.positive(f"every value of {name}", v, noun="a finite number")
     xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if np.ptp(xs) == 0:
-        raise ValueError("all points read the same number of bytes: a slope needs points of "
-                         "different sizes or dtypes")
+        raise ValueError(
+            "all points read the same number of bytes: a slope needs points of "
+            "different sizes or dtypes"
+        )
     slope, intercept = np.polyfit(xs, ys, 1)
     if slope <= 0:
-        raise ValueError("the step time does not grow with the bytes read in these points (the "
-                         "fitted slope is <= 0): the machine was probably busy; measure again "
-                         "with more steps, or include larger models")
+        raise ValueError(
+            "the step time does not grow with the bytes read in these points (the "
+            "fitted slope is <= 0): the machine was probably busy; measure again "
+            "with more steps, or include larger models"
+        )
     residual = float(np.sum((ys - (intercept + slope * xs)) ** 2))
     total = float(np.sum((ys - ys.mean()) ** 2))
-    return WallFit(fixed_s=float(intercept), seconds_per_byte=float(slope),
-                   r_squared=1.0 - residual / total if total > 0 else 1.0, points=len(x))
+    return WallFit(
+        fixed_s=float(intercept),
+        seconds_per_byte=float(slope),
+        r_squared=1.0 - residual / total if total > 0 else 1.0,
+        points=len(x),
+    )
 
 
 # ---- the run ------------------------------------------------------------------------------------
@@ -167,8 +183,13 @@ def _floor(seconds: float, rate: Optional[Spread]) -> Spread:
     the rate gives the long end of the floor."""
     if rate is None or rate.runs == 0:
         return Spread.exact(seconds)
-    return Spread(seconds, seconds * rate.median / rate.high, seconds * rate.median / rate.low,
-                  rate.runs, True)
+    return Spread(
+        seconds,
+        seconds * rate.median / rate.high,
+        seconds * rate.median / rate.low,
+        rate.runs,
+        True,
+    )
 
 
 def _wall_v1_to_v2(data: dict) -> dict:
@@ -195,11 +216,17 @@ def _wall_v2_to_v3(data: dict) -> dict:
         data["peaks"] = MachinePeaks.UPGRADES[2](peaks)
     recorded = data.get("recorded") or {}
     when = recorded.get("date") or (peaks or {}).get("measured_at", "")
-    source = (data.get("peaks_how", "") if data.get("computed") else
-              f"`{recorded['command']}`" if recorded.get("command") else WALL_SOURCE)
+    source = (
+        data.get("peaks_how", "")
+        if data.get("computed")
+        else f"`{recorded['command']}`"
+        if recorded.get("command")
+        else WALL_SOURCE
+    )
     env = data.get("environment") or {}
-    return environment_from_loose(data, WALL_LOOSE, env.get("source") or source,
-                                  measured_at=env.get("measured_at") or when)
+    return environment_from_loose(
+        data, WALL_LOOSE, env.get("source") or source, measured_at=env.get("measured_at") or when
+    )
 
 
 @loose_names(*WALL_LOOSE)
@@ -214,8 +241,9 @@ class WallRun(Document):
     SCHEMA_VERSION: ClassVar[int] = 3
     UPGRADES: ClassVar[dict] = {1: _wall_v1_to_v2, 2: _wall_v2_to_v3}
     WHAT: ClassVar[str] = "memory-wall run"
-    AGAIN: ClassVar[str] = ("measure it again with viz.perf.measure_wall(...) or "
-                            "`python benchmarks/memory_wall.py`")
+    AGAIN: ClassVar[str] = (
+        "measure it again with viz.perf.measure_wall(...) or `python benchmarks/memory_wall.py`"
+    )
 
     label: str  # e.g. "this machine", "project CPU reference", "H100 (computed)"
     computed: bool  # True: computed from published numbers; nothing here was measured
@@ -238,8 +266,9 @@ class WallRun(Document):
         for p in self.points:
             if p.label == label:
                 return p
-        raise ValueError(f"no point labelled {label!r}; this run has "
-                         f"{[p.label for p in self.points]}")
+        raise ValueError(
+            f"no point labelled {label!r}; this run has {[p.label for p in self.points]}"
+        )
 
     def memory_floor_s(self, p: WallPoint) -> float:
         """M = bytes the step reads ÷ the read bandwidth."""
@@ -248,14 +277,20 @@ class WallRun(Document):
     def compute_floor_s(self, p: WallPoint) -> float:
         """C = FLOPs of the step ÷ the peak matmul FLOP/s in its dtype."""
         if p.dtype not in self.flops_per_s:
-            raise ValueError(f"no peak FLOP/s for {p.dtype} in this run (it has "
-                             f"{sorted(self.flops_per_s)})")
+            raise ValueError(
+                f"no peak FLOP/s for {p.dtype} in this run (it has {sorted(self.flops_per_s)})"
+            )
         return p.step_flops / self.flops_per_s[p.dtype]
 
     def regime(self, p: WallPoint) -> str:
         """The rule (`viz.perf.regime.regime`) applied to this point's medians."""
-        return regime(p.seconds, self.memory_floor_s(p), self.compute_floor_s(p),
-                      p.fixed_cost_s, overhead_share=self.overhead_share)
+        return regime(
+            p.seconds,
+            self.memory_floor_s(p),
+            self.compute_floor_s(p),
+            p.fixed_cost_s,
+            overhead_share=self.overhead_share,
+        )
 
     def verdict(self, p: WallPoint) -> Verdict:
         """The rule on this point with every figure's spread: its word, or "too close to call"
@@ -292,9 +327,11 @@ class WallRun(Document):
         for o in self.overhead:
             if o.dtype == dtype:
                 return o.at(n_layers)
-        raise ValueError(f"no fixed cost measured in {dtype} (this run has "
-                         f"{[o.dtype for o in self.overhead]}): measure_overhead(..., "
-                         f"dtype={dtype!r})")
+        raise ValueError(
+            f"no fixed cost measured in {dtype} (this run has "
+            f"{[o.dtype for o in self.overhead]}): measure_overhead(..., "
+            f"dtype={dtype!r})"
+        )
 
     # ---- across points -------------------------------------------------------------------------
     def fit_points(self, dtype: Optional[str] = None) -> list[WallPoint]:
@@ -302,9 +339,14 @@ class WallRun(Document):
         one request (batch 1) whose verdict (`verdict`) is not compute-bound. The tiny
         fixed-cost models are left out (their depths, and so their fixed costs, differ), and
         so are batches and compute-bound steps (their time is not set by the bytes)."""
-        return [p for p in self.points if p.kind == "shape" and p.batch == 1
-                and (dtype is None or p.dtype == dtype)
-                and self.verdict(p).regime != "compute-bound"]
+        return [
+            p
+            for p in self.points
+            if p.kind == "shape"
+            and p.batch == 1
+            and (dtype is None or p.dtype == dtype)
+            and self.verdict(p).regime != "compute-bound"
+        ]
 
     def fit_dtype(self) -> Optional[str]:
         """The number format the one fit runs through: float32 where it has two points or
@@ -325,21 +367,35 @@ class WallRun(Document):
         lesson 08 prints it and `wall_figure` draws it."""
         dtype = dtype or self.fit_dtype()
         if dtype is None:
-            raise ValueError("a line needs at least 2 model shapes at batch 1 in one number "
-                             f"format; this run's are {[p.label for p in self.fit_points()]}: "
-                             "measure another model in one of their formats")
+            raise ValueError(
+                "a line needs at least 2 model shapes at batch 1 in one number "
+                f"format; this run's are {[p.label for p in self.fit_points()]}: "
+                "measure another model in one of their formats"
+            )
         pts = self.fit_points(dtype)
         line = fit_wall([p.step_bytes for p in pts], [p.seconds for p in pts])
         return replace(line, dtype=dtype or "")
 
     def rows(self) -> list[dict[str, Any]]:
         """One dict per point with its floors, MBU and regime (for a table or a test)."""
-        return [{"label": p.label, "dtype": p.dtype, "kind": p.kind, "n_params": p.n_params,
-                 "n_layers": p.n_layers, "step_bytes": p.step_bytes, "seconds": p.seconds,
-                 "memory_floor_s": self.memory_floor_s(p),
-                 "compute_floor_s": self.compute_floor_s(p), "fixed_cost_s": p.fixed_cost_s,
-                 "mbu": self.mbu(p), "regime": self.regime(p),
-                 "verdict": self.verdict(p).regime} for p in self.points]
+        return [
+            {
+                "label": p.label,
+                "dtype": p.dtype,
+                "kind": p.kind,
+                "n_params": p.n_params,
+                "n_layers": p.n_layers,
+                "step_bytes": p.step_bytes,
+                "seconds": p.seconds,
+                "memory_floor_s": self.memory_floor_s(p),
+                "compute_floor_s": self.compute_floor_s(p),
+                "fixed_cost_s": p.fixed_cost_s,
+                "mbu": self.mbu(p),
+                "regime": self.regime(p),
+                "verdict": self.verdict(p).regime,
+            }
+            for p in self.points
+        ]
 
     def merged(self, other: "WallRun") -> "WallRun":
         """This run with `other`'s points and fixed-cost depths added (same machine)."""
@@ -350,22 +406,32 @@ class WallRun(Document):
             if o.dtype in floors:
                 mine = floors[o.dtype]
                 depth = {n: (mine.seconds[k], mine.spread_at(n)) for k, n in enumerate(mine.layers)}
-                depth.update({n: (o.seconds[k], o.spread_at(n)) for k, n in enumerate(o.layers)
-                              if n not in depth})
+                depth.update(
+                    {
+                        n: (o.seconds[k], o.spread_at(n))
+                        for k, n in enumerate(o.layers)
+                        if n not in depth
+                    }
+                )
                 kept = bool(mine.spreads) and bool(o.spreads)
-                floors[o.dtype] = replace(mine, layers=sorted(depth),
-                                          seconds=[depth[n][0] for n in sorted(depth)],
-                                          spreads=[depth[n][1] for n in sorted(depth)]
-                                          if kept else [])
+                floors[o.dtype] = replace(
+                    mine,
+                    layers=sorted(depth),
+                    seconds=[depth[n][0] for n in sorted(depth)],
+                    spreads=[depth[n][1] for n in sorted(depth)] if kept else [],
+                )
             else:
                 floors[o.dtype] = o
-        return replace(self, overhead=list(floors.values()),
-                       flops_per_s={**other.flops_per_s, **self.flops_per_s},
-                       points=self.points + [p for p in other.points
-                                             if p.label not in {q.label for q in self.points}])
+        return replace(
+            self,
+            overhead=list(floors.values()),
+            flops_per_s={**other.flops_per_s, **self.flops_per_s},
+            points=self.points
+            + [p for p in other.points if p.label not in {q.label for q in self.points}],
+        )
 
     def title(self, short: bool = True) -> str:
-        """"label · device · N threads". short: the device by its short name, as a figure's
+        """ "label · device · N threads". short: the device by its short name, as a figure's
         title draws it (`viz.runtime.short_device_name`); False: its full name (the table)."""
         device = self.device_name or self.device
         device = short_device_name(device) if short else device
@@ -376,30 +442,42 @@ class WallRun(Document):
 
     def __str__(self) -> str:
         peak = ", ".join(f"{dt} {f / 1e9:,.0f} GFLOP/s" for dt, f in self.flops_per_s.items())
-        lines = [self.title(short=False),
-                 f"memory floor at {self.read_bytes_per_s / 1e9:,.1f} GB/s (read); compute floor "
-                 f"at {peak}",
-                 f"{'point':<36}{'MB/step':>9}{'TPOT ms':>9}{'memory':>8}{'fixed':>8}"
-                 f"{'compute':>9}{'MBU':>6}  verdict (the rule, with the spreads)",
-                 f"{'':<36}{'':>9}{'':>9}{'floor':>8}{'cost':>8}{'floor':>9}"]
+        lines = [
+            self.title(short=False),
+            f"memory floor at {self.read_bytes_per_s / 1e9:,.1f} GB/s (read); compute floor "
+            f"at {peak}",
+            f"{'point':<36}{'MB/step':>9}{'TPOT ms':>9}{'memory':>8}{'fixed':>8}"
+            f"{'compute':>9}{'MBU':>6}  verdict (the rule, with the spreads)",
+            f"{'':<36}{'':>9}{'':>9}{'floor':>8}{'cost':>8}{'floor':>9}",
+        ]
         for r in self.rows():
-            lines.append(f"{r['label']:<36}{r['step_bytes'] / 1e6:>9.1f}{r['seconds'] * 1e3:>9.2f}"
-                         f"{r['memory_floor_s'] * 1e3:>8.2f}{r['fixed_cost_s'] * 1e3:>8.2f}"
-                         f"{r['compute_floor_s'] * 1e3:>9.3f}{r['mbu']:>6.0%}  {r['verdict']}"
-                         + (f" ({r['regime']} on the medians)" if r["verdict"] != r["regime"]
-                            else ""))
+            lines.append(
+                f"{r['label']:<36}{r['step_bytes'] / 1e6:>9.1f}{r['seconds'] * 1e3:>9.2f}"
+                f"{r['memory_floor_s'] * 1e3:>8.2f}{r['fixed_cost_s'] * 1e3:>8.2f}"
+                f"{r['compute_floor_s'] * 1e3:>9.3f}{r['mbu']:>6.0%}  {r['verdict']}"
+                + (f" ({r['regime']} on the medians)" if r["verdict"] != r["regime"] else "")
+            )
         return "\n".join(lines)
 
 
 # ---- measuring and computing runs -----------------------------------------------------------
-def measure_wall(shapes: Sequence[Union[str, dict]] = ("smollm2-135m",),
-                 dtypes: Sequence[str] = ("float32", "bfloat16"), *,
-                 peaks: Optional[MachinePeaks] = None, overhead_depths: Sequence[int] = (),
-                 batch_sizes: Sequence[int] = (1,), max_new_tokens: int = 16,
-                 repeats: int = 2, prompt: str = PROMPT,
-                 overhead: Sequence[OverheadFloor] = (), device="cpu",
-                 threads: Optional[int] = None, label: str = "this machine",
-                 fixed_cost_points: bool = True, progress: bool = False) -> WallRun:
+def measure_wall(
+    shapes: Sequence[Union[str, dict]] = ("smollm2-135m",),
+    dtypes: Sequence[str] = ("float32", "bfloat16"),
+    *,
+    peaks: Optional[MachinePeaks] = None,
+    overhead_depths: Sequence[int] = (),
+    batch_sizes: Sequence[int] = (1,),
+    max_new_tokens: int = 16,
+    repeats: int = 2,
+    prompt: str = PROMPT,
+    overhead: Sequence[OverheadFloor] = (),
+    device="cpu",
+    threads: Optional[int] = None,
+    label: str = "this machine",
+    fixed_cost_points: bool = True,
+    progress: bool = False,
+) -> WallRun:
     """Measure the memory wall: each shape in each dtype, built from its config and timed.
 
     shapes: shipped config names ("smollm2-135m", "smollm2-360m", "llama-3.2-1b",
@@ -426,31 +504,50 @@ def measure_wall(shapes: Sequence[Union[str, dict]] = ("smollm2-135m",),
             peaks.flops(dt)  # a dtype without a measured peak fails before any timing
         depths = _wall_depths(entries, overhead_depths)
         bar = _wall_bar(dtypes, entries, progress)
-        floors, points = _wall_floors(dtypes, depths, overhead, max_new_tokens, repeats, dev,
-                                      fixed_cost_points, bar)
-        environment = _wall_points(entries, dtypes, batches, floors, max_new_tokens, repeats,
-                                   prompt, dev, bar, points)
+        floors, points = _wall_floors(
+            dtypes, depths, overhead, max_new_tokens, repeats, dev, fixed_cost_points, bar
+        )
+        environment = _wall_points(
+            entries, dtypes, batches, floors, max_new_tokens, repeats, prompt, dev, bar, points
+        )
         bar.close()
     # the last model's environment, with the threads every timing ran with
     environment = replace(environment, threads=n_threads, source=WALL_SOURCE)
-    return WallRun(label=label, computed=False, read_bytes_per_s=peaks.bytes_per_s,
-                   flops_per_s=dict(peaks.flops_per_s),
-                   peaks_how=peaks.how(), overhead=[floors[dt] for dt in dtypes],
-                   points=points, peaks=peaks, environment=environment,
-                   recorded={"max_new_tokens": max_new_tokens, "repeats": repeats,
-                             "threads": n_threads, "shapes": [e["name"] for e in entries],
-                             "dtypes": dtypes, "batch_sizes": batches})
+    return WallRun(
+        label=label,
+        computed=False,
+        read_bytes_per_s=peaks.bytes_per_s,
+        flops_per_s=dict(peaks.flops_per_s),
+        peaks_how=peaks.how(),
+        overhead=[floors[dt] for dt in dtypes],
+        points=points,
+        peaks=peaks,
+        environment=environment,
+        recorded={
+            "max_new_tokens": max_new_tokens,
+            "repeats": repeats,
+            "threads": n_threads,
+            "shapes": [e["name"] for e in entries],
+            "dtypes": dtypes,
+            "batch_sizes": batches,
+        },
+    )
 
 
-def _wall_inputs(shapes: Sequence[Union[str, dict]], dtypes: Sequence[str],
-                 batch_sizes: Sequence[int],
-                 threads: Optional[int]) -> tuple[list[str], list[dict], list[int]]:
+def _wall_inputs(
+    shapes: Sequence[Union[str, dict]],
+    dtypes: Sequence[str],
+    batch_sizes: Sequence[int],
+    threads: Optional[int],
+) -> tuple[list[str], list[dict], list[int]]:
     """`measure_wall`'s argument checks: (dtypes, each shape's config entry, batch sizes)."""
     checks.threads(threads)
     shapes, dtypes = list(shapes), list(dtypes)
     if not shapes or not dtypes:
-        raise ValueError("measure_wall needs at least one shape and one dtype, e.g. "
-                         "measure_wall(['smollm2-135m'], dtypes=['float32'])")
+        raise ValueError(
+            "measure_wall needs at least one shape and one dtype, e.g. "
+            "measure_wall(['smollm2-135m'], dtypes=['float32'])"
+        )
     entries = [read_config(s) for s in shapes]  # a bad name fails here, before any timing
     batches = checks.whole_list("batch_sizes", batch_sizes, what="whole numbers >= 1")
     return dtypes, entries, batches
@@ -458,22 +555,35 @@ def _wall_inputs(shapes: Sequence[Union[str, dict]], dtypes: Sequence[str],
 
 def _wall_depths(entries: list[dict], overhead_depths: Sequence[int]) -> list[int]:
     """The depths to measure the fixed cost at: each shape's own, and `overhead_depths`."""
-    return sorted({e["config"]["num_hidden_layers"] for e in entries}
-                  | set(checks.whole_list("depths", overhead_depths)
-                        if overhead_depths else []))
+    return sorted(
+        {e["config"]["num_hidden_layers"] for e in entries}
+        | set(checks.whole_list("depths", overhead_depths) if overhead_depths else [])
+    )
 
 
 def _wall_bar(dtypes: list[str], entries: list[dict], progress: bool):
     """`measure_wall`'s progress bar: one tick per dtype's floor and per model timed."""
     from tqdm import tqdm
 
-    return tqdm(total=len(dtypes) * (1 + len(entries)), desc="memory wall", unit="model",
-                disable=not progress, leave=False)
+    return tqdm(
+        total=len(dtypes) * (1 + len(entries)),
+        desc="memory wall",
+        unit="model",
+        disable=not progress,
+        leave=False,
+    )
 
 
-def _wall_floors(dtypes: list[str], depths: list[int], overhead: Sequence[OverheadFloor],
-                 max_new_tokens: int, repeats: int, dev, fixed_cost_points: bool,
-                 bar) -> tuple[dict[str, OverheadFloor], list[WallPoint]]:
+def _wall_floors(
+    dtypes: list[str],
+    depths: list[int],
+    overhead: Sequence[OverheadFloor],
+    max_new_tokens: int,
+    repeats: int,
+    dev,
+    fixed_cost_points: bool,
+    bar,
+) -> tuple[dict[str, OverheadFloor], list[WallPoint]]:
     """Each dtype's fixed-cost floor at `depths`, reused from `overhead` where it has them all,
     else measured: (floors by dtype, the tiny models' points where `fixed_cost_points`)."""
     floors, points = {}, []
@@ -482,25 +592,36 @@ def _wall_floors(dtypes: list[str], depths: list[int], overhead: Sequence[Overhe
         if dt in known and set(depths) <= set(known[dt].layers):
             floors[dt] = known[dt]
         else:
-            floors[dt], tiny = measure_overhead(depths, dt, max_new_tokens=max_new_tokens,
-                                                repeats=repeats, device=dev)
+            floors[dt], tiny = measure_overhead(
+                depths, dt, max_new_tokens=max_new_tokens, repeats=repeats, device=dev
+            )
             if fixed_cost_points:
                 points += tiny
         bar.update()
     return floors, points
 
 
-def _wall_points(entries: list[dict], dtypes: list[str], batches: list[int],
-                 floors: dict[str, OverheadFloor], max_new_tokens: int, repeats: int,
-                 prompt: str, dev, bar, points: list[WallPoint]) -> Environment:
+def _wall_points(
+    entries: list[dict],
+    dtypes: list[str],
+    batches: list[int],
+    floors: dict[str, OverheadFloor],
+    max_new_tokens: int,
+    repeats: int,
+    prompt: str,
+    dev,
+    bar,
+    points: list[WallPoint],
+) -> Environment:
     """Each shape in each dtype built, timed at each batch size (appended to `points`, with its
     fixed-cost floor) and freed before the next; returns the last model's environment."""
     for entry in entries:
         for dt in dtypes:
             lm = from_config(entry, device=dev, dtype=dt)
             for b in batches:
-                p = measure_point(lm, max_new_tokens=max_new_tokens, repeats=repeats,
-                                  batch=b, prompt=prompt)
+                p = measure_point(
+                    lm, max_new_tokens=max_new_tokens, repeats=repeats, batch=b, prompt=prompt
+                )
                 points.append(replace(p, fixed_cost_s=floors[dt].at(p.n_layers)))
             environment, weight_bytes = lm.environment(), lm.spec.weight_bytes
             del lm
@@ -509,19 +630,28 @@ def _wall_points(entries: list[dict], dtypes: list[str], batches: list[int],
     return environment
 
 
-def roofline_seconds(flops: float, step_bytes: float, flops_per_s: float,
-                     bytes_per_s: float) -> float:
+def roofline_seconds(
+    flops: float, step_bytes: float, flops_per_s: float, bytes_per_s: float
+) -> float:
     """The roofline's time for a pass: FLOPs ÷ min(P, I·W) = max(FLOPs ÷ P, bytes ÷ W),
     with I = FLOPs ÷ bytes (the formula of `viz.perf.roofline`)."""
     intensity = flops / step_bytes
     return flops / min(flops_per_s, intensity * bytes_per_s)
 
 
-def computed_wall(shapes: Sequence[Union[str, dict]], *, device_name: str, bytes_per_s: float,
-                  flops_per_s: dict[str, float], dtype: str = "bfloat16",
-                  fixed_cost_per_layer_s: float = 0.0, fixed_cost_note: str = "",
-                  context_tokens: int = 32, source: str = "",
-                  label: str = "computed") -> WallRun:
+def computed_wall(
+    shapes: Sequence[Union[str, dict]],
+    *,
+    device_name: str,
+    bytes_per_s: float,
+    flops_per_s: dict[str, float],
+    dtype: str = "bfloat16",
+    fixed_cost_per_layer_s: float = 0.0,
+    fixed_cost_note: str = "",
+    context_tokens: int = 32,
+    source: str = "",
+    label: str = "computed",
+) -> WallRun:
     """The memory wall of a device from its published numbers: computed, not measured.
 
     Each point's time = fixed cost + the roofline's time (`roofline_seconds`) from the counted
@@ -541,23 +671,54 @@ def computed_wall(shapes: Sequence[Union[str, dict]], *, device_name: str, bytes
         fixed = fixed_cost_per_layer_s * spec.n_layers
         t = fixed + roofline_seconds(cost.flops, cost.bytes, flops_per_s[dtype], bytes_per_s)
         depths.add(spec.n_layers)
-        points.append(WallPoint(
-            label=f"{spec.name} {short_dtype(dtype)}", model=spec.name, dtype=dtype, kind="shape",
-            n_params=spec.n_params, n_layers=spec.n_layers, hidden_size=spec.hidden_size,
-            context_tokens=context_tokens, step_bytes=int(cost.bytes), step_flops=int(cost.flops),
-            seconds=t, seconds_min=t, seconds_max=t, steps_timed=0, fixed_cost_s=fixed))
+        points.append(
+            WallPoint(
+                label=f"{spec.name} {short_dtype(dtype)}",
+                model=spec.name,
+                dtype=dtype,
+                kind="shape",
+                n_params=spec.n_params,
+                n_layers=spec.n_layers,
+                hidden_size=spec.hidden_size,
+                context_tokens=context_tokens,
+                step_bytes=int(cost.bytes),
+                step_flops=int(cost.flops),
+                seconds=t,
+                seconds_min=t,
+                seconds_max=t,
+                steps_timed=0,
+                fixed_cost_s=fixed,
+            )
+        )
     layers = sorted(depths)
-    floor = OverheadFloor(dtype=dtype, hidden_size=0, vocab_size=0, layers=layers,
-                          seconds=[fixed_cost_per_layer_s * n for n in layers], assumed=True,
-                          note=fixed_cost_note or f"assumed {fixed_cost_per_layer_s * 1e3:g} ms "
-                                                  "per layer")
+    floor = OverheadFloor(
+        dtype=dtype,
+        hidden_size=0,
+        vocab_size=0,
+        layers=layers,
+        seconds=[fixed_cost_per_layer_s * n for n in layers],
+        assumed=True,
+        note=fixed_cost_note or f"assumed {fixed_cost_per_layer_s * 1e3:g} ms per layer",
+    )
     how = source or "published numbers"
-    env = unknown_environment(device="gpu", device_name=device_name, dtype=dtype,
-                              measured_at=utc_now(), source=f"computed from {how}")
-    return WallRun(label=label, computed=True, environment=env,
-                   read_bytes_per_s=float(bytes_per_s), flops_per_s=dict(flops_per_s),
-                   peaks_how=f"computed from {how}", overhead=[floor], points=points,
-                   notes=[f"fixed cost: {floor.note}"])
+    env = unknown_environment(
+        device="gpu",
+        device_name=device_name,
+        dtype=dtype,
+        measured_at=utc_now(),
+        source=f"computed from {how}",
+    )
+    return WallRun(
+        label=label,
+        computed=True,
+        environment=env,
+        read_bytes_per_s=float(bytes_per_s),
+        flops_per_s=dict(flops_per_s),
+        peaks_how=f"computed from {how}",
+        overhead=[floor],
+        points=points,
+        notes=[f"fixed cost: {floor.note}"],
+    )
 
 
 def bytes_whatif(run: WallRun, bytes_per_weight: float) -> list[dict[str, Any]]:
@@ -582,11 +743,18 @@ def bytes_whatif(run: WallRun, bytes_per_weight: float) -> list[dict[str, Any]]:
     for p in sorted(chosen.values(), key=lambda q: q.n_params):
         scale = bytes_per_weight / {"float32": 4, "bfloat16": 2, "float16": 2}.get(p.dtype, 4)
         read_s = max(0.0, p.seconds - p.fixed_cost_s) * scale
-        rows.append({"model": p.model, "n_params": p.n_params, "n_layers": p.n_layers,
-                     "fixed_s": p.fixed_cost_s, "read_s": read_s,
-                     "predicted_s": p.fixed_cost_s + read_s,
-                     "step_bytes": p.step_bytes * scale,
-                     "fixed_share": p.fixed_cost_s / (p.fixed_cost_s + read_s)})
+        rows.append(
+            {
+                "model": p.model,
+                "n_params": p.n_params,
+                "n_layers": p.n_layers,
+                "fixed_s": p.fixed_cost_s,
+                "read_s": read_s,
+                "predicted_s": p.fixed_cost_s + read_s,
+                "step_bytes": p.step_bytes * scale,
+                "fixed_share": p.fixed_cost_s / (p.fixed_cost_s + read_s),
+            }
+        )
     return rows
 
 
@@ -612,17 +780,30 @@ def best_of(runs: Sequence[WallRun]) -> WallRun:
         same = [next(x for x in r.overhead if x.dtype == o.dtype) for r in runs]
         if any(x.layers != o.layers for x in same):
             raise ValueError("every round must measure the fixed cost at the same depths")
-        floors.append(replace(o, seconds=[min(x.seconds[k] for x in same)
-                                          for k in range(len(o.layers))]))
+        floors.append(
+            replace(o, seconds=[min(x.seconds[k] for x in same) for k in range(len(o.layers))])
+        )
     by_dtype = {o.dtype: o for o in floors}
     points = []
     for k, label in enumerate(labels):
         best = min((r.points[k] for r in runs), key=lambda p: p.seconds)
-        fixed = best.seconds if best.kind == "fixed cost" else \
-            by_dtype[best.dtype].at(best.n_layers) if best.dtype in by_dtype else best.fixed_cost_s
+        fixed = (
+            best.seconds
+            if best.kind == "fixed cost"
+            else by_dtype[best.dtype].at(best.n_layers)
+            if best.dtype in by_dtype
+            else best.fixed_cost_s
+        )
         points.append(replace(best, fixed_cost_s=fixed))
     rounds = {label: [r.points[k].seconds for r in runs] for k, label in enumerate(labels)}
-    return replace(first, overhead=floors, points=points,
-                   recorded={**first.recorded, "rounds": rounds,
-                             "rounds_rule": "each point from the round with its lowest median "
-                                            "step (viz.perf.wall.best_of)"})
+    return replace(
+        first,
+        overhead=floors,
+        points=points,
+        recorded={
+            **first.recorded,
+            "rounds": rounds,
+            "rounds_rule": "each point from the round with its lowest median "
+            "step (viz.perf.wall.best_of)",
+        },
+    )

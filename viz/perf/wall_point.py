@@ -56,9 +56,18 @@ def short_dtype(dtype: str) -> str:
     return {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(dtype, dtype)
 
 
-def measure_point(lm, *, max_new_tokens: int = 16, repeats: int = 2, prompt: str = PROMPT,
-                  batch: int = 1, label: str = "", kind: str = "shape",
-                  fixed_cost_s: float = 0.0, threads: Optional[int] = None) -> WallPoint:
+def measure_point(
+    lm,
+    *,
+    max_new_tokens: int = 16,
+    repeats: int = 2,
+    prompt: str = PROMPT,
+    batch: int = 1,
+    label: str = "",
+    kind: str = "shape",
+    fixed_cost_s: float = 0.0,
+    threads: Optional[int] = None,
+) -> WallPoint:
     """Time `lm`'s decode steps: one warm-up, then `repeats` recordings of `max_new_tokens`.
 
     seconds is the median forward pass over all timed decode steps (sampling excluded);
@@ -82,8 +91,14 @@ def measure_point(lm, *, max_new_tokens: int = 16, repeats: int = 2, prompt: str
         if batch == 1:
             record(lm, prompt, max_new_tokens=3, stop_at_eos=False, embeddings=False, log_top=1)
             for _ in range(repeats):
-                trace = record(lm, prompt, max_new_tokens=max_new_tokens, stop_at_eos=False,
-                               embeddings=False, log_top=1)
+                trace = record(
+                    lm,
+                    prompt,
+                    max_new_tokens=max_new_tokens,
+                    stop_at_eos=False,
+                    embeddings=False,
+                    log_top=1,
+                )
                 times += [s.forward_s for s in trace.steps[1:]]
                 contexts += [s.seq_len for s in trace.steps[1:]]
         else:
@@ -97,11 +112,23 @@ def measure_point(lm, *, max_new_tokens: int = 16, repeats: int = 2, prompt: str
     spread = Spread.of(times)
     cost = decode_cost(spec, int(statistics.median_low(contexts)), batch)
     name = label or f"{spec.name} {short_dtype(spec.dtype)}" + (f" B={batch}" if batch > 1 else "")
-    return WallPoint(label=name, model=spec.name,
-                     dtype=spec.dtype, kind=kind, n_params=spec.n_params,
-                     n_layers=spec.n_layers, hidden_size=spec.hidden_size,
-                     context_tokens=cost.context_tokens, step_bytes=int(cost.bytes),
-                     step_flops=int(cost.flops), seconds=spread.median,
-                     seconds_min=float(min(times)), seconds_max=float(max(times)),
-                     steps_timed=len(times), fixed_cost_s=float(fixed_cost_s),
-                     random_weights=spec.random_weights, batch=batch, step_spread=spread)
+    return WallPoint(
+        label=name,
+        model=spec.name,
+        dtype=spec.dtype,
+        kind=kind,
+        n_params=spec.n_params,
+        n_layers=spec.n_layers,
+        hidden_size=spec.hidden_size,
+        context_tokens=cost.context_tokens,
+        step_bytes=int(cost.bytes),
+        step_flops=int(cost.flops),
+        seconds=spread.median,
+        seconds_min=float(min(times)),
+        seconds_max=float(max(times)),
+        steps_timed=len(times),
+        fixed_cost_s=float(fixed_cost_s),
+        random_weights=spec.random_weights,
+        batch=batch,
+        step_spread=spread,
+    )

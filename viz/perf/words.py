@@ -30,8 +30,10 @@ def count_words_tokens(tokenizer, text: Optional[str] = None) -> tuple[int, int]
     """(words, tokens) of `text` (default `SAMPLE_PARAGRAPH`) with this tokenizer."""
     text = SAMPLE_PARAGRAPH if text is None else text
     if not isinstance(text, str) or not text.split():
-        raise ValueError("tokens per word needs a text with at least one word, e.g. a "
-                         "paragraph like the answers you expect")
+        raise ValueError(
+            "tokens per word needs a text with at least one word, e.g. a "
+            "paragraph like the answers you expect"
+        )
     return len(text.split()), len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 

@@ -37,39 +37,114 @@ schedule_figure, page_table_figure, rate_sweep_figure, pareto_figure). Command l
 (viz/cli.py): `python -m viz serve`, `python -m viz request`, `python -m viz load`.
 """
 
-from viz.serve.client import (ServeError, StreamRecord, Target, Timeouts, check_url,
-                              record_request)
+from viz.serve.client import ServeError, StreamRecord, Target, Timeouts, check_url, record_request
 from viz.serve.server import EmbeddedServer, ServerInfo, serve
 from viz.serve.llamacpp import LlamaCppServer
-from viz.serve.loadgen import (LoadRun, LoadSettings, Prompt, arrival_times, load_prompts,
-                               run_load, sweep_load, throughput_ratio)
+from viz.serve.loadgen import (
+    LoadRun,
+    LoadSettings,
+    Prompt,
+    arrival_times,
+    load_prompts,
+    run_load,
+    sweep_load,
+    throughput_ratio,
+)
 from viz.serve.workload import Lengths, Workload
 from viz.serve.limits import LIMITS, Limits, limits
-from viz.serve.metrics import (ITL_PARTS, REQUEST_METRICS, SLO, Band, ITLBreakdown, LoadSummary,
-                               RequestRecord, ServerTiming, StaticBatchWaste, band,
-                               decode_pass_time, itl_breakdown, request_metrics,
-                               request_metrics_text, static_batching_waste, summarize)
-from viz.serve.scheduler import (SUPPORTED_TRANSFORMERS, Schedule, SchedulerStep,
-                                 UnsupportedTransformers, check_transformers_version)
+from viz.serve.metrics import (
+    ITL_PARTS,
+    REQUEST_METRICS,
+    SLO,
+    Band,
+    ITLBreakdown,
+    LoadSummary,
+    RequestRecord,
+    ServerTiming,
+    StaticBatchWaste,
+    band,
+    decode_pass_time,
+    itl_breakdown,
+    request_metrics,
+    request_metrics_text,
+    static_batching_waste,
+    summarize,
+)
+from viz.serve.scheduler import (
+    SUPPORTED_TRANSFORMERS,
+    Schedule,
+    SchedulerStep,
+    UnsupportedTransformers,
+    check_transformers_version,
+)
 from viz.serve.probes import RequestProbe, StepRecorder, record_schedule
-from viz.serve.sweep import (MISSES, FirstMiss, LoadSweep, SweepPoint, derived_slo, queue_growth,
-                             sweep_rates)
+from viz.serve.sweep import (
+    MISSES,
+    FirstMiss,
+    LoadSweep,
+    SweepPoint,
+    derived_slo,
+    queue_growth,
+    sweep_rates,
+)
 from viz.serve.prefix import PrefixSharing, RequestPrefix, measure_prefix_sharing
 
 __all__ = [
-    "ServeError", "StreamRecord", "Target", "Timeouts", "check_url", "record_request",
-    "EmbeddedServer", "ServerInfo", "serve",
+    "ServeError",
+    "StreamRecord",
+    "Target",
+    "Timeouts",
+    "check_url",
+    "record_request",
+    "EmbeddedServer",
+    "ServerInfo",
+    "serve",
     "LlamaCppServer",
-    "LoadRun", "LoadSettings", "Prompt", "arrival_times", "load_prompts", "run_load", "sweep_load",
+    "LoadRun",
+    "LoadSettings",
+    "Prompt",
+    "arrival_times",
+    "load_prompts",
+    "run_load",
+    "sweep_load",
     "throughput_ratio",
-    "Lengths", "Workload",
-    "LIMITS", "Limits", "limits",
-    "ITL_PARTS", "REQUEST_METRICS", "SLO", "Band", "ITLBreakdown", "LoadSummary", "RequestRecord",
-    "ServerTiming", "StaticBatchWaste", "band", "decode_pass_time", "itl_breakdown",
-    "request_metrics", "request_metrics_text", "static_batching_waste", "summarize",
-    "SUPPORTED_TRANSFORMERS", "Schedule", "SchedulerStep", "UnsupportedTransformers",
+    "Lengths",
+    "Workload",
+    "LIMITS",
+    "Limits",
+    "limits",
+    "ITL_PARTS",
+    "REQUEST_METRICS",
+    "SLO",
+    "Band",
+    "ITLBreakdown",
+    "LoadSummary",
+    "RequestRecord",
+    "ServerTiming",
+    "StaticBatchWaste",
+    "band",
+    "decode_pass_time",
+    "itl_breakdown",
+    "request_metrics",
+    "request_metrics_text",
+    "static_batching_waste",
+    "summarize",
+    "SUPPORTED_TRANSFORMERS",
+    "Schedule",
+    "SchedulerStep",
+    "UnsupportedTransformers",
     "check_transformers_version",
-    "RequestProbe", "StepRecorder", "record_schedule",
-    "MISSES", "FirstMiss", "LoadSweep", "SweepPoint", "derived_slo", "queue_growth", "sweep_rates",
-    "PrefixSharing", "RequestPrefix", "measure_prefix_sharing",
+    "RequestProbe",
+    "StepRecorder",
+    "record_schedule",
+    "MISSES",
+    "FirstMiss",
+    "LoadSweep",
+    "SweepPoint",
+    "derived_slo",
+    "queue_growth",
+    "sweep_rates",
+    "PrefixSharing",
+    "RequestPrefix",
+    "measure_prefix_sharing",
 ]

@@ -37,6 +37,7 @@ from urllib.parse import urlparse, urlunparse
 
 from viz import checks
 from viz.documents import Document
+
 # utc_now: now, as every viz document writes it ("2026-12-06T03:40:12Z"), once written here in
 # another ISO form ("+00:00")
 from viz.provenance import environment_from_loose, loose_names, unknown_environment, utc_now
@@ -45,9 +46,11 @@ from viz.serve.protocol import server_handle
 from viz.trace import Environment
 
 ENDPOINTS = ("chat", "completions")
-REMOTE_HINT = ("viz sends requests only to servers on this machine (127.0.0.1, localhost, ::1); "
-               "for a server you run elsewhere (vLLM on a GPU machine, say) pass "
-               "allow_remote=True (`--allow-remote` on the command line)")
+REMOTE_HINT = (
+    "viz sends requests only to servers on this machine (127.0.0.1, localhost, ::1); "
+    "for a server you run elsewhere (vLLM on a GPU machine, say) pass "
+    "allow_remote=True (`--allow-remote` on the command line)"
+)
 
 
 class ServeError(ValueError):
@@ -94,12 +97,12 @@ def check_url(url: Any, allow_remote: bool = False) -> str:
     the fix for anything else, and for a host that is not this machine unless allowed."""
     if (handle := server_handle(url)) is not None:  # a server viz started
         url = handle.url
-    checks.text("the server URL", url, what="a string such as 'http://127.0.0.1:8000/v1'",
-                error=ServeError)
+    checks.text(
+        "the server URL", url, what="a string such as 'http://127.0.0.1:8000/v1'", error=ServeError
+    )
     parsed = urlparse(url.strip())
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise ServeError(f"{url!r} is not an http(s) URL: write it like "
-                         "'http://127.0.0.1:8000/v1'")
+        raise ServeError(f"{url!r} is not an http(s) URL: write it like 'http://127.0.0.1:8000/v1'")
     try:
         parsed.port
     except ValueError:
@@ -124,8 +127,9 @@ class Timeouts:
 
     def __post_init__(self):
         for name in ("connect_s", "stall_s", "request_s"):
-            checks.positive(f"timeout {name}", getattr(self, name), noun="a number of seconds",
-                            error=ServeError)
+            checks.positive(
+                f"timeout {name}", getattr(self, name), noun="a number of seconds", error=ServeError
+            )
 
 
 def make_client(base_url: str, timeouts: Timeouts, api_key: Optional[str] = None):
@@ -134,10 +138,17 @@ def make_client(base_url: str, timeouts: Timeouts, api_key: Optional[str] = None
     import openai
 
     return openai.AsyncOpenAI(
-        base_url=base_url, api_key=api_key or "not-needed", max_retries=0,
-        timeout=openai.Timeout(timeouts.request_s, connect=timeouts.connect_s,
-                               read=timeouts.stall_s, write=timeouts.stall_s,
-                               pool=timeouts.request_s))
+        base_url=base_url,
+        api_key=api_key or "not-needed",
+        max_retries=0,
+        timeout=openai.Timeout(
+            timeouts.request_s,
+            connect=timeouts.connect_s,
+            read=timeouts.stall_s,
+            write=timeouts.stall_s,
+            pool=timeouts.request_s,
+        ),
+    )
 
 
 async def served_models(client, base_url: str) -> tuple[list[str], str]:
@@ -149,26 +160,41 @@ async def served_models(client, base_url: str) -> tuple[list[str], str]:
         raw = await client.models.with_raw_response.list()
         page = raw.parse()
     except openai.APITimeoutError:
-        raise ServeError(f"no answer from {base_url} in time: is the server still starting or "
-                         "overloaded? wait for it, or raise the connect timeout",
-                         "timeout") from None
+        raise ServeError(
+            f"no answer from {base_url} in time: is the server still starting or "
+            "overloaded? wait for it, or raise the connect timeout",
+            "timeout",
+        ) from None
     except openai.APIConnectionError as e:
-        raise ServeError(f"cannot connect to {base_url} ({_cause(e)}): nothing is serving "
-                         "there. Start a server (viz.serve.serve(), `python -m viz serve`), or "
-                         "check the host and port", "connection") from None
+        raise ServeError(
+            f"cannot connect to {base_url} ({_cause(e)}): nothing is serving "
+            "there. Start a server (viz.serve.serve(), `python -m viz serve`), or "
+            "check the host and port",
+            "connection",
+        ) from None
     except openai.APIStatusError as e:
-        hint = (" — is the path right? OpenAI-compatible servers answer under /v1"
-                if e.status_code == 404 else "")
-        raise ServeError(f"{base_url}/models answered HTTP {e.status_code}: "
-                         f"{_server_message(e)}{hint}", "http", e.status_code) from None
+        hint = (
+            " — is the path right? OpenAI-compatible servers answer under /v1"
+            if e.status_code == 404
+            else ""
+        )
+        raise ServeError(
+            f"{base_url}/models answered HTTP {e.status_code}: {_server_message(e)}{hint}",
+            "http",
+            e.status_code,
+        ) from None
     except (json.JSONDecodeError, openai.APIResponseValidationError) as e:
-        raise ServeError(f"{base_url}/models did not answer with OpenAI-style JSON ({e}): is "
-                         "this an OpenAI-compatible server? check the URL", "protocol") from None
+        raise ServeError(
+            f"{base_url}/models did not answer with OpenAI-style JSON ({e}): is "
+            "this an OpenAI-compatible server? check the URL",
+            "protocol",
+        ) from None
     return [m.id for m in page.data], raw.headers.get("server", "")
 
 
-async def resolve_target(client, base_url: str, model: Optional[str], endpoint: str,
-                         server_label: str = "") -> Target:
+async def resolve_target(
+    client, base_url: str, model: Optional[str], endpoint: str, server_label: str = ""
+) -> Target:
     """Check the server answers and serves `model` (None: the first model it lists)."""
     checks.one_of("endpoint", endpoint, ENDPOINTS, error=ServeError)
     models, software = await served_models(client, base_url)
@@ -177,10 +203,17 @@ async def resolve_target(client, base_url: str, model: Optional[str], endpoint: 
     if model is None:
         model = models[0]
     elif model not in models:
-        raise ServeError(f"unknown model {model!r}: {base_url} serves {models}; pass one of "
-                         "these as model= (or leave model out to use the first)")
-    return Target(base_url=base_url, endpoint=endpoint, model=model, server_software=software,
-                  server_label=server_label)
+        raise ServeError(
+            f"unknown model {model!r}: {base_url} serves {models}; pass one of "
+            "these as model= (or leave model out to use the first)"
+        )
+    return Target(
+        base_url=base_url,
+        endpoint=endpoint,
+        model=model,
+        server_software=software,
+        server_label=server_label,
+    )
 
 
 def _cause(e: BaseException) -> str:
@@ -194,7 +227,7 @@ def _cause(e: BaseException) -> str:
 def _short(text: str, n: int = 300) -> str:
     """`text` on one line, cut to about `n` characters (an ellipsis says where)."""
     text = " ".join(str(text).split())
-    return text if len(text) <= n else text[:n - 1].rstrip() + "…"
+    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
 
 
 def _reason(v: Any) -> str:
@@ -203,8 +236,12 @@ def _reason(v: Any) -> str:
     if isinstance(v, str):
         return v
     if isinstance(v, list) and v and all(isinstance(d, dict) and "msg" in d for d in v):
-        return "; ".join(".".join(str(x) for x in d.get("loc") or []) + ": " + str(d["msg"])
-                         if d.get("loc") else str(d["msg"]) for d in v)
+        return "; ".join(
+            ".".join(str(x) for x in d.get("loc") or []) + ": " + str(d["msg"])
+            if d.get("loc")
+            else str(d["msg"])
+            for d in v
+        )
     return json.dumps(v)
 
 
@@ -233,9 +270,10 @@ _REQUEST_ID = re.compile(r"^[0-9a-f]{8}-7669-4a7a-8000-(\d{12})$")
 
 def request_id(run_id: str, index: int) -> str:
     """The X-Request-ID of request `index` of run `run_id` (8 hex digits): a valid UUID."""
-    if not re.fullmatch(r"[0-9a-f]{8}", run_id) or not 0 <= index < 10 ** 12:
-        raise ValueError(f"a run id is 8 hex digits and an index < 10^12, not {run_id!r}, "
-                         f"{index!r}")
+    if not re.fullmatch(r"[0-9a-f]{8}", run_id) or not 0 <= index < 10**12:
+        raise ValueError(
+            f"a run id is 8 hex digits and an index < 10^12, not {run_id!r}, {index!r}"
+        )
     return f"{run_id}-7669-4a7a-8000-{index:012d}"
 
 
@@ -261,13 +299,22 @@ def _fail(rec: RequestRecord, kind: str, message: str, t0: float) -> None:
         rec.end_s = now() - t0
 
 
-async def stream_request(client, target: Target, rec: RequestRecord, t0: float, *,
-                         prompt: Optional[str] = None, system: Optional[str] = None,
-                         temperature: float = 0.0, seed: Optional[int] = None,
-                         logprobs: bool = False, timeouts: Timeouts = Timeouts(),
-                         on_failure: Optional[Callable[[RequestRecord], str]] = None,
-                         messages: Optional[list[dict[str, Any]]] = None,
-                         extra: Optional[dict[str, Any]] = None) -> None:
+async def stream_request(
+    client,
+    target: Target,
+    rec: RequestRecord,
+    t0: float,
+    *,
+    prompt: Optional[str] = None,
+    system: Optional[str] = None,
+    temperature: float = 0.0,
+    seed: Optional[int] = None,
+    logprobs: bool = False,
+    timeouts: Timeouts = Timeouts(),
+    on_failure: Optional[Callable[[RequestRecord], str]] = None,
+    messages: Optional[list[dict[str, Any]]] = None,
+    extra: Optional[dict[str, Any]] = None,
+) -> None:
     """Send one streaming request and fill `rec` as chunks arrive (times: seconds since `t0`).
 
     prompt (with an optional system message), or messages (a whole chat); extra: more fields
@@ -295,8 +342,13 @@ async def stream_request(client, target: Target, rec: RequestRecord, t0: float, 
         # 3. a complete reply ends with a finish reason and carried some text
         _check_complete(rec)
     except asyncio.CancelledError:
-        _fail(rec, "cancelled", f"stopped by the run after {len(rec.token_times_s)} text "
-                                "chunks (its time limit, or an interrupt)", t0)
+        _fail(
+            rec,
+            "cancelled",
+            f"stopped by the run after {len(rec.token_times_s)} text "
+            "chunks (its time limit, or an interrupt)",
+            t0,
+        )
         raise
     except Exception as e:
         failure = _explain_failure(e, rec, target, timeouts)
@@ -311,13 +363,18 @@ async def stream_request(client, target: Target, rec: RequestRecord, t0: float, 
             rec.error += extra
 
 
-def _request_arguments(target: Target, rec: RequestRecord, temperature: float,
-                       seed: Optional[int], logprobs: bool) -> dict[str, Any]:
+def _request_arguments(
+    target: Target, rec: RequestRecord, temperature: float, seed: Optional[int], logprobs: bool
+) -> dict[str, Any]:
     """The OpenAI client's arguments for one streaming request (its id in X-Request-ID)."""
     kwargs: dict[str, Any] = {
-        "model": target.model, "stream": True, "max_tokens": rec.max_tokens,
-        "temperature": temperature, "stream_options": {"include_usage": True},
-        "extra_headers": {"X-Request-ID": rec.request_id}}
+        "model": target.model,
+        "stream": True,
+        "max_tokens": rec.max_tokens,
+        "temperature": temperature,
+        "stream_options": {"include_usage": True},
+        "extra_headers": {"X-Request-ID": rec.request_id},
+    }
     if seed is not None:
         kwargs["seed"] = seed
     if logprobs:
@@ -325,12 +382,19 @@ def _request_arguments(target: Target, rec: RequestRecord, temperature: float,
     return kwargs
 
 
-async def _open_stream(client, chat: bool, prompt: Optional[str], system: Optional[str],
-                       kwargs: dict[str, Any], messages: Optional[list[dict[str, Any]]] = None):
+async def _open_stream(
+    client,
+    chat: bool,
+    prompt: Optional[str],
+    system: Optional[str],
+    kwargs: dict[str, Any],
+    messages: Optional[list[dict[str, Any]]] = None,
+):
     if chat:
         if messages is None:
-            messages = ([{"role": "system", "content": system}] if system else []) + \
-                       [{"role": "user", "content": prompt}]
+            messages = ([{"role": "system", "content": system}] if system else []) + [
+                {"role": "user", "content": prompt}
+            ]
         return await client.chat.completions.create(messages=messages, **kwargs)
     if messages is not None:
         raise ServeError("a chat (messages) needs the chat endpoint, not completions")
@@ -342,7 +406,9 @@ def _check_streaming(content_type: str) -> None:
         raise ServeError(
             f"the server answered with {content_type or 'no content type'}, not a stream of "
             "events (text/event-stream): it ignored stream=true. Use a server that "
-            "streams (transformers serve, vLLM, SGLang, llama.cpp, Ollama)", "protocol")
+            "streams (transformers serve, vLLM, SGLang, llama.cpp, Ollama)",
+            "protocol",
+        )
 
 
 def _check_complete(rec: RequestRecord) -> None:
@@ -350,22 +416,30 @@ def _check_complete(rec: RequestRecord) -> None:
         raise ServeError(
             f"the stream ended after {len(rec.token_times_s)} text chunks without its "
             "final chunk (no finish_reason): the reply was truncated — the server closed "
-            "the stream early; check the server's log", "protocol")
+            "the stream early; check the server's log",
+            "protocol",
+        )
     if not rec.token_times_s:
-        raise ServeError(f"the server finished (finish_reason {rec.finish_reason!r}) "
-                         "without sending any text: nothing to time; ask for a longer "
-                         "answer or another prompt", "empty")
+        raise ServeError(
+            f"the server finished (finish_reason {rec.finish_reason!r}) "
+            "without sending any text: nothing to time; ask for a longer "
+            "answer or another prompt",
+            "empty",
+        )
 
 
-_HTTP_HINTS = {400: "the request was refused: read the server's message",
-               404: "wrong URL path or unknown model: check both",
-               422: "the server rejected a field of the request: read its message",
-               429: "the server is rate-limiting: lower the request rate",
-               503: "the server is unavailable or unhealthy: check its log"}
+_HTTP_HINTS = {
+    400: "the request was refused: read the server's message",
+    404: "wrong URL path or unknown model: check both",
+    422: "the server rejected a field of the request: read its message",
+    429: "the server is rate-limiting: lower the request rate",
+    503: "the server is unavailable or unhealthy: check its log",
+}
 
 
-def _explain_failure(e: Exception, rec: RequestRecord, target: Target,
-                     timeouts: Timeouts) -> Optional[tuple[str, str]]:
+def _explain_failure(
+    e: Exception, rec: RequestRecord, target: Target, timeouts: Timeouts
+) -> Optional[tuple[str, str]]:
     """(kind, message) for a failed request: what happened and what to do; None for an
     exception that is not a request's failure (a bug: it propagates)."""
     import openai
@@ -375,35 +449,53 @@ def _explain_failure(e: Exception, rec: RequestRecord, target: Target,
     if isinstance(e, ServeError):
         return e.kind, str(e)
     if isinstance(e, TimeoutError):
-        return "timeout", (f"the request took longer than {timeouts.request_s:g} s (its "
-                           "limit) and was stopped: raise request_s in Timeouts, or lower "
-                           "the load")
+        return "timeout", (
+            f"the request took longer than {timeouts.request_s:g} s (its "
+            "limit) and was stopped: raise request_s in Timeouts, or lower "
+            "the load"
+        )
     if isinstance(e, openai.APITimeoutError):  # before APIConnectionError: a subclass of it
         if not answered:
-            return "timeout", (f"the server did not answer within {timeouts.connect_s:g} s / "
-                               f"{timeouts.stall_s:g} s ({_cause(e)}): is it overloaded? "
-                               "lower the load, or raise the timeouts")
-        return "timeout", (f"the stream stalled: no data for {timeouts.stall_s:g} s after "
-                           f"{chunks}; the server hangs or is overloaded (raise stall_s if "
-                           "it is just slow)")
+            return "timeout", (
+                f"the server did not answer within {timeouts.connect_s:g} s / "
+                f"{timeouts.stall_s:g} s ({_cause(e)}): is it overloaded? "
+                "lower the load, or raise the timeouts"
+            )
+        return "timeout", (
+            f"the stream stalled: no data for {timeouts.stall_s:g} s after "
+            f"{chunks}; the server hangs or is overloaded (raise stall_s if "
+            "it is just slow)"
+        )
     if isinstance(e, openai.APIConnectionError):
         if not answered:
-            return "connection", (f"cannot connect to {target.base_url} ({_cause(e)}): is the "
-                                  "server running? start it, or check the host and port")
-        return "connection", (f"the connection broke mid-stream after {chunks} ({_cause(e)}): "
-                              "the server closed it or died; check the server's log")
+            return "connection", (
+                f"cannot connect to {target.base_url} ({_cause(e)}): is the "
+                "server running? start it, or check the host and port"
+            )
+        return "connection", (
+            f"the connection broke mid-stream after {chunks} ({_cause(e)}): "
+            "the server closed it or died; check the server's log"
+        )
     if isinstance(e, openai.APIStatusError):  # before APIError: a subclass of it
         rec.http_status = e.status_code
-        hint = _HTTP_HINTS.get(e.status_code, "the server failed: check its log"
-                               if e.status_code >= 500 else "read the server's message")
+        hint = _HTTP_HINTS.get(
+            e.status_code,
+            "the server failed: check its log"
+            if e.status_code >= 500
+            else "read the server's message",
+        )
         return "http", f"HTTP {e.status_code} from the server: {_server_message(e)} ({hint})"
     if isinstance(e, openai.APIError):  # an {"error": ...} event inside the stream
-        return "server", (f"the server reported an error mid-stream after {chunks}: "
-                          f"{e.message} (check the server's log)")
+        return "server", (
+            f"the server reported an error mid-stream after {chunks}: "
+            f"{e.message} (check the server's log)"
+        )
     if isinstance(e, (json.JSONDecodeError, UnicodeDecodeError)):
-        return "protocol", (f"a malformed event in the stream (its data is not JSON: {e}): "
-                            "the server does not speak the OpenAI streaming format; check "
-                            "the URL and the server")
+        return "protocol", (
+            f"a malformed event in the stream (its data is not JSON: {e}): "
+            "the server does not speak the OpenAI streaming format; check "
+            "the URL and the server"
+        )
     return None
 
 
@@ -425,8 +517,11 @@ def _take_chunk(rec: RequestRecord, chunk: Any, t: float, chat: bool) -> None:
     for choice in getattr(chunk, "choices", None) or []:
         if chat:
             delta = choice.delta
-            text = (getattr(delta, "content", None) or getattr(delta, "reasoning_content", None)
-                    if delta is not None else None)
+            text = (
+                getattr(delta, "content", None) or getattr(delta, "reasoning_content", None)
+                if delta is not None
+                else None
+            )
         else:
             text = getattr(choice, "text", None)
         if text:
@@ -434,8 +529,11 @@ def _take_chunk(rec: RequestRecord, chunk: Any, t: float, chat: bool) -> None:
             rec.token_texts.append(text)
         lp = getattr(choice, "logprobs", None)
         if lp is not None:
-            values = ([c.logprob for c in (lp.content or [])] if chat
-                      else list(getattr(lp, "token_logprobs", None) or []))
+            values = (
+                [c.logprob for c in (lp.content or [])]
+                if chat
+                else list(getattr(lp, "token_logprobs", None) or [])
+            )
             if values:
                 rec.logprobs = (rec.logprobs or []) + [float(v) for v in values]
         if getattr(choice, "finish_reason", None):
@@ -508,35 +606,47 @@ class ClientInfo:
         from viz.runtime import cpu_features, cpu_name
         from viz.version import __version__
 
-        return cls(platform.platform(), platform.python_version(), __version__,
-                   openai.__version__, cpu_name(), cpu_features())
+        return cls(
+            platform.platform(),
+            platform.python_version(),
+            __version__,
+            openai.__version__,
+            cpu_name(),
+            cpu_features(),
+        )
 
 
 def _client_fields(client: dict[str, Any]) -> dict[str, Any]:
     """What a ClientInfo (as a dict) says of the machine whose clock took the timings, as
     `Environment` fields (device "cpu": the client's, not the server's: see its ServerInfo)."""
-    return {"device": "cpu", "device_name": client.get("cpu", ""),
-            "platform": client.get("platform", ""),
-            "python_version": client.get("python_version", ""),
-            "viz_version": client.get("viz_version", ""),
-            "cpu_features": list(client.get("cpu_features", []))}
+    return {
+        "device": "cpu",
+        "device_name": client.get("cpu", ""),
+        "platform": client.get("platform", ""),
+        "python_version": client.get("python_version", ""),
+        "viz_version": client.get("viz_version", ""),
+        "cpu_features": list(client.get("cpu_features", [])),
+    }
 
 
 def client_environment(client: ClientInfo, source: str) -> Environment:
     """Where and when a client took its timings, now, and by what (`viz.provenance`)."""
-    return unknown_environment(**_client_fields(asdict(client)),
-                               measured_at=utc_now(), source=source)
+    return unknown_environment(
+        **_client_fields(asdict(client)), measured_at=utc_now(), source=source
+    )
 
 
-def recorded_at_to_environment(data: dict[str, Any], source: str,
-                               client: Optional[dict[str, Any]]) -> dict[str, Any]:
+def recorded_at_to_environment(
+    data: dict[str, Any], source: str, client: Optional[dict[str, Any]]
+) -> dict[str, Any]:
     """An upgrade step of a document that kept its time loose in `recorded_at` (ISO, with
     "+00:00"): it moves into `environment` (`viz.provenance`), with the client machine that
     `client` (a ClientInfo's dict) describes."""
     data = dict(data)
     when = data.pop("recorded_at", "")
-    return environment_from_loose(data, (), source, measured_at=when,
-                                  **_client_fields(client or {}))
+    return environment_from_loose(
+        data, (), source, measured_at=when, **_client_fields(client or {})
+    )
 
 
 RECORD_SOURCE = "recorded by viz.serve.record_request"
@@ -559,8 +669,10 @@ class StreamRecord(Document):
     SCHEMA_VERSION: ClassVar[int] = 2
     UPGRADES: ClassVar[dict] = {1: _stream_v1_to_v2}
     WHAT: ClassVar[str] = "stream record"
-    AGAIN: ClassVar[str] = ("record it again with viz.serve.record_request(...) or "
-                            "`python -m viz request \"prompt\" -o FILE`")
+    AGAIN: ClassVar[str] = (
+        "record it again with viz.serve.record_request(...) or "
+        '`python -m viz request "prompt" -o FILE`'
+    )
 
     target: Target
     prompt: str
@@ -603,23 +715,37 @@ class StreamRecord(Document):
             return f"{head}\nfailed ({r.error_kind}): {r.error}"
         ms = lambda v: "n/a" if v is None else f"{v * 1000:.1f} ms"  # noqa: E731
         itl = r.itl_s
-        return "\n".join([
-            head,
-            f"TTFT       {ms(r.ttft_s)}",
-            f"ITL        median {ms(sorted(itl)[len(itl) // 2] if itl else None)} over "
-            f"{len(itl)} gaps",
-            f"TPOT       {ms(r.tpot_s)}",
-            f"E2E        {ms(r.e2e_s)} for {r.n_output_tokens} tokens "
-            f"({len(r.token_times_s)} chunks), finish_reason {r.finish_reason}",
-            f"text       {r.text!r}"])
+        return "\n".join(
+            [
+                head,
+                f"TTFT       {ms(r.ttft_s)}",
+                f"ITL        median {ms(sorted(itl)[len(itl) // 2] if itl else None)} over "
+                f"{len(itl)} gaps",
+                f"TPOT       {ms(r.tpot_s)}",
+                f"E2E        {ms(r.e2e_s)} for {r.n_output_tokens} tokens "
+                f"({len(r.token_times_s)} chunks), finish_reason {r.finish_reason}",
+                f"text       {r.text!r}",
+            ]
+        )
 
 
-def record_request(url: Any, prompt: str, *, model: Optional[str] = None,
-                   endpoint: str = "chat", system: Optional[str] = None, max_tokens: int = 64,
-                   temperature: float = 0.0, seed: Optional[int] = None, logprobs: bool = False,
-                   timeouts: Optional[Timeouts] = None, allow_remote: bool = False,
-                   api_key: Optional[str] = None, label: str = "",
-                   raise_on_error: bool = True) -> StreamRecord:
+def record_request(
+    url: Any,
+    prompt: str,
+    *,
+    model: Optional[str] = None,
+    endpoint: str = "chat",
+    system: Optional[str] = None,
+    max_tokens: int = 64,
+    temperature: float = 0.0,
+    seed: Optional[int] = None,
+    logprobs: bool = False,
+    timeouts: Optional[Timeouts] = None,
+    allow_remote: bool = False,
+    api_key: Optional[str] = None,
+    label: str = "",
+    raise_on_error: bool = True,
+) -> StreamRecord:
     """Send one streaming request and record when each piece of text arrived. Lesson 09.
 
     url: the server's API root ("http://127.0.0.1:8000/v1"), or an `EmbeddedServer`.
@@ -635,17 +761,32 @@ def record_request(url: Any, prompt: str, *, model: Optional[str] = None,
     base_url = check_url(url, allow_remote)
     timeouts = timeouts or Timeouts()
     label_from_server = h.label if (h := server_handle(url)) is not None else ""
-    rec = RequestRecord(index=0, request_id=request_id(uuid.uuid4().hex[:8], 0), prompt_name="",
-                        max_tokens=max_tokens, scheduled_s=0.0)
+    rec = RequestRecord(
+        index=0,
+        request_id=request_id(uuid.uuid4().hex[:8], 0),
+        prompt_name="",
+        max_tokens=max_tokens,
+        scheduled_s=0.0,
+    )
 
     async def go() -> tuple[Target, float]:
         client = make_client(base_url, timeouts, api_key)
         try:
             target = await resolve_target(client, base_url, model, endpoint, label_from_server)
             t0 = now()
-            await stream_request(client, target, rec, t0, prompt=prompt, system=system,
-                                 temperature=float(temperature), seed=seed, logprobs=logprobs,
-                                 timeouts=timeouts, on_failure=_server_hint(url))
+            await stream_request(
+                client,
+                target,
+                rec,
+                t0,
+                prompt=prompt,
+                system=system,
+                temperature=float(temperature),
+                seed=seed,
+                logprobs=logprobs,
+                timeouts=timeouts,
+                on_failure=_server_hint(url),
+            )
             return target, t0
         finally:
             await client.close()
@@ -653,9 +794,16 @@ def record_request(url: Any, prompt: str, *, model: Optional[str] = None,
     target, t0 = run_coroutine(go)
     attach_server_timing(url, [rec], t0)
     client = ClientInfo.here()
-    record = StreamRecord(target=target, prompt=prompt, system=system,
-                          temperature=float(temperature), request=rec, client=client,
-                          label=label, environment=client_environment(client, RECORD_SOURCE))
+    record = StreamRecord(
+        target=target,
+        prompt=prompt,
+        system=system,
+        temperature=float(temperature),
+        request=rec,
+        client=client,
+        label=label,
+        environment=client_environment(client, RECORD_SOURCE),
+    )
     if rec.error is not None and raise_on_error:
         raise ServeError(rec.error, rec.error_kind or "input", rec.http_status)
     return record
@@ -682,7 +830,10 @@ def attach_server_timing(server: Any, requests: list[RequestRecord], t0: float) 
         if s is None:
             continue
         rel = lambda v: None if v is None else v - t0  # noqa: E731
-        r.server = ServerTiming(received_s=rel(s["received"]), started_s=rel(s.get("started")),
-                                token_times_s=[v - t0 for v in s.get("tokens", [])],
-                                finished_s=rel(s.get("finished")),
-                                prompt_tokens=int(s.get("prompt_tokens", 0)))
+        r.server = ServerTiming(
+            received_s=rel(s["received"]),
+            started_s=rel(s.get("started")),
+            token_times_s=[v - t0 for v in s.get("tokens", [])],
+            finished_s=rel(s.get("finished")),
+            prompt_tokens=int(s.get("prompt_tokens", 0)),
+        )

@@ -39,15 +39,29 @@ def jobs_of(items: list[Item]) -> list[list[int]]:
     return jobs
 
 
-async def drive(client, state: dict, requests: list[RequestRecord], items: list[Item],
-                jobs: list[list[int]], settings, extra: Optional[dict], on_failure,
-                progress: bool) -> None:
+async def drive(
+    client,
+    state: dict,
+    requests: list[RequestRecord],
+    items: list[Item],
+    jobs: list[list[int]],
+    settings,
+    extra: Optional[dict],
+    on_failure,
+    progress: bool,
+) -> None:
     """Send the jobs as the settings say, until done or out of time."""
     from tqdm import tqdm
 
     target: Target = state["target"]
-    bar = tqdm(total=len(requests), unit="request", disable=not progress, file=sys.stderr,
-               desc=f"load ({settings.mode})", leave=False)
+    bar = tqdm(
+        total=len(requests),
+        unit="request",
+        disable=not progress,
+        file=sys.stderr,
+        desc=f"load ({settings.mode})",
+        leave=False,
+    )
     t0 = now()
     state["t0"] = t0
     deadline = t0 + settings.max_duration_s
@@ -62,10 +76,18 @@ async def drive(client, state: dict, requests: list[RequestRecord], items: list[
             messages = history + [{"role": "user", "content": it.text}]
         fields = {k: it.max_tokens if k == "min_tokens" else True for k in (extra or {})}
         try:
-            await stream_request(client, target, requests[i], t0, prompt=it.text,
-                                 messages=messages, temperature=settings.temperature,
-                                 timeouts=settings.timeouts, on_failure=on_failure,
-                                 extra=fields or None)
+            await stream_request(
+                client,
+                target,
+                requests[i],
+                t0,
+                prompt=it.text,
+                messages=messages,
+                temperature=settings.temperature,
+                timeouts=settings.timeouts,
+                on_failure=on_failure,
+                extra=fields or None,
+            )
         finally:
             bar.update(1)
         if messages is not None and it.conversation is not None:
@@ -78,8 +100,10 @@ async def drive(client, state: dict, requests: list[RequestRecord], items: list[
                 return
             if n and not requests[jobs[k][n - 1]].ok:  # a chat cannot go on without its answer
                 requests[i].error_kind = "cancelled"
-                requests[i].error = (f"not sent: turn {n - 1} of this conversation failed, "
-                                     "so there is no history to re-send")
+                requests[i].error = (
+                    f"not sent: turn {n - 1} of this conversation failed, "
+                    "so there is no history to re-send"
+                )
                 bar.update(1)
                 continue
             if closed or n:
@@ -94,8 +118,9 @@ async def drive(client, state: dict, requests: list[RequestRecord], items: list[
     _mark_unsent(requests)
 
 
-async def _until_done(main: asyncio.Task, started: list[asyncio.Task], state: dict, bar,
-                      deadline: float) -> None:
+async def _until_done(
+    main: asyncio.Task, started: list[asyncio.Task], state: dict, bar, deadline: float
+) -> None:
     """Wait for the sending task `main` until the deadline, then cancel what is left (also
     on an interrupt, which goes on up); the progress bar closed either way."""
     try:
@@ -127,8 +152,9 @@ async def _closed_loop(job, jobs, requests, settings, t0, deadline, started) -> 
                 return
             await job(k, closed=True)
 
-    workers = [asyncio.create_task(stream_worker())
-               for _ in range(min(settings.concurrency, len(jobs)))]
+    workers = [
+        asyncio.create_task(stream_worker()) for _ in range(min(settings.concurrency, len(jobs)))
+    ]
     started.extend(workers)
     await asyncio.gather(*workers)
 
@@ -170,9 +196,13 @@ def stop_reason(requests: list[RequestRecord], settings) -> str:
     """Why a run ended before every request was sent or finished ("" if it did not)."""
     unsent = sum(1 for r in requests if r.sent_s is None and r.error is None)
     if unsent:
-        return (f"time limit of {settings.max_duration_s:g} s reached: "
-                f"{len(requests) - unsent} of {len(requests)} requests sent")
+        return (
+            f"time limit of {settings.max_duration_s:g} s reached: "
+            f"{len(requests) - unsent} of {len(requests)} requests sent"
+        )
     if any(r.error_kind == "cancelled" and r.sent_s is not None for r in requests):
-        return (f"time limit of {settings.max_duration_s:g} s reached with "
-                "requests still streaming (cancelled)")
+        return (
+            f"time limit of {settings.max_duration_s:g} s reached with "
+            "requests still streaming (cancelled)"
+        )
     return ""

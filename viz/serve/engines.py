@@ -47,16 +47,17 @@ def kv_pool_tokens(server: Any) -> Optional[int]:
     return info.page_size * info.num_pages
 
 
-async def length_fields(server: Any, client, target: Target, w: Workload
-                        ) -> tuple[list[str], str]:
+async def length_fields(server: Any, client, target: Target, w: Workload) -> tuple[list[str], str]:
     """The fields to send besides max_tokens to hold each answer to its length, and why."""
     if not w.exact_output:
         return [], ""
     info = server.info() if server is not None else None
     software = info.software if info is not None else ""
     if software.startswith("transformers serve"):
-        return [], ("transformers serve refuses unknown request fields (HTTP 422): only "
-                    "max_tokens is sent, so answers may end early at the model's end of text")
+        return [], (
+            "transformers serve refuses unknown request fields (HTTP 422): only "
+            "max_tokens is sent, so answers may end early at the model's end of text"
+        )
     if software.startswith("llama.cpp"):
         return ["min_tokens"], "llama-cpp-python's server takes min_tokens (not ignore_eos)"
     key = (target.base_url, target.model, target.endpoint)
@@ -77,13 +78,28 @@ async def _probe(client, target: Target) -> tuple[list[str], str, bool]:
     for fields in (BOTH, ["min_tokens"]):
         answer, reason = await _ask(client, target, fields)
         if answer == "accepted":
-            return fields, f"the server accepted {' and '.join(fields)} (asked before the run)", \
-                True
+            return (
+                fields,
+                f"the server accepted {' and '.join(fields)} (asked before the run)",
+                True,
+            )
         if answer == "failed":
-            return [], (f"asking the server which length fields it takes failed ({reason}): "
-                        "only max_tokens is sent, so answers may end early"), False
-    return [], (f"the server refused min_tokens ({reason}): only max_tokens is sent, so "
-                "answers may end early"), True
+            return (
+                [],
+                (
+                    f"asking the server which length fields it takes failed ({reason}): "
+                    "only max_tokens is sent, so answers may end early"
+                ),
+                False,
+            )
+    return (
+        [],
+        (
+            f"the server refused min_tokens ({reason}): only max_tokens is sent, so "
+            "answers may end early"
+        ),
+        True,
+    )
 
 
 async def _ask(client, target: Target, fields: list[str]) -> tuple[str, str]:
@@ -98,7 +114,8 @@ async def _ask(client, target: Target, fields: list[str]) -> tuple[str, str]:
     try:
         if target.endpoint == "chat":
             stream = await client.chat.completions.create(
-                messages=[{"role": "user", "content": "Hi"}], **kwargs)
+                messages=[{"role": "user", "content": "Hi"}], **kwargs
+            )
         else:
             stream = await client.completions.create(prompt="Hi", **kwargs)
         async for _ in stream:

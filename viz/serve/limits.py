@@ -74,26 +74,31 @@ class Limits:
     def __str__(self) -> str:
         kv = self.streams * (self.prompt_tokens + self.answer_tokens)
         prefill = self.streams * self.prompt_tokens
-        return "\n".join([
-            f"{self.load}",
-            f"demand: {self.streams} × {self.prompt_tokens:.1f} prompt tokens (the mean) = "
-            f"{prefill:,.0f} to prefill when they arrive together, against {self.step_budget} "
-            f"per pass (≥ {-(-prefill // self.step_budget):.0f} passes)",
-            f"        {self.streams} × ({self.prompt_tokens:.1f} + {self.answer_tokens:.1f} "
-            f"answer) = {kv:,.0f} tokens of KV at once, against a pool of {self.pool_tokens:,}",
-            f"passes: {self.passes}; full to the budget: {self.budget_passes}; budget to spare "
-            f"but requests waited for pages: {self.pool_passes}; at most {self.peak_pages} of "
-            f"{self.total_pages} pages held",
-            f"what held requests back: {self.word}"
-            + (f" ({' or '.join(self.between)})" if self.between else "")])
+        return "\n".join(
+            [
+                f"{self.load}",
+                f"demand: {self.streams} × {self.prompt_tokens:.1f} prompt tokens (the mean) = "
+                f"{prefill:,.0f} to prefill when they arrive together, against {self.step_budget} "
+                f"per pass (≥ {-(-prefill // self.step_budget):.0f} passes)",
+                f"        {self.streams} × ({self.prompt_tokens:.1f} + {self.answer_tokens:.1f} "
+                f"answer) = {kv:,.0f} tokens of KV at once, against a pool of {self.pool_tokens:,}",
+                f"passes: {self.passes}; full to the budget: {self.budget_passes}; budget to spare "
+                f"but requests waited for pages: {self.pool_passes}; at most {self.peak_pages} of "
+                f"{self.total_pages} pages held",
+                f"what held requests back: {self.word}"
+                + (f" ({' or '.join(self.between)})" if self.between else ""),
+            ]
+        )
 
 
 def limits(run) -> Limits:
     """The budgets' part in a run (module docstring); needs its server's scheduler record."""
     sched = run.schedule
     if sched is None or not sched.steps:
-        raise ValueError("this run has no scheduler record: run it on "
-                         "EmbeddedServer(record=True) with continuous batching")
+        raise ValueError(
+            "this run has no scheduler record: run it on "
+            "EmbeddedServer(record=True) with continuous batching"
+        )
     budget = pool = peak = 0
     for step in sched.steps:
         held = sched.total_pages - step.free_pages - step.cached_pages
@@ -104,10 +109,16 @@ def limits(run) -> Limits:
             pool += 1
     done = [r for r in run.requests if r.prompt_tokens is not None]
     s = run.settings
-    return Limits(load=run.workload_label, streams=s.concurrency or 1,
-                  prompt_tokens=statistics.mean(r.prompt_tokens for r in done) if done else 0.0,
-                  answer_tokens=statistics.mean(r.max_tokens for r in run.requests),
-                  step_budget=sched.max_batch_tokens,
-                  pool_tokens=sched.total_pages * sched.page_size, passes=len(sched.steps),
-                  budget_passes=budget, pool_passes=pool, peak_pages=peak,
-                  total_pages=sched.total_pages)
+    return Limits(
+        load=run.workload_label,
+        streams=s.concurrency or 1,
+        prompt_tokens=statistics.mean(r.prompt_tokens for r in done) if done else 0.0,
+        answer_tokens=statistics.mean(r.max_tokens for r in run.requests),
+        step_budget=sched.max_batch_tokens,
+        pool_tokens=sched.total_pages * sched.page_size,
+        passes=len(sched.steps),
+        budget_passes=budget,
+        pool_passes=pool,
+        peak_pages=peak,
+        total_pages=sched.total_pages,
+    )

@@ -53,13 +53,15 @@ from viz.serve.client import ServeError, is_loopback
 from viz.serve.server import ManagedProcess, ServerInfo
 
 VERSION = "0.3.36"  # the llama-cpp-python release requirements-engines.txt pins
-INSTALL_HINT = ("llama.cpp's server is not installed in this environment: run `make setup` "
-                "(it compiles llama-cpp-python once for this CPU, portably, about 4 minutes on "
-                "2 cores, and keeps the wheel for next time), or `python -m tools.engines "
-                "install` from the repository for the engine alone (a plain `pip install "
-                "llama-cpp-python` builds with -march=native, which can die with SIGILL on "
-                "CPUs with AMX) (on Binder it is not installed: the build would take longer than a "
-                "session's start)")
+INSTALL_HINT = (
+    "llama.cpp's server is not installed in this environment: run `make setup` "
+    "(it compiles llama-cpp-python once for this CPU, portably, about 4 minutes on "
+    "2 cores, and keeps the wheel for next time), or `python -m tools.engines "
+    "install` from the repository for the engine alone (a plain `pip install "
+    "llama-cpp-python` builds with -march=native, which can die with SIGILL on "
+    "CPUs with AMX) (on Binder it is not installed: the build would take longer than a "
+    "session's start)"
+)
 # What `python -m llama_cpp.server` imports beyond viz's own dependencies.
 NEEDS = ("llama_cpp", "sse_starlette", "starlette_context", "pydantic_settings")
 
@@ -86,10 +88,18 @@ class LlamaCppServer(ManagedProcess):
     n_ctx: context length in tokens; n_threads: CPU threads (default: every CPU).
     """
 
-    def __init__(self, gguf: Optional[str] = None, *, n_ctx: int = 2048,
-                 n_threads: Optional[int] = None, host: str = "127.0.0.1",
-                 port: Optional[int] = None, warmup: bool = True,
-                 log_path: Optional[str] = None, startup_timeout_s: float = 120.0):
+    def __init__(
+        self,
+        gguf: Optional[str] = None,
+        *,
+        n_ctx: int = 2048,
+        n_threads: Optional[int] = None,
+        host: str = "127.0.0.1",
+        port: Optional[int] = None,
+        warmup: bool = True,
+        log_path: Optional[str] = None,
+        startup_timeout_s: float = 120.0,
+    ):
         from viz import default_model
 
         self.version = check_installed()
@@ -99,21 +109,31 @@ class LlamaCppServer(ManagedProcess):
         else:
             path = Path(str(gguf)).expanduser()
             if not path.is_file() or path.suffix.lower() != ".gguf":
-                raise ServeError(f"no GGUF file at {gguf!r}: llama.cpp serves a .gguf file; "
-                                 "leave gguf out for the default model's own (Q4_1)")
+                raise ServeError(
+                    f"no GGUF file at {gguf!r}: llama.cpp serves a .gguf file; "
+                    "leave gguf out for the default model's own (Q4_1)"
+                )
             name = path.stem
         threads = n_threads if n_threads is not None else (os.cpu_count() or 1)
         for what, v, low in (("n_ctx", n_ctx, 64), ("n_threads", threads, 1)):
             checks.whole(what, v, low, error=ServeError)
         if not is_loopback(host):
-            raise ServeError(f"refusing to listen on {host}: this server is for this machine "
-                             "(127.0.0.1)")
+            raise ServeError(
+                f"refusing to listen on {host}: this server is for this machine (127.0.0.1)"
+            )
         self.gguf, self.model_name = Path(path), name
         self.n_ctx, self.n_threads = n_ctx, threads
-        super().__init__([], host=host, port=port or 0,
-                         log_path=Path(log_path) if log_path else None,
-                         ready_path="/v1/models", startup_timeout_s=startup_timeout_s,
-                         what="llama.cpp server", run_prefix="viz-llamacpp-", warmup=warmup)
+        super().__init__(
+            [],
+            host=host,
+            port=port or 0,
+            log_path=Path(log_path) if log_path else None,
+            ready_path="/v1/models",
+            startup_timeout_s=startup_timeout_s,
+            what="llama.cpp server",
+            run_prefix="viz-llamacpp-",
+            warmup=warmup,
+        )
 
     # ---- what it is (viz.serve.protocol.ServerHandle) ---------------------------------------
     @property
@@ -121,23 +141,47 @@ class LlamaCppServer(ManagedProcess):
         return "llama.cpp, Q4_1"
 
     def info(self) -> ServerInfo:
-        return ServerInfo(software=f"llama.cpp (llama-cpp-python {self.version})",
-                          model=self.model_name, continuous_batching=False, device="cpu",
-                          dtype="Q4_1" if "Q4_1" in self.gguf.name else self.gguf.stem,
-                          page_size=None, num_pages=None, max_batch_tokens=None,
-                          recorded=False, cpu=cpu_name(), cpu_features=cpu_features())
+        return ServerInfo(
+            software=f"llama.cpp (llama-cpp-python {self.version})",
+            model=self.model_name,
+            continuous_batching=False,
+            device="cpu",
+            dtype="Q4_1" if "Q4_1" in self.gguf.name else self.gguf.stem,
+            page_size=None,
+            num_pages=None,
+            max_batch_tokens=None,
+            recorded=False,
+            cpu=cpu_name(),
+            cpu_features=cpu_features(),
+        )
 
     def command(self) -> list[str]:
         """The `python -m llama_cpp.server` arguments."""
-        return ["--model", str(self.gguf), "--host", self.host, "--port", str(self.port),
-                "--n_ctx", str(self.n_ctx), "--n_threads", str(self.n_threads),
-                "--n_threads_batch", str(self.n_threads), "--interrupt_requests", "False",
-                "--verbose", "False"]
+        return [
+            "--model",
+            str(self.gguf),
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            str(self.n_ctx),
+            "--n_threads",
+            str(self.n_threads),
+            "--n_threads_batch",
+            str(self.n_threads),
+            "--interrupt_requests",
+            "False",
+            "--verbose",
+            "False",
+        ]
 
     def __repr__(self) -> str:
         state = f"running at {self.url}" if self.alive else "stopped"
-        return (f"LlamaCppServer({self.gguf.name}, one request at a time, {self.n_threads} "
-                f"threads, {state})")
+        return (
+            f"LlamaCppServer({self.gguf.name}, one request at a time, {self.n_threads} "
+            f"threads, {state})"
+        )
 
     # ---- life cycle ---------------------------------------------------------------------
     def start(self) -> "LlamaCppServer":

@@ -39,14 +39,33 @@ from typing import Any, ClassVar, Optional, Sequence
 from viz import checks
 from viz.documents import Document
 from viz.provenance import loose_names, unknown_environment
-from viz.serve.client import (ClientInfo, ServeError, Target, Timeouts, attach_server_timing,
-                              check_url, client_environment, make_client, now,
-                              recorded_at_to_environment, request_id, resolve_target,
-                              run_coroutine)
+from viz.serve.client import (
+    ClientInfo,
+    ServeError,
+    Target,
+    Timeouts,
+    attach_server_timing,
+    check_url,
+    client_environment,
+    make_client,
+    now,
+    recorded_at_to_environment,
+    request_id,
+    resolve_target,
+    run_coroutine,
+)
 from viz.serve.driver import drive, jobs_of
 from viz.serve.engines import kv_pool_tokens, length_fields, tokenizer_for
-from viz.serve.metrics import (SLO, ITLBreakdown, LoadSummary, RequestRecord, StaticBatchWaste,
-                               itl_breakdown, static_batching_waste, summarize)
+from viz.serve.metrics import (
+    SLO,
+    ITLBreakdown,
+    LoadSummary,
+    RequestRecord,
+    StaticBatchWaste,
+    itl_breakdown,
+    static_batching_waste,
+    summarize,
+)
 from viz.serve.protocol import server_handle
 from viz.serve.scheduler import Schedule
 from viz.serve.server import ServerInfo
@@ -63,8 +82,10 @@ def _prompts(prompts: Any, max_tokens: Optional[int]) -> list[Prompt]:
     if prompts is None:
         out = load_prompts()
     elif isinstance(prompts, str) or not isinstance(prompts, Sequence) or not prompts:
-        raise ServeError("prompts must be a non-empty list of strings (or of "
-                         "{'name', 'prompt', 'max_tokens'}), or None for the shipped set")
+        raise ServeError(
+            "prompts must be a non-empty list of strings (or of "
+            "{'name', 'prompt', 'max_tokens'}), or None for the shipped set"
+        )
     else:
         out = []
         for i, p in enumerate(prompts):
@@ -73,8 +94,13 @@ def _prompts(prompts: Any, max_tokens: Optional[int]) -> list[Prompt]:
             elif isinstance(p, str) and p.strip():
                 out.append(Prompt(f"prompt {i}", p, max_tokens or 64))
             elif isinstance(p, dict) and isinstance(p.get("prompt"), str) and p["prompt"].strip():
-                out.append(Prompt(str(p.get("name", f"prompt {i}")), p["prompt"],
-                                  int(p.get("max_tokens", max_tokens or 64))))
+                out.append(
+                    Prompt(
+                        str(p.get("name", f"prompt {i}")),
+                        p["prompt"],
+                        int(p.get("max_tokens", max_tokens or 64)),
+                    )
+                )
             else:
                 raise ServeError(f"prompt {i} is empty or not text: {p!r}")
     if max_tokens is not None:
@@ -118,8 +144,11 @@ def settings_v1_to_v2(s: dict) -> dict:
     set it cycled through, its answers capped at max_tokens when one was given)."""
     s = dict(s)
     cap, prompts = s.pop("max_tokens", None), s.pop("prompts", None) or []
-    s["workload"] = {"kind": _shipped_or_given(prompts), "prompts": prompts,
-                     "output_tokens": None if cap is None else {"mean": cap, "kind": "fixed"}}
+    s["workload"] = {
+        "kind": _shipped_or_given(prompts),
+        "prompts": prompts,
+        "output_tokens": None if cap is None else {"mean": cap, "kind": "fixed"},
+    }
     return s
 
 
@@ -151,8 +180,9 @@ class LoadRun(Document):
     SCHEMA_VERSION: ClassVar[int] = 3
     UPGRADES: ClassVar[dict] = {1: run_v1_to_v2, 2: run_v2_to_v3}
     WHAT: ClassVar[str] = "load run"
-    AGAIN: ClassVar[str] = ("run it again with viz.serve.run_load(...) or "
-                            "`python -m viz load URL -o FILE`")
+    AGAIN: ClassVar[str] = (
+        "run it again with viz.serve.run_load(...) or `python -m viz load URL -o FILE`"
+    )
 
     target: Target
     settings: LoadSettings
@@ -184,19 +214,24 @@ class LoadRun(Document):
     def static_batching_waste(self, batch_size: int) -> StaticBatchWaste:
         """What static batching would have wasted on this run's completed requests (their
         prompt and answer lengths as the server counted them), `batch_size` at a time."""
-        done = [r for r in sorted(self.requests, key=lambda r: r.index)
-                if r.ok and r.prompt_tokens is not None]
+        done = [
+            r
+            for r in sorted(self.requests, key=lambda r: r.index)
+            if r.ok and r.prompt_tokens is not None
+        ]
         if not done:
             raise ValueError("no completed request with token counts in this run")
-        return static_batching_waste([r.prompt_tokens for r in done],
-                                     [r.n_output_tokens for r in done], batch_size)
+        return static_batching_waste(
+            [r.prompt_tokens for r in done], [r.n_output_tokens for r in done], batch_size
+        )
 
     def itl_breakdown(self) -> ITLBreakdown:
         """This run's inter-token latency taken apart with the server's record: decode passes,
         passes carrying prompt chunks, the way to the client (viz.serve.metrics.ITLBreakdown).
         Needs a run on `EmbeddedServer(record=True)`."""
-        return itl_breakdown(self.requests, self.schedule, self.load_label,
-                             self.client_cores, self.server_cores)
+        return itl_breakdown(
+            self.requests, self.schedule, self.load_label, self.client_cores, self.server_cores
+        )
 
     @property
     def load_label(self) -> str:
@@ -232,8 +267,9 @@ def throughput_ratio(run: LoadRun, base: LoadRun) -> Spread:
 
     pace = tpot(base) / tpot(run)
     ratio = a / b
-    return Spread(ratio, ratio * pace.low / pace.median, ratio * pace.high / pace.median,
-                  pace.runs, True)
+    return Spread(
+        ratio, ratio * pace.low / pace.median, ratio * pace.high / pace.median, pace.runs, True
+    )
 
 
 def arrival_times(n: int, rate_per_s: float, seed: int) -> list[float]:
@@ -255,20 +291,24 @@ def prompt_order(n: int, prompts: list[Prompt], seed: int) -> list[Prompt]:
     return [prompts[order[i % len(order)]] for i in range(n)]
 
 
-def _check_load(concurrency, rate, max_concurrency, n_requests, max_duration_s, max_tokens,
-                temperature, seed) -> None:
+def _check_load(
+    concurrency, rate, max_concurrency, n_requests, max_duration_s, max_tokens, temperature, seed
+) -> None:
     """run_load's settings, each checked: a ServeError naming the bad one and its range."""
     if (concurrency is None) == (rate is None):
-        raise ServeError("give either concurrency= (streams kept busy) or rate= (requests "
-                         "per second), exactly one of them")
+        raise ServeError(
+            "give either concurrency= (streams kept busy) or rate= (requests "
+            "per second), exactly one of them"
+        )
     if concurrency is not None:
         checks.whole("concurrency", concurrency, 1, MAX_CONCURRENCY, error=ServeError)
     if rate is not None:
         checks.number("rate", rate, 1e-6, 1e4, error=ServeError)
     if max_concurrency is not None:
         if rate is None:
-            raise ServeError("max_concurrency caps a rate= run; with concurrency= it is the "
-                             "concurrency itself")
+            raise ServeError(
+                "max_concurrency caps a rate= run; with concurrency= it is the concurrency itself"
+            )
         checks.whole("max_concurrency", max_concurrency, 1, MAX_CONCURRENCY, error=ServeError)
     checks.whole("n_requests", n_requests, 1, MAX_REQUESTS, error=ServeError)
     checks.number("max_duration_s", max_duration_s, 1e-3, MAX_DURATION_S, error=ServeError)
@@ -278,8 +318,9 @@ def _check_load(concurrency, rate, max_concurrency, n_requests, max_duration_s, 
     checks.whole("seed", seed, error=ServeError)
 
 
-def resolve_workload(workload: Optional[Workload], prompts: Any,
-                     max_tokens: Optional[int]) -> Workload:
+def resolve_workload(
+    workload: Optional[Workload], prompts: Any, max_tokens: Optional[int]
+) -> Workload:
     """The workload of a run: `workload`, or (the older way) a prompt set with an optional
     answer cap — the shipped set when `prompts` is None."""
     if workload is None:
@@ -290,22 +331,41 @@ def resolve_workload(workload: Optional[Workload], prompts: Any,
             return Workload.shipped(cap)
         return Workload.of_prompts(_prompts(prompts, None), cap)
     if not isinstance(workload, Workload):
-        raise ServeError(f"workload must be a viz.serve.Workload (e.g. Workload.synthetic(64, "
-                         f"32)), not {workload!r}")
+        raise ServeError(
+            f"workload must be a viz.serve.Workload (e.g. Workload.synthetic(64, "
+            f"32)), not {workload!r}"
+        )
     if prompts is not None or max_tokens is not None:
-        raise ServeError("give the prompts and the answer length in the workload, not also "
-                         "prompts= or max_tokens= (e.g. Workload.synthetic(64, 32))")
+        raise ServeError(
+            "give the prompts and the answer length in the workload, not also "
+            "prompts= or max_tokens= (e.g. Workload.synthetic(64, 32))"
+        )
     return workload
 
 
-def run_load(url: Any, *, concurrency: Optional[int] = None, rate: Optional[float] = None,
-             max_concurrency: Optional[int] = None, n_requests: int = 16,
-             max_duration_s: float = 300.0, workload: Optional[Workload] = None,
-             prompts: Any = None, max_tokens: Optional[int] = None, seed: int = 0,
-             model: Optional[str] = None, endpoint: str = "chat", temperature: float = 0.0,
-             timeouts: Optional[Timeouts] = None, slo: Optional[SLO] = None,
-             allow_remote: bool = False, api_key: Optional[str] = None, progress: bool = True,
-             label: str = "", out: Optional[str] = None) -> LoadRun:
+def run_load(
+    url: Any,
+    *,
+    concurrency: Optional[int] = None,
+    rate: Optional[float] = None,
+    max_concurrency: Optional[int] = None,
+    n_requests: int = 16,
+    max_duration_s: float = 300.0,
+    workload: Optional[Workload] = None,
+    prompts: Any = None,
+    max_tokens: Optional[int] = None,
+    seed: int = 0,
+    model: Optional[str] = None,
+    endpoint: str = "chat",
+    temperature: float = 0.0,
+    timeouts: Optional[Timeouts] = None,
+    slo: Optional[SLO] = None,
+    allow_remote: bool = False,
+    api_key: Optional[str] = None,
+    progress: bool = True,
+    label: str = "",
+    out: Optional[str] = None,
+) -> LoadRun:
     """Load a server with `n_requests` requests and record every one. Lesson 09.
 
     url: the server's API root ("http://127.0.0.1:8000/v1") or an `EmbeddedServer` (then
@@ -322,8 +382,16 @@ def run_load(url: Any, *, concurrency: Optional[int] = None, rate: Optional[floa
 
     Every argument and the workload's requests are checked before anything is sent.
     """
-    _check_load(concurrency, rate, max_concurrency, n_requests, max_duration_s, max_tokens,
-                temperature, seed)
+    _check_load(
+        concurrency,
+        rate,
+        max_concurrency,
+        n_requests,
+        max_duration_s,
+        max_tokens,
+        temperature,
+        seed,
+    )
     base_url = check_url(url, allow_remote)
     timeouts = timeouts or Timeouts()
     slo = slo or SLO()
@@ -332,17 +400,42 @@ def run_load(url: Any, *, concurrency: Optional[int] = None, rate: Optional[floa
     jobs = jobs_of(items)
     arrivals = arrival_times(len(jobs), rate, seed) if rate is not None else [0.0] * len(jobs)
     streams = concurrency if rate is None else max_concurrency  # rate mode: the cap, if any
-    settings = _load_settings(w, rate, streams, n_requests, max_duration_s, seed, temperature,
-                              timeouts, slo)
+    settings = _load_settings(
+        w, rate, streams, n_requests, max_duration_s, seed, temperature, timeouts, slo
+    )
     requests = _request_records(items, jobs, arrivals)
-    return _drive_load(url, base_url, server, settings, items, jobs, requests, model, endpoint,
-                       api_key, progress, label, out)
+    return _drive_load(
+        url,
+        base_url,
+        server,
+        settings,
+        items,
+        jobs,
+        requests,
+        model,
+        endpoint,
+        api_key,
+        progress,
+        label,
+        out,
+    )
 
 
-def _drive_load(url: Any, base_url: str, server: Any, settings: LoadSettings, items: list,
-                jobs: list, requests: list[RequestRecord], model: Optional[str], endpoint: str,
-                api_key: Optional[str], progress: bool, label: str,
-                out: Optional[str]) -> LoadRun:
+def _drive_load(
+    url: Any,
+    base_url: str,
+    server: Any,
+    settings: LoadSettings,
+    items: list,
+    jobs: list,
+    requests: list[RequestRecord],
+    model: Optional[str],
+    endpoint: str,
+    api_key: Optional[str],
+    progress: bool,
+    label: str,
+    out: Optional[str],
+) -> LoadRun:
     """`run_load`'s sending: every request of `items` driven (`viz.serve.driver.drive`) with
     `settings` (its timeouts and workload), and the run recorded — also on an interrupt."""
     state: dict[str, Any] = {"t0": None, "t_end": None, "stopped": "", "target": None}
@@ -352,23 +445,28 @@ def _drive_load(url: Any, base_url: str, server: Any, settings: LoadSettings, it
     async def go() -> None:
         client = make_client(base_url, settings.timeouts, api_key)
         try:
-            state["target"] = await resolve_target(client, base_url, model, endpoint,
-                                                   server_label)
-            fields, note = await length_fields(server, client, state["target"],
-                                               settings.workload)
+            state["target"] = await resolve_target(client, base_url, model, endpoint, server_label)
+            fields, note = await length_fields(server, client, state["target"], settings.workload)
             settings.length_fields, settings.length_note = fields, note
             extra = {f: None for f in fields}
-            await drive(client, state, requests, items, jobs, settings, extra, on_failure,
-                        progress)
+            await drive(client, state, requests, items, jobs, settings, extra, on_failure, progress)
         finally:
             await client.close()
 
     cpu0 = (now(), time.process_time(), server.cpu_seconds() if server else None)
 
     def finish() -> LoadRun:
-        return _finish(url, state, requests, settings, cpu0, server=server,
-                       target=Target(base_url, endpoint, model or "", "", server_label),
-                       label=label, out=out)
+        return _finish(
+            url,
+            state,
+            requests,
+            settings,
+            cpu0,
+            server=server,
+            target=Target(base_url, endpoint, model or "", "", server_label),
+            label=label,
+            out=out,
+        )
 
     def interrupted() -> None:
         state["stopped"] = state["stopped"] or "interrupted (Ctrl-C or a kernel interrupt)"
@@ -378,9 +476,15 @@ def _drive_load(url: Any, base_url: str, server: Any, settings: LoadSettings, it
     return finish()
 
 
-def _load_items(server: Any, workload: Optional[Workload], prompts: Any,
-                max_tokens: Optional[int], n_requests: int, seed: int,
-                endpoint: str) -> tuple[Workload, list]:
+def _load_items(
+    server: Any,
+    workload: Optional[Workload],
+    prompts: Any,
+    max_tokens: Optional[int],
+    n_requests: int,
+    seed: int,
+    endpoint: str,
+) -> tuple[Workload, list]:
     """`run_load`'s workload (a copy, its tokenizer defaulting to the server's model's own) and
     the requests it builds: (workload, items)."""
     w = copy.copy(resolve_workload(workload, prompts, max_tokens))
@@ -390,35 +494,66 @@ def _load_items(server: Any, workload: Optional[Workload], prompts: Any,
     return w, items
 
 
-def _load_settings(w: Workload, rate: Optional[float], streams: Optional[int], n_requests: int,
-                   max_duration_s: float, seed: int, temperature: float, timeouts: Timeouts,
-                   slo: SLO) -> LoadSettings:
+def _load_settings(
+    w: Workload,
+    rate: Optional[float],
+    streams: Optional[int],
+    n_requests: int,
+    max_duration_s: float,
+    seed: int,
+    temperature: float,
+    timeouts: Timeouts,
+    slo: SLO,
+) -> LoadSettings:
     """`run_load`'s settings, as the run records them: rate mode where a rate was given, with
     `streams` its cap on concurrent requests, else `streams` kept busy."""
     return LoadSettings(
         mode="rate" if rate is not None else "concurrency",
         concurrency=streams,
-        rate_per_s=float(rate) if rate is not None else None, n_requests=n_requests,
-        max_duration_s=float(max_duration_s), seed=seed, temperature=float(temperature),
-        timeouts=timeouts, slo=slo, workload=w)
+        rate_per_s=float(rate) if rate is not None else None,
+        n_requests=n_requests,
+        max_duration_s=float(max_duration_s),
+        seed=seed,
+        temperature=float(temperature),
+        timeouts=timeouts,
+        slo=slo,
+        workload=w,
+    )
 
 
 def _request_records(items: list, jobs: list, arrivals: list[float]) -> list[RequestRecord]:
     """One record per request of `items`, each job's first request scheduled at its arrival."""
     run_id = uuid.uuid4().hex[:8]
-    requests = [RequestRecord(index=i, request_id=request_id(run_id, i), prompt_name=it.name,
-                              max_tokens=it.max_tokens, scheduled_s=0.0,
-                              prompt_text_tokens=it.text_tokens, conversation=it.conversation,
-                              turn=it.turn)
-                for i, it in enumerate(items)]
+    requests = [
+        RequestRecord(
+            index=i,
+            request_id=request_id(run_id, i),
+            prompt_name=it.name,
+            max_tokens=it.max_tokens,
+            scheduled_s=0.0,
+            prompt_text_tokens=it.text_tokens,
+            conversation=it.conversation,
+            turn=it.turn,
+        )
+        for i, it in enumerate(items)
+    ]
     for k, job in enumerate(jobs):
         requests[job[0]].scheduled_s = arrivals[k]
     return requests
 
 
-def _finish(url: Any, state: dict[str, Any], requests: list[RequestRecord],
-            settings: LoadSettings, cpu0: tuple, *, server: Any, target: Target, label: str,
-            out: Optional[str]) -> LoadRun:
+def _finish(
+    url: Any,
+    state: dict[str, Any],
+    requests: list[RequestRecord],
+    settings: LoadSettings,
+    cpu0: tuple,
+    *,
+    server: Any,
+    target: Target,
+    label: str,
+    out: Optional[str],
+) -> LoadRun:
     """The run as recorded so far (at its end, or on an interrupt): the server's own timings
     joined in, the cores each side used since `cpu0` (wall, client CPU, server CPU), the
     server's schedule; saved to `out` when given. `target`: when the server named none."""
@@ -427,25 +562,38 @@ def _finish(url: Any, state: dict[str, Any], requests: list[RequestRecord],
     if t0 is not None:
         attach_server_timing(url, requests, t0)
     client = ClientInfo.here()
-    run = LoadRun(target=state["target"] or target,
-                  settings=settings, requests=requests, client=client,
-                  environment=client_environment(client, RUN_SOURCE), stopped=state["stopped"],
-                  server=server.info() if server else None, label=label)
+    run = LoadRun(
+        target=state["target"] or target,
+        settings=settings,
+        requests=requests,
+        client=client,
+        environment=client_environment(client, RUN_SOURCE),
+        stopped=state["stopped"],
+        server=server.info() if server else None,
+        label=label,
+    )
     if wall > 0:
         run.client_cores = (time.process_time() - cpu0[1]) / wall
         if server and server.alive:
             run.server_cores = (server.cpu_seconds() - cpu0[2]) / wall
     if t0 is not None and server:
-        run.schedule = server.schedule(start=t0, end=state["t_end"] or now(), origin=t0,
-                                    label=label)
+        run.schedule = server.schedule(
+            start=t0, end=state["t_end"] or now(), origin=t0, label=label
+        )
     if out:
         run.save(out)
     return run
 
 
-def sweep_load(url: Any, *, concurrencies: Sequence[int] = (1, 4, 8),
-               requests_per_stream: int = 2, min_requests: int = 4, label: str = "",
-               **kwargs) -> list[LoadRun]:
+def sweep_load(
+    url: Any,
+    *,
+    concurrencies: Sequence[int] = (1, 4, 8),
+    requests_per_stream: int = 2,
+    min_requests: int = 4,
+    label: str = "",
+    **kwargs,
+) -> list[LoadRun]:
     """One `run_load` per concurrency (the same seed and workload each time), for the
     throughput/latency chart. Each run sends max(min_requests, N × requests_per_stream)
     requests (with a chat workload, × its turns: that many conversations)."""
@@ -455,7 +603,13 @@ def sweep_load(url: Any, *, concurrencies: Sequence[int] = (1, 4, 8),
     for c in concurrencies:
         turns = w.turns if isinstance(w := kwargs.get("workload"), Workload) else 1
         n = max(min_requests, c * requests_per_stream) * turns
-        runs.append(run_load(url, concurrency=c, n_requests=n,
-                             label=label or (h.label if (h := server_handle(url)) else ""),
-                             **kwargs))
+        runs.append(
+            run_load(
+                url,
+                concurrency=c,
+                n_requests=n,
+                label=label or (h.label if (h := server_handle(url)) else ""),
+                **kwargs,
+            )
+        )
     return runs

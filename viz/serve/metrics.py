@@ -197,8 +197,9 @@ class SLO:
         return " and ".join(parts)
 
 
-def percentiles(values: Sequence[float],
-                ps: Sequence[float] = PERCENTILES) -> dict[str, Optional[float]]:
+def percentiles(
+    values: Sequence[float], ps: Sequence[float] = PERCENTILES
+) -> dict[str, Optional[float]]:
     """{"p50": ..., "p90": ..., "p99": ...} by linear interpolation (numpy's default, as vLLM);
     None for each when there are no values."""
     import numpy as np
@@ -240,28 +241,44 @@ class LoadSummary:
             return "n/a" if v is None else f"{v * scale:.0f} {unit}"
 
         lines = [f"workload   {self.workload}"] if self.workload else []
-        lines += [f"requests   {self.n_completed} completed, {self.n_failed} failed"
-                 + (f" ({', '.join(f'{k}: {n}' for k, n in self.errors.items())})"
-                    if self.errors else "")]
+        lines += [
+            f"requests   {self.n_completed} completed, {self.n_failed} failed"
+            + (
+                f" ({', '.join(f'{k}: {n}' for k, n in self.errors.items())})"
+                if self.errors
+                else ""
+            )
+        ]
         if self.duration_s is not None:
             lines.append(f"duration   {self.duration_s:.1f} s")
         if self.output_tokens_per_s is not None:
-            lines.append(f"throughput {self.output_tokens_per_s:.1f} tokens/s "
-                         f"({self.output_tokens} output tokens), "
-                         f"{self.requests_per_s:.2f} requests per second")
-        for name, d in (("TTFT", self.ttft_s), ("ITL", self.itl_s), ("TPOT", self.tpot_s),
-                        ("E2E", self.e2e_s)):
-            lines.append(f"{name:<10} p50 {fmt(d['p50'])}, p90 {fmt(d['p90'])}, "
-                         f"p99 {fmt(d['p99'])}")
+            lines.append(
+                f"throughput {self.output_tokens_per_s:.1f} tokens/s "
+                f"({self.output_tokens} output tokens), "
+                f"{self.requests_per_s:.2f} requests per second"
+            )
+        for name, d in (
+            ("TTFT", self.ttft_s),
+            ("ITL", self.itl_s),
+            ("TPOT", self.tpot_s),
+            ("E2E", self.e2e_s),
+        ):
+            lines.append(
+                f"{name:<10} p50 {fmt(d['p50'])}, p90 {fmt(d['p90'])}, p99 {fmt(d['p99'])}"
+            )
         if self.n_stopped_early:
-            lines.append(f"answers    asked p50 {self.asked_tokens['p50']:g} tokens, got p50 "
-                         f"{self.answer_tokens['p50']:g}: {self.n_stopped_early} of "
-                         f"{self.n_completed} stopped early at the model's end of text "
-                         f"(shortest {self.shortest_early})")
+            lines.append(
+                f"answers    asked p50 {self.asked_tokens['p50']:g} tokens, got p50 "
+                f"{self.answer_tokens['p50']:g}: {self.n_stopped_early} of "
+                f"{self.n_completed} stopped early at the model's end of text "
+                f"(shortest {self.shortest_early})"
+            )
         if self.goodput_per_s is not None:
-            lines.append(f"goodput    {self.goodput_per_s:.2f} requests per second met the SLO "
-                         f"({self.slo}): {self.n_met_slo} of the {self.n_completed} completed "
-                         f"request{'' if self.n_completed == 1 else 's'}")
+            lines.append(
+                f"goodput    {self.goodput_per_s:.2f} requests per second met the SLO "
+                f"({self.slo}): {self.n_met_slo} of the {self.n_completed} completed "
+                f"request{'' if self.n_completed == 1 else 's'}"
+            )
         return "\n".join(lines)
 
 
@@ -272,8 +289,9 @@ def _stats(values: Sequence[float]) -> dict[str, Optional[float]]:
     return out
 
 
-def summarize(requests: Sequence[RequestRecord], slo: Optional[SLO] = None,
-              workload: str = "") -> LoadSummary:
+def summarize(
+    requests: Sequence[RequestRecord], slo: Optional[SLO] = None, workload: str = ""
+) -> LoadSummary:
     """Every figure of a run from its requests (definitions: this module's docstring), and the
     answers' lengths: asked, got, and how many stopped early (`RequestRecord.stopped_early`)."""
     slo = slo or SLO()
@@ -292,35 +310,63 @@ def summarize(requests: Sequence[RequestRecord], slo: Optional[SLO] = None,
         kind = r.error_kind or "unknown"
         errors[kind] = errors.get(kind, 0) + 1
     return LoadSummary(
-        n_requests=len(requests), n_completed=len(done), n_failed=len(failed),
-        duration_s=duration, output_tokens=tokens,
+        n_requests=len(requests),
+        n_completed=len(done),
+        n_failed=len(failed),
+        duration_s=duration,
+        output_tokens=tokens,
         output_tokens_per_s=tokens / duration if duration else None,
         requests_per_s=len(done) / duration if duration else None,
         ttft_s=_stats([r.ttft_s for r in done]),
         itl_s=_stats([g for r in done for g in r.itl_s]),
         tpot_s=_stats([r.tpot_s for r in done]),
         e2e_s=_stats([r.e2e_s for r in done]),
-        slo=slo, n_met_slo=met, goodput_per_s=met / duration if duration else None,
-        errors=errors, workload=workload,
+        slo=slo,
+        n_met_slo=met,
+        goodput_per_s=met / duration if duration else None,
+        errors=errors,
+        workload=workload,
         answer_tokens=percentiles([r.n_output_tokens for r in done]),
         asked_tokens=percentiles([r.max_tokens for r in done]),
-        n_stopped_early=len(early), shortest_early=min(early) if early else None)
+        n_stopped_early=len(early),
+        shortest_early=min(early) if early else None,
+    )
 
 
 # ---- the per-request metrics side by side ----------------------------------------------------
 # (name, RequestRecord attribute, definition, where the peers' words differ). The same requests
 # give every column, so a reader sees how far apart metrics with similar names are.
 REQUEST_METRICS = (
-    ("TTFT", "ttft_s", "send → first text chunk (queue, prefill, network)",
-     "the same in vLLM, GuideLLM and aiperf"),
-    ("TT2T", "tt2t_s", "send → second text chunk: TTFT plus the first decode step",
-     "aiperf's time to second token"),
-    ("ITL (mean)", "mean_itl_s", "mean gap between the request's text chunks",
-     "vLLM's ITL is per gap, pooled over requests; one chunk may hold several tokens"),
-    ("TPOT", "tpot_s", "(E2E − TTFT) ÷ (output tokens − 1): the pace after the first token",
-     "vLLM's TPOT; GuideLLM calls this 'inter-token latency'"),
-    ("normalized TPOT", "ntpot_s", "E2E ÷ output tokens: the wait for the first token included",
-     "GuideLLM's 'time per output token'; the vLLM paper's normalized latency"),
+    (
+        "TTFT",
+        "ttft_s",
+        "send → first text chunk (queue, prefill, network)",
+        "the same in vLLM, GuideLLM and aiperf",
+    ),
+    (
+        "TT2T",
+        "tt2t_s",
+        "send → second text chunk: TTFT plus the first decode step",
+        "aiperf's time to second token",
+    ),
+    (
+        "ITL (mean)",
+        "mean_itl_s",
+        "mean gap between the request's text chunks",
+        "vLLM's ITL is per gap, pooled over requests; one chunk may hold several tokens",
+    ),
+    (
+        "TPOT",
+        "tpot_s",
+        "(E2E − TTFT) ÷ (output tokens − 1): the pace after the first token",
+        "vLLM's TPOT; GuideLLM calls this 'inter-token latency'",
+    ),
+    (
+        "normalized TPOT",
+        "ntpot_s",
+        "E2E ÷ output tokens: the wait for the first token included",
+        "GuideLLM's 'time per output token'; the vLLM paper's normalized latency",
+    ),
     ("E2E", "e2e_s", "send → end of the stream", "vLLM's E2EL, GuideLLM's request latency"),
 )
 
@@ -332,9 +378,12 @@ def request_metrics(requests: Sequence[RequestRecord]) -> list[dict[str, Any]]:
     for r in sorted(requests, key=lambda q: q.index):
         if not r.ok:
             continue
-        row: dict[str, Any] = {"request": r.index, "prompt": r.prompt_name,
-                               "prompt tokens": r.prompt_tokens,
-                               "output tokens": r.n_output_tokens}
+        row: dict[str, Any] = {
+            "request": r.index,
+            "prompt": r.prompt_name,
+            "prompt tokens": r.prompt_tokens,
+            "output tokens": r.n_output_tokens,
+        }
         for name, attr, _, _ in REQUEST_METRICS:
             row[name] = getattr(r, attr)
         rows.append(row)
@@ -350,10 +399,12 @@ def request_metrics_text(requests: Sequence[RequestRecord]) -> str:
     head = f"{'request':>7} {'prompt':>6} {'out':>4} " + " ".join(f"{n:>15}" for n in names)
     lines = [head + "   (ms; prompt and out: tokens)"]
     for row in rows:
-        cells = " ".join(f"{'n/a':>15}" if row[n] is None else f"{row[n] * 1e3:15.0f}"
-                         for n in names)
-        lines.append(f"{row['request']:>7} {row['prompt tokens'] or 0:>6} "
-                     f"{row['output tokens']:>4} {cells}")
+        cells = " ".join(
+            f"{'n/a':>15}" if row[n] is None else f"{row[n] * 1e3:15.0f}" for n in names
+        )
+        lines.append(
+            f"{row['request']:>7} {row['prompt tokens'] or 0:>6} {row['output tokens']:>4} {cells}"
+        )
     lines.append("")
     lines += [f"{n:>15}: {d} ({peers})" for n, _, d, peers in REQUEST_METRICS]
     return "\n".join(lines)
@@ -375,8 +426,9 @@ class StaticBatchWaste:
         return (self.padding_slots + self.idle_slots) / total if total else 0.0
 
 
-def static_batching_waste(prompt_tokens: Sequence[int], output_tokens: Sequence[int],
-                          batch_size: int) -> StaticBatchWaste:
+def static_batching_waste(
+    prompt_tokens: Sequence[int], output_tokens: Sequence[int], batch_size: int
+) -> StaticBatchWaste:
     """What static batching would waste on these requests, taken in order, `batch_size` at a
     time (the last batch may be smaller). Continuous batching wastes neither kind: prompts are
     packed without padding, and a finished request leaves at once. Lesson 09."""
@@ -385,7 +437,7 @@ def static_batching_waste(prompt_tokens: Sequence[int], output_tokens: Sequence[
     checks.whole("batch_size", batch_size, 1)
     useful = padding = idle = 0
     for k in range(0, len(prompt_tokens), batch_size):
-        p, o = list(prompt_tokens[k:k + batch_size]), list(output_tokens[k:k + batch_size])
+        p, o = list(prompt_tokens[k : k + batch_size]), list(output_tokens[k : k + batch_size])
         useful += sum(p) + sum(o)
         padding += sum(max(p) - x for x in p)
         idle += sum(max(o) - x for x in o)
@@ -446,39 +498,57 @@ class ITLBreakdown:
         def ms(s: Optional[Spread]) -> str:
             return "n/a" if s is None else s.text(1e3, "ms", runs=False)
 
-        some = f", {self.requests} of {self.completed} requests" \
-            if self.requests < self.completed else ""
-        lines = [f"{self.load}{some}: ITL {ms(self.itl)}, mean "
-                 f"{self.mean_itl_s * 1e3:.1f} ms, of which"]
-        batch = "" if self.decode_batch is None else \
-            f", {self.decode_batch:g} request{'' if self.decode_batch == 1 else 's'} per pass"
+        some = (
+            f", {self.requests} of {self.completed} requests"
+            if self.requests < self.completed
+            else ""
+        )
+        lines = [
+            f"{self.load}{some}: ITL {ms(self.itl)}, mean {self.mean_itl_s * 1e3:.1f} ms, of which"
+        ]
+        batch = (
+            ""
+            if self.decode_batch is None
+            else f", {self.decode_batch:g} request{'' if self.decode_batch == 1 else 's'} per pass"
+        )
+
         def part(k: int) -> str:  # a part that rounds to zero prints 0.0, not -0.0
             v = round(self.parts_s[ITL_PARTS[k]] * 1e3, 1)
             return f"{v + 0.0:6.1f} ms"
 
-        lines.append(f"  decode passes              {part(0)} "
-                     f"(gap {ms(self.decode_gap)}{batch})")
-        lines.append(f"  passes with prompt chunks  {part(1)} "
-                     f"({self.chunk_share:.0%} of the gaps, gap {ms(self.chunk_gap)})")
-        lines.append(f"  on the way to the client   {part(2)} "
-                     f"(each token read {ms(self.to_client)} after the server made it)")
+        lines.append(f"  decode passes              {part(0)} (gap {ms(self.decode_gap)}{batch})")
+        lines.append(
+            f"  passes with prompt chunks  {part(1)} "
+            f"({self.chunk_share:.0%} of the gaps, gap {ms(self.chunk_gap)})"
+        )
+        lines.append(
+            f"  on the way to the client   {part(2)} "
+            f"(each token read {ms(self.to_client)} after the server made it)"
+        )
         if self.client_cores is not None:
-            server = f", the server {self.server_cores:.2f}" \
-                if self.server_cores is not None else ""
+            server = (
+                f", the server {self.server_cores:.2f}" if self.server_cores is not None else ""
+            )
             lines.append(f"  cores kept busy: the client {self.client_cores:.2f}{server}")
         return "\n".join(lines)
 
 
-def itl_breakdown(requests: Sequence[RequestRecord], schedule: Any, load: str = "",
-                  client_cores: Optional[float] = None,
-                  server_cores: Optional[float] = None) -> ITLBreakdown:
+def itl_breakdown(
+    requests: Sequence[RequestRecord],
+    schedule: Any,
+    load: str = "",
+    client_cores: Optional[float] = None,
+    server_cores: Optional[float] = None,
+) -> ITLBreakdown:
     """Take a run's ITL apart (see `ITLBreakdown`): `requests` with server timing and the
     `schedule` (a `viz.serve.Schedule`) the same server recorded over the run."""
     import numpy as np
 
     if schedule is None:
-        raise ValueError("this run has no scheduler record: run it on "
-                         "EmbeddedServer(record=True) to take its ITL apart")
+        raise ValueError(
+            "this run has no scheduler record: run it on "
+            "EmbeddedServer(record=True) to take its ITL apart"
+        )
     producing: dict[str, list[Any]] = {}  # request id → the passes that gave it a token
     for step in schedule.steps:
         for e in step.batch:
@@ -505,19 +575,31 @@ def itl_breakdown(requests: Sequence[RequestRecord], schedule: Any, load: str = 
                 decode.append(b - a)
                 batch.append(len(step.batch))
     if not counted:
-        raise ValueError("no completed request of two tokens or more whose every token the "
-                         "client read as one chunk and the server's record covers")
+        raise ValueError(
+            "no completed request of two tokens or more whose every token the "
+            "client read as one chunk and the server's record covers"
+        )
     gaps = decode + chunk
     mean_gap, mean_decode = float(np.mean(gaps)), float(np.mean(decode)) if decode else 0.0
-    parts = {ITL_PARTS[0]: mean_decode, ITL_PARTS[1]: mean_gap - mean_decode,
-             ITL_PARTS[2]: float(np.mean(client)) - mean_gap}
+    parts = {
+        ITL_PARTS[0]: mean_decode,
+        ITL_PARTS[1]: mean_gap - mean_decode,
+        ITL_PARTS[2]: float(np.mean(client)) - mean_gap,
+    }
     return ITLBreakdown(
-        load=load, requests=counted, completed=len(done), itl=Spread.of(client),
+        load=load,
+        requests=counted,
+        completed=len(done),
+        itl=Spread.of(client),
         decode_gap=Spread.of(decode) if decode else None,
         decode_batch=float(np.median(batch)) if batch else None,
-        chunk_gap=Spread.of(chunk) if chunk else None, chunk_share=len(chunk) / len(gaps),
-        to_client=Spread.of(lag), parts_s=parts,
-        client_cores=client_cores, server_cores=server_cores)
+        chunk_gap=Spread.of(chunk) if chunk else None,
+        chunk_share=len(chunk) / len(gaps),
+        to_client=Spread.of(lag),
+        parts_s=parts,
+        client_cores=client_cores,
+        server_cores=server_cores,
+    )
 
 
 def decode_pass_time(schedule: Any, batch_size: int) -> Spread:
@@ -526,13 +608,17 @@ def decode_pass_time(schedule: Any, batch_size: int) -> Spread:
     waits between two tokens, as `ITLBreakdown`'s decode gaps): median and middle half.
     Lesson 09 compares it with lesson 06's decode step."""
     steps = schedule.steps
-    gaps = [b.end_s - a.end_s for a, b in zip(steps, steps[1:])
-            if len(b.batch) == batch_size and all(e.phase == "decode" for e in b.batch)]
+    gaps = [
+        b.end_s - a.end_s
+        for a, b in zip(steps, steps[1:])
+        if len(b.batch) == batch_size and all(e.phase == "decode" for e in b.batch)
+    ]
     if not gaps:
-        raise ValueError(f"no pass of this schedule decodes exactly {batch_size} requests and "
-                         "nothing else: record one with that many requests decoding together")
+        raise ValueError(
+            f"no pass of this schedule decodes exactly {batch_size} requests and "
+            "nothing else: record one with that many requests decoding together"
+        )
     return Spread.of(gaps)
 
 
 # ---- a measured ratio put in one of a few ranges: `viz.spread.band` (re-exported here) ---------
-

@@ -84,10 +84,12 @@ class PrefixSharing(Document):
 
     def text(self) -> str:
         on, off = self.median_first_token_s(True), self.median_first_token_s(False)
-        return (f"hit rate {self.hit_rate(self.on):.0%} with sharing, "
-                f"{self.hit_rate(self.off):.0%} without; engine time to first token of the "
-                f"later requests {on * 1e3:.0f} ms vs {off * 1e3:.0f} ms "
-                f"(×{off / on:.1f}); same tokens both ways: {self.same_tokens}")
+        return (
+            f"hit rate {self.hit_rate(self.on):.0%} with sharing, "
+            f"{self.hit_rate(self.off):.0%} without; engine time to first token of the "
+            f"later requests {on * 1e3:.0f} ms vs {off * 1e3:.0f} ms "
+            f"(×{off / on:.1f}); same tokens both ways: {self.same_tokens}"
+        )
 
 
 def request_prefixes(schedule: Schedule) -> list[RequestPrefix]:
@@ -101,34 +103,55 @@ def request_prefixes(schedule: Schedule) -> list[RequestPrefix]:
         done = next((s for s, e in steps if e.new_token), None)
         if done is None:
             continue
-        rows.append(RequestPrefix(request_id=rid,
-                                  prompt_tokens=schedule.prompt_tokens[rid],
-                                  reused_tokens=first_entry.cached_tokens,
-                                  first_token_s=done.end_s - first_step.start_s))
+        rows.append(
+            RequestPrefix(
+                request_id=rid,
+                prompt_tokens=schedule.prompt_tokens[rid],
+                reused_tokens=first_entry.cached_tokens,
+                first_token_s=done.end_s - first_step.start_s,
+            )
+        )
     return rows
 
 
-def measure_prefix_sharing(model: Any, prompts: list[list[int]], *, max_new_tokens: int = 4,
-                           page_size: int = 16, num_blocks: int = 128,
-                           max_batch_tokens: int = 256) -> PrefixSharing:
+def measure_prefix_sharing(
+    model: Any,
+    prompts: list[list[int]],
+    *,
+    max_new_tokens: int = 4,
+    page_size: int = 16,
+    num_blocks: int = 128,
+    max_batch_tokens: int = 256,
+) -> PrefixSharing:
     """Send `prompts` (token ids) one at a time through transformers' continuous batching,
     with block sharing on and then off; see the module docstring. Greedy; the first request
     warms the engine up in both runs, so compare the later ones."""
     if len(prompts) < 2:
-        raise ValueError("measure_prefix_sharing needs two prompts or more: the first finds "
-                         "nothing to share")
+        raise ValueError(
+            "measure_prefix_sharing needs two prompts or more: the first finds nothing to share"
+        )
     results = {}
     outputs = {}
     for sharing in (True, False):
-        schedule, out = record_schedule(model, prompts, max_new_tokens=max_new_tokens,
-                                        page_size=page_size, num_blocks=num_blocks,
-                                        max_batch_tokens=max_batch_tokens, one_at_a_time=True,
-                                        prefix_sharing=sharing)
+        schedule, out = record_schedule(
+            model,
+            prompts,
+            max_new_tokens=max_new_tokens,
+            page_size=page_size,
+            num_blocks=num_blocks,
+            max_batch_tokens=max_batch_tokens,
+            one_at_a_time=True,
+            prefix_sharing=sharing,
+        )
         results[sharing] = request_prefixes(schedule)
         outputs[sharing] = out
-    return PrefixSharing(page_size=page_size, on=results[True], off=results[False],
-                         same_tokens=outputs[True] == outputs[False],
-                         environment=_environment(model))
+    return PrefixSharing(
+        page_size=page_size,
+        on=results[True],
+        off=results[False],
+        same_tokens=outputs[True] == outputs[False],
+        environment=_environment(model),
+    )
 
 
 def _environment(model: Any) -> Environment:
@@ -138,5 +161,8 @@ def _environment(model: Any) -> Environment:
     from viz.runtime import dtype_name, environment
 
     dtype = getattr(model, "dtype", None)
-    return environment(torch.device(getattr(model, "device", "cpu")),
-                       dtype_name(dtype) if dtype is not None else "", source=PREFIX_SOURCE)
+    return environment(
+        torch.device(getattr(model, "device", "cpu")),
+        dtype_name(dtype) if dtype is not None else "",
+        source=PREFIX_SOURCE,
+    )

@@ -30,8 +30,14 @@ from typing import Any, Callable, Optional
 
 from viz import checks
 from viz.compat import Patches
-from viz.serve.scheduler import (Schedule, UnsupportedTransformers, check_transformers_version,
-                                 now, schedule_from_lines, supported_range)
+from viz.serve.scheduler import (
+    Schedule,
+    UnsupportedTransformers,
+    check_transformers_version,
+    now,
+    schedule_from_lines,
+    supported_range,
+)
 
 # ---- the step recorder --------------------------------------------------------------------------
 _INSTALLED: dict[str, Any] = {}  # one recorder / probe per process (they patch classes)
@@ -59,11 +65,14 @@ def cache_header(cache) -> dict[str, Any]:
     import transformers
 
     a = _allocator(cache)
-    return {"page_size": int(a.tokens_per_page), "total_pages": int(a.num_blocks),
-            "first_page": int(cache.pool.num_reserved_sectors * a.blocks_per_sector),
-            "bytes_per_page": int(a.bytes_per_block),
-            "max_batch_tokens": int(cache.max_batch_tokens),
-            "transformers_version": transformers.__version__}
+    return {
+        "page_size": int(a.tokens_per_page),
+        "total_pages": int(a.num_blocks),
+        "first_page": int(cache.pool.num_reserved_sectors * a.blocks_per_sector),
+        "bytes_per_page": int(a.bytes_per_block),
+        "max_batch_tokens": int(cache.max_batch_tokens),
+        "transformers_version": transformers.__version__,
+    }
 
 
 def _snapshot(processor, status) -> dict[str, Any]:
@@ -74,23 +83,31 @@ def _snapshot(processor, status) -> dict[str, Any]:
     for fs in processor.inputs_and_outputs.requests_in_batch:
         st = fs.state
         q = int(fs.query_length)
-        batch.append({"request_id": st.request_id,
-                      "phase": "decode" if st.generated_len() > 0 else "prefill",
-                      "query_tokens": q, "cached_tokens": int(st.position_offset) - q,
-                      "new_token": bool(fs.has_new_token),
-                      "pages": [int(b) for b in a.block_table.get(st.request_id, [])]})
+        batch.append(
+            {
+                "request_id": st.request_id,
+                "phase": "decode" if st.generated_len() > 0 else "prefill",
+                "query_tokens": q,
+                "cached_tokens": int(st.position_offset) - q,
+                "new_token": bool(fs.has_new_token),
+                "pages": [int(b) for b in a.block_table.get(st.request_id, [])],
+            }
+        )
         prompt_tokens[st.request_id] = len(st.initial_tokens)
     in_batch = {e["request_id"] for e in batch}
     pool = cache.pool
     free = pool.count_free_blocks(a.index) + pool.num_free_sectors * a.blocks_per_sector
     for rid, st in scheduler.waiting_requests.items():
         prompt_tokens[rid] = len(st.initial_tokens)
-    return {"batch": batch, "waiting": list(scheduler.waiting_requests),
-            "held": [r for r in scheduler.active_requests if r not in in_batch],
-            "free_pages": int(free), "cached_pages": len(a.ledger.cached_blocks),
-            "shared_pages": sorted(int(b) for b, n in a.ledger.shared_ref_counts.items()
-                                   if n >= 2),
-            "prompt_tokens": prompt_tokens}
+    return {
+        "batch": batch,
+        "waiting": list(scheduler.waiting_requests),
+        "held": [r for r in scheduler.active_requests if r not in in_batch],
+        "free_pages": int(free),
+        "cached_pages": len(a.ledger.cached_blocks),
+        "shared_pages": sorted(int(b) for b, n in a.ledger.shared_ref_counts.items() if n >= 2),
+        "prompt_tokens": prompt_tokens,
+    }
 
 
 class StepRecorder:
@@ -120,11 +137,14 @@ class StepRecorder:
             if not callable(getattr(proc_cls, name, None)):
                 raise UnsupportedTransformers(
                     f"transformers' ContinuousBatchProcessor has no {name}(): its internals "
-                    f"moved; this recorder supports transformers {supported_range()}")
+                    f"moved; this recorder supports transformers {supported_range()}"
+                )
         with _LOCK:
             if "steps" in _INSTALLED:
-                raise RuntimeError("a StepRecorder is already recording in this process: "
-                                   "remove it first (leave its `with` block)")
+                raise RuntimeError(
+                    "a StepRecorder is already recording in this process: "
+                    "remove it first (leave its `with` block)"
+                )
             _INSTALLED["steps"] = self
         recorder = self
         prepare, update = proc_cls.prepare_next_batch, proc_cls.update_batch
@@ -150,7 +170,8 @@ class StepRecorder:
                 raise UnsupportedTransformers(
                     "async batching (CUDA graphs with double buffering) hands out a step's "
                     "tokens one pass late: start the server with --no-cb-use-cuda-graph to "
-                    "record its steps")
+                    "record its steps"
+                )
             if self.header is None:
                 self.header = cache_header(proc.cache)
             snap = _snapshot(proc, status)
@@ -167,8 +188,7 @@ class StepRecorder:
         proc._viz_step = None
         snap["end"] = now()
         active = proc.scheduler.active_requests
-        snap["finished"] = [e["request_id"] for e in snap["batch"]
-                            if e["request_id"] not in active]
+        snap["finished"] = [e["request_id"] for e in snap["batch"] if e["request_id"] not in active]
         snap["header"] = self.header
         self.lines.append(snap)
         if self.sink is not None:
@@ -194,18 +214,28 @@ class StepRecorder:
     def schedule(self, origin: Optional[float] = None, label: str = "") -> Schedule:
         """The steps recorded so far; times from `origin` (default: the first step's start)."""
         if not self.lines or self.header is None:
-            raise ValueError("no continuous-batching step was recorded: send requests through "
-                             "model.init_continuous_batching() (or generate_batch) while the "
-                             "recorder is installed" + (f"; recorder error: {self.error}"
-                                                        if self.error else ""))
+            raise ValueError(
+                "no continuous-batching step was recorded: send requests through "
+                "model.init_continuous_batching() (or generate_batch) while the "
+                "recorder is installed" + (f"; recorder error: {self.error}" if self.error else "")
+            )
         origin = self.lines[0]["start"] if origin is None else origin
         return schedule_from_lines(self.header, self.lines, origin, label)
 
 
-def record_schedule(model: Any, prompts: list[list[int]], *, max_new_tokens: int = 16,
-                    page_size: int = 16, num_blocks: int = 64, max_batch_tokens: int = 64,
-                    arrive_every_steps: int = 0, one_at_a_time: bool = False,
-                    prefix_sharing: bool = True, label: str = "") -> tuple[Schedule, dict]:
+def record_schedule(
+    model: Any,
+    prompts: list[list[int]],
+    *,
+    max_new_tokens: int = 16,
+    page_size: int = 16,
+    num_blocks: int = 64,
+    max_batch_tokens: int = 64,
+    arrive_every_steps: int = 0,
+    one_at_a_time: bool = False,
+    prefix_sharing: bool = True,
+    label: str = "",
+) -> tuple[Schedule, dict]:
     """Run token-id prompts through transformers' continuous batching in this process,
     recording every step. Returns (schedule, {request id: generated token ids}).
 
@@ -219,8 +249,9 @@ def record_schedule(model: Any, prompts: list[list[int]], *, max_new_tokens: int
     pages already in the cache shares them instead of recomputing them (lesson 11).
     Greedy decoding; no EOS stop (every request makes max_new_tokens tokens). Lesson 09.
     """
-    gen, cfg = _engine_configs(prompts, max_new_tokens, page_size, num_blocks,
-                               max_batch_tokens, prefix_sharing)
+    gen, cfg = _engine_configs(
+        prompts, max_new_tokens, page_size, num_blocks, max_batch_tokens, prefix_sharing
+    )
     outputs: dict[str, list[int]] = {}
     # Arrivals every k steps, exactly: at the k-th step the engine's thread waits (in the
     # recorder's sink, after recording the step) until the next request is added, so it joins
@@ -236,16 +267,18 @@ def record_schedule(model: Any, prompts: list[list[int]], *, max_new_tokens: int
             added.wait(timeout=60)
 
     with StepRecorder(sink=gate if arrive_every_steps else None) as rec:
-        manager = model.init_continuous_batching(generation_config=gen,
-                                                 continuous_batching_config=cfg)
+        manager = model.init_continuous_batching(
+            generation_config=gen, continuous_batching_config=cfg
+        )
         manager.start()
         try:
             pending = list(enumerate(prompts))
             ids = []
             while pending:
                 i, p = pending.pop(0)
-                ids.append(manager.add_request(p, request_id=f"req_{i}",
-                                               max_new_tokens=max_new_tokens))
+                ids.append(
+                    manager.add_request(p, request_id=f"req_{i}", max_new_tokens=max_new_tokens)
+                )
                 added.set()  # the engine, if it waits at the gate, goes on with this request
                 if one_at_a_time:
                     _collect(manager, outputs, len(ids), deadline=now() + 600)
@@ -254,8 +287,7 @@ def record_schedule(model: Any, prompts: list[list[int]], *, max_new_tokens: int
                     added.clear()
                     target[0] = len(rec.lines) + arrive_every_steps
                     deadline = now() + 120
-                    while not reached.wait(0.01) and now() < deadline \
-                            and manager.is_running():
+                    while not reached.wait(0.01) and now() < deadline and manager.is_running():
                         pass
                     target[0] = None
             _collect(manager, outputs, len(ids), deadline=now() + 600)
@@ -264,29 +296,44 @@ def record_schedule(model: Any, prompts: list[list[int]], *, max_new_tokens: int
             added.set()  # never leave the engine waiting at the gate
             manager.stop(block=True, timeout=10)
     if len(outputs) < len(prompts):
-        raise RuntimeError(f"only {len(outputs)} of {len(prompts)} requests finished"
-                           + (f" (recorder: {rec.error})" if rec.error else ""))
+        raise RuntimeError(
+            f"only {len(outputs)} of {len(prompts)} requests finished"
+            + (f" (recorder: {rec.error})" if rec.error else "")
+        )
     return rec.schedule(label=label), outputs
 
 
-def _engine_configs(prompts: list[list[int]], max_new_tokens: int, page_size: int,
-                    num_blocks: int, max_batch_tokens: int,
-                    prefix_sharing: bool) -> tuple[Any, Any]:
+def _engine_configs(
+    prompts: list[list[int]],
+    max_new_tokens: int,
+    page_size: int,
+    num_blocks: int,
+    max_batch_tokens: int,
+    prefix_sharing: bool,
+) -> tuple[Any, Any]:
     """`record_schedule`'s arguments checked, and the engine's (generation config, continuous
     batching config): greedy, no EOS stop, no CUDA graphs, steps run one after another."""
     from transformers import ContinuousBatchingConfig, GenerationConfig
 
     if not prompts or any(not p for p in prompts):
         raise ValueError("prompts must be a non-empty list of non-empty token-id lists")
-    for name, v in (("max_new_tokens", max_new_tokens), ("page_size", page_size),
-                    ("num_blocks", num_blocks), ("max_batch_tokens", max_batch_tokens)):
+    for name, v in (
+        ("max_new_tokens", max_new_tokens),
+        ("page_size", page_size),
+        ("num_blocks", num_blocks),
+        ("max_batch_tokens", max_batch_tokens),
+    ):
         checks.whole(name, v, 1)
     check_transformers_version()
     gen = GenerationConfig(do_sample=False, max_new_tokens=max_new_tokens, eos_token_id=-1)
-    return gen, ContinuousBatchingConfig(page_size=page_size, num_blocks=num_blocks,
-                                         max_batch_tokens=max_batch_tokens,
-                                         use_async_batching=False, use_cuda_graph=False,
-                                         allow_block_sharing=bool(prefix_sharing))
+    return gen, ContinuousBatchingConfig(
+        page_size=page_size,
+        num_blocks=num_blocks,
+        max_batch_tokens=max_batch_tokens,
+        use_async_batching=False,
+        use_cuda_graph=False,
+        allow_block_sharing=bool(prefix_sharing),
+    )
 
 
 def _collect(manager, outputs: dict[str, list[int]], count: int, deadline: float) -> None:
@@ -349,7 +396,8 @@ class RequestProbe:
         if "record_timestamps" not in params.parameters:
             raise UnsupportedTransformers(
                 "ContinuousBatchingManager.add_request takes no record_timestamps: its "
-                f"internals moved; the probe supports transformers {supported_range()}")
+                f"internals moved; the probe supports transformers {supported_range()}"
+            )
 
         def add_request_timed(manager, *args, **kwargs):
             bound = params.bind(manager, *args, **kwargs)
@@ -359,13 +407,18 @@ class RequestProbe:
         def done(output) -> None:
             if output.is_finished():
                 started, finished = output.lifespan
-                probe._emit({"id": output.request_id, "received": output.created_time,
-                             "started": started if started > 0 else None,
-                             "finished": finished if finished > 0 else None,
-                             "tokens": list(output.timestamps or []),
-                             "prompt_tokens": len(output.prompt_ids),
-                             "output_tokens": len(output.generated_tokens),
-                             "error": output.error})
+                probe._emit(
+                    {
+                        "id": output.request_id,
+                        "received": output.created_time,
+                        "started": started if started > 0 else None,
+                        "finished": finished if finished > 0 else None,
+                        "tokens": list(output.timestamps or []),
+                        "prompt_tokens": len(output.prompt_ids),
+                        "output_tokens": len(output.generated_tokens),
+                        "error": output.error,
+                    }
+                )
 
         deliver, deliver_batch = router_cls.deliver, router_cls.deliver_batch
 
@@ -387,19 +440,34 @@ class RequestProbe:
         carries the prompt (generation begins), each later call one new token."""
         probe = self
         gm, streamer_cls = serving.GenerateManager, serving.DirectStreamer
-        gen_stream, s_init, s_put, s_end = (gm.generate_streaming, streamer_cls.__init__,
-                                            streamer_cls.put, streamer_cls.end)
+        gen_stream, s_init, s_put, s_end = (
+            gm.generate_streaming,
+            streamer_cls.__init__,
+            streamer_cls.put,
+            streamer_cls.end,
+        )
 
-        def generate_streaming(manager, model, processor, inputs, gen_config, request_id,
-                               *args, **kwargs):
+        def generate_streaming(
+            manager, model, processor, inputs, gen_config, request_id, *args, **kwargs
+        ):
             ids = inputs["input_ids"]
             n = int(ids.shape[-1]) if hasattr(ids, "shape") else len(ids)
-            token = _CURRENT.set({"id": request_id, "received": now(), "started": None,
-                                  "tokens": [], "finished": None, "prompt_tokens": n,
-                                  "output_tokens": 0, "error": None})
+            token = _CURRENT.set(
+                {
+                    "id": request_id,
+                    "received": now(),
+                    "started": None,
+                    "tokens": [],
+                    "finished": None,
+                    "prompt_tokens": n,
+                    "output_tokens": 0,
+                    "error": None,
+                }
+            )
             try:
-                return gen_stream(manager, model, processor, inputs, gen_config, request_id,
-                                  *args, **kwargs)
+                return gen_stream(
+                    manager, model, processor, inputs, gen_config, request_id, *args, **kwargs
+                )
             finally:
                 _CURRENT.reset(token)
 

@@ -29,8 +29,7 @@ class ServerHandle(Protocol):
         ...
 
     @property
-    def alive(self) -> bool:
-        ...
+    def alive(self) -> bool: ...
 
     def failure_note(self, short: bool = False) -> str:
         """For an error message: whether it still runs, and its log."""
@@ -44,8 +43,13 @@ class ServerHandle(Protocol):
     def server_timings(self) -> dict[str, dict[str, Any]]:
         """request id → its own timestamps ({} when it records none)."""
 
-    def schedule(self, start: Optional[float] = None, end: Optional[float] = None,
-                 origin: Optional[float] = None, label: str = "") -> Any:
+    def schedule(
+        self,
+        start: Optional[float] = None,
+        end: Optional[float] = None,
+        origin: Optional[float] = None,
+        label: str = "",
+    ) -> Any:
         """Its scheduler's passes between start and end (None when it records none)."""
 
 

@@ -67,7 +67,8 @@ def check_transformers_version(version: Optional[str] = None) -> str:
             f"transformers {supported_range()}, but {version} is installed: install "
             f"'transformers{supported_range()}' (pip install 'transformers{supported_range()}'), "
             "or run without it (EmbeddedServer(record=False) still serves and times every "
-            "request from the client side)")
+            "request from the client side)"
+        )
     return version
 
 
@@ -120,8 +121,10 @@ class Schedule(Document):
     KIND: ClassVar[str] = "llm-inference-schedule"
     SCHEMA_VERSION: ClassVar[int] = 1
     WHAT: ClassVar[str] = "schedule"
-    AGAIN: ClassVar[str] = ("record it again with viz.serve.record_schedule(...) or a load run "
-                            "on EmbeddedServer(record=True)")
+    AGAIN: ClassVar[str] = (
+        "record it again with viz.serve.record_schedule(...) or a load run "
+        "on EmbeddedServer(record=True)"
+    )
 
     page_size: int  # tokens per KV page
     total_pages: int  # pages in the cache
@@ -144,37 +147,80 @@ class Schedule(Document):
     def between(self, start_s: float, end_s: float) -> "Schedule":
         """The steps that began within [start_s, end_s]."""
         steps = [s for s in self.steps if start_s <= s.start_s <= end_s]
-        return Schedule(self.page_size, self.total_pages, self.first_page, self.bytes_per_page,
-                        self.max_batch_tokens, steps, dict(self.prompt_tokens),
-                        self.transformers_version, self.label)
+        return Schedule(
+            self.page_size,
+            self.total_pages,
+            self.first_page,
+            self.bytes_per_page,
+            self.max_batch_tokens,
+            steps,
+            dict(self.prompt_tokens),
+            self.transformers_version,
+            self.label,
+        )
 
     def shifted(self, origin: float) -> "Schedule":
         """The same steps with times measured from `origin` (in this schedule's clock)."""
+
         def move(s: SchedulerStep) -> SchedulerStep:
-            return SchedulerStep(s.index, s.start_s - origin, s.forward_s - origin,
-                                 s.end_s - origin, s.batch, s.waiting, s.held, s.finished,
-                                 s.free_pages, s.cached_pages, s.shared_pages)
-        return Schedule(self.page_size, self.total_pages, self.first_page, self.bytes_per_page,
-                        self.max_batch_tokens, [move(s) for s in self.steps],
-                        dict(self.prompt_tokens), self.transformers_version, self.label)
+            return SchedulerStep(
+                s.index,
+                s.start_s - origin,
+                s.forward_s - origin,
+                s.end_s - origin,
+                s.batch,
+                s.waiting,
+                s.held,
+                s.finished,
+                s.free_pages,
+                s.cached_pages,
+                s.shared_pages,
+            )
+
+        return Schedule(
+            self.page_size,
+            self.total_pages,
+            self.first_page,
+            self.bytes_per_page,
+            self.max_batch_tokens,
+            [move(s) for s in self.steps],
+            dict(self.prompt_tokens),
+            self.transformers_version,
+            self.label,
+        )
 
 
-def schedule_from_lines(header: dict[str, Any], lines: list[dict[str, Any]],
-                        origin: float = 0.0, label: str = "") -> Schedule:
+def schedule_from_lines(
+    header: dict[str, Any], lines: list[dict[str, Any]], origin: float = 0.0, label: str = ""
+) -> Schedule:
     """A Schedule from the probe's JSON lines (absolute clock), with times from `origin`."""
     steps = []
     prompt_tokens: dict[str, int] = {}
     for i, d in enumerate(lines):
         prompt_tokens.update(d.get("prompt_tokens", {}))
-        steps.append(SchedulerStep(
-            index=i, start_s=d["start"] - origin, forward_s=d["forward"] - origin,
-            end_s=d["end"] - origin,
-            batch=[BatchEntry(**e) for e in d["batch"]], waiting=d["waiting"], held=d["held"],
-            finished=d["finished"], free_pages=d["free_pages"], cached_pages=d["cached_pages"],
-            shared_pages=d["shared_pages"]))
-    return Schedule(page_size=header["page_size"], total_pages=header["total_pages"],
-                    first_page=header["first_page"],
-                    bytes_per_page=header["bytes_per_page"],
-                    max_batch_tokens=header["max_batch_tokens"], steps=steps,
-                    prompt_tokens=prompt_tokens,
-                    transformers_version=header["transformers_version"], label=label)
+        steps.append(
+            SchedulerStep(
+                index=i,
+                start_s=d["start"] - origin,
+                forward_s=d["forward"] - origin,
+                end_s=d["end"] - origin,
+                batch=[BatchEntry(**e) for e in d["batch"]],
+                waiting=d["waiting"],
+                held=d["held"],
+                finished=d["finished"],
+                free_pages=d["free_pages"],
+                cached_pages=d["cached_pages"],
+                shared_pages=d["shared_pages"],
+            )
+        )
+    return Schedule(
+        page_size=header["page_size"],
+        total_pages=header["total_pages"],
+        first_page=header["first_page"],
+        bytes_per_page=header["bytes_per_page"],
+        max_batch_tokens=header["max_batch_tokens"],
+        steps=steps,
+        prompt_tokens=prompt_tokens,
+        transformers_version=header["transformers_version"],
+        label=label,
+    )

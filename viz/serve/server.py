@@ -143,13 +143,23 @@ class ManagedProcess:
     check of their own (`after_start`); a plain `start()` runs `worker_args` on `port`.
     """
 
-    def __init__(self, worker_args: list[str], *, host: str, port: int,
-                 log_path: Optional[Path] = None, env: Optional[dict[str, str]] = None,
-                 ready_path: str = "/health", startup_timeout_s: float = 180.0,
-                 what: str = "server", run_prefix: Optional[str] = None,
-                 warmup: bool = False):
-        self.run_dir: Optional[Path] = (Path(tempfile.mkdtemp(prefix=run_prefix))
-                                        if run_prefix else None)
+    def __init__(
+        self,
+        worker_args: list[str],
+        *,
+        host: str,
+        port: int,
+        log_path: Optional[Path] = None,
+        env: Optional[dict[str, str]] = None,
+        ready_path: str = "/health",
+        startup_timeout_s: float = 180.0,
+        what: str = "server",
+        run_prefix: Optional[str] = None,
+        warmup: bool = False,
+    ):
+        self.run_dir: Optional[Path] = (
+            Path(tempfile.mkdtemp(prefix=run_prefix)) if run_prefix else None
+        )
         if log_path is None:
             if self.run_dir is None:
                 raise ValueError("give log_path, or run_prefix for a run folder to hold the log")
@@ -203,10 +213,14 @@ class ManagedProcess:
         if self.alive:
             return f" [the {self.what} is still running; its log: {self.log_path}]"
         if short:
-            return (f" [the {self.what} process has exited (code {self.returncode}); its log: "
-                    f"{self.log_path}]")
-        return (f" [the {self.what} process has exited (code {self.returncode}); its log, "
-                f"{self.log_path}, ends with:\n{self.log_tail(8)}]")
+            return (
+                f" [the {self.what} process has exited (code {self.returncode}); its log: "
+                f"{self.log_path}]"
+            )
+        return (
+            f" [the {self.what} process has exited (code {self.returncode}); its log, "
+            f"{self.log_path}, ends with:\n{self.log_tail(8)}]"
+        )
 
     # ---- life cycle ---------------------------------------------------------------------
     def launch(self, worker_args: Callable[[], list[str]]) -> "ManagedProcess":
@@ -254,13 +268,24 @@ class ManagedProcess:
         self.failed = False  # a new try (an earlier one may have met a taken port)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "ab")
-        cmd = [sys.executable, "-m", "viz.serve.worker", "--parent-pid", str(os.getpid()),
-               *self.worker_args]
+        cmd = [
+            sys.executable,
+            "-m",
+            "viz.serve.worker",
+            "--parent-pid",
+            str(os.getpid()),
+            *self.worker_args,
+        ]
         self._log.write(f"$ {' '.join(cmd)}\n".encode())
         self._log.flush()
-        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, env=self.env,
-                                     start_new_session=True)  # its own process group
+        self.proc = subprocess.Popen(
+            cmd,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=self.env,
+            start_new_session=True,
+        )  # its own process group
         self._finalizer = weakref.finalize(self, _kill_group, self.proc.pid)
         _LIVE.add(self)
         with self._stopped_on_failure():
@@ -275,11 +300,16 @@ class ManagedProcess:
             if code is not None:
                 tail = self.log_tail()
                 taken = "address already in use" in tail.lower()
-                hint = (f" (port {self.port} is taken: choose another port, or leave port=None)"
-                        if taken else "")
+                hint = (
+                    f" (port {self.port} is taken: choose another port, or leave port=None)"
+                    if taken
+                    else ""
+                )
                 raise (PortTaken if taken else ServeError)(
                     f"the {self.what} exited with code {code} while starting{hint}; the end of "
-                    f"its log ({self.log_path}):\n{tail}", "server")
+                    f"its log ({self.log_path}):\n{tail}",
+                    "server",
+                )
             try:
                 with urllib.request.urlopen(url, timeout=2) as r:
                     if r.status == 200:
@@ -287,9 +317,12 @@ class ManagedProcess:
             except (urllib.error.URLError, OSError, ValueError):
                 pass
             if time.monotonic() > deadline:
-                raise ServeError(f"the {self.what} did not answer {url} within "
-                                 f"{self.startup_timeout_s:g} s: the machine may be busy (raise "
-                                 f"startup_timeout_s); its log is {self.log_path}", "timeout")
+                raise ServeError(
+                    f"the {self.what} did not answer {url} within "
+                    f"{self.startup_timeout_s:g} s: the machine may be busy (raise "
+                    f"startup_timeout_s); its log is {self.log_path}",
+                    "timeout",
+                )
             time.sleep(0.2)
 
     def stop(self, timeout_s: float = 10.0) -> None:
@@ -356,8 +389,13 @@ class ManagedProcess:
     def server_timings(self) -> dict[str, dict[str, Any]]:
         return {}
 
-    def schedule(self, start: Optional[float] = None, end: Optional[float] = None,
-                 origin: Optional[float] = None, label: str = "") -> Optional[Schedule]:
+    def schedule(
+        self,
+        start: Optional[float] = None,
+        end: Optional[float] = None,
+        origin: Optional[float] = None,
+        label: str = "",
+    ) -> Optional[Schedule]:
         return None
 
 
@@ -400,12 +438,24 @@ class EmbeddedServer(ManagedProcess):
     warmup: send one short request once ready (continuous batching sets itself up then).
     """
 
-    def __init__(self, model: Optional[str] = None, *, continuous_batching: bool = True,
-                 device: str = "cpu", dtype: str = "float32", page_size: int = PAGE_SIZE,
-                 num_pages: int = NUM_PAGES, max_batch_tokens: int = MAX_BATCH_TOKENS,
-                 host: str = "127.0.0.1", port: Optional[int] = None, record: bool = False,
-                 warmup: bool = True, log_path: Optional[str] = None,
-                 startup_timeout_s: float = 180.0, allow_remote: bool = False):
+    def __init__(
+        self,
+        model: Optional[str] = None,
+        *,
+        continuous_batching: bool = True,
+        device: str = "cpu",
+        dtype: str = "float32",
+        page_size: int = PAGE_SIZE,
+        num_pages: int = NUM_PAGES,
+        max_batch_tokens: int = MAX_BATCH_TOKENS,
+        host: str = "127.0.0.1",
+        port: Optional[int] = None,
+        record: bool = False,
+        warmup: bool = True,
+        log_path: Optional[str] = None,
+        startup_timeout_s: float = 180.0,
+        allow_remote: bool = False,
+    ):
         from viz import default_model
 
         if model is None:
@@ -414,36 +464,50 @@ class EmbeddedServer(ManagedProcess):
         else:
             folder = Path(str(model)).expanduser()
             if not (folder / "config.json").is_file():
-                raise ServeError(f"unknown model {model!r}: the embedded server runs offline "
-                                 "and needs a local transformers model folder (with "
-                                 "config.json); leave model out for the default model")
+                raise ServeError(
+                    f"unknown model {model!r}: the embedded server runs offline "
+                    "and needs a local transformers model folder (with "
+                    "config.json); leave model out for the default model"
+                )
             name = folder.name
         checks.one_of("dtype", dtype, DTYPES, error=ServeError)
         if not isinstance(device, str) or not re.fullmatch(r"auto|cpu|cuda(:\d+)?|mps", device):
-            raise ServeError(f"device must be 'cpu', 'cuda', 'cuda:N', 'mps' or 'auto', "
-                             f"not {device!r}")
+            raise ServeError(
+                f"device must be 'cpu', 'cuda', 'cuda:N', 'mps' or 'auto', not {device!r}"
+            )
         if device.startswith("cuda") or device == "mps":
             from viz.runtime import resolve_device
 
             resolve_device(device.split(":")[0])  # ValueError if it is not on this machine
-        for label, v in (("page_size", page_size), ("num_pages", num_pages),
-                         ("max_batch_tokens", max_batch_tokens)):
+        for label, v in (
+            ("page_size", page_size),
+            ("num_pages", num_pages),
+            ("max_batch_tokens", max_batch_tokens),
+        ):
             checks.whole(label, v, 1, error=ServeError)
         if page_size < 4:
             raise ServeError("page_size must be at least 4 tokens (transformers' minimum)")
         if not allow_remote and not is_loopback(host):
-            raise ServeError(f"refusing to listen on {host}: the embedded server is for this "
-                             "machine (127.0.0.1); pass allow_remote=True to expose it")
+            raise ServeError(
+                f"refusing to listen on {host}: the embedded server is for this "
+                "machine (127.0.0.1); pass allow_remote=True to expose it"
+            )
         self.model_folder, self.model_name = Path(folder), name
         self.continuous_batching = bool(continuous_batching)
         self.device, self.dtype = device, dtype
         self.page_size, self.num_pages = page_size, num_pages
         self.max_batch_tokens = max_batch_tokens
         self.record = bool(record)
-        super().__init__([], host=host, port=port or 0,
-                         log_path=Path(log_path) if log_path else None,
-                         startup_timeout_s=startup_timeout_s, what="transformers server",
-                         run_prefix="viz-serve-", warmup=warmup)
+        super().__init__(
+            [],
+            host=host,
+            port=port or 0,
+            log_path=Path(log_path) if log_path else None,
+            startup_timeout_s=startup_timeout_s,
+            what="transformers server",
+            run_prefix="viz-serve-",
+            warmup=warmup,
+        )
         # the probes' files, in the run folder beside the log
         self.record_dir = self.run_dir / "record" if self.record else None
 
@@ -458,28 +522,52 @@ class EmbeddedServer(ManagedProcess):
         """Continuous batching's memory and step budget, in words ("" without it)."""
         if not self.continuous_batching:
             return ""
-        return (f"pages of {self.page_size} tokens × {self.num_pages}, "
-                f"{self.max_batch_tokens} tokens per step")
+        return (
+            f"pages of {self.page_size} tokens × {self.num_pages}, "
+            f"{self.max_batch_tokens} tokens per step"
+        )
 
     def info(self) -> ServerInfo:
         import transformers
 
         cb = self.continuous_batching
-        return ServerInfo(software=f"transformers serve {transformers.__version__}",
-                          model=self.model_name, continuous_batching=cb, device=self.device,
-                          dtype=self.dtype, page_size=self.page_size if cb else None,
-                          num_pages=self.num_pages if cb else None,
-                          max_batch_tokens=self.max_batch_tokens if cb else None,
-                          recorded=self.record, cpu=cpu_name(), cpu_features=cpu_features())
+        return ServerInfo(
+            software=f"transformers serve {transformers.__version__}",
+            model=self.model_name,
+            continuous_batching=cb,
+            device=self.device,
+            dtype=self.dtype,
+            page_size=self.page_size if cb else None,
+            num_pages=self.num_pages if cb else None,
+            max_batch_tokens=self.max_batch_tokens if cb else None,
+            recorded=self.record,
+            cpu=cpu_name(),
+            cpu_features=cpu_features(),
+        )
 
     def command(self) -> list[str]:
         """The `transformers serve` arguments (what you would type after `transformers serve`)."""
-        args = [str(self.model_folder), "--device", self.device, "--dtype", self.dtype,
-                "--host", self.host, "--port", str(self.port)]
+        args = [
+            str(self.model_folder),
+            "--device",
+            self.device,
+            "--dtype",
+            self.dtype,
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+        ]
         if self.continuous_batching:
-            args += ["--continuous-batching", "--cb-block-size", str(self.page_size),
-                     "--cb-num-blocks", str(self.num_pages),
-                     "--cb-max-batch-tokens", str(self.max_batch_tokens)]
+            args += [
+                "--continuous-batching",
+                "--cb-block-size",
+                str(self.page_size),
+                "--cb-num-blocks",
+                str(self.num_pages),
+                "--cb-max-batch-tokens",
+                str(self.max_batch_tokens),
+            ]
         return args
 
     def __repr__(self) -> str:
@@ -491,9 +579,14 @@ class EmbeddedServer(ManagedProcess):
     def start(self) -> "EmbeddedServer":
         if self.alive:
             return self
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-               "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false",
-               "PYTHONUNBUFFERED": "1"}
+        env = {
+            **os.environ,
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "HF_HUB_DISABLE_TELEMETRY": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            "PYTHONUNBUFFERED": "1",
+        }
         # torch's CPU threads sleep instead of spinning while they wait (see the docstring)
         env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         self.env = env
@@ -506,8 +599,11 @@ class EmbeddedServer(ManagedProcess):
         with urllib.request.urlopen(self.root_url + "/v1/models", timeout=10) as r:
             ids = [m.get("id") for m in json.loads(r.read()).get("data", [])]
         if str(self.model_folder) not in ids:
-            raise ServeError(f"the server started but lists {ids}, not {self.model_folder}: "
-                             f"see its log {self.log_path}", "server")
+            raise ServeError(
+                f"the server started but lists {ids}, not {self.model_folder}: "
+                f"see its log {self.log_path}",
+                "server",
+            )
         super().after_start()
 
     # ---- what the server recorded (record=True) -------------------------------------------
@@ -517,23 +613,31 @@ class EmbeddedServer(ManagedProcess):
             return {}
         return {d["id"]: d for d in read_json_lines(self.record_dir / "requests.jsonl")}
 
-    def schedule(self, start: Optional[float] = None, end: Optional[float] = None,
-                 origin: Optional[float] = None, label: str = "") -> Optional[Schedule]:
+    def schedule(
+        self,
+        start: Optional[float] = None,
+        end: Optional[float] = None,
+        origin: Optional[float] = None,
+        label: str = "",
+    ) -> Optional[Schedule]:
         """The scheduler steps the server recorded between `start` and `end` (absolute
         monotonic clock), timed from `origin`; None if nothing was recorded."""
         if self.record_dir is None:
             return None
         lines = read_json_lines(self.record_dir / "steps.jsonl")
-        lines = [d for d in lines if (start is None or d["start"] >= start)
-                 and (end is None or d["start"] <= end)]
+        lines = [
+            d
+            for d in lines
+            if (start is None or d["start"] >= start) and (end is None or d["start"] <= end)
+        ]
         if not lines:
             return None
-        return schedule_from_lines(lines[0]["header"], lines,
-                                   origin if origin is not None else lines[0]["start"], label)
+        return schedule_from_lines(
+            lines[0]["header"], lines, origin if origin is not None else lines[0]["start"], label
+        )
 
 
 def serve(model: Optional[str] = None, **kwargs) -> EmbeddedServer:
     """Start an `EmbeddedServer` and return it, running (stop it with `.stop()`, or use
     `with EmbeddedServer(...) as server:`). Lesson 09."""
     return EmbeddedServer(model, **kwargs).start()
-

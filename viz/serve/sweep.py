@@ -51,8 +51,13 @@ from typing import Any, Callable, ClassVar, Optional, Sequence
 from viz import checks
 from viz.documents import Document
 from viz.provenance import loose_names, unknown_environment
-from viz.serve.client import (ClientInfo, ServeError, Target, client_environment,
-                              recorded_at_to_environment)
+from viz.serve.client import (
+    ClientInfo,
+    ServeError,
+    Target,
+    client_environment,
+    recorded_at_to_environment,
+)
 from viz.serve.loadgen import LoadRun, resolve_workload, run_load, run_v1_to_v2, run_v2_to_v3
 from viz.serve.metrics import SLO, LoadSummary, percentiles
 from viz.serve.protocol import server_handle
@@ -91,22 +96,29 @@ def _p(metric: str, p: str) -> Callable[[LoadRun, LoadSummary], Optional[float]]
 
 FIGURES: dict[str, tuple[str, Callable[[LoadRun, LoadSummary], Optional[float]]]] = {
     "requests_per_s": ("completed requests per second", lambda run, s: s.requests_per_s),
-    "output_tokens_per_s": ("output tokens per second, all requests",
-                            lambda run, s: s.output_tokens_per_s),
+    "output_tokens_per_s": (
+        "output tokens per second, all requests",
+        lambda run, s: s.output_tokens_per_s,
+    ),
     "ttft_p50_s": ("TTFT p50", _p("ttft_s", "p50")),
     "ttft_p90_s": ("TTFT p90", _p("ttft_s", "p90")),
     "tpot_p50_s": ("TPOT p50", _p("tpot_s", "p50")),
     "tpot_p90_s": ("TPOT p90", _p("tpot_s", "p90")),
     "itl_p50_s": ("ITL p50", _p("itl_s", "p50")),
     "e2e_p50_s": ("E2E p50", _p("e2e_s", "p50")),
-    "goodput_per_s": ("requests per second that met the objective",
-                      lambda run, s: s.goodput_per_s),
-    "met_share": ("share of completed requests that met the objective",
-                  lambda run, s: s.n_met_slo / s.n_completed if s.n_completed else None),
-    "tokens_per_s_per_user": ("output tokens per second for each user (1 / TPOT p50)",
-                              lambda run, s: 1 / s.tpot_s["p50"] if s.tpot_s["p50"] else None),
-    "queue_growth": ("TTFT's growth per second of arrivals: 0 keeps up, λ/μ − 1 falls behind",
-                     lambda run, s: queue_growth(run)),
+    "goodput_per_s": ("requests per second that met the objective", lambda run, s: s.goodput_per_s),
+    "met_share": (
+        "share of completed requests that met the objective",
+        lambda run, s: s.n_met_slo / s.n_completed if s.n_completed else None,
+    ),
+    "tokens_per_s_per_user": (
+        "output tokens per second for each user (1 / TPOT p50)",
+        lambda run, s: 1 / s.tpot_s["p50"] if s.tpot_s["p50"] else None,
+    ),
+    "queue_growth": (
+        "TTFT's growth per second of arrivals: 0 keeps up, λ/μ − 1 falls behind",
+        lambda run, s: queue_growth(run),
+    ),
 }
 
 
@@ -167,11 +179,14 @@ def sweep_v1_to_v2(d: dict) -> dict:
     in each of its runs (`viz.serve.loadgen.run_v1_to_v2`)."""
     s = dict(d["settings"])
     cap = s.pop("max_tokens", None)
-    points = [{**p, "runs": [run_v1_to_v2(r) for r in p.get("runs", [])]}
-              for p in d.get("points", [])]
+    points = [
+        {**p, "runs": [run_v1_to_v2(r) for r in p.get("runs", [])]} for p in d.get("points", [])
+    ]
     first = next((r["settings"]["workload"] for p in points for r in p["runs"]), None)
-    s["workload"] = first or {"kind": "shipped", "output_tokens":
-                              None if cap is None else {"mean": cap, "kind": "fixed"}}
+    s["workload"] = first or {
+        "kind": "shipped",
+        "output_tokens": None if cap is None else {"mean": cap, "kind": "fixed"},
+    }
     return {**d, "settings": s, "points": points}
 
 
@@ -182,8 +197,9 @@ def sweep_v2_to_v3(d: dict) -> dict:
     """A schema-2 LoadSweep dict as schema 3: its loose `recorded_at` moves into `environment`
     (`viz.provenance`), with the client machine its first run names; so in every run
     (LoadRun schema 3)."""
-    points = [{**p, "runs": [run_v2_to_v3(r) for r in p.get("runs", [])]}
-              for p in d.get("points", [])]
+    points = [
+        {**p, "runs": [run_v2_to_v3(r) for r in p.get("runs", [])]} for p in d.get("points", [])
+    ]
     first = next((r.get("client") for p in d.get("points", []) for r in p.get("runs", [])), None)
     return recorded_at_to_environment({**d, "points": points}, SWEEP_SOURCE, first)
 
@@ -202,8 +218,9 @@ class LoadSweep(Document):
     SCHEMA_VERSION: ClassVar[int] = 3
     UPGRADES: ClassVar[dict] = {1: sweep_v1_to_v2, 2: sweep_v2_to_v3}
     WHAT: ClassVar[str] = "load sweep"
-    AGAIN: ClassVar[str] = ("run it again with viz.serve.sweep_rates(...) or "
-                            "`python -m viz load URL --sweep -o FILE`")
+    AGAIN: ClassVar[str] = (
+        "run it again with viz.serve.sweep_rates(...) or `python -m viz load URL --sweep -o FILE`"
+    )
 
     target: Target
     settings: SweepSettings
@@ -260,6 +277,7 @@ class LoadSweep(Document):
 
     def table(self, level: float = 0.95) -> str:
         """One row per load: medians over the repeats, with the interval of the key figures."""
+
         def ms(v: Optional[Interval]) -> str:
             return "n/a" if v is None else f"{v.median * 1e3:.0f}"
 
@@ -271,8 +289,10 @@ class LoadSweep(Document):
                 return ""
             return f" ({v.low * scale:.{digits}f}–{v.high * scale:.{digits}f})"
 
-        head = (f"{'load':>18} {'req/s':>16} {'tokens/s':>18} {'TTFT p50':>9} {'TTFT p90':>9} "
-                f"{'TPOT p50':>16} {'TPOT p90':>9} {'goodput/s':>10} {'queue':>7}")
+        head = (
+            f"{'load':>18} {'req/s':>16} {'tokens/s':>18} {'TTFT p50':>9} {'TTFT p90':>9} "
+            f"{'TPOT p50':>16} {'TPOT p90':>9} {'goodput/s':>10} {'queue':>7}"
+        )
         lines = [head]
         for p in self.points:
             f = {k: p.figure(k, self.slo, level) for k in FIGURES}
@@ -283,19 +303,25 @@ class LoadSweep(Document):
                 f"{ms(f['ttft_p50_s']):>9} {ms(f['ttft_p90_s']):>9} "
                 f"{ms(f['tpot_p50_s']) + ci(f['tpot_p50_s'], 1e3, 0):>16} "
                 f"{ms(f['tpot_p90_s']):>9} {num(f['goodput_per_s']):>10} "
-                f"{num(f['queue_growth']):>7}{mark}")
+                f"{num(f['queue_growth']):>7}{mark}"
+            )
         return "\n".join(lines)
 
     def __str__(self) -> str:
         runs = self.settings.repeats
         level = self.points[0].figure("requests_per_s", self.slo) if self.points else None
-        how = (f"{runs} runs per load, medians (in brackets the "
-               f"{level.coverage:.0%} confidence interval of the median)"
-               if runs > 1 and level is not None else "1 run per load")
+        how = (
+            f"{runs} runs per load, medians (in brackets the "
+            f"{level.coverage:.0%} confidence interval of the median)"
+            if runs > 1 and level is not None
+            else "1 run per load"
+        )
         stop = f"\nstopped: {self.stopped}" if self.stopped else ""
-        return (f"{self.name}: rate sweep, {self.settings.workload}, "
-                f"{self.settings.n_requests} requests per run, {how}; "
-                f"objective {self.slo}; times in ms{stop}\n{self.table()}")
+        return (
+            f"{self.name}: rate sweep, {self.settings.workload}, "
+            f"{self.settings.n_requests} requests per run, {how}; "
+            f"objective {self.slo}; times in ms{stop}\n{self.table()}"
+        )
 
 
 @dataclass(frozen=True)
@@ -321,11 +347,12 @@ class FirstMiss:
     def __str__(self) -> str:
         if self.word == "neither":
             return "every load met the objective: no limit was broken"
-        word = (f"{TOO_CLOSE} between TTFT and TPOT" if self.word == TOO_CLOSE
-                else self.word)
-        return (f"{word}: first at {self.load}, where of {self.completed} requests "
-                f"{self.late} had their first token too late and {self.slow} their tokens too "
-                "slow")
+        word = f"{TOO_CLOSE} between TTFT and TPOT" if self.word == TOO_CLOSE else self.word
+        return (
+            f"{word}: first at {self.load}, where of {self.completed} requests "
+            f"{self.late} had their first token too late and {self.slow} their tokens too "
+            "slow"
+        )
 
 
 MISSES = ("TTFT", "TPOT", "both at once", "neither")
@@ -338,9 +365,11 @@ def derived_slo(runs: Sequence[LoadRun], factor: float) -> SLO:
     ttft = percentiles([r.ttft_s for r in done])["p90"]
     tpot = percentiles([r.tpot_s for r in done])["p90"]
     if ttft is None or tpot is None:
-        raise ServeError("the one-at-a-time load completed no request of two tokens or more, "
-                         "so no objective can be derived from it: give slo=SLO(...), or check "
-                         "the server (its runs' errors say why)")
+        raise ServeError(
+            "the one-at-a-time load completed no request of two tokens or more, "
+            "so no objective can be derived from it: give slo=SLO(...), or check "
+            "the server (its runs' errors say why)"
+        )
     return SLO(ttft_s=factor * ttft, tpot_s=factor * tpot)
 
 
@@ -355,13 +384,26 @@ def _between(r_sync: float, r_max: float, n: int) -> list[float]:
     return [r_sync / 2 + (r_sync / 2) * i / (n - 1) for i in range(n)]
 
 
-def sweep_rates(url: Any, *, n_requests: int = 8, n_rates: int = 3, repeats: int = 1,
-                workload: Optional[Workload] = None, max_tokens: Optional[int] = None,
-                seed: int = 0, slo: Optional[SLO] = None,
-                slo_factor: float = 2.0, saturation: float = 0.25,
-                max_duration_s: float = 120.0, budget_s: float = 900.0,
-                prompts: Any = None, label: str = "", progress: bool = True,
-                out: Optional[str] = None, **kwargs) -> LoadSweep:
+def sweep_rates(
+    url: Any,
+    *,
+    n_requests: int = 8,
+    n_rates: int = 3,
+    repeats: int = 1,
+    workload: Optional[Workload] = None,
+    max_tokens: Optional[int] = None,
+    seed: int = 0,
+    slo: Optional[SLO] = None,
+    slo_factor: float = 2.0,
+    saturation: float = 0.25,
+    max_duration_s: float = 120.0,
+    budget_s: float = 900.0,
+    prompts: Any = None,
+    label: str = "",
+    progress: bool = True,
+    out: Optional[str] = None,
+    **kwargs,
+) -> LoadSweep:
     """Sweep a server from one request at a time to its maximum throughput (module docstring).
 
     url: the server's API root or an `EmbeddedServer` (as `run_load`).
@@ -376,8 +418,18 @@ def sweep_rates(url: Any, *, n_requests: int = 8, n_rates: int = 3, repeats: int
     """
     _check_sweep(n_requests, n_rates, repeats, slo_factor, saturation, budget_s, kwargs)
     workload = resolve_workload(workload, prompts, max_tokens)
-    settings = _sweep_settings(workload, slo, n_requests, n_rates, repeats, seed,
-                               max_duration_s, budget_s, saturation, slo_factor)
+    settings = _sweep_settings(
+        workload,
+        slo,
+        n_requests,
+        n_rates,
+        repeats,
+        seed,
+        max_duration_s,
+        budget_s,
+        saturation,
+        slo_factor,
+    )
     began = time.perf_counter()
     sweep = _new_sweep(settings, slo, label)
 
@@ -390,11 +442,18 @@ def sweep_rates(url: Any, *, n_requests: int = 8, n_rates: int = 3, repeats: int
                 _budget_out(sweep, point, i, repeats, budget_s)
                 _save(sweep, began, out)
                 return False
-            run = run_load(url, n_requests=n_requests, workload=workload, seed=seed + i,
-                           slo=sweep.slo, max_duration_s=min(max_duration_s, left),
-                           progress=progress,
-                           label=label or (h.label if (h := server_handle(url)) else ""),
-                           **how, **kwargs)
+            run = run_load(
+                url,
+                n_requests=n_requests,
+                workload=workload,
+                seed=seed + i,
+                slo=sweep.slo,
+                max_duration_s=min(max_duration_s, left),
+                progress=progress,
+                label=label or (h.label if (h := server_handle(url)) else ""),
+                **how,
+                **kwargs,
+            )
             _keep_run(sweep, point, run, i)
             _save(sweep, began, out)
         return True
@@ -404,23 +463,44 @@ def sweep_rates(url: Any, *, n_requests: int = 8, n_rates: int = 3, repeats: int
     return sweep
 
 
-def _sweep_settings(workload: Workload, slo: Optional[SLO], n_requests: int, n_rates: int,
-                    repeats: int, seed: int, max_duration_s: float, budget_s: float,
-                    saturation: float, slo_factor: float) -> SweepSettings:
+def _sweep_settings(
+    workload: Workload,
+    slo: Optional[SLO],
+    n_requests: int,
+    n_rates: int,
+    repeats: int,
+    seed: int,
+    max_duration_s: float,
+    budget_s: float,
+    saturation: float,
+    slo_factor: float,
+) -> SweepSettings:
     """`sweep_rates`'s settings, as the sweep records them (`slo_factor` only where the SLO is
     derived)."""
-    return SweepSettings(n_requests=n_requests, n_rates=n_rates, repeats=repeats, seed=seed,
-                         max_duration_s=float(max_duration_s),
-                         budget_s=float(budget_s), saturation=float(saturation),
-                         slo_factor=None if slo is not None else float(slo_factor),
-                         workload=workload)
+    return SweepSettings(
+        n_requests=n_requests,
+        n_rates=n_rates,
+        repeats=repeats,
+        seed=seed,
+        max_duration_s=float(max_duration_s),
+        budget_s=float(budget_s),
+        saturation=float(saturation),
+        slo_factor=None if slo is not None else float(slo_factor),
+        workload=workload,
+    )
 
 
 def _new_sweep(settings: SweepSettings, slo: Optional[SLO], label: str) -> LoadSweep:
     """`sweep_rates`'s sweep before its first run: no target, no points yet."""
-    return LoadSweep(target=Target("", "", "", ""), settings=settings, slo=slo or SLO(),
-                     points=[], duration_s=0.0, label=label,
-                     environment=client_environment(ClientInfo.here(), SWEEP_SOURCE))
+    return LoadSweep(
+        target=Target("", "", "", ""),
+        settings=settings,
+        slo=slo or SLO(),
+        points=[],
+        duration_s=0.0,
+        label=label,
+        environment=client_environment(ClientInfo.here(), SWEEP_SOURCE),
+    )
 
 
 def _save(sweep: LoadSweep, began: float, out: Optional[str]) -> None:
@@ -439,18 +519,20 @@ def _keep_run(sweep: LoadSweep, point: SweepPoint, run: LoadRun, i: int) -> None
         sweep.settings.workload = run.settings.workload  # its tokenizer filled in
 
 
-def _budget_out(sweep: LoadSweep, point: SweepPoint, i: int, repeats: int,
-                budget_s: float) -> None:
+def _budget_out(sweep: LoadSweep, point: SweepPoint, i: int, repeats: int, budget_s: float) -> None:
     """The sweep stopped before `point`'s run `i`, its budget spent; `point` dropped if it has
     no run yet."""
-    sweep.stopped = (f"the sweep's budget of {budget_s:g} s ran out before "
-                     f"{point.label} (run {i + 1} of {repeats})")
+    sweep.stopped = (
+        f"the sweep's budget of {budget_s:g} s ran out before "
+        f"{point.label} (run {i + 1} of {repeats})"
+    )
     if not point.runs:
         sweep.points.pop()
 
 
-def _check_sweep(n_requests, n_rates, repeats, slo_factor, saturation, budget_s,
-                 kwargs: dict) -> None:
+def _check_sweep(
+    n_requests, n_rates, repeats, slo_factor, saturation, budget_s, kwargs: dict
+) -> None:
     """`sweep_rates`'s argument checks."""
     checks.whole("n_requests", n_requests, 2, 10_000, error=ServeError)
     checks.whole("n_rates", n_rates, 1, 50, error=ServeError)
@@ -463,8 +545,15 @@ def _check_sweep(n_requests, n_rates, repeats, slo_factor, saturation, budget_s,
             raise ServeError(f"sweep_rates sets {bad}= itself for each run")
 
 
-def _run_loads(sweep: LoadSweep, load: Callable[..., bool], slo: Optional[SLO],
-               slo_factor: float, n_requests: int, n_rates: int, saturation: float) -> bool:
+def _run_loads(
+    sweep: LoadSweep,
+    load: Callable[..., bool],
+    slo: Optional[SLO],
+    slo_factor: float,
+    n_requests: int,
+    n_rates: int,
+    saturation: float,
+) -> bool:
     """The sweep's loads in order (module docstring), each run by `load`: one at a time, all at
     once, then the rates between, lowest first, up to the first saturated one. False when
     `load` found the budget spent (the sweep is saved and says so)."""
@@ -477,8 +566,10 @@ def _run_loads(sweep: LoadSweep, load: Callable[..., bool], slo: Optional[SLO],
             run.settings.slo = sweep.slo
     r_sync = sync.figure("requests_per_s", sweep.slo)
     if r_sync is None:
-        raise ServeError("no request completed one at a time, so there is no rate to sweep "
-                         "from: check the server (the runs' errors say why)")
+        raise ServeError(
+            "no request completed one at a time, so there is no rate to sweep "
+            "from: check the server (the runs' errors say why)"
+        )
     top = SweepPoint("throughput", None)
     if not load(top, concurrency=n_requests):
         return False
@@ -492,10 +583,15 @@ def _run_loads(sweep: LoadSweep, load: Callable[..., bool], slo: Optional[SLO],
         if behind is not None and behind.median > saturation:
             point.saturated = True
             rest = len(rates) - rates.index(rate) - 1
-            sweep.stopped = (f"saturated at {rate:.2f} requests/s: the wait for the first "
-                             f"token grew by {behind.median:.2f} s per second of arrivals "
-                             f"(over {saturation:g}); "
-                             + (f"{rest} higher rate{'s were' if rest != 1 else ' was'} not run"
-                                if rest else "it was the highest rate"))
+            sweep.stopped = (
+                f"saturated at {rate:.2f} requests/s: the wait for the first "
+                f"token grew by {behind.median:.2f} s per second of arrivals "
+                f"(over {saturation:g}); "
+                + (
+                    f"{rest} higher rate{'s were' if rest != 1 else ' was'} not run"
+                    if rest
+                    else "it was the highest rate"
+                )
+            )
             break
     return True

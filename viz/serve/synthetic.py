@@ -46,8 +46,10 @@ def load_tokenizer(folder: str):
                 return _fast_tokenizer(Path(folder), PreTrainedTokenizerFast)
             return AutoTokenizer.from_pretrained(folder, local_files_only=True)
     except (OSError, ValueError) as e:
-        raise ServeError(f"cannot load a tokenizer from {folder} ({e}): give the folder of a "
-                         "model or of its tokenizer") from None
+        raise ServeError(
+            f"cannot load a tokenizer from {folder} ({e}): give the folder of a "
+            "model or of its tokenizer"
+        ) from None
 
 
 def _fast_tokenizer(folder: Path, fast):
@@ -121,26 +123,36 @@ def cut_text(tokenizer, n: int, index: int, seed: int) -> str:
     """Request `index`'s text of exactly `n` tokens (no special tokens): the paragraph from
     its own starting token (the first ~90 requests all start at different tokens; later ones
     with the sentences in another order), repeated as needed."""
+
     def enc(s: str) -> list[int]:
         return tokenizer(s, add_special_tokens=False)["input_ids"]
 
     period, starts = _starts(tokenizer, seed)
     cycle, k = divmod(index, period)
-    ids = _cycle_ids(tokenizer, seed, cycle, 2 + (n + period) // period)[starts[k]:]
+    ids = _cycle_ids(tokenizer, seed, cycle, 2 + (n + period) // period)[starts[k] :]
     for m in sorted(range(max(1, n - 3), n + 4), key=lambda m: abs(m - n)):
         candidate = tokenizer.decode(ids[:m])
         if candidate.strip() and len(enc(candidate)) == n:
             return candidate
-    raise ServeError(f"could not cut a prompt of exactly {n} tokens with this tokenizer: try "
-                     f"a length one more or less ({n + 1})")
+    raise ServeError(
+        f"could not cut a prompt of exactly {n} tokens with this tokenizer: try "
+        f"a length one more or less ({n + 1})"
+    )
 
 
-def build_items(w: "Workload", n: int, seed: int, endpoint: str,  # noqa: F821
-                kv_tokens: Optional[int] = None) -> list[Item]:
+def build_items(
+    w: "Workload",  # noqa: F821
+    n: int,
+    seed: int,
+    endpoint: str,
+    kv_tokens: Optional[int] = None,
+) -> list[Item]:
     """The n requests of a run of workload `w` (see `Workload.build`)."""
     if w.kind == "chat" and endpoint != "chat":
-        raise ServeError("a chat workload re-sends messages: use the chat endpoint (leave out "
-                         "endpoint='completions' / --completions)")
+        raise ServeError(
+            "a chat workload re-sends messages: use the chat endpoint (leave out "
+            "endpoint='completions' / --completions)"
+        )
     tokenizer = None
     if w.kind in ("synthetic", "chat", "file"):
         if not w.tokenizer:
@@ -165,9 +177,16 @@ def _synthetic(w: "Workload", n: int, seed: int, tokenizer, out_rng) -> list[Ite
     for i in range(n):
         conv, turn = (i // w.turns, i % w.turns) if w.kind == "chat" else (None, None)
         name = f"c{conv} t{turn}" if conv is not None else f"{lengths[i]} in"
-        items.append(Item(name=name, text=cut_text(tokenizer, lengths[i], i, seed),
-                          max_tokens=answers[i], text_tokens=lengths[i], conversation=conv,
-                          turn=turn))
+        items.append(
+            Item(
+                name=name,
+                text=cut_text(tokenizer, lengths[i], i, seed),
+                max_tokens=answers[i],
+                text_tokens=lengths[i],
+                conversation=conv,
+                turn=turn,
+            )
+        )
     return items
 
 
@@ -180,11 +199,15 @@ def _listed(w: "Workload", n: int, seed: int, endpoint: str, out_rng) -> list[It
 
             pool, digest = read_jsonl(w.source)
             if w.sha256 and digest != w.sha256:
-                raise ServeError(f"{w.source} changed since this workload was made (its "
-                                 "SHA-256 differs): make the workload again from the file")
+                raise ServeError(
+                    f"{w.source} changed since this workload was made (its "
+                    "SHA-256 differs): make the workload again from the file"
+                )
     else:
-        pool = [Item(name=p["name"] or f"prompt {i}", text=p["prompt"], max_tokens=p["max_tokens"])
-                for i, p in enumerate(w.prompts)]
+        pool = [
+            Item(name=p["name"] or f"prompt {i}", text=p["prompt"], max_tokens=p["max_tokens"])
+            for i, p in enumerate(w.prompts)
+        ]
     if not pool:
         raise ServeError("the workload has no prompts")
     order = list(range(len(pool)))
@@ -194,15 +217,19 @@ def _listed(w: "Workload", n: int, seed: int, endpoint: str, out_rng) -> list[It
     for i in range(n):
         p = pool[order[i % len(order)]]
         if p.messages is not None and endpoint != "chat":
-            raise ServeError(f"{p.name} of {w.source} is a chat (\"messages\"): use the chat "
-                             "endpoint, or write it as \"prompt\"")
+            raise ServeError(
+                f'{p.name} of {w.source} is a chat ("messages"): use the chat '
+                'endpoint, or write it as "prompt"'
+            )
         if w.kind == "file":  # the line's own length, else the workload's
             asked = p.max_tokens or (answers[i] if answers else 0)
         else:  # the workload's cap, else the prompt's own limit
             asked = answers[i] if answers else p.max_tokens
         if not asked:
-            raise ServeError(f"{p.name} of {w.source} has no \"output_tokens\" and the "
-                             "workload none: give output_tokens= (--output-tokens N)")
+            raise ServeError(
+                f'{p.name} of {w.source} has no "output_tokens" and the '
+                "workload none: give output_tokens= (--output-tokens N)"
+            )
         items.append(Item(name=p.name, text=p.text, messages=p.messages, max_tokens=asked))
     return items
 
@@ -210,12 +237,13 @@ def _listed(w: "Workload", n: int, seed: int, endpoint: str, out_rng) -> list[It
 def _rendered(tokenizer, messages: list[dict]) -> int:
     """Tokens of a chat as the server's template renders it (with the assistant's cue)."""
     try:
-        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True,
-                                             tokenize=False)
+        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
     except ValueError as e:  # no chat template in that folder
-        raise ServeError(f"the tokenizer has no chat template to count chat prompts with "
-                         f"({str(e)[:80]}…): give the model's own folder as the tokenizer, "
-                         "or use the completions endpoint (--completions)") from None
+        raise ServeError(
+            f"the tokenizer has no chat template to count chat prompts with "
+            f"({str(e)[:80]}…): give the model's own folder as the tokenizer, "
+            "or use the completions endpoint (--completions)"
+        ) from None
     return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
@@ -233,12 +261,18 @@ def _count(tokenizer, item: Item, endpoint: str) -> int:
 @functools.lru_cache(maxsize=8)
 def _template_tokens(tokenizer) -> int:
     """Tokens the chat template adds around one user message (the default model: 30)."""
-    return _rendered(tokenizer, [{"role": "user", "content": "Hello"}]) - \
-        len(tokenizer("Hello", add_special_tokens=False)["input_ids"])
+    return _rendered(tokenizer, [{"role": "user", "content": "Hello"}]) - len(
+        tokenizer("Hello", add_special_tokens=False)["input_ids"]
+    )
 
 
-def _check_fits(w: "Workload", items: list[Item], tokenizer, endpoint: str,  # noqa: F821
-                kv_tokens: Optional[int]) -> None:
+def _check_fits(
+    w: "Workload",  # noqa: F821
+    items: list[Item],
+    tokenizer,
+    endpoint: str,
+    kv_tokens: Optional[int],
+) -> None:
     """The longest request, prompt (template included) plus answer, within the context and
     the KV pool; a ServeError naming the fix otherwise."""
     if w.kind == "file":
@@ -249,13 +283,13 @@ def _check_fits(w: "Workload", items: list[Item], tokenizer, endpoint: str,  # n
     for it in unique:
         p = _count(tokenizer, it, endpoint)
         if w.kind == "chat":  # the last turn carries every earlier turn and its answer
-            p += (w.turns - 1) * (w.prompt_tokens.high + w.output_tokens.high
-                                  + OVERHEAD_PER_TURN)
+            p += (w.turns - 1) * (w.prompt_tokens.high + w.output_tokens.high + OVERHEAD_PER_TURN)
         if p + it.max_tokens > need:
             worst, need, prompt = it, p + it.max_tokens, p
     ctx = w.context_tokens
-    what = "a chat's last turn (its whole history)" if w.kind == "chat" else \
-        f"request {worst.name!r}"
+    what = (
+        "a chat's last turn (its whole history)" if w.kind == "chat" else f"request {worst.name!r}"
+    )
     if ctx is not None and need > ctx:
         raise ServeError(
             f"{what} needs {prompt:,} prompt tokens (the chat template included) + "
@@ -263,11 +297,12 @@ def _check_fits(w: "Workload", items: list[Item], tokenizer, endpoint: str,  # n
             f"{ctx:,} tokens: lower --prompt-tokens / prompt_tokens"
             + (" or the turns" if w.kind == "chat" else "")
             + f" (at most {max(1, ctx - worst.max_tokens - (prompt - (worst.text_tokens or 0)))}"
-              f" with {worst.max_tokens}-token answers), or the answer length")
+            f" with {worst.max_tokens}-token answers), or the answer length"
+        )
     if kv_tokens is not None and need > kv_tokens:
         raise ServeError(
             f"{what} needs {need:,} tokens of KV cache (prompt {prompt:,} + answer "
             f"{worst.max_tokens:,}), more than the server's whole KV pool of {kv_tokens:,} "
             "tokens: it could never be scheduled. Start the server with more pages "
-            "(num_pages=, --num-pages) or send shorter requests")
-
+            "(num_pages=, --num-pages) or send shorter requests"
+        )

@@ -36,6 +36,7 @@ WATCH_EVERY_S = 0.25
 
 def watch_parent(parent_pid: int, every_s: float = WATCH_EVERY_S) -> threading.Thread:
     """Kill this process group as soon as `parent_pid` is no longer our parent."""
+
     def loop() -> None:
         while True:
             if os.getppid() != parent_pid:
@@ -53,15 +54,17 @@ def watch_parent(parent_pid: int, every_s: float = WATCH_EVERY_S) -> threading.T
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m viz.serve.worker",
-                                description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m viz.serve.worker", description=__doc__.split("\n")[0]
+    )
     p.add_argument("--parent-pid", type=int, required=True)
     p.add_argument("--record", default=None, help="folder for the probes' JSON lines")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--serve", action="store_true", help="run `transformers serve`")
     what.add_argument("--script", default=None, help="run this Python file instead (tests)")
-    what.add_argument("--module", default=None,
-                      help="run this module as `python -m` does (llama_cpp.server)")
+    what.add_argument(
+        "--module", default=None, help="run this module as `python -m` does (llama_cpp.server)"
+    )
     p.add_argument("rest", nargs=argparse.REMAINDER)
     args = p.parse_args(argv)
     rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest

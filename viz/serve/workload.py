@@ -83,21 +83,28 @@ class Lengths:
             _check_tokens("a uniform length's low end", self.low)
             _check_tokens("a uniform length's high end", self.high)
             if self.high < self.low:
-                raise ServeError(f"a uniform length runs from low to high: {self.low} > "
-                                 f"{self.high}; swap them")
+                raise ServeError(
+                    f"a uniform length runs from low to high: {self.low} > {self.high}; swap them"
+                )
             self.mean, self.stdev = (self.low + self.high) / 2, 0.0
         else:
             _check_tokens("a normal length's mean", self.mean, whole=False)
-            checks.positive("a normal length's standard deviation", self.stdev,
-                            noun="a number of tokens", fix="0: give a fixed length",
-                            error=ServeError)
+            checks.positive(
+                "a normal length's standard deviation",
+                self.stdev,
+                noun="a number of tokens",
+                fix="0: give a fixed length",
+                error=ServeError,
+            )
             self.low = self.low or max(1, math.floor(self.mean - 3 * self.stdev))
             self.high = self.high or math.ceil(self.mean + 3 * self.stdev)
             _check_tokens("a normal length's low clip", self.low)
             _check_tokens("a normal length's high clip", self.high)
             if not self.low <= self.mean <= self.high:
-                raise ServeError(f"a normal length's mean {self.mean:g} must lie between its "
-                                 f"clips {self.low} and {self.high}")
+                raise ServeError(
+                    f"a normal length's mean {self.mean:g} must lie between its "
+                    f"clips {self.low} and {self.high}"
+                )
 
     @classmethod
     def uniform(cls, low: int, high: int) -> "Lengths":
@@ -123,10 +130,15 @@ class Lengths:
             except ValueError as e:
                 if isinstance(e, ServeError):
                     raise ServeError(f"{what}: {e}") from None
-                raise ServeError(f"{what} must be a number of tokens (\"64\") or a range "
-                                 f"(\"32..96\"), not {value!r}") from None
-        checks.whole(what, value, what='a whole number of tokens, a range "32..96" or '
-                                        'serve.Lengths(...)', error=ServeError)
+                raise ServeError(
+                    f'{what} must be a number of tokens ("64") or a range ("32..96"), not {value!r}'
+                ) from None
+        checks.whole(
+            what,
+            value,
+            what='a whole number of tokens, a range "32..96" or serve.Lengths(...)',
+            error=ServeError,
+        )
         try:
             return cls(value)
         except ServeError as e:
@@ -138,8 +150,9 @@ class Lengths:
             return [int(self.mean)] * n
         if self.kind == "uniform":
             return [rng.randint(self.low, self.high) for _ in range(n)]
-        return [min(self.high, max(self.low, round(rng.gauss(self.mean, self.stdev))))
-                for _ in range(n)]
+        return [
+            min(self.high, max(self.low, round(rng.gauss(self.mean, self.stdev)))) for _ in range(n)
+        ]
 
     def __str__(self) -> str:
         if self.kind == "fixed":
@@ -152,8 +165,13 @@ class Lengths:
 def _check_tokens(what: str, v: Any, whole: bool = True) -> None:
     """A length in tokens; a float of whole value (64.0) counts as whole."""
     if not checks.is_number(v) or (whole and v != int(v)) or not 1 <= v <= MAX_TOKENS:
-        checks.refuse(what, f"a whole number of tokens {checks.span(1, MAX_TOKENS)}", v,
-                      "a request needs at least one token in and one out", ServeError)
+        checks.refuse(
+            what,
+            f"a whole number of tokens {checks.span(1, MAX_TOKENS)}",
+            v,
+            "a request needs at least one token in and one out",
+            ServeError,
+        )
 
 
 # ---- the course's prompt set -------------------------------------------------------------------
@@ -170,8 +188,9 @@ def load_prompts() -> list[Prompt]:
     """The shipped prompt set (viz/serve/prompts.json): eight prompts, 36 to 270 tokens with
     the default model's chat template, answers of 8 to 64 tokens at most."""
     text = importlib.resources.files("viz.serve").joinpath("prompts.json").read_text("utf-8")
-    return [Prompt(p["name"], p["prompt"], int(p["max_tokens"]))
-            for p in json.loads(text)["prompts"]]
+    return [
+        Prompt(p["name"], p["prompt"], int(p["max_tokens"])) for p in json.loads(text)["prompts"]
+    ]
 
 
 # ---- the workload ------------------------------------------------------------------------------
@@ -202,64 +221,113 @@ class Workload:
 
     # ---- the ways to make one ----------------------------------------------------------------
     @classmethod
-    def synthetic(cls, prompt_tokens: Union[int, str, Lengths],
-                  output_tokens: Union[int, str, Lengths], *, exact_output: bool = True,
-                  tokenizer: Optional[str] = None) -> "Workload":
+    def synthetic(
+        cls,
+        prompt_tokens: Union[int, str, Lengths],
+        output_tokens: Union[int, str, Lengths],
+        *,
+        exact_output: bool = True,
+        tokenizer: Optional[str] = None,
+    ) -> "Workload":
         """Prompts of `prompt_tokens` tokens cut from real text, answers of `output_tokens`."""
-        return cls("synthetic", Lengths.of(prompt_tokens, "prompt_tokens"),
-                   Lengths.of(output_tokens, "output_tokens"), bool(exact_output),
-                   tokenizer=_tokenizer_path(tokenizer), source=SOURCE_TEXT)
+        return cls(
+            "synthetic",
+            Lengths.of(prompt_tokens, "prompt_tokens"),
+            Lengths.of(output_tokens, "output_tokens"),
+            bool(exact_output),
+            tokenizer=_tokenizer_path(tokenizer),
+            source=SOURCE_TEXT,
+        )
 
     @classmethod
-    def chat(cls, turns: int, prompt_tokens: Union[int, str, Lengths],
-             output_tokens: Union[int, str, Lengths], *, exact_output: bool = True,
-             tokenizer: Optional[str] = None) -> "Workload":
+    def chat(
+        cls,
+        turns: int,
+        prompt_tokens: Union[int, str, Lengths],
+        output_tokens: Union[int, str, Lengths],
+        *,
+        exact_output: bool = True,
+        tokenizer: Optional[str] = None,
+    ) -> "Workload":
         """Conversations of `turns` messages of `prompt_tokens`, each re-sending its history."""
-        return cls("chat", Lengths.of(prompt_tokens, "prompt_tokens"),
-                   Lengths.of(output_tokens, "output_tokens"), bool(exact_output), turns,
-                   tokenizer=_tokenizer_path(tokenizer), source=SOURCE_TEXT)
+        return cls(
+            "chat",
+            Lengths.of(prompt_tokens, "prompt_tokens"),
+            Lengths.of(output_tokens, "output_tokens"),
+            bool(exact_output),
+            turns,
+            tokenizer=_tokenizer_path(tokenizer),
+            source=SOURCE_TEXT,
+        )
 
     @classmethod
-    def from_file(cls, path: str, output_tokens: Union[None, int, str, Lengths] = None, *,
-                  exact_output: bool = False, tokenizer: Optional[str] = None) -> "Workload":
+    def from_file(
+        cls,
+        path: str,
+        output_tokens: Union[None, int, str, Lengths] = None,
+        *,
+        exact_output: bool = False,
+        tokenizer: Optional[str] = None,
+    ) -> "Workload":
         """A JSONL file of prompts (module docstring); `output_tokens` for lines without one."""
         items, digest = read_jsonl(path)
-        w = cls("file", None, None if output_tokens is None
-                else Lengths.of(output_tokens, "output_tokens"), bool(exact_output),
-                tokenizer=_tokenizer_path(tokenizer), source=str(path), lines=len(items),
-                sha256=digest)
+        w = cls(
+            "file",
+            None,
+            None if output_tokens is None else Lengths.of(output_tokens, "output_tokens"),
+            bool(exact_output),
+            tokenizer=_tokenizer_path(tokenizer),
+            source=str(path),
+            lines=len(items),
+            sha256=digest,
+        )
         w._items = items
         return w
 
     @classmethod
     def shipped(cls, output_tokens: Union[None, int, str, Lengths] = None) -> "Workload":
         """The course's eight prompts, each with its own answer limit (or `output_tokens`)."""
-        return cls("shipped", None, None if output_tokens is None
-                   else Lengths.of(output_tokens, "max_tokens"),
-                   prompts=[_prompt_dict(p) for p in load_prompts()])
+        return cls(
+            "shipped",
+            None,
+            None if output_tokens is None else Lengths.of(output_tokens, "max_tokens"),
+            prompts=[_prompt_dict(p) for p in load_prompts()],
+        )
 
     @classmethod
-    def of_prompts(cls, prompts: list, output_tokens: Union[None, int, str, Lengths] = None
-                   ) -> "Workload":
+    def of_prompts(
+        cls, prompts: list, output_tokens: Union[None, int, str, Lengths] = None
+    ) -> "Workload":
         """A list of prompts given in code (`viz.serve.Prompt`s, strings or dicts)."""
-        return cls("prompts", None, None if output_tokens is None
-                   else Lengths.of(output_tokens, "max_tokens"),
-                   prompts=[_prompt_dict(p) for p in prompts])
+        return cls(
+            "prompts",
+            None,
+            None if output_tokens is None else Lengths.of(output_tokens, "max_tokens"),
+            prompts=[_prompt_dict(p) for p in prompts],
+        )
 
     # ---- in words --------------------------------------------------------------------------------
     def __str__(self) -> str:
-        out = (f"{self.output_tokens} out" if self.output_tokens is not None
-               else "answers as each prompt says")
+        out = (
+            f"{self.output_tokens} out"
+            if self.output_tokens is not None
+            else "answers as each prompt says"
+        )
         if self.kind == "synthetic":
             return f"{self.prompt_tokens} tokens in, {out}"
         if self.kind == "chat":
-            return (f"chats of {self.turns} turns, {self.prompt_tokens} tokens in per turn, "
-                    f"{out}, history re-sent")
+            return (
+                f"chats of {self.turns} turns, {self.prompt_tokens} tokens in per turn, "
+                f"{out}, history re-sent"
+            )
         if self.kind == "file":
             return f"{Path(self.source).name} ({self.lines} prompts), {out}"
         what = "the shipped prompt set" if self.kind == "shipped" else "given prompts"
-        cap = f"answers capped at {self.output_tokens}" if self.output_tokens is not None \
+        cap = (
+            f"answers capped at {self.output_tokens}"
+            if self.output_tokens is not None
             else "each its own answer limit"
+        )
         return f"{what} ({len(self.prompts)} prompts), {cap}"
 
     @property
@@ -277,8 +345,9 @@ class Workload:
         return "; ".join(parts)
 
     # ---- the requests ----------------------------------------------------------------------------
-    def build(self, n: int, seed: int, endpoint: str = "chat", *,
-              kv_tokens: Optional[int] = None) -> list[Item]:
+    def build(
+        self, n: int, seed: int, endpoint: str = "chat", *, kv_tokens: Optional[int] = None
+    ) -> list[Item]:
         """The n requests of a run (chat: n conversations' turns in order, n // turns whole
         conversations at least one), checked against the model's context (and `kv_tokens`,
         the server's KV pool, when known) before anything is sent."""
@@ -287,8 +356,11 @@ class Workload:
 
 def _prompt_dict(p: Any) -> dict[str, Any]:
     if isinstance(p, dict):
-        return {"name": str(p.get("name", "")), "prompt": p["prompt"],
-                "max_tokens": int(p.get("max_tokens", 64))}
+        return {
+            "name": str(p.get("name", "")),
+            "prompt": p["prompt"],
+            "max_tokens": int(p.get("max_tokens", 64)),
+        }
     if isinstance(p, str):
         return {"name": "", "prompt": p, "max_tokens": 64}
     return {"name": p.name, "prompt": p.prompt, "max_tokens": int(p.max_tokens)}
@@ -301,12 +373,18 @@ def _tokenizer_path(path: Optional[str]) -> str:
         return ""
     folder = Path(str(path)).expanduser()
     if not folder.is_dir():
-        raise ServeError(f"no tokenizer folder at {path!r}: give a local folder holding "
-                         "tokenizer.json (or tokenizer_config.json), such as a model folder; "
-                         "leave it out for the server's model's own (viz never downloads one)")
-    if not any((folder / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json",
-                                                   "tokenizer.model", "vocab.json")):
-        raise ServeError(f"{folder} holds no tokenizer (no tokenizer.json or "
-                         "tokenizer_config.json): give the folder of a model or of its "
-                         "tokenizer")
+        raise ServeError(
+            f"no tokenizer folder at {path!r}: give a local folder holding "
+            "tokenizer.json (or tokenizer_config.json), such as a model folder; "
+            "leave it out for the server's model's own (viz never downloads one)"
+        )
+    if not any(
+        (folder / f).is_file()
+        for f in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
+    ):
+        raise ServeError(
+            f"{folder} holds no tokenizer (no tokenizer.json or "
+            "tokenizer_config.json): give the folder of a model or of its "
+            "tokenizer"
+        )
     return str(folder.resolve())

@@ -20,37 +20,51 @@ from viz.trace import Step, Trace
 def check_trace(trace: Any, name: str = "trace") -> Trace:
     """`trace` if it is a usable `viz.Trace`; otherwise a ValueError that names the fix."""
     if not isinstance(trace, Trace):
-        hint = (" (that is a model: record a trace from it first, "
-                "trace = viz.record(lm, 'your prompt'))" if hasattr(trace, "tokenizer") else "")
-        raise ValueError(f"views draw a viz.Trace, not {type(trace).__name__}{hint}; record one "
-                         f"with viz.record(lm, prompt) or load one with viz.Trace.load(path)")
+        hint = (
+            " (that is a model: record a trace from it first, "
+            "trace = viz.record(lm, 'your prompt'))"
+            if hasattr(trace, "tokenizer")
+            else ""
+        )
+        raise ValueError(
+            f"views draw a viz.Trace, not {type(trace).__name__}{hint}; record one "
+            f"with viz.record(lm, prompt) or load one with viz.Trace.load(path)"
+        )
     if not trace.steps:
-        raise ValueError(f"{name} has no steps (not one token was generated): record it again "
-                         "with viz.record(lm, prompt, max_new_tokens=8)")
+        raise ValueError(
+            f"{name} has no steps (not one token was generated): record it again "
+            "with viz.record(lm, prompt, max_new_tokens=8)"
+        )
     return trace
 
 
 def step_range(trace: Trace) -> str:
     """The valid steps of `trace`, in words (for error messages)."""
     n = len(trace.steps)
-    return ("only step 0 (the prefill: a one-token reply)" if n == 1
-            else f"steps 0 (prefill) to {n - 1}")
+    return (
+        "only step 0 (the prefill: a one-token reply)"
+        if n == 1
+        else f"steps 0 (prefill) to {n - 1}"
+    )
 
 
 def get_step(trace: Trace, step: Any) -> Step:
     """The recorded step `step` (0 = prefill); a ValueError naming the valid range otherwise."""
     check_trace(trace)
     if isinstance(step, bool) or not isinstance(step, int) and not hasattr(step, "__index__"):
-        raise ValueError(f"step must be a whole number; this trace has {step_range(trace)}, "
-                         f"not {step!r}")
+        raise ValueError(
+            f"step must be a whole number; this trace has {step_range(trace)}, not {step!r}"
+        )
     i = int(step.__index__())
     if not 0 <= i < len(trace.steps):
         raise ValueError(f"step {i} does not exist: this trace has {step_range(trace)}")
     return trace.steps[i]
 
 
-NO_EMBEDDINGS = ("this trace has no embeddings (it was recorded with embeddings=False): "
-                 "record it again with viz.record(lm, prompt), which stores them by default")
+NO_EMBEDDINGS = (
+    "this trace has no embeddings (it was recorded with embeddings=False): "
+    "record it again with viz.record(lm, prompt), which stores them by default"
+)
 
 
 # ---- numbers for people -------------------------------------------------------------------------
@@ -79,7 +93,7 @@ def nbytes(value: float) -> str:
 
 
 def trace_title(trace: Trace) -> str:
-    """"label · model · device" for titles and legends (the device's short name:
+    """ "label · model · device" for titles and legends (the device's short name:
     `viz.runtime.short_device_name`)."""
     parts = [trace.label] if trace.label else []
     parts += [trace.model.name, device_text(trace.environment)]
@@ -182,8 +196,16 @@ def bytes_axis(ax, axis: str = "y") -> None:
 def empty_axes(ax, message: str) -> None:
     """An axes that says why it is empty (the sensible empty state, instead of an error)."""
     ax.set_axis_off()
-    ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True, color="#555555",
-            transform=ax.transAxes)
+    ax.text(
+        0.5,
+        0.5,
+        message,
+        ha="center",
+        va="center",
+        wrap=True,
+        color="#555555",
+        transform=ax.transAxes,
+    )
 
 
 # ---- plotly -------------------------------------------------------------------------------------
@@ -216,8 +238,9 @@ def house_template() -> str:
     import plotly.io as pio
 
     if "viz" not in pio.templates:
-        pio.templates["viz"] = go.layout.Template(layout={
-            "xaxis": {"ticklabelstandoff": 3}, "yaxis": {"ticklabelstandoff": 4}})
+        pio.templates["viz"] = go.layout.Template(
+            layout={"xaxis": {"ticklabelstandoff": 3}, "yaxis": {"ticklabelstandoff": 4}}
+        )
     return "viz"
 
 
@@ -248,8 +271,14 @@ def plotly_layout(title: str, height: int = 380, **extra) -> dict[str, Any]:
         "plot_bgcolor": "white",
         "hoverlabel": {"namelength": -1},
         "showlegend": True,
-        "legend": {"orientation": "h", "x": 0, "xanchor": "left", "yref": "container", "y": 0,
-                   "yanchor": "bottom"},
+        "legend": {
+            "orientation": "h",
+            "x": 0,
+            "xanchor": "left",
+            "yref": "container",
+            "y": 0,
+            "yanchor": "bottom",
+        },
     }
     layout.update(extra)
     return layout
@@ -268,8 +297,15 @@ def empty_figure(title: str, message: str, height: int = 160):
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
     lines = textwrap.wrap(message, EMPTY_LINE_CHARS) or [""]  # a long message never runs off
-    fig.add_annotation(text="<br>".join(esc(line) for line in lines), x=0.5, y=0.5,
-                       xref="paper", yref="paper", showarrow=False, font={"color": "#555555"})
+    fig.add_annotation(
+        text="<br>".join(esc(line) for line in lines),
+        x=0.5,
+        y=0.5,
+        xref="paper",
+        yref="paper",
+        showarrow=False,
+        font={"color": "#555555"},
+    )
     return fig
 
 
@@ -279,15 +315,29 @@ def finite(values) -> list[Optional[float]]:
 
 
 # ---- labels that do not collide ---------------------------------------------------------------
-LABEL_POSITIONS = ["bottom center", "top center", "middle right", "middle left", "bottom right",
-                   "top right", "bottom left", "top left"]
+LABEL_POSITIONS = [
+    "bottom center",
+    "top center",
+    "middle right",
+    "middle left",
+    "bottom right",
+    "top right",
+    "bottom left",
+    "top left",
+]
 
 
-def place_labels(points: list[tuple[float, float]], labels: list[str], size_px: tuple[float, float],
-                 font_px: float = 11, marker_px: float = 6, *,
-                 obstacles: Sequence[tuple[float, float]] = (),
-                 boxes: Sequence[tuple[float, float, float, float]] = (),
-                 prefer: Optional[Sequence[Optional[str]]] = None) -> list[Optional[str]]:
+def place_labels(
+    points: list[tuple[float, float]],
+    labels: list[str],
+    size_px: tuple[float, float],
+    font_px: float = 11,
+    marker_px: float = 6,
+    *,
+    obstacles: Sequence[tuple[float, float]] = (),
+    boxes: Sequence[tuple[float, float, float, float]] = (),
+    prefer: Optional[Sequence[Optional[str]]] = None,
+) -> list[Optional[str]]:
     """A plotly `textposition` for each point's label such that no label overlaps another label,
     another point or the plot's edge — or None where none fits (leave that label out: the hover
     still names it). Greedy, in the order given (put the labels that matter most first).
@@ -307,8 +357,9 @@ def place_labels(points: list[tuple[float, float]], labels: list[str], size_px: 
     fixed += [tuple(b) for b in boxes]
 
     def hits(box, others) -> bool:
-        return any(box[0] < o[2] and o[0] < box[2] and box[1] < o[3] and o[1] < box[3]
-                   for o in others)
+        return any(
+            box[0] < o[2] and o[0] < box[2] and box[1] < o[3] and o[1] < box[3] for o in others
+        )
 
     out: list[Optional[str]] = []
     for i, ((x, y), label) in enumerate(zip(points, labels)):
@@ -323,7 +374,7 @@ def place_labels(points: list[tuple[float, float]], labels: list[str], size_px: 
             "bottom left": (x - r / 2 - w, y + r / 2, x - r / 2, y + r / 2 + h),
             "top left": (x - r / 2 - w, y - r / 2 - h, x - r / 2, y - r / 2),
         }
-        others = dots[:i] + dots[i + 1:] + fixed
+        others = dots[:i] + dots[i + 1 :] + fixed
         choice = None
         first = [prefer[i]] if prefer is not None and prefer[i] else []
         for pos in (first + LABEL_POSITIONS) if label else []:
@@ -338,8 +389,9 @@ def place_labels(points: list[tuple[float, float]], labels: list[str], size_px: 
     return out
 
 
-def to_pixels(values: list[float], lo: float, hi: float, length: float, log: bool = False,
-              flip: bool = False) -> list[float]:
+def to_pixels(
+    values: list[float], lo: float, hi: float, length: float, log: bool = False, flip: bool = False
+) -> list[float]:
     """Data values → pixels along an axis of `length` px showing [lo, hi] (log: log10 axis;
     flip: y axes, which grow upwards while pixels grow down)."""
     import math

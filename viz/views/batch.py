@@ -39,11 +39,15 @@ class BatchTimeline:
         return [(r + 1) * self.alone_end_ms for r in range(self.batch_size)]
 
     def title(self) -> str:
-        t = (f"Batch of {self.batch_size}: all {self.batch_size} requests get token k at the same "
-             f"moment; the last arrives at {self.token_ms[-1]:.0f} ms")
+        t = (
+            f"Batch of {self.batch_size}: all {self.batch_size} requests get token k at the same "
+            f"moment; the last arrives at {self.token_ms[-1]:.0f} ms"
+        )
         if self.alone_end_ms is not None and self.batch_size > 1:
-            t += (f" (one after another: the last request would finish at "
-                  f"{self.one_after_another_ms()[-1]:.0f} ms)")
+            t += (
+                f" (one after another: the last request would finish at "
+                f"{self.one_after_another_ms()[-1]:.0f} ms)"
+            )
         return t
 
 
@@ -51,8 +55,10 @@ def _check(run: Any, name: str = "run"):
     from viz.perf.batch import BatchRun
 
     if not isinstance(run, BatchRun):
-        raise ValueError(f"{name} must be a viz.perf.BatchRun from viz.perf.generate_batch(lm, "
-                         f"prompts, max_new_tokens), not {type(run).__name__}")
+        raise ValueError(
+            f"{name} must be a viz.perf.BatchRun from viz.perf.generate_batch(lm, "
+            f"prompts, max_new_tokens), not {type(run).__name__}"
+        )
     return run
 
 
@@ -66,11 +72,15 @@ def batch_timeline_data(run, other=None) -> BatchTimeline:
     for s in run.step_s:
         times.append(times[-1] + s)
     return BatchTimeline(
-        batch_size=run.batch_size, prefill_ms=run.prefill_forward_s * 1e3,
-        ttft_ms=run.ttft_s * 1e3, token_ms=[t * 1e3 for t in times],
-        step_ms=[s * 1e3 for s in run.step_s], end_ms=run.end_to_end_s * 1e3,
+        batch_size=run.batch_size,
+        prefill_ms=run.prefill_forward_s * 1e3,
+        ttft_ms=run.ttft_s * 1e3,
+        token_ms=[t * 1e3 for t in times],
+        step_ms=[s * 1e3 for s in run.step_s],
+        end_ms=run.end_to_end_s * 1e3,
         alone_end_ms=None if other is None else other.end_to_end_s * 1e3,
-        alone_batch=None if other is None else other.batch_size)
+        alone_batch=None if other is None else other.batch_size,
+    )
 
 
 def batch_timeline_figure(run, other=None):
@@ -82,33 +92,63 @@ def batch_timeline_figure(run, other=None):
     d = batch_timeline_data(run, other)
     rows = [f"request {r}" for r in range(d.batch_size)]
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=[d.ttft_ms] * d.batch_size, y=rows, base=[0] * d.batch_size,
-                         orientation="h", name="prefill, then the first token",
-                         marker={"color": palette.PREFILL}, width=0.5,
-                         hovertemplate="%{y}: prefill + first token, %{x:.1f} ms"
-                                       "<extra></extra>"))
+    fig.add_trace(
+        go.Bar(
+            x=[d.ttft_ms] * d.batch_size,
+            y=rows,
+            base=[0] * d.batch_size,
+            orientation="h",
+            name="prefill, then the first token",
+            marker={"color": palette.PREFILL},
+            width=0.5,
+            hovertemplate="%{y}: prefill + first token, %{x:.1f} ms<extra></extra>",
+        )
+    )
     xs, ys, ks = [], [], []
     for r in rows:
         for k, t in enumerate(d.token_ms[1:], start=1):
             xs.append(t)
             ys.append(r)
             ks.append(k)
-    fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name="a decode token arrives",
-                             marker={"color": palette.DECODE, "size": 9, "symbol": "line-ns",
-                                     "line": {"width": 3, "color": palette.DECODE}},
-                             customdata=ks,
-                             hovertemplate="%{y}: token %{customdata} at %{x:.1f} ms"
-                                           "<extra></extra>"))
+    fig.add_trace(
+        go.Scatter(
+            x=xs,
+            y=ys,
+            mode="markers",
+            name="a decode token arrives",
+            marker={
+                "color": palette.DECODE,
+                "size": 9,
+                "symbol": "line-ns",
+                "line": {"width": 3, "color": palette.DECODE},
+            },
+            customdata=ks,
+            hovertemplate="%{y}: token %{customdata} at %{x:.1f} ms<extra></extra>",
+        )
+    )
     if d.alone_end_ms is not None and d.batch_size > 1:
         seq = d.one_after_another_ms()
-        fig.add_trace(go.Bar(x=[d.alone_end_ms] * d.batch_size, y=rows,
-                             base=[e - d.alone_end_ms for e in seq], orientation="h",
-                             width=0.2, offset=0.28, name="served one after another",
-                             marker={"color": palette.MUTED},
-                             hovertemplate="%{y}: one after another, done at %{x:.0f} ms"
-                                           "<extra></extra>"))
-    fig.update_layout(**plotly_layout(d.title(), height=max(260, 34 * d.batch_size + 190),
-                                      barmode="overlay", margin={"l": 90, "r": 20}))
+        fig.add_trace(
+            go.Bar(
+                x=[d.alone_end_ms] * d.batch_size,
+                y=rows,
+                base=[e - d.alone_end_ms for e in seq],
+                orientation="h",
+                width=0.2,
+                offset=0.28,
+                name="served one after another",
+                marker={"color": palette.MUTED},
+                hovertemplate="%{y}: one after another, done at %{x:.0f} ms<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        **plotly_layout(
+            d.title(),
+            height=max(260, 34 * d.batch_size + 190),
+            barmode="overlay",
+            margin={"l": 90, "r": 20},
+        )
+    )
     fig.update_xaxes(title="time since the batch started (ms)", rangemode="tozero")
     fig.update_yaxes(autorange="reversed", title=None)
     return fig
@@ -119,14 +159,31 @@ def batch_timeline_static(run, other=None):
     d = batch_timeline_data(run, other)
     fig, ax = new_figure(figsize=(9, 0.45 * d.batch_size + 1.8))
     for r in range(d.batch_size):
-        ax.barh(r, d.ttft_ms, color=palette.PREFILL, height=0.5,
-                label="prefill, then the first token" if r == 0 else None)
-        ax.scatter(d.token_ms[1:], [r] * (len(d.token_ms) - 1), marker="|", s=120,
-                   color=palette.DECODE, label="a decode token arrives" if r == 0 else None)
+        ax.barh(
+            r,
+            d.ttft_ms,
+            color=palette.PREFILL,
+            height=0.5,
+            label="prefill, then the first token" if r == 0 else None,
+        )
+        ax.scatter(
+            d.token_ms[1:],
+            [r] * (len(d.token_ms) - 1),
+            marker="|",
+            s=120,
+            color=palette.DECODE,
+            label="a decode token arrives" if r == 0 else None,
+        )
         if d.alone_end_ms is not None and d.batch_size > 1:
             end = d.one_after_another_ms()[r]
-            ax.barh(r + 0.3, d.alone_end_ms, left=end - d.alone_end_ms, height=0.15,
-                    color=palette.MUTED, label="served one after another" if r == 0 else None)
+            ax.barh(
+                r + 0.3,
+                d.alone_end_ms,
+                left=end - d.alone_end_ms,
+                height=0.15,
+                color=palette.MUTED,
+                label="served one after another" if r == 0 else None,
+            )
     ax.set_yticks(range(d.batch_size), [f"request {r}" for r in range(d.batch_size)])
     ax.invert_yaxis()
     ax.set_xlim(left=0)

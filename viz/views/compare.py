@@ -12,8 +12,19 @@ from typing import Optional
 
 from viz.trace import Trace
 from viz.views import palette
-from viz.views.base import (HTML, bytes_axis, check_trace, mpl_title, ms, nbytes, new_figure,
-                            per_s, plotly_layout, step_latencies_s, trace_title)
+from viz.views.base import (
+    HTML,
+    bytes_axis,
+    check_trace,
+    mpl_title,
+    ms,
+    nbytes,
+    new_figure,
+    per_s,
+    plotly_layout,
+    step_latencies_s,
+    trace_title,
+)
 from viz.views.text import esc, reply_text
 
 
@@ -40,9 +51,12 @@ class Comparison:
 
 
 def _side(trace: Trace, name: str) -> Side:
-    return Side(title=f"{name}: {trace_title(trace)}",
-                latencies_ms=[v * 1000 for v in step_latencies_s(trace)],
-                kv_bytes=[s.kv_bytes for s in trace.steps], phases=[s.phase for s in trace.steps])
+    return Side(
+        title=f"{name}: {trace_title(trace)}",
+        latencies_ms=[v * 1000 for v in step_latencies_s(trace)],
+        kv_bytes=[s.kv_bytes for s in trace.steps],
+        phases=[s.phase for s in trace.steps],
+    )
 
 
 def _ratio(a: Optional[float], b: Optional[float]) -> str:
@@ -60,18 +74,42 @@ def compare_data(trace: Trace, other: Trace) -> Comparison:
     rows = [
         ("TTFT", ms(a.ttft_s), ms(b.ttft_s), _ratio(a.ttft_s, b.ttft_s)),
         ("TPOT", ms(a.tpot_s), ms(b.tpot_s), _ratio(a.tpot_s, b.tpot_s)),
-        ("decode speed", per_s(a.decode_tokens_per_s), per_s(b.decode_tokens_per_s),
-         _ratio(a.decode_tokens_per_s, b.decode_tokens_per_s)),
-        ("prefill speed", per_s(a.prefill_tokens_per_s), per_s(b.prefill_tokens_per_s),
-         _ratio(a.prefill_tokens_per_s, b.prefill_tokens_per_s)),
-        ("end to end", ms(a.timing.end_to_end_s), ms(b.timing.end_to_end_s),
-         _ratio(a.timing.end_to_end_s, b.timing.end_to_end_s)),
-        ("tokens (prompt + reply)", f"{len(a.prompt_tokens)} + {a.n_generated}",
-         f"{len(b.prompt_tokens)} + {b.n_generated}", ""),
-        ("KV cache at the end", nbytes(a.steps[-1].kv_bytes), nbytes(b.steps[-1].kv_bytes),
-         _ratio(a.steps[-1].kv_bytes, b.steps[-1].kv_bytes)),
-        ("KV cache", "on" if a.settings.use_cache else "off",
-         "on" if b.settings.use_cache else "off", ""),
+        (
+            "decode speed",
+            per_s(a.decode_tokens_per_s),
+            per_s(b.decode_tokens_per_s),
+            _ratio(a.decode_tokens_per_s, b.decode_tokens_per_s),
+        ),
+        (
+            "prefill speed",
+            per_s(a.prefill_tokens_per_s),
+            per_s(b.prefill_tokens_per_s),
+            _ratio(a.prefill_tokens_per_s, b.prefill_tokens_per_s),
+        ),
+        (
+            "end to end",
+            ms(a.timing.end_to_end_s),
+            ms(b.timing.end_to_end_s),
+            _ratio(a.timing.end_to_end_s, b.timing.end_to_end_s),
+        ),
+        (
+            "tokens (prompt + reply)",
+            f"{len(a.prompt_tokens)} + {a.n_generated}",
+            f"{len(b.prompt_tokens)} + {b.n_generated}",
+            "",
+        ),
+        (
+            "KV cache at the end",
+            nbytes(a.steps[-1].kv_bytes),
+            nbytes(b.steps[-1].kv_bytes),
+            _ratio(a.steps[-1].kv_bytes, b.steps[-1].kv_bytes),
+        ),
+        (
+            "KV cache",
+            "on" if a.settings.use_cache else "off",
+            "on" if b.settings.use_cache else "off",
+            "",
+        ),
         ("device", a.environment.device_name, b.environment.device_name, ""),
         ("reply", repr(reply_text(a)[:60]), repr(reply_text(b)[:60]), ""),
     ]
@@ -81,12 +119,17 @@ def compare_data(trace: Trace, other: Trace) -> Comparison:
 def compare_html(trace: Trace, other: Trace) -> HTML:
     """The summary figures of both traces in a table, with the ratio B ÷ A. Lessons 05, 07."""
     d = compare_data(trace, other)
-    head = ("<tr><th></th>" + f"<th>{esc(d.a.title)}</th><th>{esc(d.b.title)}</th>"
-            "<th>B ÷ A</th></tr>")
-    body = "".join("<tr>" + "".join(f'<td style="padding:2px 10px">{esc(c)}</td>' for c in r)
-                   + "</tr>" for r in d.rows)
-    html = (f'<table class="viz-compare" style="font-family:sans-serif;font-size:13px;'
-            f'border-collapse:collapse">{head}{body}</table>')
+    head = (
+        "<tr><th></th>" + f"<th>{esc(d.a.title)}</th><th>{esc(d.b.title)}</th><th>B ÷ A</th></tr>"
+    )
+    body = "".join(
+        "<tr>" + "".join(f'<td style="padding:2px 10px">{esc(c)}</td>' for c in r) + "</tr>"
+        for r in d.rows
+    )
+    html = (
+        f'<table class="viz-compare" style="font-family:sans-serif;font-size:13px;'
+        f'border-collapse:collapse">{head}{body}</table>'
+    )
     return HTML(html, f"comparison: {d.a.title} vs {d.b.title}")
 
 
@@ -107,28 +150,60 @@ def compare_figure(trace: Trace, other: Trace):
     from plotly.subplots import make_subplots
 
     d = compare_data(trace, other)
-    fig = make_subplots(rows=3, cols=2, row_heights=[0.3, 0.3, 0.4], vertical_spacing=0.08,
-                        horizontal_spacing=0.06,
-                        specs=[[{}, {}], [{}, {}], [{"type": "table", "colspan": 2}, None]])
+    fig = make_subplots(
+        rows=3,
+        cols=2,
+        row_heights=[0.3, 0.3, 0.4],
+        vertical_spacing=0.08,
+        horizontal_spacing=0.06,
+        specs=[[{}, {}], [{}, {}], [{"type": "table", "colspan": 2}, None]],
+    )
     lines = _side_titles(fig, d)
     for col, side in ((1, d.a), (2, d.b)):
         colours = [palette.PHASE[p] for p in side.phases]
         steps = list(range(len(side.phases)))
-        fig.add_trace(go.Bar(x=steps, y=side.latencies_ms, marker={"color": colours},
-                             name="latency", showlegend=False,
-                             hovertemplate="step %{x}: %{y:.1f} ms<extra></extra>"), 1, col)
-        fig.add_trace(go.Bar(x=steps, y=side.kv_bytes, marker={"color": colours},
-                             name="KV cache", showlegend=False,
-                             hovertemplate="step %{x}: %{y:,} bytes<extra></extra>"), 2, col)
+        fig.add_trace(
+            go.Bar(
+                x=steps,
+                y=side.latencies_ms,
+                marker={"color": colours},
+                name="latency",
+                showlegend=False,
+                hovertemplate="step %{x}: %{y:.1f} ms<extra></extra>",
+            ),
+            1,
+            col,
+        )
+        fig.add_trace(
+            go.Bar(
+                x=steps,
+                y=side.kv_bytes,
+                marker={"color": colours},
+                name="KV cache",
+                showlegend=False,
+                hovertemplate="step %{x}: %{y:,} bytes<extra></extra>",
+            ),
+            2,
+            col,
+        )
     cols = list(zip(*d.rows))
-    fig.add_trace(go.Table(header={"values": ["", "A", "B", "B ÷ A"], "align": "left"},
-                           cells={"values": [[esc(c) for c in col] for col in cols],
-                                  "align": "left"}), 3, 1)
+    fig.add_trace(
+        go.Table(
+            header={"values": ["", "A", "B", "B ÷ A"], "align": "left"},
+            cells={"values": [[esc(c) for c in col] for col in cols], "align": "left"},
+        ),
+        3,
+        1,
+    )
     _same_scales(fig, d)
-    fig.update_layout(**plotly_layout("Two traces, same scales (blue: prefill, orange: decode)",
-                                      height=1000 + SIDE_LINE_PX * (lines - 1),
-                                      showlegend=False,
-                                      margin={"t": 70 + SIDE_LINE_PX * lines}))
+    fig.update_layout(
+        **plotly_layout(
+            "Two traces, same scales (blue: prefill, orange: decode)",
+            height=1000 + SIDE_LINE_PX * (lines - 1),
+            showlegend=False,
+            margin={"t": 70 + SIDE_LINE_PX * lines},
+        )
+    )
     return fig
 
 
@@ -140,19 +215,28 @@ def _side_titles(fig, d: Comparison) -> int:
     lines = max(len(t) for t in titles)
     for col, text in ((1, titles[0]), (2, titles[1])):
         left = fig.get_subplot(1, col).xaxis.domain[0]
-        fig.add_annotation(text="<br>".join(esc(line) for line in text), x=left, y=1.0,
-                           xref="paper", yref="paper", xanchor="left", yanchor="bottom",
-                           align="left", showarrow=False, font={"size": SIDE_TITLE_PX})
+        fig.add_annotation(
+            text="<br>".join(esc(line) for line in text),
+            x=left,
+            y=1.0,
+            xref="paper",
+            yref="paper",
+            xanchor="left",
+            yanchor="bottom",
+            align="left",
+            showarrow=False,
+            font={"size": SIDE_TITLE_PX},
+        )
     return lines
 
 
 def _same_scales(fig, d: Comparison) -> None:
     """Both columns on the same ranges: latency, KV bytes and steps."""
     for col in (1, 2):
-        fig.update_yaxes(range=d.latency_range, row=1, col=col,
-                         title="latency (ms)" if col == 1 else None)
-        fig.update_yaxes(range=d.kv_range, row=2, col=col,
-                         title="KV bytes" if col == 1 else None)
+        fig.update_yaxes(
+            range=d.latency_range, row=1, col=col, title="latency (ms)" if col == 1 else None
+        )
+        fig.update_yaxes(range=d.kv_range, row=2, col=col, title="KV bytes" if col == 1 else None)
         fig.update_xaxes(range=d.steps_range, row=1, col=col)
         fig.update_xaxes(range=d.steps_range, row=2, col=col, title="step (0 = prefill)")
 

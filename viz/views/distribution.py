@@ -13,8 +13,15 @@ from typing import Optional
 
 from viz.trace import Trace
 from viz.views import palette
-from viz.views.base import (check_trace, get_step, mpl_title, new_figure, plotly_layout,
-                            set_ticklabels, title_text)
+from viz.views.base import (
+    check_trace,
+    get_step,
+    mpl_title,
+    new_figure,
+    plotly_layout,
+    set_ticklabels,
+    title_text,
+)
 from viz.views.text import esc, token_label
 
 
@@ -59,45 +66,78 @@ class Distribution:
         out = []
         for i in range(n):
             chosen = self.ids[i] == self.chosen_id
-            out.append(Bar(self.labels[i], self.probs[i], palette.CHOSEN if chosen else colour,
-                           "chosen" if chosen else "candidate",
-                           f"rank {i}: id {self.ids[i]}, logit {self.logits[i]:.3f}, "
-                           f"p = {self.probs[i]:.4f}" + (" (chosen)" if chosen else "")))
+            out.append(
+                Bar(
+                    self.labels[i],
+                    self.probs[i],
+                    palette.CHOSEN if chosen else colour,
+                    "chosen" if chosen else "candidate",
+                    f"rank {i}: id {self.ids[i]}, logit {self.logits[i]:.3f}, "
+                    f"p = {self.probs[i]:.4f}" + (" (chosen)" if chosen else ""),
+                )
+            )
         shown = sum(self.probs[:n])
         if self.chosen_index is None or self.chosen_index >= n:
-            out.append(Bar(self.chosen_label, self.chosen_prob, palette.CHOSEN, "chosen",
-                           f"rank {self.chosen_rank}: id {self.chosen_id}, "
-                           f"p = {self.chosen_prob:.4f} (chosen)"))
+            out.append(
+                Bar(
+                    self.chosen_label,
+                    self.chosen_prob,
+                    palette.CHOSEN,
+                    "chosen",
+                    f"rank {self.chosen_rank}: id {self.chosen_id}, "
+                    f"p = {self.chosen_prob:.4f} (chosen)",
+                )
+            )
             shown += self.chosen_prob
         rest = max(0.0, 1.0 - shown)
         others = self.vocab_size - (len(out))
-        out.append(Bar(f"the other {others:,} tokens", rest, palette.MUTED, "rest",
-                       f"{others:,} tokens not shown, together p = {rest:.4f}"))
+        out.append(
+            Bar(
+                f"the other {others:,} tokens",
+                rest,
+                palette.MUTED,
+                "rest",
+                f"{others:,} tokens not shown, together p = {rest:.4f}",
+            )
+        )
         return out
 
     def title(self) -> str:
         """Ranks count from 0, as `Step.rank` does: rank 0 is the most likely token."""
-        rank = ("rank 0, the most likely" if self.chosen_rank == 0
-                else f"rank {self.chosen_rank} (0 = most likely)")
-        return (f"Step {self.step} ({self.phase}): chose {self.chosen_label}, "
-                f"p = {self.chosen_prob:.3f}, {rank}; entropy {self.entropy_bits:.2f} bits")
+        rank = (
+            "rank 0, the most likely"
+            if self.chosen_rank == 0
+            else f"rank {self.chosen_rank} (0 = most likely)"
+        )
+        return (
+            f"Step {self.step} ({self.phase}): chose {self.chosen_label}, "
+            f"p = {self.chosen_prob:.3f}, {rank}; entropy {self.entropy_bits:.2f} bits"
+        )
 
 
 def distribution_data(trace: Trace, step: int) -> Distribution:
     """The recorded distribution at `step` (0 = prefill). Lesson 02."""
     s = get_step(trace, step)
     return Distribution(
-        step=s.index, phase=s.phase, ids=list(s.top_ids),
-        labels=distinct_labels(s.top_texts, s.top_ids, s.top_pieces), probs=list(s.top_probs),
-        logits=list(s.top_logits), chosen_id=s.token_id,
+        step=s.index,
+        phase=s.phase,
+        ids=list(s.top_ids),
+        labels=distinct_labels(s.top_texts, s.top_ids, s.top_pieces),
+        probs=list(s.top_probs),
+        logits=list(s.top_logits),
+        chosen_id=s.token_id,
         chosen_label=token_label(s.token_text, s.token_piece),
-        chosen_prob=s.prob, chosen_rank=s.rank,
-        rest=max(0.0, 1.0 - sum(s.top_probs)), entropy_bits=s.entropy_bits,
-        vocab_size=trace.model.vocab_size)
+        chosen_prob=s.prob,
+        chosen_rank=s.rank,
+        rest=max(0.0, 1.0 - sum(s.top_probs)),
+        entropy_bits=s.entropy_bits,
+        vocab_size=trace.model.vocab_size,
+    )
 
 
-def distinct_labels(texts: list[str], ids: list[int],
-                    pieces: Optional[list[str]] = None) -> list[str]:
+def distinct_labels(
+    texts: list[str], ids: list[int], pieces: Optional[list[str]] = None
+) -> list[str]:
     """Visible token labels (a partial character as its bytes, where `pieces` holds its
     spelling); where two still look alike (partial characters of a trace recorded before
     pieces were stored, all "�"), each gets its id so the bars can be told apart."""
@@ -114,21 +154,38 @@ def bar_trace(d: Distribution, limit: Optional[int] = None, **kwargs):
 
     bars = d.bars(limit)
     return go.Bar(
-        x=[b.prob for b in bars], y=list(range(len(bars))), orientation="h",
-        marker={"color": [b.colour for b in bars],
-                "line": {"color": [palette.FORMULA if b.kind == "chosen" else b.colour
-                                   for b in bars], "width": 1.5}},
-        text=[f"{esc(b.label)}  {b.prob:.1%}" for b in bars], textposition="outside",
-        cliponaxis=False, customdata=[esc(b.hover) for b in bars],
-        hovertemplate="%{customdata}<extra></extra>", name="next token", showlegend=False,
-        **kwargs)
+        x=[b.prob for b in bars],
+        y=list(range(len(bars))),
+        orientation="h",
+        marker={
+            "color": [b.colour for b in bars],
+            "line": {
+                "color": [palette.FORMULA if b.kind == "chosen" else b.colour for b in bars],
+                "width": 1.5,
+            },
+        },
+        text=[f"{esc(b.label)}  {b.prob:.1%}" for b in bars],
+        textposition="outside",
+        cliponaxis=False,
+        customdata=[esc(b.hover) for b in bars],
+        hovertemplate="%{customdata}<extra></extra>",
+        name="next token",
+        showlegend=False,
+        **kwargs,
+    )
 
 
 def bar_axes(n_bars: int) -> tuple[dict, dict]:
     """x (probability, fixed 0-1 scale with room for labels) and y (positions) axis settings."""
-    return ({"range": [0, 1.35], "title": "probability", "tickformat": ".0%",
-             "tickvals": [0, 0.25, 0.5, 0.75, 1.0]},
-            {"range": [n_bars - 0.5, -0.5], "showticklabels": False, "title": "candidates"})
+    return (
+        {
+            "range": [0, 1.35],
+            "title": "probability",
+            "tickformat": ".0%",
+            "tickvals": [0, 0.25, 0.5, 0.75, 1.0],
+        },
+        {"range": [n_bars - 0.5, -0.5], "showticklabels": False, "title": "candidates"},
+    )
 
 
 def distribution_figure(trace: Trace, step: Optional[int] = None, limit: Optional[int] = None):
@@ -142,20 +199,33 @@ def distribution_figure(trace: Trace, step: Optional[int] = None, limit: Optiona
 
     check_trace(trace)
     first = distribution_data(trace, 0 if step is None else step)
-    n_bars = max(len(distribution_data(trace, i).bars(limit)) for i in
-                 (range(len(trace.steps)) if step is None else [first.step]))
+    n_bars = max(
+        len(distribution_data(trace, i).bars(limit))
+        for i in (range(len(trace.steps)) if step is None else [first.step])
+    )
     xaxis, yaxis = bar_axes(n_bars)
     sliding = step is None and len(trace.steps) > 1
-    fig = go.Figure(bar_trace(first, limit),
-                    layout=plotly_layout(first.title(), height=max(320, 24 * n_bars + 120)
-                                         + (100 if sliding else 0),
-                                         xaxis=xaxis, yaxis=yaxis, showlegend=False))
+    fig = go.Figure(
+        bar_trace(first, limit),
+        layout=plotly_layout(
+            first.title(),
+            height=max(320, 24 * n_bars + 120) + (100 if sliding else 0),
+            xaxis=xaxis,
+            yaxis=yaxis,
+            showlegend=False,
+        ),
+    )
     if sliding:
         frames = []
         for i in range(len(trace.steps)):
             d = distribution_data(trace, i)
-            frames.append(go.Frame(name=str(i), data=[bar_trace(d, limit)],
-                                   layout={"title": {"text": title_text(d.title())[0]}}))
+            frames.append(
+                go.Frame(
+                    name=str(i),
+                    data=[bar_trace(d, limit)],
+                    layout={"title": {"text": title_text(d.title())[0]}},
+                )
+            )
         fig.frames = frames
         fig.update_layout(**step_controls(trace))
     return fig
@@ -164,27 +234,57 @@ def distribution_figure(trace: Trace, step: Optional[int] = None, limit: Optiona
 def step_controls(trace: Trace, prefix: str = "step ", active: int = 0) -> dict:
     """A slider over the steps (frames named "0", "1", ...), starting at step `active`, and a
     play/pause button."""
-    def go_to(duration):
-        return {"mode": "immediate", "frame": {"duration": duration, "redraw": True},
-                "transition": {"duration": 0}, "fromcurrent": True}
 
-    steps = [{"label": str(i), "method": "animate", "args": [[str(i)], go_to(0)]}
-             for i in range(len(trace.steps))]
+    def go_to(duration):
+        return {
+            "mode": "immediate",
+            "frame": {"duration": duration, "redraw": True},
+            "transition": {"duration": 0},
+            "fromcurrent": True,
+        }
+
+    steps = [
+        {"label": str(i), "method": "animate", "args": [[str(i)], go_to(0)]}
+        for i in range(len(trace.steps))
+    ]
     return {
         "margin": {"b": 150},
         # The slider starts 110 px in, right of the play/pause buttons at any figure width.
-        "sliders": [{"active": active, "steps": steps, "x": 0, "len": 1, "y": 0,
-                     "yanchor": "top", "pad": {"t": 70, "l": 110},
-                     "currentvalue": {"prefix": prefix + "(0 = prefill): "}}],
-        "updatemenus": [{"type": "buttons", "showactive": False, "x": 0, "y": 0,
-                         "xanchor": "left", "yanchor": "top", "pad": {"t": 75},
-                         "direction": "left",
-                         "buttons": [
-                             {"label": "▶", "method": "animate",
-                              "args": [None, go_to(700)]},
-                             {"label": "❚❚", "method": "animate",
-                              "args": [[None], {"mode": "immediate",
-                                                "frame": {"duration": 0, "redraw": False}}]}]}],
+        "sliders": [
+            {
+                "active": active,
+                "steps": steps,
+                "x": 0,
+                "len": 1,
+                "y": 0,
+                "yanchor": "top",
+                "pad": {"t": 70, "l": 110},
+                "currentvalue": {"prefix": prefix + "(0 = prefill): "},
+            }
+        ],
+        "updatemenus": [
+            {
+                "type": "buttons",
+                "showactive": False,
+                "x": 0,
+                "y": 0,
+                "xanchor": "left",
+                "yanchor": "top",
+                "pad": {"t": 75},
+                "direction": "left",
+                "buttons": [
+                    {"label": "▶", "method": "animate", "args": [None, go_to(700)]},
+                    {
+                        "label": "❚❚",
+                        "method": "animate",
+                        "args": [
+                            [None],
+                            {"mode": "immediate", "frame": {"duration": 0, "redraw": False}},
+                        ],
+                    },
+                ],
+            }
+        ],
     }
 
 
@@ -193,8 +293,12 @@ def draw_bars(ax, d: Distribution, limit: Optional[int] = None) -> None:
     """Horizontal bars of `d` on a matplotlib axes (used here and by the explorer)."""
     bars = d.bars(limit)
     y = list(range(len(bars)))
-    ax.barh(y, [b.prob for b in bars], color=[b.colour for b in bars],
-            edgecolor=[palette.FORMULA if b.kind == "chosen" else b.colour for b in bars])
+    ax.barh(
+        y,
+        [b.prob for b in bars],
+        color=[b.colour for b in bars],
+        edgecolor=[palette.FORMULA if b.kind == "chosen" else b.colour for b in bars],
+    )
     set_ticklabels(ax, "y", y, [b.label for b in bars], fontsize=8)
     for i, b in enumerate(bars):
         ax.text(b.prob + 0.01, i, f"{b.prob:.1%}", va="center", fontsize=7)

@@ -13,8 +13,16 @@ import numpy as np
 
 from viz.trace import Trace
 from viz.views import palette
-from viz.views.base import (NO_EMBEDDINGS, check_trace, empty_axes, empty_figure, mpl_text,
-                            new_figure, plotly_layout, set_ticklabels)
+from viz.views.base import (
+    NO_EMBEDDINGS,
+    check_trace,
+    empty_axes,
+    empty_figure,
+    mpl_text,
+    new_figure,
+    plotly_layout,
+    set_ticklabels,
+)
 from viz.views.text import esc, token_label
 
 
@@ -57,7 +65,7 @@ def project_2d(vectors: np.ndarray) -> tuple[np.ndarray, tuple[float, float]]:
     xy = centred @ comps.T
     if xy.shape[1] < 2:  # only one component exists
         xy = np.hstack([xy, np.zeros((xy.shape[0], 1))])
-    var = s ** 2
+    var = s**2
     share = var / var.sum()
     return xy, (float(share[0]), float(share[1]) if len(share) > 1 else 0.0)
 
@@ -80,13 +88,20 @@ def embeddings_data(trace: Trace) -> EmbeddingData:
     xy, explained = project_2d(vectors)
     return EmbeddingData(
         labels=[f"{i}: {token_label(t.text, t.piece)}" for i, t in enumerate(toks)],
-        ids=[t.id for t in toks], special=[t.special for t in toks],
-        vectors=vectors, cosine=cosine_similarity(vectors), xy=xy, explained=explained)
+        ids=[t.id for t in toks],
+        special=[t.special for t in toks],
+        vectors=vectors,
+        cosine=cosine_similarity(vectors),
+        xy=xy,
+        explained=explained,
+    )
 
 
 def _title(trace: Trace, d: EmbeddingData) -> str:
-    return (f"Input embeddings of the {len(d.ids)} prompt tokens "
-            f"({d.vectors.shape[1]} numbers each, stored to 8 bits)")
+    return (
+        f"Input embeddings of the {len(d.ids)} prompt tokens "
+        f"({d.vectors.shape[1]} numbers each, stored to 8 bits)"
+    )
 
 
 def embeddings_figure(trace: Trace):
@@ -108,8 +123,12 @@ def embeddings_figure(trace: Trace):
     top = [(row2 + gap) / total, 1.0]
     positions = list(range(n))
     every = max(1, -(-n // 20))  # the cosine map's position numbers: at most ~20 per side
-    bar = {"len": (row1 - 10) / total, "y": top[0] + (top[1] - top[0]) / 2, "yanchor": "middle",
-           "thickness": 10}
+    bar = {
+        "len": (row1 - 10) / total,
+        "y": top[0] + (top[1] - top[0]) / 2,
+        "yanchor": "middle",
+        "thickness": 10,
+    }
     fig = go.Figure()
     _add_heatmaps(fig, d, names, positions, bar)
     _add_map(fig, trace, d, names)
@@ -125,19 +144,46 @@ def _add_heatmaps(fig, d: EmbeddingData, names: list[str], positions: list[int],
     lim = float(np.abs(d.vectors).max()) or 1.0
     # 3 significant digits: the stored vectors hold 8 bits (~2.4 digits) per number anyway,
     # and the figure stays small enough for a committed notebook.
-    fig.add_trace(go.Heatmap(z=_round(d.vectors, 3), y=names, colorscale=palette.DIVERGING,
-                             zmin=-lim, zmax=lim, reversescale=True, name="vector",
-                             hovertemplate="%{y}<br>dimension %{x}<br>value %{z}<extra></extra>",
-                             colorbar={**bar, "x": 0.555, "xanchor": "left",
-                                       "title": {"text": "value", "side": "right"}},
-                             xaxis="x", yaxis="y"))
-    fig.add_trace(go.Heatmap(z=_round(d.cosine, 4), x=positions, y=positions,
-                             colorscale=palette.SEQUENTIAL, zmin=-1, zmax=1, name="cosine",
-                             hovertemplate="tokens at positions %{y} and %{x}: cosine %{z}"
-                                           "<extra></extra>",
-                             colorbar={**bar, "x": 1.01, "xanchor": "left",
-                                       "title": {"text": "cosine", "side": "right"}},
-                             xaxis="x2", yaxis="y2"))
+    fig.add_trace(
+        go.Heatmap(
+            z=_round(d.vectors, 3),
+            y=names,
+            colorscale=palette.DIVERGING,
+            zmin=-lim,
+            zmax=lim,
+            reversescale=True,
+            name="vector",
+            hovertemplate="%{y}<br>dimension %{x}<br>value %{z}<extra></extra>",
+            colorbar={
+                **bar,
+                "x": 0.555,
+                "xanchor": "left",
+                "title": {"text": "value", "side": "right"},
+            },
+            xaxis="x",
+            yaxis="y",
+        )
+    )
+    fig.add_trace(
+        go.Heatmap(
+            z=_round(d.cosine, 4),
+            x=positions,
+            y=positions,
+            colorscale=palette.SEQUENTIAL,
+            zmin=-1,
+            zmax=1,
+            name="cosine",
+            hovertemplate="tokens at positions %{y} and %{x}: cosine %{z}<extra></extra>",
+            colorbar={
+                **bar,
+                "x": 1.01,
+                "xanchor": "left",
+                "title": {"text": "cosine", "side": "right"},
+            },
+            xaxis="x2",
+            yaxis="y2",
+        )
+    )
 
 
 def _add_map(fig, trace: Trace, d: EmbeddingData, names: list[str]):
@@ -146,46 +192,92 @@ def _add_map(fig, trace: Trace, d: EmbeddingData, names: list[str]):
 
     labels = [token_label(t.text, t.piece) for t in trace.prompt_tokens]
     where = _scatter_labels(d, labels)
-    fig.add_trace(go.Scatter(x=d.xy[:, 0].tolist(), y=d.xy[:, 1].tolist(), mode="markers+text",
-                             text=[esc(lab) if w else "" for lab, w in zip(labels, where)],
-                             textposition=[w or "top center" for w in where],
-                             textfont={"size": 11}, customdata=names, name="tokens",
-                             marker={"color": [palette.SPECIAL if s else palette.PREFILL
-                                               for s in d.special], "size": 8},
-                             hovertemplate="%{customdata}<br>(%{x:.3f}, %{y:.3f})<extra></extra>",
-                             xaxis="x3", yaxis="y3"))
+    fig.add_trace(
+        go.Scatter(
+            x=d.xy[:, 0].tolist(),
+            y=d.xy[:, 1].tolist(),
+            mode="markers+text",
+            text=[esc(lab) if w else "" for lab, w in zip(labels, where)],
+            textposition=[w or "top center" for w in where],
+            textfont={"size": 11},
+            customdata=names,
+            name="tokens",
+            marker={
+                "color": [palette.SPECIAL if s else palette.PREFILL for s in d.special],
+                "size": 8,
+            },
+            hovertemplate="%{customdata}<br>(%{x:.3f}, %{y:.3f})<extra></extra>",
+            xaxis="x3",
+            yaxis="y3",
+        )
+    )
 
 
-def _layout(fig, trace: Trace, d: EmbeddingData, ticks: list[int], top: list[float],
-            heights: tuple[int, int]):
+def _layout(
+    fig,
+    trace: Trace,
+    d: EmbeddingData,
+    ticks: list[int],
+    top: list[float],
+    heights: tuple[int, int],
+):
     """The axes of the three panels: `ticks` the cosine map's numbered positions, `top` the
     first row's share of the height, `heights` (the plot area's, the 2-D map's) in pixels."""
     total, row2 = heights
     rows = {"autorange": "reversed", "tickfont": {"size": 9}, "domain": top}
     x3, y3 = _scatter_ranges(d)
-    fig.update_layout(**plotly_layout(
-        _title(trace, d), height=total + 150, showlegend=False,
-        margin={"l": 130, "r": 60, "t": 80, "b": 60},
-        xaxis={"title": "dimension", "domain": [0, 0.55], "anchor": "y"},
-        yaxis={**rows, "anchor": "x", "type": "category", "title": None},
-        xaxis2={"domain": [0.72, 1.0], "anchor": "y2", "tickmode": "array",
-                "tickvals": ticks, "title": "token position", "tickfont": {"size": 9}},
-        yaxis2={**rows, "anchor": "x2", "tickmode": "array", "tickvals": ticks,
-                "title": None},
-        xaxis3={"domain": [0, 1.0], "anchor": "y3", "range": x3,
-                "title": f"PC1 ({d.explained[0]:.0%} of the variance)"},
-        yaxis3={"domain": [0, row2 / total], "anchor": "x3", "range": y3,
-                "title": f"PC2 ({d.explained[1]:.0%})"}))
+    fig.update_layout(
+        **plotly_layout(
+            _title(trace, d),
+            height=total + 150,
+            showlegend=False,
+            margin={"l": 130, "r": 60, "t": 80, "b": 60},
+            xaxis={"title": "dimension", "domain": [0, 0.55], "anchor": "y"},
+            yaxis={**rows, "anchor": "x", "type": "category", "title": None},
+            xaxis2={
+                "domain": [0.72, 1.0],
+                "anchor": "y2",
+                "tickmode": "array",
+                "tickvals": ticks,
+                "title": "token position",
+                "tickfont": {"size": 9},
+            },
+            yaxis2={**rows, "anchor": "x2", "tickmode": "array", "tickvals": ticks, "title": None},
+            xaxis3={
+                "domain": [0, 1.0],
+                "anchor": "y3",
+                "range": x3,
+                "title": f"PC1 ({d.explained[0]:.0%} of the variance)",
+            },
+            yaxis3={
+                "domain": [0, row2 / total],
+                "anchor": "x3",
+                "range": y3,
+                "title": f"PC2 ({d.explained[1]:.0%})",
+            },
+        )
+    )
 
 
 def _panel_titles(fig, map_top: float):
     """Each panel's title, above its top left corner (`map_top`: the 2-D map's top, paper)."""
-    for text, x, y in (("token × dimension (rows: the prompt's tokens)", 0, 1.0),
-                       ("cosine similarity (by position)", 0.72, 1.0),
-                       ("2-D projection: tokens with similar vectors sit close (hover a dot)", 0,
-                        map_top)):
-        fig.add_annotation(text=text, x=x, y=y, xref="paper", yref="paper", xanchor="left",
-                           yanchor="bottom", showarrow=False, yshift=4, font={"size": 12})
+    for text, x, y in (
+        ("token × dimension (rows: the prompt's tokens)", 0, 1.0),
+        ("cosine similarity (by position)", 0.72, 1.0),
+        ("2-D projection: tokens with similar vectors sit close (hover a dot)", 0, map_top),
+    ):
+        fig.add_annotation(
+            text=text,
+            x=x,
+            y=y,
+            xref="paper",
+            yref="paper",
+            xanchor="left",
+            yanchor="bottom",
+            showarrow=False,
+            yshift=4,
+            font={"size": 12},
+        )
 
 
 # The 2-D map's plot area, in which its labels are placed: an 800 px figure's (margins 190 px;
@@ -238,16 +330,19 @@ def embeddings_static(trace: Trace):
         return fig
     d = embeddings_data(trace)
     n = len(d.ids)
-    fig, axes = new_figure(1, 3, figsize=(15, max(4.5, 0.16 * n + 1.5)),
-                           gridspec_kw={"width_ratios": [1.4, 1, 1]})
+    fig, axes = new_figure(
+        1, 3, figsize=(15, max(4.5, 0.16 * n + 1.5)), gridspec_kw={"width_ratios": [1.4, 1, 1]}
+    )
     lim = float(np.abs(d.vectors).max()) or 1.0
-    im = axes[0].imshow(d.vectors, aspect="auto", cmap="RdBu_r", vmin=-lim, vmax=lim,
-                        interpolation="nearest")
+    im = axes[0].imshow(
+        d.vectors, aspect="auto", cmap="RdBu_r", vmin=-lim, vmax=lim, interpolation="nearest"
+    )
     axes[0].set_xlabel("dimension")
     axes[0].set_title("token × dimension", fontsize=10)
     fig.colorbar(im, ax=axes[0], fraction=0.04)
-    im2 = axes[1].imshow(d.cosine, aspect="auto", cmap="viridis", vmin=-1, vmax=1,
-                         interpolation="nearest")
+    im2 = axes[1].imshow(
+        d.cosine, aspect="auto", cmap="viridis", vmin=-1, vmax=1, interpolation="nearest"
+    )
     axes[1].set_title("cosine similarity (rows and columns: the same tokens)", fontsize=10)
     axes[1].set_xticks([])
     axes[1].set_yticks([])
@@ -257,8 +352,14 @@ def embeddings_static(trace: Trace):
     axes[2].scatter(d.xy[:, 0], d.xy[:, 1], c=colours, s=18)
     for (x, y), t in zip(d.xy, trace.prompt_tokens):
         label = mpl_text(token_label(t.text, t.piece))
-        axes[2].annotate(label["s"], xy=(x, y), xytext=(2, 3), textcoords="offset points",
-                         fontsize=7, fontfamily=label["fontfamily"])
+        axes[2].annotate(
+            label["s"],
+            xy=(x, y),
+            xytext=(2, 3),
+            textcoords="offset points",
+            fontsize=7,
+            fontfamily=label["fontfamily"],
+        )
     axes[2].set_xlabel(f"PC1 ({d.explained[0]:.0%} of variance)")
     axes[2].set_ylabel(f"PC2 ({d.explained[1]:.0%} of variance)")
     axes[2].set_title("2-D projection", fontsize=10)

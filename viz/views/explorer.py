@@ -14,10 +14,26 @@ from typing import Optional
 
 from viz.trace import Trace
 from viz.views import palette
-from viz.views.base import (blank_figure, bytes_axis, check_trace, get_step, mpl_text, mpl_title,
-                            ms, nbytes, plotly_layout, step_latencies_s)
-from viz.views.distribution import (Distribution, bar_axes, bar_trace, distribution_data,
-                                    draw_bars, step_controls)
+from viz.views.base import (
+    blank_figure,
+    bytes_axis,
+    check_trace,
+    get_step,
+    mpl_text,
+    mpl_title,
+    ms,
+    nbytes,
+    plotly_layout,
+    step_latencies_s,
+)
+from viz.views.distribution import (
+    Distribution,
+    bar_axes,
+    bar_trace,
+    distribution_data,
+    draw_bars,
+    step_controls,
+)
 from viz.views.text import PARTIAL, esc, token_label, visible
 
 PROMPT_TAIL = 60  # characters of the prompt shown before the reply, for context
@@ -43,10 +59,15 @@ class ExplorerStep:
     distribution: Distribution
 
     def caption(self) -> str:
-        what = "prefill: the whole prompt in one pass" if self.phase == "prefill" else \
-            "decode: one new token in, one out"
-        return (f"step {self.step} ({what}) · latency {ms(self.latency_s)} · "
-                f"KV cache {nbytes(self.kv_bytes)} for {self.seq_len} tokens")
+        what = (
+            "prefill: the whole prompt in one pass"
+            if self.phase == "prefill"
+            else "decode: one new token in, one out"
+        )
+        return (
+            f"step {self.step} ({what}) · latency {ms(self.latency_s)} · "
+            f"KV cache {nbytes(self.kv_bytes)} for {self.seq_len} tokens"
+        )
 
 
 def explorer_data(trace: Trace, step: int) -> ExplorerStep:
@@ -55,20 +76,30 @@ def explorer_data(trace: Trace, step: int) -> ExplorerStep:
     prev_end = trace.steps[s.index - 1].text_end if s.index > 0 else 0
     tail = trace.prompt_text[-PROMPT_TAIL:]
     return ExplorerStep(
-        step=s.index, phase=s.phase,
+        step=s.index,
+        phase=s.phase,
         prompt_tail=("…" if len(trace.prompt_text) > PROMPT_TAIL else "") + tail,
-        before=trace.output_text[:prev_end], new=trace.output_text[prev_end:s.text_end],
-        token=token_label(s.token_text, s.token_piece), partial=PARTIAL in s.token_text,
-        latency_s=step_latencies_s(trace)[s.index], forward_s=s.forward_s,
-        kv_bytes=s.kv_bytes, seq_len=s.seq_len, distribution=distribution_data(trace, s.index))
+        before=trace.output_text[:prev_end],
+        new=trace.output_text[prev_end : s.text_end],
+        token=token_label(s.token_text, s.token_piece),
+        partial=PARTIAL in s.token_text,
+        latency_s=step_latencies_s(trace)[s.index],
+        forward_s=s.forward_s,
+        kv_bytes=s.kv_bytes,
+        seq_len=s.seq_len,
+        distribution=distribution_data(trace, s.index),
+    )
 
 
 def _runs(e: ExplorerStep) -> list[tuple[str, str]]:
     """The text panel as (text, style) runs: prompt (muted), reply so far, the new token. A
     token that completes no character (or leaves the reply cut mid-character) shows its
     bytes."""
-    new = e.new if e.new and not (e.partial and PARTIAL in e.new) else \
-        f"[{e.token}: part of a character]"
+    new = (
+        e.new
+        if e.new and not (e.partial and PARTIAL in e.new)
+        else f"[{e.token}: part of a character]"
+    )
     return [(e.prompt_tail, "prompt"), (e.before, "reply"), (new, "new")]
 
 
@@ -95,17 +126,24 @@ def _lines(runs: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
     return lines[-TEXT_LINES:]
 
 
-_STYLE = {"prompt": f"color:{palette.MUTED}", "reply": "color:#000000",
-          "new": f"color:{palette.CHOSEN};font-weight:bold"}
+_STYLE = {
+    "prompt": f"color:{palette.MUTED}",
+    "reply": "color:#000000",
+    "new": f"color:{palette.CHOSEN};font-weight:bold",
+}
 
 
 def text_panel(e: ExplorerStep) -> str:
     """The text so far as plotly's pseudo-HTML (lines joined with <br>)."""
     out = []
     for line in _lines(_runs(e)):
-        out.append("".join(f'<span style="{_STYLE[style]}">{"<b>" if style == "new" else ""}'
-                           f'{esc(text)}{"</b>" if style == "new" else ""}</span>'
-                           for text, style in line))
+        out.append(
+            "".join(
+                f'<span style="{_STYLE[style]}">{"<b>" if style == "new" else ""}'
+                f"{esc(text)}{'</b>' if style == 'new' else ''}</span>"
+                for text, style in line
+            )
+        )
     return "<br>".join(out)
 
 
@@ -118,19 +156,48 @@ MOVING = [TEXT, BARS, KV_NOW, LAT_NOW]
 def _moving_traces(e: ExplorerStep, limit: Optional[int]):
     import plotly.graph_objects as go
 
-    marker = {"color": palette.CHOSEN, "size": 13, "symbol": "diamond",
-              "line": {"color": palette.FORMULA, "width": 1}}
+    marker = {
+        "color": palette.CHOSEN,
+        "size": 13,
+        "symbol": "diamond",
+        "line": {"color": palette.FORMULA, "width": 1},
+    }
     return [
-        go.Scatter(x=[0], y=[1], mode="text", text=[text_panel(e)], textposition="bottom right",
-                   textfont={"family": "DejaVu Sans Mono, monospace", "size": 12},
-                   hoverinfo="skip", showlegend=False, xaxis="x", yaxis="y"),
+        go.Scatter(
+            x=[0],
+            y=[1],
+            mode="text",
+            text=[text_panel(e)],
+            textposition="bottom right",
+            textfont={"family": "DejaVu Sans Mono, monospace", "size": 12},
+            hoverinfo="skip",
+            showlegend=False,
+            xaxis="x",
+            yaxis="y",
+        ),
         bar_trace(e.distribution, limit, xaxis="x2", yaxis="y2"),
-        go.Scatter(x=[e.step], y=[e.kv_bytes], mode="markers", marker=marker, name="this step",
-                   showlegend=False, hovertemplate="%{y:,} bytes<extra>this step</extra>",
-                   xaxis="x3", yaxis="y3"),
-        go.Scatter(x=[e.step], y=[e.latency_s * 1000], mode="markers", marker=marker,
-                   name="this step", showlegend=False,
-                   hovertemplate="%{y:.1f} ms<extra>this step</extra>", xaxis="x4", yaxis="y4"),
+        go.Scatter(
+            x=[e.step],
+            y=[e.kv_bytes],
+            mode="markers",
+            marker=marker,
+            name="this step",
+            showlegend=False,
+            hovertemplate="%{y:,} bytes<extra>this step</extra>",
+            xaxis="x3",
+            yaxis="y3",
+        ),
+        go.Scatter(
+            x=[e.step],
+            y=[e.latency_s * 1000],
+            mode="markers",
+            marker=marker,
+            name="this step",
+            showlegend=False,
+            hovertemplate="%{y:.1f} ms<extra>this step</extra>",
+            xaxis="x4",
+            yaxis="y4",
+        ),
     ]
 
 
@@ -151,8 +218,16 @@ def explorer_figure(trace: Trace, step: Optional[int] = None, limit: Optional[in
     n = len(trace.steps)
     fig = go.Figure(data=_panels(trace, first, limit))
     _explorer_layout(fig, trace, limit)
-    fig.add_annotation(text=esc(first.caption()), xref="paper", yref="paper", x=0, y=0.655,
-                       xanchor="left", showarrow=False, font={"size": 12})
+    fig.add_annotation(
+        text=esc(first.caption()),
+        xref="paper",
+        yref="paper",
+        x=0,
+        y=0.655,
+        xanchor="left",
+        showarrow=False,
+        font={"size": 12},
+    )
     if step is None and n > 1:
         fig.frames = _explorer_frames(trace, fig.layout.annotations[0].to_plotly_json(), limit)
         fig.update_layout(**step_controls(trace, active=first.step))
@@ -170,15 +245,30 @@ def _panels(trace: Trace, first: ExplorerStep, limit: Optional[int]) -> list:
     latencies = [v * 1000 for v in step_latencies_s(trace)]
     moving = _moving_traces(first, limit)
     return [
-        moving[0], moving[1],
-        go.Bar(x=steps, y=[s.kv_bytes for s in trace.steps], marker={"color": colours},
-               name="KV cache", showlegend=False, xaxis="x3", yaxis="y3",
-               customdata=[s.seq_len for s in trace.steps],
-               hovertemplate="step %{x}: %{y:,} bytes for %{customdata} tokens<extra></extra>"),
+        moving[0],
+        moving[1],
+        go.Bar(
+            x=steps,
+            y=[s.kv_bytes for s in trace.steps],
+            marker={"color": colours},
+            name="KV cache",
+            showlegend=False,
+            xaxis="x3",
+            yaxis="y3",
+            customdata=[s.seq_len for s in trace.steps],
+            hovertemplate="step %{x}: %{y:,} bytes for %{customdata} tokens<extra></extra>",
+        ),
         moving[2],
-        go.Bar(x=steps, y=latencies, marker={"color": colours}, name="latency",
-               showlegend=False, xaxis="x4", yaxis="y4",
-               hovertemplate="step %{x}: %{y:.1f} ms<extra></extra>"),
+        go.Bar(
+            x=steps,
+            y=latencies,
+            marker={"color": colours},
+            name="latency",
+            showlegend=False,
+            xaxis="x4",
+            yaxis="y4",
+            hovertemplate="step %{x}: %{y:.1f} ms<extra></extra>",
+        ),
         moving[3],
     ]
 
@@ -192,19 +282,43 @@ def _explorer_layout(fig, trace: Trace, limit: Optional[int]) -> None:
     bx, by = bar_axes(n_bars)
     hidden = {"visible": False, "range": [0, 1], "fixedrange": True}
     step_axis = {"title": "step", "range": [-0.6, n - 0.4], "dtick": 1 if n <= 30 else None}
-    fig.update_layout(**plotly_layout(
-        f"Decode step explorer: {len(trace.prompt_tokens)} prompt tokens, {n} generated",
-        height=700, showlegend=False,
-        xaxis={**hidden, "domain": [0, 1]}, yaxis={**hidden, "domain": [0.72, 0.97]},
-        xaxis2={**bx, "domain": [0, 0.5], "anchor": "y2"},
-        yaxis2={**by, "domain": [0, 0.6], "anchor": "x2", "title": "next-token candidates"},
-        xaxis3={**step_axis, "domain": [0.62, 1], "anchor": "y3", "title": None,
-                "showticklabels": False},
-        yaxis3={"domain": [0.34, 0.6], "anchor": "x3", "title": "KV bytes", "rangemode": "tozero"},
-        xaxis4={**step_axis, "domain": [0.62, 1], "anchor": "y4", "title": "step (0 = prefill)"},
-        yaxis4={"domain": [0, 0.26], "anchor": "x4", "title": "latency (ms)",
-                "rangemode": "tozero"},
-        margin={"l": 60, "r": 20, "t": 60, "b": 60}))
+    fig.update_layout(
+        **plotly_layout(
+            f"Decode step explorer: {len(trace.prompt_tokens)} prompt tokens, {n} generated",
+            height=700,
+            showlegend=False,
+            xaxis={**hidden, "domain": [0, 1]},
+            yaxis={**hidden, "domain": [0.72, 0.97]},
+            xaxis2={**bx, "domain": [0, 0.5], "anchor": "y2"},
+            yaxis2={**by, "domain": [0, 0.6], "anchor": "x2", "title": "next-token candidates"},
+            xaxis3={
+                **step_axis,
+                "domain": [0.62, 1],
+                "anchor": "y3",
+                "title": None,
+                "showticklabels": False,
+            },
+            yaxis3={
+                "domain": [0.34, 0.6],
+                "anchor": "x3",
+                "title": "KV bytes",
+                "rangemode": "tozero",
+            },
+            xaxis4={
+                **step_axis,
+                "domain": [0.62, 1],
+                "anchor": "y4",
+                "title": "step (0 = prefill)",
+            },
+            yaxis4={
+                "domain": [0, 0.26],
+                "anchor": "x4",
+                "title": "latency (ms)",
+                "rangemode": "tozero",
+            },
+            margin={"l": 60, "r": 20, "t": 60, "b": 60},
+        )
+    )
 
 
 def _explorer_frames(trace: Trace, caption: dict, limit: Optional[int]) -> list:
@@ -216,9 +330,14 @@ def _explorer_frames(trace: Trace, caption: dict, limit: Optional[int]) -> list:
     frames = []
     for i in steps:
         e = explorer_data(trace, i)
-        frames.append(go.Frame(name=str(i), data=_moving_traces(e, limit), traces=MOVING,
-                               layout={"annotations": [{**caption,
-                                                        "text": esc(e.caption())}]}))
+        frames.append(
+            go.Frame(
+                name=str(i),
+                data=_moving_traces(e, limit),
+                traces=MOVING,
+                layout={"annotations": [{**caption, "text": esc(e.caption())}]},
+            )
+        )
     return frames
 
 
@@ -234,14 +353,24 @@ def explorer_widget(trace: Trace, limit: Optional[int] = 10):
     check_trace(trace)
     last = len(trace.steps) - 1
     start = first_step(trace)
-    slider = widgets.IntSlider(value=start, min=0, max=last, description="step",
-                               continuous_update=True, disabled=last == 0,
-                               layout={"width": "420px"})
-    play = widgets.Play(value=start, min=0, max=last, interval=700, description="play",
-                        disabled=last == 0)
+    slider = widgets.IntSlider(
+        value=start,
+        min=0,
+        max=last,
+        description="step",
+        continuous_update=True,
+        disabled=last == 0,
+        layout={"width": "420px"},
+    )
+    play = widgets.Play(
+        value=start, min=0, max=last, interval=700, description="play", disabled=last == 0
+    )
     widgets.jslink((play, "value"), (slider, "value"))
-    view = LinkedView({"step": slider}, [widgets.HBox([play, slider])],
-                      lambda v: explorer_figure(trace, v["step"], limit))
+    view = LinkedView(
+        {"step": slider},
+        [widgets.HBox([play, slider])],
+        lambda v: explorer_figure(trace, v["step"], limit),
+    )
     view.controls["play"] = play
     return view
 
@@ -253,12 +382,19 @@ def _draw_runs(ax, lines: list[list[tuple[str, str]]]) -> None:
     for i, line in enumerate(lines):
         prev = None
         for text, style in line:
-            kw = dict(fontsize=9, color=colours[style], va="bottom", ha="left",
-                      fontweight="bold" if style == "new" else "normal", **mpl_text(text))
+            kw = dict(
+                fontsize=9,
+                color=colours[style],
+                va="bottom",
+                ha="left",
+                fontweight="bold" if style == "new" else "normal",
+                **mpl_text(text),
+            )
             label = kw.pop("s")
             if prev is None:
-                prev = ax.text(0, 1 - (i + 1) / (TEXT_LINES + 1), label, transform=ax.transAxes,
-                               **kw)
+                prev = ax.text(
+                    0, 1 - (i + 1) / (TEXT_LINES + 1), label, transform=ax.transAxes, **kw
+                )
             else:
                 prev = ax.annotate(label, xy=(1, 0), xycoords=prev, **kw)
 
@@ -272,19 +408,29 @@ def explorer_static(trace: Trace, step: Optional[int] = None, limit: Optional[in
     text_ax = fig.add_subplot(grid[0, :])
     text_ax.set_axis_off()
     _draw_runs(text_ax, _lines(_runs(e)))
-    mpl_title(text_ax, f"{e.caption()}\ntext so far (grey: the prompt's end; vermillion: the new "
-                       f"token {e.token})", loc="left", fontsize=10)
+    mpl_title(
+        text_ax,
+        f"{e.caption()}\ntext so far (grey: the prompt's end; vermillion: the new token {e.token})",
+        loc="left",
+        fontsize=10,
+    )
     dist_ax = fig.add_subplot(grid[1:, 0])
     draw_bars(dist_ax, e.distribution, limit)
-    mpl_title(dist_ax, f"chose {e.token} (p = {e.distribution.chosen_prob:.3f}, "
-                       f"entropy {e.distribution.entropy_bits:.2f} bits)", loc="left", fontsize=9)
+    mpl_title(
+        dist_ax,
+        f"chose {e.token} (p = {e.distribution.chosen_prob:.3f}, "
+        f"entropy {e.distribution.entropy_bits:.2f} bits)",
+        loc="left",
+        fontsize=9,
+    )
     steps = range(len(trace.steps))
     colours = [palette.PHASE[s.phase] for s in trace.steps]
     kv_ax = fig.add_subplot(grid[1, 1])
     lat_ax = fig.add_subplot(grid[2, 1], sharex=kv_ax)
-    for ax, values, label in ((kv_ax, [s.kv_bytes for s in trace.steps], "KV cache"),
-                              (lat_ax, [v * 1000 for v in step_latencies_s(trace)],
-                               "latency (ms)")):
+    for ax, values, label in (
+        (kv_ax, [s.kv_bytes for s in trace.steps], "KV cache"),
+        (lat_ax, [v * 1000 for v in step_latencies_s(trace)], "latency (ms)"),
+    ):
         ax.bar(steps, values, color=colours)
         ax.plot([e.step], [values[e.step]], marker="D", color=palette.CHOSEN, ms=9, mec="black")
         ax.set_ylabel(label)

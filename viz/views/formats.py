@@ -10,8 +10,10 @@ from typing import Any, Optional
 from viz.views import palette
 from viz.views.base import plotly_layout
 
-ENGINE_STYLE = {"transformers": (palette.PREFILL, "circle"),
-                "llama.cpp": (palette.DECODE, "diamond")}
+ENGINE_STYLE = {
+    "transformers": (palette.PREFILL, "circle"),
+    "llama.cpp": (palette.DECODE, "diamond"),
+}
 
 
 def formats_data(run, read_bytes_per_s: Optional[float] = None) -> dict[str, Any]:
@@ -20,25 +22,45 @@ def formats_data(run, read_bytes_per_s: Optional[float] = None) -> dict[str, Any
     from viz.perf.formats import FormatRun
 
     if not isinstance(run, FormatRun):
-        raise TypeError(f"formats_figure takes a FormatRun (viz.perf.measure_formats), not "
-                        f"{type(run).__name__}")
+        raise TypeError(
+            f"formats_figure takes a FormatRun (viz.perf.measure_formats), not {type(run).__name__}"
+        )
     if read_bytes_per_s is not None and not read_bytes_per_s > 0:
-        raise ValueError("read_bytes_per_s must be a positive bandwidth in bytes per second, "
-                         f"e.g. viz.perf.machine_peaks().bytes_per_s, not {read_bytes_per_s!r}")
+        raise ValueError(
+            "read_bytes_per_s must be a positive bandwidth in bytes per second, "
+            f"e.g. viz.perf.machine_peaks().bytes_per_s, not {read_bytes_per_s!r}"
+        )
     engines: dict[str, list[dict[str, Any]]] = {}
     for p in run.points:
-        engines.setdefault(p.engine, []).append({
-            "format": p.format, "mb": p.weight_bytes / 1e6, "ms": p.step.median * 1e3,
-            "ms_low": p.step.low * 1e3, "ms_high": p.step.high * 1e3,
-            "tokens_per_s": p.tokens_per_s, "gb_per_s": p.achieved_bytes_per_s.median / 1e9,
-            "same": p.same_tokens, "of": len(p.token_ids)})
+        engines.setdefault(p.engine, []).append(
+            {
+                "format": p.format,
+                "mb": p.weight_bytes / 1e6,
+                "ms": p.step.median * 1e3,
+                "ms_low": p.step.low * 1e3,
+                "ms_high": p.step.high * 1e3,
+                "tokens_per_s": p.tokens_per_s,
+                "gb_per_s": p.achieved_bytes_per_s.median / 1e9,
+                "same": p.same_tokens,
+                "of": len(p.token_ids),
+            }
+        )
     floor = None
     if read_bytes_per_s:
         top = max(p.weight_bytes for p in run.points) * 1.1
-        floor = {"mb": [0.0, top / 1e6], "ms": [0.0, top / read_bytes_per_s * 1e3],
-                 "gb_per_s": read_bytes_per_s / 1e9}
-    return {"engines": engines, "floor": floor, "model": run.model, "threads": run.threads,
-            "reference": bool(run.source), "failed": [f.label for f in run.failures]}
+        floor = {
+            "mb": [0.0, top / 1e6],
+            "ms": [0.0, top / read_bytes_per_s * 1e3],
+            "gb_per_s": read_bytes_per_s / 1e9,
+        }
+    return {
+        "engines": engines,
+        "floor": floor,
+        "model": run.model,
+        "threads": run.threads,
+        "reference": bool(run.source),
+        "failed": [f.label for f in run.failures],
+    }
 
 
 def formats_figure(run, read_bytes_per_s: Optional[float] = None, height: int = 440):
@@ -50,31 +72,52 @@ def formats_figure(run, read_bytes_per_s: Optional[float] = None, height: int = 
     fig = go.Figure()
     if data["floor"]:
         f = data["floor"]
-        fig.add_trace(go.Scatter(
-            x=f["mb"], y=f["ms"], mode="lines", line={"color": palette.FORMULA, "width": 2},
-            name=f"memory floor: bytes ÷ {f['gb_per_s']:.1f} GB/s (measured read)",
-            hoverinfo="skip"))
+        fig.add_trace(
+            go.Scatter(
+                x=f["mb"],
+                y=f["ms"],
+                mode="lines",
+                line={"color": palette.FORMULA, "width": 2},
+                name=f"memory floor: bytes ÷ {f['gb_per_s']:.1f} GB/s (measured read)",
+                hoverinfo="skip",
+            )
+        )
     for engine, pts in data["engines"].items():
         colour, symbol = ENGINE_STYLE.get(engine, (palette.MUTED, "square"))
-        fig.add_trace(go.Scatter(
-            x=[p["mb"] for p in pts], y=[p["ms"] for p in pts], mode="markers+text",
-            name=engine, text=[p["format"] for p in pts], textposition="middle right",
-            textfont={"size": 11, "color": colour},
-            marker={"color": colour, "size": 12, "symbol": symbol},
-            error_y={"type": "data", "symmetric": False,
-                     "array": [p["ms_high"] - p["ms"] for p in pts],
-                     "arrayminus": [p["ms"] - p["ms_low"] for p in pts], "color": colour},
-            customdata=[[p["format"], p["tokens_per_s"], p["gb_per_s"], p["same"], p["of"]]
-                        for p in pts],
-            hovertemplate=f"{engine} " + "%{customdata[0]}: %{x:.0f} MB per token, %{y:.2f} ms"
-                          " (%{customdata[1]:.0f} tokens/s, %{customdata[2]:.1f} GB/s)<br>"
-                          "greedy tokens equal to float32's: %{customdata[3]} of "
-                          "%{customdata[4]}<extra></extra>"))
-    fig.update_layout(**plotly_layout(
-        ("reference machine (not this one) · " if data["reference"] else "") +
-        f"fewer bytes, read by the kernel: {data['model']}, {data['threads']} threads" +
-        (f" · crashed, not shown: {', '.join(data['failed'])}" if data["failed"] else ""),
-        height=height))
+        fig.add_trace(
+            go.Scatter(
+                x=[p["mb"] for p in pts],
+                y=[p["ms"] for p in pts],
+                mode="markers+text",
+                name=engine,
+                text=[p["format"] for p in pts],
+                textposition="middle right",
+                textfont={"size": 11, "color": colour},
+                marker={"color": colour, "size": 12, "symbol": symbol},
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [p["ms_high"] - p["ms"] for p in pts],
+                    "arrayminus": [p["ms"] - p["ms_low"] for p in pts],
+                    "color": colour,
+                },
+                customdata=[
+                    [p["format"], p["tokens_per_s"], p["gb_per_s"], p["same"], p["of"]] for p in pts
+                ],
+                hovertemplate=f"{engine} " + "%{customdata[0]}: %{x:.0f} MB per token, %{y:.2f} ms"
+                " (%{customdata[1]:.0f} tokens/s, %{customdata[2]:.1f} GB/s)<br>"
+                "greedy tokens equal to float32's: %{customdata[3]} of "
+                "%{customdata[4]}<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        **plotly_layout(
+            ("reference machine (not this one) · " if data["reference"] else "")
+            + f"fewer bytes, read by the kernel: {data['model']}, {data['threads']} threads"
+            + (f" · crashed, not shown: {', '.join(data['failed'])}" if data["failed"] else ""),
+            height=height,
+        )
+    )
     fig.update_xaxes(title="weights read per token (MB)", rangemode="tozero")
     fig.update_yaxes(title="time per decode step (ms)", rangemode="tozero")
     return fig
@@ -94,28 +137,47 @@ def format_choice_data(run, tokens: Optional[dict] = None) -> dict[str, Any]:
     from viz.perf.formats import FormatRun
 
     if not isinstance(run, FormatRun):
-        raise TypeError(f"format_choice_figure takes a FormatRun (viz.perf.measure_formats), "
-                        f"not {type(run).__name__}")
+        raise TypeError(
+            f"format_choice_figure takes a FormatRun (viz.perf.measure_formats), "
+            f"not {type(run).__name__}"
+        )
     ref = run.point(run.reference)
     if ref is None:
-        raise ValueError(f"the run has no {run.reference} row to compare with: measure it with "
-                         "viz.perf.measure_formats(lm, ['float32', 'Q4_1'], prompt=...)")
+        raise ValueError(
+            f"the run has no {run.reference} row to compare with: measure it with "
+            "viz.perf.measure_formats(lm, ['float32', 'Q4_1'], prompt=...)"
+        )
     tokens = dict(tokens or {})
     unknown = sorted(set(tokens) - {p.label for p in run.points})
     if unknown:
-        raise ValueError(f"tokens for {unknown}, which the run has no row for: give its rows' "
-                         f"labels ({', '.join(p.label for p in run.points)})")
+        raise ValueError(
+            f"tokens for {unknown}, which the run has no row for: give its rows' "
+            f"labels ({', '.join(p.label for p in run.points)})"
+        )
     rows = []
     for p in run.points:
         speed = ref.step / p.step  # > 1: faster than the reference
-        row = {"label": p.label, "engine": p.engine, "format": p.format,
-               "ms": p.step.median * 1e3, "ms_low": p.step.low * 1e3,
-               "ms_high": p.step.high * 1e3, "speed": speed.median, "speed_low": speed.low,
-               "speed_high": speed.high, "same": p.same_tokens, "of": len(p.token_ids),
-               "tokens": list(tokens.get(p.label, []))}
+        row = {
+            "label": p.label,
+            "engine": p.engine,
+            "format": p.format,
+            "ms": p.step.median * 1e3,
+            "ms_low": p.step.low * 1e3,
+            "ms_high": p.step.high * 1e3,
+            "speed": speed.median,
+            "speed_low": speed.low,
+            "speed_high": speed.high,
+            "same": p.same_tokens,
+            "of": len(p.token_ids),
+            "tokens": list(tokens.get(p.label, [])),
+        }
         rows.append(row)
-    return {"prompt": run.prompt, "reference": ref.label, "rows": rows,
-            "failed": [(f.label, f.error) for f in run.failures]}
+    return {
+        "prompt": run.prompt,
+        "reference": ref.label,
+        "rows": rows,
+        "failed": [(f.label, f.error) for f in run.failures],
+    }
 
 
 def _marked_text(pieces: list[str], first_different: Optional[int]) -> list[str]:
@@ -163,16 +225,26 @@ def format_choice_figure(run, tokens: Optional[dict] = None):
     # pixels under the plot: the axis (ticks and title), then each text block
     below = AXIS_PX + sum(LINE_PX * len(lines) + GAP_PX for _, lines in blocks)
     plot_px = 160 + 60 * len(rows)  # the figure without the text below: title, bars, 50-px axis
-    layout = plotly_layout(title, height=plot_px, showlegend=False,
-                           margin={"l": 20, "r": 40, "b": below})
+    layout = plotly_layout(
+        title, height=plot_px, showlegend=False, margin={"l": 20, "r": 40, "b": below}
+    )
     layout["height"] += below - 50  # plotly_layout's height counts a 50-px bottom margin
     fig.update_layout(**layout)
     inner = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]  # the plot's px
     offset = AXIS_PX
     for fmt, lines in blocks:
-        fig.add_annotation(text=f"<b>{esc(fmt)}</b>: " + "<br>".join(lines), xref="paper",
-                           yref="paper", x=0, y=-offset / inner, xanchor="left",
-                           yanchor="top", align="left", showarrow=False, font={"size": 12})
+        fig.add_annotation(
+            text=f"<b>{esc(fmt)}</b>: " + "<br>".join(lines),
+            xref="paper",
+            yref="paper",
+            x=0,
+            y=-offset / inner,
+            xanchor="left",
+            yanchor="top",
+            align="left",
+            showarrow=False,
+            font={"size": 12},
+        )
         offset += LINE_PX * len(lines) + GAP_PX
     top = max(r["ms_high"] for r in rows)
     fig.update_xaxes(title="time per decode step (ms)", rangemode="tozero", range=[0, top * 2.2])
@@ -186,16 +258,37 @@ def _format_bars(fig, d: dict[str, Any]) -> None:
 
     for r in d["rows"]:
         colour = ENGINE_STYLE.get(r["engine"], (palette.MUTED, ""))[0]
-        words = ("the reference" if r["label"] == d["reference"] else
-                 f"×{r['speed']:.2f} the speed, {r['same']} of {r['of']} tokens the same")
-        fig.add_trace(go.Bar(
-            y=[r["label"]], x=[r["ms"]], orientation="h", marker_color=colour,
-            error_x={"type": "data", "symmetric": False, "array": [r["ms_high"] - r["ms"]],
-                     "arrayminus": [r["ms"] - r["ms_low"]]},
-            hovertemplate=f"{r['label']}: %{{x:.2f}} ms per step<extra></extra>"))
-        fig.add_trace(go.Scatter(  # its label, past the spread's end
-            y=[r["label"]], x=[r["ms_high"]], mode="text", text=[f"  {r['ms']:.1f} ms: {words}"],
-            textposition="middle right", cliponaxis=False, hoverinfo="skip"))
+        words = (
+            "the reference"
+            if r["label"] == d["reference"]
+            else f"×{r['speed']:.2f} the speed, {r['same']} of {r['of']} tokens the same"
+        )
+        fig.add_trace(
+            go.Bar(
+                y=[r["label"]],
+                x=[r["ms"]],
+                orientation="h",
+                marker_color=colour,
+                error_x={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [r["ms_high"] - r["ms"]],
+                    "arrayminus": [r["ms"] - r["ms_low"]],
+                },
+                hovertemplate=f"{r['label']}: %{{x:.2f}} ms per step<extra></extra>",
+            )
+        )
+        fig.add_trace(
+            go.Scatter(  # its label, past the spread's end
+                y=[r["label"]],
+                x=[r["ms_high"]],
+                mode="text",
+                text=[f"  {r['ms']:.1f} ms: {words}"],
+                textposition="middle right",
+                cliponaxis=False,
+                hoverinfo="skip",
+            )
+        )
 
 
 def _choice_title(d: dict[str, Any]) -> str:
@@ -205,9 +298,11 @@ def _choice_title(d: dict[str, Any]) -> str:
     if len(rows) == 1:
         title = f"{d['reference']} alone: no other format to compare"
     else:
-        title = (f"{last['format']} on this prompt: ×{last['speed']:.2f} the speed of "
-                 f"{rows[0]['format']}, the same greedy tokens for {last['same']} of "
-                 f"{last['of']}")
+        title = (
+            f"{last['format']} on this prompt: ×{last['speed']:.2f} the speed of "
+            f"{rows[0]['format']}, the same greedy tokens for {last['same']} of "
+            f"{last['of']}"
+        )
     if d["failed"]:
         title += " · crashed, not shown: " + ", ".join(label for label, _ in d["failed"])
     return title

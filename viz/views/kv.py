@@ -38,11 +38,15 @@ class KVGrowth:
     def note(self) -> str:
         """One sentence on what the lines show, for titles and captions."""
         if not self.use_cache:
-            return ("recorded without a KV cache: nothing was stored; the formula line shows "
-                    "what a cache would hold")
+            return (
+                "recorded without a KV cache: nothing was stored; the formula line shows "
+                "what a cache would hold"
+            )
         if self.gqa:
-            return (f"{self.n_heads} query heads share {self.n_kv_heads} KV heads: "
-                    f"{self.n_heads / self.n_kv_heads:g}× less than without GQA")
+            return (
+                f"{self.n_heads} query heads share {self.n_kv_heads} KV heads: "
+                f"{self.n_heads / self.n_kv_heads:g}× less than without GQA"
+            )
         return "no grouped-query attention (KV heads = query heads): the two lines coincide"
 
 
@@ -52,27 +56,39 @@ def kv_data(trace: Trace) -> KVGrowth:
     spec = trace.model
     steps = trace.steps
     n_layers = max(len(s.kv_bytes_per_layer) for s in steps)
-    per_layer = [[s.kv_bytes_per_layer[i] if i < len(s.kv_bytes_per_layer) else 0 for s in steps]
-                 for i in range(n_layers)]
+    per_layer = [
+        [s.kv_bytes_per_layer[i] if i < len(s.kv_bytes_per_layer) else 0 for s in steps]
+        for i in range(n_layers)
+    ]
     return KVGrowth(
-        seq_len=[s.seq_len for s in steps], phase=[s.phase for s in steps], per_layer=per_layer,
-        total=[s.kv_bytes for s in steps], formula=[s.kv_bytes_formula for s in steps],
+        seq_len=[s.seq_len for s in steps],
+        phase=[s.phase for s in steps],
+        per_layer=per_layer,
+        total=[s.kv_bytes for s in steps],
+        formula=[s.kv_bytes_formula for s in steps],
         no_gqa=[spec.kv_bytes(s.seq_len, n_kv_heads=spec.n_heads) for s in steps],
         bytes_per_token=spec.kv_bytes_per_token(),
         bytes_per_token_no_gqa=spec.kv_bytes_per_token(n_kv_heads=spec.n_heads),
-        n_kv_heads=spec.n_kv_heads, n_heads=spec.n_heads, use_cache=trace.settings.use_cache)
+        n_kv_heads=spec.n_kv_heads,
+        n_heads=spec.n_heads,
+        use_cache=trace.settings.use_cache,
+    )
 
 
 def formula_text(trace: Trace) -> str:
     """The KV formula with this model's numbers filled in."""
     m = trace.model
-    return (f"2 · {m.n_layers} layers · {m.n_kv_heads} KV heads · {m.head_dim} head_dim · "
-            f"{m.bytes_per_element} bytes ({m.dtype}) = {m.kv_bytes_per_token():,} bytes per token")
+    return (
+        f"2 · {m.n_layers} layers · {m.n_kv_heads} KV heads · {m.head_dim} head_dim · "
+        f"{m.bytes_per_element} bytes ({m.dtype}) = {m.kv_bytes_per_token():,} bytes per token"
+    )
 
 
 def _title(trace: Trace, d: KVGrowth) -> str:
-    return (f"KV cache: {nbytes(d.total[-1])} after {d.seq_len[-1]} tokens "
-            f"({len(d.per_layer)} layers stacked)")
+    return (
+        f"KV cache: {nbytes(d.total[-1])} after {d.seq_len[-1]} tokens "
+        f"({len(d.per_layer)} layers stacked)"
+    )
 
 
 def _layer_in_legend(i: int, n: int) -> bool:
@@ -86,24 +102,56 @@ def kv_figure(trace: Trace):
     d = kv_data(trace)
     x = d.seq_len
     colours = palette.shades(len(d.per_layer))
-    fig = go.Figure(layout=plotly_layout(_title(trace, d), height=430, barmode="stack",
-                                         bargap=0.15))
+    fig = go.Figure(
+        layout=plotly_layout(_title(trace, d), height=430, barmode="stack", bargap=0.15)
+    )
     for i, series in enumerate(d.per_layer):
-        fig.add_trace(go.Bar(x=x, y=series, name=f"layer {i}", marker={"color": colours[i]},
-                             legendgroup="layers", showlegend=_layer_in_legend(i, len(d.per_layer)),
-                             hovertemplate=f"layer {i}: " + "%{y:,} bytes at %{x} tokens"
-                                           "<extra></extra>"))
-    fig.add_trace(go.Scatter(x=x, y=d.formula, name="formula", mode="lines+markers",
-                             line={"color": palette.FORMULA, "width": 2}, marker={"size": 5},
-                             hovertemplate="formula: %{y:,} bytes<extra></extra>"))
-    fig.add_trace(go.Scatter(x=x, y=d.no_gqa, name="without GQA (formula)", mode="lines",
-                             line={"color": palette.MUTED, "width": 2, "dash": "dash"},
-                             hovertemplate="without GQA: %{y:,} bytes<extra></extra>"))
+        fig.add_trace(
+            go.Bar(
+                x=x,
+                y=series,
+                name=f"layer {i}",
+                marker={"color": colours[i]},
+                legendgroup="layers",
+                showlegend=_layer_in_legend(i, len(d.per_layer)),
+                hovertemplate=f"layer {i}: " + "%{y:,} bytes at %{x} tokens<extra></extra>",
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=d.formula,
+            name="formula",
+            mode="lines+markers",
+            line={"color": palette.FORMULA, "width": 2},
+            marker={"size": 5},
+            hovertemplate="formula: %{y:,} bytes<extra></extra>",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=d.no_gqa,
+            name="without GQA (formula)",
+            mode="lines",
+            line={"color": palette.MUTED, "width": 2, "dash": "dash"},
+            hovertemplate="without GQA: %{y:,} bytes<extra></extra>",
+        )
+    )
     fig.update_xaxes(title="tokens in the cache (prompt + generated so far)")
     fig.update_yaxes(title="bytes", rangemode="tozero")
-    fig.add_annotation(text=f"{formula_text(trace)}<br>{d.note()}", xref="paper", yref="paper",
-                       x=0, y=1.0, xanchor="left", yanchor="bottom", showarrow=False,
-                       align="left", font={"size": 11})
+    fig.add_annotation(
+        text=f"{formula_text(trace)}<br>{d.note()}",
+        xref="paper",
+        yref="paper",
+        x=0,
+        y=1.0,
+        xanchor="left",
+        yanchor="bottom",
+        showarrow=False,
+        align="left",
+        font={"size": 11},
+    )
     fig.update_layout(margin={"t": 95})
     return fig
 
@@ -120,19 +168,21 @@ def kv_static(trace: Trace):
     for i, series in enumerate(d.per_layer):
         ax.bar(d.seq_len, series, bottom=bottom, color=colours[i], width=0.85)
         bottom += np.asarray(series, dtype=float)
-    ax.plot(d.seq_len, d.formula, color=palette.FORMULA, marker="o", ms=3, lw=1.5,
-            label="formula")
-    ax.plot(d.seq_len, d.no_gqa, color=palette.MUTED, ls="--", lw=1.5,
-            label="without GQA (formula)")
+    ax.plot(d.seq_len, d.formula, color=palette.FORMULA, marker="o", ms=3, lw=1.5, label="formula")
+    ax.plot(
+        d.seq_len, d.no_gqa, color=palette.MUTED, ls="--", lw=1.5, label="without GQA (formula)"
+    )
     bytes_axis(ax)
     ax.set_ylim(bottom=0)
     ax.set_xlabel("tokens in the cache (prompt + generated so far)")
     ax.legend(loc="upper left", fontsize=8)
     cmap = mpl.colors.ListedColormap(colours)
-    bar = fig.colorbar(mpl.cm.ScalarMappable(norm=mpl.colors.Normalize(-0.5, len(colours) - 0.5),
-                                             cmap=cmap), ax=ax, fraction=0.04)
+    bar = fig.colorbar(
+        mpl.cm.ScalarMappable(norm=mpl.colors.Normalize(-0.5, len(colours) - 0.5), cmap=cmap),
+        ax=ax,
+        fraction=0.04,
+    )
     bar.set_label("layer (stacked, 0 at the bottom)")
-    ax.set_title(f"{_title(trace, d)}\n{formula_text(trace)}\n{d.note()}", loc="left",
-                 fontsize=9)
+    ax.set_title(f"{_title(trace, d)}\n{formula_text(trace)}\n{d.note()}", loc="left", fontsize=9)
     fig.tight_layout()
     return fig

@@ -57,7 +57,7 @@ class Product:
 
     @property
     def kind(self) -> str:
-        """"matrix × matrix" or "vector × matrix" (one row of A)."""
+        """ "matrix × matrix" or "vector × matrix" (one row of A)."""
         return "vector × matrix" if self.m == 1 else "matrix × matrix"
 
 
@@ -82,35 +82,65 @@ class LayerDiagram:
 
 def _check(spec: Any, prompt_tokens: Any, cached_tokens: Any) -> ModelSpec:
     if not isinstance(spec, ModelSpec):
-        raise ValueError(f"layer_diagram draws a viz.ModelSpec (lm.spec or trace.model), not "
-                         f"{type(spec).__name__}")
+        raise ValueError(
+            f"layer_diagram draws a viz.ModelSpec (lm.spec or trace.model), not "
+            f"{type(spec).__name__}"
+        )
     for name, v in (("prompt_tokens", prompt_tokens), ("cached_tokens", cached_tokens)):
         checks.whole(name, v, 1)
     return spec
 
 
-def layer_diagram_data(spec: ModelSpec, prompt_tokens: int = 37,
-                       cached_tokens: int = 64) -> LayerDiagram:
+def layer_diagram_data(
+    spec: ModelSpec, prompt_tokens: int = 37, cached_tokens: int = 64
+) -> LayerDiagram:
     """Every product of one layer in the prefill of `prompt_tokens` tokens and in one decode
     step with `cached_tokens` tokens in the KV cache. Lessons 03 and 05."""
     _check(spec, prompt_tokens, cached_tokens)
-    d, h, kv, hd, i = (spec.hidden_size, spec.n_heads, spec.n_kv_heads, spec.head_dim,
-                       spec.intermediate_size)
+    d, h, kv, hd, i = (
+        spec.hidden_size,
+        spec.n_heads,
+        spec.n_kv_heads,
+        spec.head_dim,
+        spec.intermediate_size,
+    )
     qkv = (h + 2 * kv) * hd
     products = []
-    for phase, rows, keys in (("prefill", prompt_tokens, prompt_tokens),
-                              ("decode", 1, cached_tokens)):
+    for phase, rows, keys in (
+        ("prefill", prompt_tokens, prompt_tokens),
+        ("decode", 1, cached_tokens),
+    ):
         x = "X (tokens × hidden)" if rows > 1 else "x (the new token)"
         q = "Q (one row per token)" if rows > 1 else "q (the new query)"
         products += [
             Product("Q, K, V", phase, x, "W_q | W_k | W_v", "weights", rows, d, qkv, 1),
-            Product("scores = Q·Kᵀ", phase, q, "Kᵀ (cached keys)" if rows == 1 else "Kᵀ",
-                    "KV cache" if rows == 1 else "activations", rows, hd, keys, h, kv),
-            Product("mix = weights·V", phase, "softmax(scores)",
-                    "V (cached values)" if rows == 1 else "V",
-                    "KV cache" if rows == 1 else "activations", rows, keys, hd, h, kv),
-            Product("attention out", phase, "mix (heads joined)", "W_o", "weights", rows, h * hd,
-                    d, 1),
+            Product(
+                "scores = Q·Kᵀ",
+                phase,
+                q,
+                "Kᵀ (cached keys)" if rows == 1 else "Kᵀ",
+                "KV cache" if rows == 1 else "activations",
+                rows,
+                hd,
+                keys,
+                h,
+                kv,
+            ),
+            Product(
+                "mix = weights·V",
+                phase,
+                "softmax(scores)",
+                "V (cached values)" if rows == 1 else "V",
+                "KV cache" if rows == 1 else "activations",
+                rows,
+                keys,
+                hd,
+                h,
+                kv,
+            ),
+            Product(
+                "attention out", phase, "mix (heads joined)", "W_o", "weights", rows, h * hd, d, 1
+            ),
             Product("MLP gate, up", phase, x, "W_gate | W_up", "weights", rows, d, 2 * i, 1),
             Product("MLP down", phase, "SiLU(gate) ⊙ up", "W_down", "weights", rows, i, d, 1),
         ]
@@ -127,10 +157,12 @@ def _flops(v: float) -> str:
 def _caption(p: Product, per: int) -> str:
     heads = f" × {p.count} heads" if p.count > 1 else ""
     b = nbytes(p.b_elements() * per)
-    what = {"weights": f"weights {b} read", "KV cache": f"cache {b} read",
-            "activations": "computed in this pass"}[p.b_kind]
-    return (f"{p.name}: ({p.m} × {p.k}) · ({p.k} × {p.n}){heads} = {_flops(p.flops)}; "
-            f"{what}")
+    what = {
+        "weights": f"weights {b} read",
+        "KV cache": f"cache {b} read",
+        "activations": "computed in this pass",
+    }[p.b_kind]
+    return f"{p.name}: ({p.m} × {p.k}) · ({p.k} × {p.n}){heads} = {_flops(p.flops)}; {what}"
 
 
 def _caption_lines(caption: str) -> list[str]:
@@ -139,8 +171,12 @@ def _caption_lines(caption: str) -> list[str]:
     if len(caption) <= CAPTION_CHARS:
         return [caption]
     head, _, tail = caption.partition("; ")
-    return [line for part in (head + (";" if tail else ""), tail) if part
-            for line in textwrap.wrap(part, CAPTION_CHARS)]
+    return [
+        line
+        for part in (head + (";" if tail else ""), tail)
+        if part
+        for line in textwrap.wrap(part, CAPTION_CHARS)
+    ]
 
 
 # ---- geometry shared by both drawings ---------------------------------------------------------
@@ -156,8 +192,7 @@ def _boxes(dg: LayerDiagram):
     (3072 and 1 both fit), so one row stays a thin vector and T rows a block."""
     per = dg.spec.bytes_per_element
     side = lambda v: MIN_SIDE + UNIT * math.log2(v)
-    colours = {"weights": palette.PREFILL, "KV cache": palette.DECODE,
-               "activations": palette.SKY}
+    colours = {"weights": palette.PREFILL, "KV cache": palette.DECODE, "activations": palette.SKY}
     rects, texts = [], []
     for col, phase in enumerate(("prefill", "decode")):
         x_base = col * 420.0
@@ -170,9 +205,11 @@ def _boxes(dg: LayerDiagram):
             top = y + 6 + CAPTION_LINE * len(caption)  # room for the caption above
             sign_y = top + max(MIN_SIDE, min(a_h, c_h)) / 2  # level with the thinner operand
             x = x_base
-            for w_, h_, colour, label, sep in ((a_w, a_h, palette.MUTED, p.a, "·"),
-                                               (b_w, b_h, colours[p.b_kind], p.b, "="),
-                                               (c_w, c_h, palette.MUTED, "", "")):
+            for w_, h_, colour, label, sep in (
+                (a_w, a_h, palette.MUTED, p.a, "·"),
+                (b_w, b_h, colours[p.b_kind], p.b, "="),
+                (c_w, c_h, palette.MUTED, "", ""),
+            ):
                 rects.append((x, top, x + w_, top + h_, colour, label))
                 if label and sep == "=":  # name the right-hand matrix inside its box
                     texts.append((x + w_ / 2, top + h_ / 2, label, "middle center", 9))
@@ -200,27 +237,56 @@ def layer_diagram_figure(spec: ModelSpec, prompt_tokens: int = 37, cached_tokens
     bottom = max(r[3] for r in rects) + 10
     fig = go.Figure()
     for x0, y0, x1, y1, colour, label in rects:
-        fig.add_shape(type="rect", x0=x0, y0=y0, x1=x1, y1=y1, line={"color": colour,
-                      "width": 1}, fillcolor=colour, opacity=0.55)
+        fig.add_shape(
+            type="rect",
+            x0=x0,
+            y0=y0,
+            x1=x1,
+            y1=y1,
+            line={"color": colour, "width": 1},
+            fillcolor=colour,
+            opacity=0.55,
+        )
     for x, y, text, anchor, size in texts:
         v, hz = anchor.split()
-        fig.add_annotation(x=x, y=y, text=esc(text), showarrow=False, xanchor=hz,
-                           yanchor=v, font={"size": size}, align="left")
+        fig.add_annotation(
+            x=x,
+            y=y,
+            text=esc(text),
+            showarrow=False,
+            xanchor=hz,
+            yanchor=v,
+            font={"size": size},
+            align="left",
+        )
     for col, phase in enumerate(("prefill", "decode")):
-        head = (f"prefill: {prompt_tokens} tokens, {_flops(dg.flops('prefill'))}" if col == 0
-                else f"one decode step, {cached_tokens} tokens cached: "
-                     f"{_flops(dg.flops('decode'))}")
-        fig.add_annotation(x=col * 420.0, y=-14, text=f"<b>{esc(head)}</b>", showarrow=False,
-                           xanchor="left", yanchor="bottom", font={"size": 12})
+        head = (
+            f"prefill: {prompt_tokens} tokens, {_flops(dg.flops('prefill'))}"
+            if col == 0
+            else f"one decode step, {cached_tokens} tokens cached: {_flops(dg.flops('decode'))}"
+        )
+        fig.add_annotation(
+            x=col * 420.0,
+            y=-14,
+            text=f"<b>{esc(head)}</b>",
+            showarrow=False,
+            xanchor="left",
+            yanchor="bottom",
+            font={"size": 12},
+        )
     hidden = {"visible": False, "fixedrange": True}
-    fig.update_layout(**plotly_layout(
-        f"One layer of {spec.name} ({spec.n_layers} in all) as matrix products (sides on a log "
-        f"scale). Its weights, {nbytes(dg.weight_bytes())}, are read once per pass: used "
-        f"{prompt_tokens}× in the prefill, once in a decode step",
-        height=int(bottom * 1.25) + 110, showlegend=False,
-        xaxis={**hidden, "range": [-5, 845]}, yaxis={**hidden, "range": [bottom, -40],
-                                                      "scaleanchor": "x"},
-        margin={"l": 10, "r": 10, "b": 10}))
+    fig.update_layout(
+        **plotly_layout(
+            f"One layer of {spec.name} ({spec.n_layers} in all) as matrix products (sides on a log "
+            f"scale). Its weights, {nbytes(dg.weight_bytes())}, are read once per pass: used "
+            f"{prompt_tokens}× in the prefill, once in a decode step",
+            height=int(bottom * 1.25) + 110,
+            showlegend=False,
+            xaxis={**hidden, "range": [-5, 845]},
+            yaxis={**hidden, "range": [bottom, -40], "scaleanchor": "x"},
+            margin={"l": 10, "r": 10, "b": 10},
+        )
+    )
     return fig
 
 
@@ -235,22 +301,35 @@ def layer_diagram_static(spec: ModelSpec, prompt_tokens: int = 37, cached_tokens
     bottom = max(r[3] for r in rects) + 10
     fig, ax = new_figure(figsize=(13, max(4.0, bottom / 55)))
     for x0, y0, x1, y1, colour, _ in rects:
-        ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, facecolor=colour, alpha=0.55,
-                               edgecolor=colour))
+        ax.add_patch(
+            Rectangle((x0, y0), x1 - x0, y1 - y0, facecolor=colour, alpha=0.55, edgecolor=colour)
+        )
     for x, y, text, anchor, size in texts:
         v, hz = anchor.split()
-        ax.text(x, y, text, ha={"left": "left", "center": "center"}[hz],
-                va={"top": "top", "middle": "center"}[v], fontsize=size * 0.7)
+        ax.text(
+            x,
+            y,
+            text,
+            ha={"left": "left", "center": "center"}[hz],
+            va={"top": "top", "middle": "center"}[v],
+            fontsize=size * 0.7,
+        )
     for col, phase in enumerate(("prefill", "decode")):
-        head = (f"prefill: {prompt_tokens} tokens, {_flops(dg.flops('prefill'))}" if col == 0
-                else f"one decode step, {cached_tokens} cached: {_flops(dg.flops('decode'))}")
+        head = (
+            f"prefill: {prompt_tokens} tokens, {_flops(dg.flops('prefill'))}"
+            if col == 0
+            else f"one decode step, {cached_tokens} cached: {_flops(dg.flops('decode'))}"
+        )
         ax.text(col * 420.0, -8, head, fontweight="bold", fontsize=9, va="bottom")
     ax.set_xlim(-5, 845)
     ax.set_ylim(bottom, -30)
     ax.set_aspect("equal")
     ax.set_axis_off()
-    mpl_title(ax, f"One layer of {spec.name}: weights {nbytes(dg.weight_bytes())} read per "
-                  f"pass", loc="left", fontsize=10)
+    mpl_title(
+        ax,
+        f"One layer of {spec.name}: weights {nbytes(dg.weight_bytes())} read per pass",
+        loc="left",
+        fontsize=10,
+    )
     fig.tight_layout()
     return fig
-

@@ -70,10 +70,16 @@ def logit_lens_data(trace: Trace) -> LensData:
         chosen_probs=[_round(row) for row in lens.chosen_probs()],
         chosen_ranks=[[int(r) for r in row] for row in lens.chosen_ranks()],
         agrees=[[bool(a) for a in row] for row in agree],
-        first=first_agreement(trace), settled=settled(trace),
-        candidates=[[", ".join(f"{esc(label(t))} {p:.3f}" for t, p in zip(i_row, p_row))
-                     for i_row, p_row in zip(s_ids, s_probs)]
-                    for s_ids, s_probs in zip(ids, probs)])
+        first=first_agreement(trace),
+        settled=settled(trace),
+        candidates=[
+            [
+                ", ".join(f"{esc(label(t))} {p:.3f}" for t, p in zip(i_row, p_row))
+                for i_row, p_row in zip(s_ids, s_probs)
+            ]
+            for s_ids, s_probs in zip(ids, probs)
+        ],
+    )
 
 
 def _step_ticks(d: LensData) -> dict:
@@ -81,9 +87,14 @@ def _step_ticks(d: LensData) -> dict:
     n = len(d.tokens)
     every = max(1, -(-n // 48))
     ticks = list(range(0, n, every))
-    return {"tickmode": "array", "tickvals": ticks, "tickangle": -90,
-            "ticktext": [esc(d.tokens[i]) for i in ticks], "range": [-0.5, n - 0.5],
-            "tickfont": {"size": 10, "family": "DejaVu Sans Mono, monospace"}}
+    return {
+        "tickmode": "array",
+        "tickvals": ticks,
+        "tickangle": -90,
+        "ticktext": [esc(d.tokens[i]) for i in ticks],
+        "range": [-0.5, n - 0.5],
+        "tickfont": {"size": 10, "family": "DejaVu Sans Mono, monospace"},
+    }
 
 
 def logit_lens_figure(trace: Trace):
@@ -98,33 +109,67 @@ def logit_lens_figure(trace: Trace):
     n, rows = len(d.tokens), d.n_layers + 1
     z = [[d.top1_probs[s][l] for s in range(n)] for l in range(rows)]  # [layer][step]
     guess = [[esc(d.top1[s][l]) for s in range(n)] for l in range(rows)]
-    chosen = [[[d.chosen_probs[s][l], _rank_label(d.chosen_ranks[s][l])] for s in range(n)]
-              for l in range(rows)]  # the final token's probability and rank per cell
+    chosen = [
+        [[d.chosen_probs[s][l], _rank_label(d.chosen_ranks[s][l])] for s in range(n)]
+        for l in range(rows)
+    ]  # the final token's probability and rank per cell
     dots = [(s, l) for s in range(n) for l in range(rows) if d.agrees[s][l]]
     firsts = [(s, f) for s, f in enumerate(d.first) if f is not None]
-    fig = go.Figure([
-        go.Heatmap(z=z, x=list(range(n)), y=list(range(rows)), colorscale=palette.SEQUENTIAL,
-                   zmin=0, zmax=1, text=guess, customdata=chosen,
-                   hovertemplate="layer %{y}, step %{x}: top-1 %{text} %{z:.3f}<br>the token "
-                                 "chosen: %{customdata[0]:.3f}, rank %{customdata[1]}"
-                                 "<extra></extra>",
-                   name="top-1 probability",
-                   colorbar={"title": {"text": "top-1 p", "side": "right"}, "thickness": 12,
-                             "len": 0.8}),
-        go.Scatter(x=[s for s, _ in dots], y=[l for _, l in dots], mode="markers",
-                   marker={"color": "white", "size": 5, "line": {"color": palette.FORMULA,
-                                                                 "width": 1}},
-                   name="top-1 = the token chosen", hoverinfo="skip"),
-        go.Scatter(x=[s for s, _ in firsts], y=[f for _, f in firsts], mode="lines",
-                   line={"color": palette.CHOSEN, "width": 2, "shape": "hvh"},
-                   name="first layer to guess it", hoverinfo="skip"),
-    ])
-    fig.update_layout(**plotly_layout(
-        f"The logit lens: each layer's guess of the next token ({trace.model.name}, "
-        f"{d.n_layers} layers)", height=520, margin={"b": 160}))
+    fig = go.Figure(
+        [
+            go.Heatmap(
+                z=z,
+                x=list(range(n)),
+                y=list(range(rows)),
+                colorscale=palette.SEQUENTIAL,
+                zmin=0,
+                zmax=1,
+                text=guess,
+                customdata=chosen,
+                hovertemplate="layer %{y}, step %{x}: top-1 %{text} %{z:.3f}<br>the token "
+                "chosen: %{customdata[0]:.3f}, rank %{customdata[1]}"
+                "<extra></extra>",
+                name="top-1 probability",
+                colorbar={
+                    "title": {"text": "top-1 p", "side": "right"},
+                    "thickness": 12,
+                    "len": 0.8,
+                },
+            ),
+            go.Scatter(
+                x=[s for s, _ in dots],
+                y=[l for _, l in dots],
+                mode="markers",
+                marker={
+                    "color": "white",
+                    "size": 5,
+                    "line": {"color": palette.FORMULA, "width": 1},
+                },
+                name="top-1 = the token chosen",
+                hoverinfo="skip",
+            ),
+            go.Scatter(
+                x=[s for s, _ in firsts],
+                y=[f for _, f in firsts],
+                mode="lines",
+                line={"color": palette.CHOSEN, "width": 2, "shape": "hvh"},
+                name="first layer to guess it",
+                hoverinfo="skip",
+            ),
+        ]
+    )
+    fig.update_layout(
+        **plotly_layout(
+            f"The logit lens: each layer's guess of the next token ({trace.model.name}, "
+            f"{d.n_layers} layers)",
+            height=520,
+            margin={"b": 160},
+        )
+    )
     fig.update_xaxes(title="step: the token finally chosen", **_step_ticks(d))
-    fig.update_yaxes(title="layer (0 = the embedding)", range=[-0.5, rows - 0.5],
-                     dtick=5 if rows > 12 else 1)
+    fig.update_yaxes(
+        title="layer (0 = the embedding)", range=[-0.5, rows - 0.5], dtick=5 if rows > 12 else 1
+    )
     fig.update_layout(legend={"y": 0, "yanchor": "bottom", "yref": "container"})
     return fig
 
@@ -138,22 +183,38 @@ def _step_traces(d: LensData, step: int) -> list:
     rows = list(range(d.n_layers + 1))
     colours = [palette.CHOSEN if a else palette.MUTED for a in d.agrees[step]]
     return [
-        go.Bar(x=d.top1_probs[step], y=rows, orientation="h", marker={"color": colours},
-               text=[esc(t) for t in d.top1[step]], textposition="outside", cliponaxis=False,
-               textfont={"size": 10, "family": "DejaVu Sans Mono, monospace"},
-               customdata=d.candidates[step], name="each layer's top-1 guess",
-               hovertemplate="layer %{y}: %{text} %{x:.3f}<br>%{customdata}<extra></extra>"),
-        go.Scatter(x=d.chosen_probs[step], y=rows, mode="lines+markers",
-                   line={"color": palette.PREFILL, "width": 2}, marker={"size": 5},
-                   name="the token finally chosen",
-                   hovertemplate="layer %{y}: %{x:.3f}<extra>the chosen token</extra>"),
+        go.Bar(
+            x=d.top1_probs[step],
+            y=rows,
+            orientation="h",
+            marker={"color": colours},
+            text=[esc(t) for t in d.top1[step]],
+            textposition="outside",
+            cliponaxis=False,
+            textfont={"size": 10, "family": "DejaVu Sans Mono, monospace"},
+            customdata=d.candidates[step],
+            name="each layer's top-1 guess",
+            hovertemplate="layer %{y}: %{text} %{x:.3f}<br>%{customdata}<extra></extra>",
+        ),
+        go.Scatter(
+            x=d.chosen_probs[step],
+            y=rows,
+            mode="lines+markers",
+            line={"color": palette.PREFILL, "width": 2},
+            marker={"size": 5},
+            name="the token finally chosen",
+            hovertemplate="layer %{y}: %{x:.3f}<extra>the chosen token</extra>",
+        ),
     ]
 
 
 def _step_title(d: LensData, step: int) -> str:
     first, settle = d.first[step], d.settled[step]
-    where = ("no layer's top-1 was it (a sampled token)" if first is None else
-             f"first guessed at layer {first}, settled from layer {settle}")
+    where = (
+        "no layer's top-1 was it (a sampled token)"
+        if first is None
+        else f"first guessed at layer {first}, settled from layer {settle}"
+    )
     return esc(f"Step {step} chose {d.tokens[step]}: {where}")
 
 
@@ -172,14 +233,23 @@ def logit_lens_step_figure(trace: Trace, step: Optional[int] = None):
     fig.update_layout(**plotly_layout("", height=560, bargap=0.25))
     fig.update_layout(title_text=_step_title(d, start))
     fig.update_xaxes(title="probability", range=[0, 1.3], tickvals=[0, 0.25, 0.5, 0.75, 1])
-    fig.update_yaxes(title="layer (0 = the embedding)", range=[-0.7, d.n_layers + 0.7],
-                     dtick=5 if d.n_layers > 12 else 1)
+    fig.update_yaxes(
+        title="layer (0 = the embedding)",
+        range=[-0.7, d.n_layers + 0.7],
+        dtick=5 if d.n_layers > 12 else 1,
+    )
     if step is None and n > 1:
         from viz.views.distribution import step_controls
 
-        fig.frames = [go.Frame(name=str(i), data=_step_traces(d, i), traces=[0, 1],
-                               layout={"title": {"text": _step_title(d, i)}})
-                      for i in range(n)]
+        fig.frames = [
+            go.Frame(
+                name=str(i),
+                data=_step_traces(d, i),
+                traces=[0, 1],
+                layout={"title": {"text": _step_title(d, i)}},
+            )
+            for i in range(n)
+        ]
         controls = step_controls(trace, active=start)
         controls["margin"] = {"l": 60, "r": 20, "t": 60, "b": 210}
         controls["sliders"][0]["pad"] = {"t": 100, "l": 110}
@@ -201,22 +271,41 @@ def logit_lens_settle_figure(trace: Trace):
     d = logit_lens_data(trace)
     n = len(d.tokens)
     fig = go.Figure()
-    for name, values, colour in (("first layer to guess it", d.first, palette.CHOSEN),
-                                 ("settled from layer", d.settled, palette.PREFILL)):
+    for name, values, colour in (
+        ("first layer to guess it", d.first, palette.CHOSEN),
+        ("settled from layer", d.settled, palette.PREFILL),
+    ):
         known = [(s, v) for s, v in enumerate(values) if v is not None]
-        fig.add_trace(go.Scatter(
-            x=[s for s, _ in known], y=[v for _, v in known], mode="lines+markers",
-            line={"color": colour, "width": 2}, name=name,
-            customdata=[esc(d.tokens[s]) for s, _ in known],
-            hovertemplate="step %{x} (%{customdata}): layer %{y}<extra>" + name + "</extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=[s for s, _ in known],
+                y=[v for _, v in known],
+                mode="lines+markers",
+                line={"color": colour, "width": 2},
+                name=name,
+                customdata=[esc(d.tokens[s]) for s, _ in known],
+                hovertemplate="step %{x} (%{customdata}): layer %{y}<extra>" + name + "</extra>",
+            )
+        )
         if known:
             mid = statistics.median(v for _, v in known)
-            fig.add_trace(go.Scatter(x=[-0.5, n - 0.5], y=[mid, mid], mode="lines",
-                                     line={"color": colour, "width": 1, "dash": "dot"},
-                                     name=f"median {mid:g}", hoverinfo="skip"))
-    fig.update_layout(**plotly_layout(f"Where the answer settles, step by step "
-                                      f"({trace.model.name}, {d.n_layers} layers)",
-                                      height=400, margin={"b": 170}))
+            fig.add_trace(
+                go.Scatter(
+                    x=[-0.5, n - 0.5],
+                    y=[mid, mid],
+                    mode="lines",
+                    line={"color": colour, "width": 1, "dash": "dot"},
+                    name=f"median {mid:g}",
+                    hoverinfo="skip",
+                )
+            )
+    fig.update_layout(
+        **plotly_layout(
+            f"Where the answer settles, step by step ({trace.model.name}, {d.n_layers} layers)",
+            height=400,
+            margin={"b": 170},
+        )
+    )
     fig.update_xaxes(title="step: the token finally chosen", **_step_ticks(d))
     fig.update_yaxes(title="layer", range=[-0.5, d.n_layers + 0.5])
     return fig

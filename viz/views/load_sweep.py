@@ -31,11 +31,16 @@ from viz.views.serving import SYMBOLS
 def _check_sweeps(sweeps: Any) -> list[LoadSweep]:
     if isinstance(sweeps, LoadSweep):
         return [sweeps]
-    if not isinstance(sweeps, (list, tuple)) or not sweeps or \
-            not all(isinstance(s, LoadSweep) for s in sweeps):
-        raise ValueError("give a viz.serve.LoadSweep or a non-empty list of them: run one with "
-                         "viz.serve.sweep_rates(server) or load one with "
-                         "viz.serve.LoadSweep.load(path)")
+    if (
+        not isinstance(sweeps, (list, tuple))
+        or not sweeps
+        or not all(isinstance(s, LoadSweep) for s in sweeps)
+    ):
+        raise ValueError(
+            "give a viz.serve.LoadSweep or a non-empty list of them: run one with "
+            "viz.serve.sweep_rates(server) or load one with "
+            "viz.serve.LoadSweep.load(path)"
+        )
     return list(sweeps)
 
 
@@ -45,11 +50,16 @@ def _num(v: Optional[Interval], scale: float = 1.0) -> dict[str, Optional[float]
     return {"median": v.median * scale, "low": v.low * scale, "high": v.high * scale}
 
 
-ROWS = (("ttft_p50_s", "TTFT p50", 1e3), ("ttft_p90_s", "TTFT p90", 1e3),
-        ("tpot_p50_s", "TPOT p50", 1e3), ("tpot_p90_s", "TPOT p90", 1e3),
-        ("goodput_per_s", "goodput", 1.0), ("requests_per_s", "throughput", 1.0),
-        ("output_tokens_per_s", "output tokens/s", 1.0),
-        ("tokens_per_s_per_user", "tokens/s per user", 1.0))
+ROWS = (
+    ("ttft_p50_s", "TTFT p50", 1e3),
+    ("ttft_p90_s", "TTFT p90", 1e3),
+    ("tpot_p50_s", "TPOT p50", 1e3),
+    ("tpot_p90_s", "TPOT p90", 1e3),
+    ("goodput_per_s", "goodput", 1.0),
+    ("requests_per_s", "throughput", 1.0),
+    ("output_tokens_per_s", "output tokens/s", 1.0),
+    ("tokens_per_s_per_user", "tokens/s per user", 1.0),
+)
 
 
 def rate_sweep_data(sweep: LoadSweep) -> list[dict[str, Any]]:
@@ -58,8 +68,13 @@ def rate_sweep_data(sweep: LoadSweep) -> list[dict[str, Any]]:
     (sweep,) = _check_sweeps(sweep)
     out = []
     for p in sweep.points:
-        row: dict[str, Any] = {"load": p.label, "kind": p.kind, "rate_per_s": p.rate_per_s,
-                               "saturated": p.saturated, "runs": len(p.runs)}
+        row: dict[str, Any] = {
+            "load": p.label,
+            "kind": p.kind,
+            "rate_per_s": p.rate_per_s,
+            "saturated": p.saturated,
+            "runs": len(p.runs),
+        }
         for key, _, scale in ROWS:
             row[key] = _num(p.figure(key, sweep.slo), scale)
         out.append(row)
@@ -67,12 +82,16 @@ def rate_sweep_data(sweep: LoadSweep) -> list[dict[str, Any]]:
 
 
 def _errors(rows: list[dict], key: str) -> dict[str, Any]:
-    up = [(r[key]["high"] - r[key]["median"]) if r[key]["median"] is not None else 0
-          for r in rows]
-    down = [(r[key]["median"] - r[key]["low"]) if r[key]["median"] is not None else 0
-            for r in rows]
-    return {"type": "data", "symmetric": False, "array": up, "arrayminus": down,
-            "visible": any(r["runs"] > 1 for r in rows), "thickness": 1.2}
+    up = [(r[key]["high"] - r[key]["median"]) if r[key]["median"] is not None else 0 for r in rows]
+    down = [(r[key]["median"] - r[key]["low"]) if r[key]["median"] is not None else 0 for r in rows]
+    return {
+        "type": "data",
+        "symmetric": False,
+        "array": up,
+        "arrayminus": down,
+        "visible": any(r["runs"] > 1 for r in rows),
+        "thickness": 1.2,
+    }
 
 
 def rate_sweep_figure(sweeps: Any):
@@ -81,18 +100,34 @@ def rate_sweep_figure(sweeps: Any):
     from plotly.subplots import make_subplots
 
     sweeps = _check_sweeps(sweeps)
-    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.08,
-                        subplot_titles=("time to first token (solid p50, dotted p90)",
-                                        "time per output token (solid p50, dotted p90)",
-                                        "goodput (solid) and throughput (dotted)"))
+    fig = make_subplots(
+        rows=3,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.08,
+        subplot_titles=(
+            "time to first token (solid p50, dotted p90)",
+            "time per output token (solid p50, dotted p90)",
+            "goodput (solid) and throughput (dotted)",
+        ),
+    )
     top = 0.0
     for k, sweep in enumerate(sweeps):
         top = max([top, *_add_sweep(fig, k, sweep)])
-    fig.update_layout(**plotly_layout("latency and goodput as the load rises (✕ saturated; "
-                                      "bars: confidence interval of the median)", height=720))
+    fig.update_layout(
+        **plotly_layout(
+            "latency and goodput as the load rises (✕ saturated; "
+            "bars: confidence interval of the median)",
+            height=720,
+        )
+    )
     fig.update_xaxes(rangemode="tozero", range=[0, top * 1.08 if top else 1])
-    fig.update_xaxes(title={"text": "completed requests per second", "standoff": 14},
-                     automargin=True, row=3, col=1)
+    fig.update_xaxes(
+        title={"text": "completed requests per second", "standoff": 14},
+        automargin=True,
+        row=3,
+        col=1,
+    )
     fig.update_yaxes(title="ms", rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title="ms", rangemode="tozero", row=2, col=1)
     fig.update_yaxes(title="requests / s", rangemode="tozero", row=3, col=1)
@@ -108,31 +143,52 @@ def _add_sweep(fig, k: int, sweep: LoadSweep) -> list[float]:
     # joined from the fewest completed requests per second to the most: a saturated load
     # can complete fewer than a lighter one, and joined in the order of the loads the line
     # doubled back on its own axis (the hover names each point's load)
-    rows = sorted((r for r in _by_load(rate_sweep_data(sweep))
-                   if r["requests_per_s"]["median"] is not None),
-                  key=lambda r: r["requests_per_s"]["median"])
+    rows = sorted(
+        (r for r in _by_load(rate_sweep_data(sweep)) if r["requests_per_s"]["median"] is not None),
+        key=lambda r: r["requests_per_s"]["median"],
+    )
     x = [r["requests_per_s"]["median"] for r in rows]
     symbols = ["x" if r["saturated"] else "circle" for r in rows]
     names = [r["load"] for r in rows]
-    for n, (panel, key, dash, what) in enumerate([
-            (1, "ttft_p50_s", "solid", "TTFT p50"), (1, "ttft_p90_s", "dot", "TTFT p90"),
-            (2, "tpot_p50_s", "solid", "TPOT p50"), (2, "tpot_p90_s", "dot", "TPOT p90"),
+    for n, (panel, key, dash, what) in enumerate(
+        [
+            (1, "ttft_p50_s", "solid", "TTFT p50"),
+            (1, "ttft_p90_s", "dot", "TTFT p90"),
+            (2, "tpot_p50_s", "solid", "TPOT p50"),
+            (2, "tpot_p90_s", "dot", "TPOT p90"),
             (3, "goodput_per_s", "solid", "goodput"),
-            (3, "requests_per_s", "dot", "throughput")]):
+            (3, "requests_per_s", "dot", "throughput"),
+        ]
+    ):
         unit = "ms" if panel < 3 else "requests/s"
-        fig.add_trace(go.Scatter(
-            x=x, y=[r[key]["median"] for r in rows], mode="lines+markers",
-            name=sweep.name, legendgroup=sweep.name, showlegend=n == 0, text=names,
-            line={"color": colour, "dash": dash},
-            marker={"color": colour, "size": 9, "symbol": symbols},
-            error_y=_errors(rows, key),
-            hovertemplate=f"{sweep.name}, %{{text}}: {what} %{{y:.2f}} {unit} at "
-                          "%{x:.2f} requests/s<extra></extra>"), row=panel, col=1)
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=[r[key]["median"] for r in rows],
+                mode="lines+markers",
+                name=sweep.name,
+                legendgroup=sweep.name,
+                showlegend=n == 0,
+                text=names,
+                line={"color": colour, "dash": dash},
+                marker={"color": colour, "size": 9, "symbol": symbols},
+                error_y=_errors(rows, key),
+                hovertemplate=f"{sweep.name}, %{{text}}: {what} %{{y:.2f}} {unit} at "
+                "%{x:.2f} requests/s<extra></extra>",
+            ),
+            row=panel,
+            col=1,
+        )
     for panel, limit in ((1, sweep.slo.ttft_s), (2, sweep.slo.tpot_s)):
-        fig.add_hline(y=limit * 1e3, line={"color": colour, "dash": "dash", "width": 1},
-                      annotation_text=f"objective {limit * 1e3:.0f} ms",
-                      annotation_position="top left" if k % 2 == 0 else "top right",
-                      annotation_font={"size": 10, "color": colour}, row=panel, col=1)
+        fig.add_hline(
+            y=limit * 1e3,
+            line={"color": colour, "dash": "dash", "width": 1},
+            annotation_text=f"objective {limit * 1e3:.0f} ms",
+            annotation_position="top left" if k % 2 == 0 else "top right",
+            annotation_font={"size": 10, "color": colour},
+            row=panel,
+            col=1,
+        )
     return x
 
 
@@ -163,22 +219,33 @@ def pareto_data(items: Any) -> list[dict[str, Any]]:
                 user = p.figure("tokens_per_s_per_user", item.slo)
                 if total is None or user is None:
                     continue
-                out.append({"series": item.name, "load": p.label,
-                            "total_tokens_per_s": _num(total), "tokens_per_s_per_user": _num(user)})
-        elif isinstance(item, (list, tuple)) and item and \
-                all(isinstance(r, LoadRun) for r in item):
+                out.append(
+                    {
+                        "series": item.name,
+                        "load": p.label,
+                        "total_tokens_per_s": _num(total),
+                        "tokens_per_s_per_user": _num(user),
+                    }
+                )
+        elif isinstance(item, (list, tuple)) and item and all(isinstance(r, LoadRun) for r in item):
             for run in item:
                 s = run.summary()
                 if not s.output_tokens_per_s or not s.tpot_s["p50"]:
                     continue
                 one = lambda v: {"median": v, "low": v, "high": v}  # noqa: E731
-                out.append({"series": run.label or run.target.server_label or run.target.model,
-                            "load": run.load_label,
-                            "total_tokens_per_s": one(s.output_tokens_per_s),
-                            "tokens_per_s_per_user": one(1 / s.tpot_s["p50"])})
+                out.append(
+                    {
+                        "series": run.label or run.target.server_label or run.target.model,
+                        "load": run.load_label,
+                        "total_tokens_per_s": one(s.output_tokens_per_s),
+                        "tokens_per_s_per_user": one(1 / s.tpot_s["p50"]),
+                    }
+                )
         else:
-            raise ValueError("each item must be a LoadSweep or a non-empty list of LoadRuns, "
-                             f"not {type(item).__name__}")
+            raise ValueError(
+                "each item must be a LoadSweep or a non-empty list of LoadRuns, "
+                f"not {type(item).__name__}"
+            )
     return out
 
 
@@ -197,17 +264,27 @@ def pareto_figure(items: Any):
     for k, (name, pts) in enumerate(series.items()):
         _add_front(fig, k, name, pts, symbol)
     for load in loads:  # what each marker shape means
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=load,
-                                 marker={"color": palette.MUTED, "size": 10,
-                                         "symbol": symbol[load]}))
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                name=load,
+                marker={"color": palette.MUTED, "size": 10, "symbol": symbol[load]},
+            )
+        )
     xmax = max((p["total_tokens_per_s"]["high"] for p in points), default=1)
     ymax = max((p["tokens_per_s_per_user"]["high"] for p in points), default=1)
-    fig.update_layout(**plotly_layout("each user's speed against everyone's: the "
-                                      "throughput/latency trade-off (up and right is better)",
-                                      height=440, margin={"l": 70, "r": 40}))
+    fig.update_layout(
+        **plotly_layout(
+            "each user's speed against everyone's: the "
+            "throughput/latency trade-off (up and right is better)",
+            height=440,
+            margin={"l": 70, "r": 40},
+        )
+    )
     fig.update_xaxes(title="all users: output tokens / s", range=[0, xmax * 1.1])
-    fig.update_yaxes(title="each user: output tokens / s (1 / TPOT p50)",
-                     range=[0, ymax * 1.15])
+    fig.update_yaxes(title="each user: output tokens / s (1 / TPOT p50)", range=[0, ymax * 1.15])
     return fig
 
 
@@ -219,23 +296,50 @@ def _add_front(fig, k: int, name: str, pts: list[dict], symbol: dict[str, str]) 
     pts = sorted(pts, key=lambda p: p["total_tokens_per_s"]["median"])
     colour = palette.CYCLE[k % len(palette.CYCLE)]
     tx = lambda key, end: [p[key][end] for p in pts]  # noqa: E731
-    fig.add_trace(go.Scatter(
-        x=tx("total_tokens_per_s", "median"), y=tx("tokens_per_s_per_user", "median"),
-        mode="lines+markers", name=name, text=[p["load"] for p in pts],
-        line={"color": colour},
-        marker={"color": colour, "size": 11, "symbol": [symbol[p["load"]] for p in pts]},
-        error_x={"type": "data", "symmetric": False,
-                 "array": [h - m for h, m in zip(tx("total_tokens_per_s", "high"),
-                                                 tx("total_tokens_per_s", "median"))],
-                 "arrayminus": [m - lo for m, lo in zip(tx("total_tokens_per_s", "median"),
-                                                        tx("total_tokens_per_s", "low"))],
-                 "thickness": 1.2},
-        error_y={"type": "data", "symmetric": False,
-                 "array": [h - m for h, m in zip(tx("tokens_per_s_per_user", "high"),
-                                                 tx("tokens_per_s_per_user", "median"))],
-                 "arrayminus": [m - lo for m, lo in zip(tx("tokens_per_s_per_user",
-                                                           "median"),
-                                                        tx("tokens_per_s_per_user", "low"))],
-                 "thickness": 1.2},
-        hovertemplate=f"{name}, %{{text}}: %{{x:.1f}} tokens/s in all, %{{y:.1f}} tokens/s "
-                      "for each user<extra></extra>"))
+    fig.add_trace(
+        go.Scatter(
+            x=tx("total_tokens_per_s", "median"),
+            y=tx("tokens_per_s_per_user", "median"),
+            mode="lines+markers",
+            name=name,
+            text=[p["load"] for p in pts],
+            line={"color": colour},
+            marker={"color": colour, "size": 11, "symbol": [symbol[p["load"]] for p in pts]},
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": [
+                    h - m
+                    for h, m in zip(
+                        tx("total_tokens_per_s", "high"), tx("total_tokens_per_s", "median")
+                    )
+                ],
+                "arrayminus": [
+                    m - lo
+                    for m, lo in zip(
+                        tx("total_tokens_per_s", "median"), tx("total_tokens_per_s", "low")
+                    )
+                ],
+                "thickness": 1.2,
+            },
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": [
+                    h - m
+                    for h, m in zip(
+                        tx("tokens_per_s_per_user", "high"), tx("tokens_per_s_per_user", "median")
+                    )
+                ],
+                "arrayminus": [
+                    m - lo
+                    for m, lo in zip(
+                        tx("tokens_per_s_per_user", "median"), tx("tokens_per_s_per_user", "low")
+                    )
+                ],
+                "thickness": 1.2,
+            },
+            hovertemplate=f"{name}, %{{text}}: %{{x:.1f}} tokens/s in all, %{{y:.1f}} tokens/s "
+            "for each user<extra></extra>",
+        )
+    )

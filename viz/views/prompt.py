@@ -59,12 +59,20 @@ class PromptParts:
         n = len(self.tokens)
         if not self.chat:
             return f"{n} tokens, all of them your text (recorded with chat=False: no template)"
-        words = {"system": "of a hidden system prompt", "control": "control tokens",
-                 "template": "role names and line breaks"}
-        parts = [f"{self.count(k)} {words[k]}" for k in ("system", "control", "template")
-                 if self.count(k)]
-        return (f"The model reads {n} tokens: {self.count('yours')} are your text, and the chat "
-                f"template adds {self.added} ({', '.join(parts)}).")
+        words = {
+            "system": "of a hidden system prompt",
+            "control": "control tokens",
+            "template": "role names and line breaks",
+        }
+        parts = [
+            f"{self.count(k)} {words[k]}"
+            for k in ("system", "control", "template")
+            if self.count(k)
+        ]
+        return (
+            f"The model reads {n} tokens: {self.count('yours')} are your text, and the chat "
+            f"template adds {self.added} ({', '.join(parts)})."
+        )
 
 
 def _user_span(trace: Trace) -> tuple[int, int]:
@@ -120,8 +128,13 @@ def prompt_data(trace: Trace) -> PromptParts:
         else:
             kind = "template"
         out.append(PromptToken(i, t.id, token_label(t.text, t.piece), kind))
-    return PromptParts(out, trace.prompt, trace.prompt_text, trace.settings.chat,
-                       " ".join(trace.prompt_text[a:b].strip() for a, b in system))
+    return PromptParts(
+        out,
+        trace.prompt,
+        trace.prompt_text,
+        trace.settings.chat,
+        " ".join(trace.prompt_text[a:b].strip() for a, b in system),
+    )
 
 
 _CSS = """<style>
@@ -139,18 +152,26 @@ def prompt_html(trace: Trace) -> HTML:
     system prompt (vermillion), the template's role names and line breaks (grey), control
     tokens (purple) — with the count of each. Lessons 00 and 01."""
     d = prompt_data(trace)
-    parts = [_CSS, '<div class="viz-prompt">', f'<div class="viz-sum">{esc(d.summary())}</div>',
-             '<div class="viz-key">']
+    parts = [
+        _CSS,
+        '<div class="viz-prompt">',
+        f'<div class="viz-sum">{esc(d.summary())}</div>',
+        '<div class="viz-key">',
+    ]
     for kind, (name, colour) in KINDS.items():
         if d.count(kind):
-            parts.append(f'<span style="border-color:{colour};background:{colour}1a">'
-                         f"{esc(name)}: {d.count(kind)}</span>")
+            parts.append(
+                f'<span style="border-color:{colour};background:{colour}1a">'
+                f"{esc(name)}: {d.count(kind)}</span>"
+            )
     parts.append("</div><div>")
     for t in d.tokens:
         name, colour = KINDS[t.kind]
-        parts.append(f'<span class="viz-tok" style="border-color:{colour};background:{colour}1a"'
-                     f' title="{esc(f"token {t.position}: id {t.id}, {name}")}">'
-                     f"{esc(t.label)}</span>")
+        parts.append(
+            f'<span class="viz-tok" style="border-color:{colour};background:{colour}1a"'
+            f' title="{esc(f"token {t.position}: id {t.id}, {name}")}">'
+            f"{esc(t.label)}</span>"
+        )
         if t.label.endswith("↵"):  # keep the template's own line breaks
             parts.append("<br>")
     parts.append("</div></div>")

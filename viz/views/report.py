@@ -34,34 +34,76 @@ from viz.views.widgets import CONFIG
 
 # (id, heading, what the section shows). The report holds each, in this order.
 SECTIONS = [
-    ("summary", "Summary", "How long the reply took: time to first token (TTFT), time per "
-     "output token after it (TPOT) and the streaming speed."),
-    ("prompt", "What the model reads", "The prompt as typed, inside the chat template: the "
-     "template's control tokens, role names and any hidden system prompt are read too."),
-    ("tokens", "Tokens", "The prompt and the reply as the model saw them: one chip per token, "
-     "its id underneath; hover for details. Tokens that share a character (an emoji split "
-     "into bytes) are grouped over it."),
-    ("embeddings", "Embeddings", "Each prompt token's input vector, how alike the vectors are, "
-     "and a 2-D map of them."),
-    ("distribution", "Next-token distribution", "At each step, the most likely next tokens and "
-     "the one chosen (vermillion). Move the slider through the steps."),
-    ("explorer", "Decode step explorer", "One slider moves through the steps; the text so far, "
-     "the distribution, the KV-cache size and the step's latency follow it. Press ▶ to play."),
-    ("whatif", "Sampling what-if", "Re-shape a step's recorded logits with temperature, top-k "
-     "and top-p and see which tokens remain possible."),
-    ("attention", "Attention over the KV cache", "Where each step's new query looked: its "
-     "attention weights over every token in the cache (mean over heads, one layer). Move the "
-     "slider through the steps."),
-    ("kv", "KV-cache growth", "Bytes held by the cache after each step, stacked by layer, "
-     "against the formula and against the same model without grouped-query attention."),
-    ("timeline", "Timeline", "Prefill as one bar, each decode step its own; TTFT marked; the "
-     "latency of each step."),
+    (
+        "summary",
+        "Summary",
+        "How long the reply took: time to first token (TTFT), time per "
+        "output token after it (TPOT) and the streaming speed.",
+    ),
+    (
+        "prompt",
+        "What the model reads",
+        "The prompt as typed, inside the chat template: the "
+        "template's control tokens, role names and any hidden system prompt are read too.",
+    ),
+    (
+        "tokens",
+        "Tokens",
+        "The prompt and the reply as the model saw them: one chip per token, "
+        "its id underneath; hover for details. Tokens that share a character (an emoji split "
+        "into bytes) are grouped over it.",
+    ),
+    (
+        "embeddings",
+        "Embeddings",
+        "Each prompt token's input vector, how alike the vectors are, and a 2-D map of them.",
+    ),
+    (
+        "distribution",
+        "Next-token distribution",
+        "At each step, the most likely next tokens and "
+        "the one chosen (vermillion). Move the slider through the steps.",
+    ),
+    (
+        "explorer",
+        "Decode step explorer",
+        "One slider moves through the steps; the text so far, "
+        "the distribution, the KV-cache size and the step's latency follow it. Press ▶ to play.",
+    ),
+    (
+        "whatif",
+        "Sampling what-if",
+        "Re-shape a step's recorded logits with temperature, top-k "
+        "and top-p and see which tokens remain possible.",
+    ),
+    (
+        "attention",
+        "Attention over the KV cache",
+        "Where each step's new query looked: its "
+        "attention weights over every token in the cache (mean over heads, one layer). Move the "
+        "slider through the steps.",
+    ),
+    (
+        "kv",
+        "KV-cache growth",
+        "Bytes held by the cache after each step, stacked by layer, "
+        "against the formula and against the same model without grouped-query attention.",
+    ),
+    (
+        "timeline",
+        "Timeline",
+        "Prefill as one bar, each decode step its own; TTFT marked; the latency of each step.",
+    ),
 ]
 COMPARE = ("compare", "Comparison", "This trace (A) beside another (B), on the same scales.")
 # Shown only for a trace recorded with the logit lens (viz.record(..., lens=True); lesson 14).
-LENS = ("lens", "The logit lens", "Each layer's guess of the next token: the model's final "
-        "norm and output head applied after every layer. Dots mark the layers whose guess is "
-        "the token finally chosen; below, one step layer by layer (move the slider).")
+LENS = (
+    "lens",
+    "The logit lens",
+    "Each layer's guess of the next token: the model's final "
+    "norm and output head applied after every layer. Dots mark the layers whose guess is "
+    "the token finally chosen; below, one step layer by layer (move the slider).",
+)
 
 REPORT_CSS = """
 body{font-family:'DejaVu Sans',Arial,sans-serif;max-width:1150px;margin:0 auto;padding:0 18px;
@@ -81,8 +123,14 @@ def plotly_div(fig, div_id: str) -> str:
     """The figure as a <div> and its <script>, with a fixed id (no random ids, no plotly.js)."""
     import plotly.io as pio
 
-    return pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=div_id,
-                       config=dict(CONFIG), auto_play=False)
+    return pio.to_html(
+        fig,
+        full_html=False,
+        include_plotlyjs=False,
+        div_id=div_id,
+        config=dict(CONFIG),
+        auto_play=False,
+    )
 
 
 def _script_json(value) -> str:
@@ -93,17 +141,28 @@ def _script_json(value) -> str:
 
 def _meta(trace: Trace) -> str:
     m, e, s = trace.model, trace.environment, trace.settings
-    sampling = "greedy" if s.temperature == 0 else (
-        f"temperature {s.temperature:g}, top-k {s.top_k}, top-p {s.top_p}, seed {s.seed}")
+    sampling = (
+        "greedy"
+        if s.temperature == 0
+        else (f"temperature {s.temperature:g}, top-k {s.top_k}, top-p {s.top_p}, seed {s.seed}")
+    )
     rows = [
-        ("model", f"{m.name} ({m.model_type}, {m.n_params / 1e6:.1f} M parameters, {m.n_layers} "
-                  f"layers, {m.n_heads} heads, {m.n_kv_heads} KV heads, {m.dtype})"
-                  + (" — random weights: timings real, text meaningless"
-                     if m.random_weights else "")),
-        ("device", f"{e.device_name} ({e.device}, {e.threads} threads); torch "
-                   f"{e.torch_version}, transformers {e.transformers_version}"),
-        ("settings", f"{sampling}; max {s.max_new_tokens} new tokens; "
-                     f"KV cache {'on' if s.use_cache else 'off'}; chat {s.chat}"),
+        (
+            "model",
+            f"{m.name} ({m.model_type}, {m.n_params / 1e6:.1f} M parameters, {m.n_layers} "
+            f"layers, {m.n_heads} heads, {m.n_kv_heads} KV heads, {m.dtype})"
+            + (" — random weights: timings real, text meaningless" if m.random_weights else ""),
+        ),
+        (
+            "device",
+            f"{e.device_name} ({e.device}, {e.threads} threads); torch "
+            f"{e.torch_version}, transformers {e.transformers_version}",
+        ),
+        (
+            "settings",
+            f"{sampling}; max {s.max_new_tokens} new tokens; "
+            f"KV cache {'on' if s.use_cache else 'off'}; chat {s.chat}",
+        ),
         ("prompt", repr(trace.prompt)),
         ("reply", repr(reply_text(trace)) + f" (stopped: {trace.stop_reason})"),
     ]
@@ -123,22 +182,28 @@ def _whatif_section(trace: Trace) -> str:
 
     def control(key: str, label: str, values: list, start: int) -> str:
         shown = ["off" if v is None else f"{v:g}" for v in values]
-        return (f'<label>{esc(label)} <input type="range" id="viz-wi-{key}" min="0" '
-                f'max="{len(values) - 1}" step="1" value="{start}" '
-                f"data-labels='{esc(json.dumps(shown))}'> "
-                f'<output id="viz-wi-{key}-v">{esc(shown[start])}</output></label>')
+        return (
+            f'<label>{esc(label)} <input type="range" id="viz-wi-{key}" min="0" '
+            f'max="{len(values) - 1}" step="1" value="{start}" '
+            f"data-labels='{esc(json.dumps(shown))}'> "
+            f'<output id="viz-wi-{key}-v">{esc(shown[start])}</output></label>'
+        )
 
-    controls = "".join([
-        control("step", "step", list(range(len(trace.steps))), 0),
-        control("t", "temperature", grid["temperatures"], t0),
-        control("k", "top-k", grid["top_ks"], 0),
-        control("p", "top-p", grid["top_ps"], 0),
-    ])
-    return (f'<div class="viz-controls">{controls}</div>'
-            f'{plotly_div(fig, "viz-whatif-plot")}'
-            f'<p class="viz-note" id="viz-wi-note">{esc(first.note())}</p>'
-            f'<script>var VIZ_WHATIF={_script_json(grid)};</script>'
-            f"<script>{_WHATIF_JS}</script>")
+    controls = "".join(
+        [
+            control("step", "step", list(range(len(trace.steps))), 0),
+            control("t", "temperature", grid["temperatures"], t0),
+            control("k", "top-k", grid["top_ks"], 0),
+            control("p", "top-p", grid["top_ps"], 0),
+        ]
+    )
+    return (
+        f'<div class="viz-controls">{controls}</div>'
+        f"{plotly_div(fig, 'viz-whatif-plot')}"
+        f'<p class="viz-note" id="viz-wi-note">{esc(first.note())}</p>'
+        f"<script>var VIZ_WHATIF={_script_json(grid)};</script>"
+        f"<script>{_WHATIF_JS}</script>"
+    )
 
 
 # Looks up the precomputed distribution for the four inputs and redraws (no maths here).
@@ -179,6 +244,7 @@ _WHATIF_JS = """
 
 def _sections(trace: Trace, other: Optional[Trace]) -> list[tuple[str, str, str, Callable]]:
     """(id, heading, lead, body) for every section, the comparison last when given."""
+
     def embeddings() -> str:
         if trace.embeddings is None:
             return f'<p class="viz-empty">{esc(NO_EMBEDDINGS)}</p>'
@@ -188,8 +254,9 @@ def _sections(trace: Trace, other: Optional[Trace]) -> list[tuple[str, str, str,
         "summary": lambda: str(summary_html(trace)) + _meta(trace),
         "prompt": lambda: str(prompt_html(trace)),
         "tokens": lambda: str(tokens_html(trace)),
-        "attention": lambda: plotly_div(attention_figure(
-            trace, layer=trace.attention.n_layers // 2), "viz-attention-plot"),
+        "attention": lambda: plotly_div(
+            attention_figure(trace, layer=trace.attention.n_layers // 2), "viz-attention-plot"
+        ),
         "embeddings": embeddings,
         "distribution": lambda: plotly_div(distribution_figure(trace), "viz-distribution-plot"),
         "explorer": lambda: plotly_div(explorer_figure(trace), "viz-explorer-plot"),
@@ -197,19 +264,31 @@ def _sections(trace: Trace, other: Optional[Trace]) -> list[tuple[str, str, str,
         "kv": lambda: plotly_div(kv_figure(trace), "viz-kv-plot"),
         "timeline": lambda: plotly_div(timeline_figure(trace), "viz-timeline-plot"),
     }
-    out = [(key, head, lead, bodies[key]) for key, head, lead in SECTIONS
-           if key != "attention" or trace.attention is not None]  # recorded only on request
+    out = [
+        (key, head, lead, bodies[key])
+        for key, head, lead in SECTIONS
+        if key != "attention" or trace.attention is not None
+    ]  # recorded only on request
     if trace.lens is not None:
         from viz.views.lens import logit_lens_figure, logit_lens_step_figure
 
         key, head, lead = LENS
-        out.append((key, head, lead, lambda: plotly_div(logit_lens_figure(trace),
-                                                         "viz-lens-plot")
-                    + plotly_div(logit_lens_step_figure(trace), "viz-lens-step-plot")))
+        out.append(
+            (
+                key,
+                head,
+                lead,
+                lambda: (
+                    plotly_div(logit_lens_figure(trace), "viz-lens-plot")
+                    + plotly_div(logit_lens_step_figure(trace), "viz-lens-step-plot")
+                ),
+            )
+        )
     if other is not None:
         key, head, lead = COMPARE
-        out.append((key, head, lead, lambda: plotly_div(compare_figure(trace, other),
-                                                         "viz-compare-plot")))
+        out.append(
+            (key, head, lead, lambda: plotly_div(compare_figure(trace, other), "viz-compare-plot"))
+        )
     return out
 
 
@@ -224,16 +303,21 @@ def report_html(trace: Trace, other: Optional[Trace] = None) -> str:
     sections = _sections(trace, other)
     title = f"LLM inference report: {trace_title(trace)}"
     nav = "".join(f'<a href="#{key}">{esc(head)}</a>' for key, head, _, _ in sections)
-    body = "".join(f'<section id="{key}"><h2>{esc(head)}</h2><p class="viz-lead">{esc(lead)}'
-                   f"</p>{make()}</section>" for key, head, lead, make in sections)
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{esc(title)}</title><style>{REPORT_CSS}</style>"
-            f"<script type=\"text/javascript\">{get_plotlyjs()}</script></head>\n<body>"
-            f"<h1>{esc(title)}</h1><nav>{nav}</nav>{body}"
-            f"<footer>Made by viz {esc(__version__)} from one recorded trace (schema version "
-            f"{trace.schema_version}). Everything here was recorded or computed from it; "
-            f"nothing is fetched from the network.</footer></body></html>\n")
+    body = "".join(
+        f'<section id="{key}"><h2>{esc(head)}</h2><p class="viz-lead">{esc(lead)}'
+        f"</p>{make()}</section>"
+        for key, head, lead, make in sections
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{REPORT_CSS}</style>"
+        f'<script type="text/javascript">{get_plotlyjs()}</script></head>\n<body>'
+        f"<h1>{esc(title)}</h1><nav>{nav}</nav>{body}"
+        f"<footer>Made by viz {esc(__version__)} from one recorded trace (schema version "
+        f"{trace.schema_version}). Everything here was recorded or computed from it; "
+        f"nothing is fetched from the network.</footer></body></html>\n"
+    )
 
 
 def write_report(trace: Trace, path: str | os.PathLike, other: Optional[Trace] = None) -> Path:
@@ -241,14 +325,16 @@ def write_report(trace: Trace, path: str | os.PathLike, other: Optional[Trace] =
     written beside `path` and renamed over it, so a failure never leaves a half file. Lesson 07."""
     path = Path(path)
     if path.exists() and not path.is_file():  # a folder, /dev/stdout, a pipe: never replace it
-        raise ValueError(f"{path} is not a regular file: give the report a file name, "
-                         "e.g. -o report.html")
+        raise ValueError(
+            f"{path} is not a regular file: give the report a file name, e.g. -o report.html"
+        )
     if path.is_symlink():
         path = path.resolve()  # replace the file the link points to, not the link itself
     html = report_html(trace, other)  # everything that can fail, before the disk is touched
     try:
         atomic_write(path, html)
     except OSError as e:
-        raise ValueError(f"cannot write the report to {path}: {e.strerror or e}; "
-                         "choose another place with -o") from None
+        raise ValueError(
+            f"cannot write the report to {path}: {e.strerror or e}; choose another place with -o"
+        ) from None
     return path

@@ -36,9 +36,11 @@ HELD = palette.SPECIAL
 
 def _check_run(run: Any) -> LoadRun:
     if not isinstance(run, LoadRun):
-        raise ValueError(f"expected a viz.serve.LoadRun, not {type(run).__name__}: run one with "
-                         "viz.serve.run_load(server, concurrency=4) or load one with "
-                         "viz.serve.LoadRun.load(path)")
+        raise ValueError(
+            f"expected a viz.serve.LoadRun, not {type(run).__name__}: run one with "
+            "viz.serve.run_load(server, concurrency=4) or load one with "
+            "viz.serve.LoadRun.load(path)"
+        )
     return run
 
 
@@ -46,16 +48,19 @@ def _check_runs(runs: Any) -> list[LoadRun]:
     if isinstance(runs, LoadRun):
         return [runs]
     if not isinstance(runs, (list, tuple)) or not runs:
-        raise ValueError("give a LoadRun or a non-empty list of them (e.g. from "
-                         "viz.serve.sweep_load)")
+        raise ValueError(
+            "give a LoadRun or a non-empty list of them (e.g. from viz.serve.sweep_load)"
+        )
     return [_check_run(r) for r in runs]
 
 
 def _check_schedule(schedule: Any) -> Schedule:
     if not isinstance(schedule, Schedule):
-        raise ValueError(f"expected a viz.serve.Schedule, not {type(schedule).__name__}: take "
-                         "run.schedule from a load run on EmbeddedServer(record=True), or "
-                         "record one with viz.serve.record_schedule(...)")
+        raise ValueError(
+            f"expected a viz.serve.Schedule, not {type(schedule).__name__}: take "
+            "run.schedule from a load run on EmbeddedServer(record=True), or "
+            "record one with viz.serve.record_schedule(...)"
+        )
     if not schedule.steps:
         raise ValueError("this schedule has no steps: record it while requests run")
     return schedule
@@ -88,9 +93,19 @@ def request_timeline_data(run: LoadRun) -> list[TimelineRow]:
     rows = []
     for r in sorted(run.requests, key=lambda r: r.index):
         started = r.server.started_s if r.server is not None else None
-        rows.append(TimelineRow(r.index, f"#{r.index} {r.prompt_name}".strip(), r.sent_s,
-                                started, r.token_times_s[0] if r.token_times_s else None,
-                                r.end_s, list(r.token_times_s), r.ok, r.error))
+        rows.append(
+            TimelineRow(
+                r.index,
+                f"#{r.index} {r.prompt_name}".strip(),
+                r.sent_s,
+                started,
+                r.token_times_s[0] if r.token_times_s else None,
+                r.end_s,
+                list(r.token_times_s),
+                r.ok,
+                r.error,
+            )
+        )
     return rows
 
 
@@ -110,9 +125,20 @@ def _bar(fig, name, colour, rows, starts, ends, width, hover, show):
         ys.append(row)
         text.append(h)
     if xs:
-        fig.add_trace(go.Bar(x=xs, y=ys, base=base, orientation="h", name=name, width=width,
-                             marker={"color": colour}, hovertext=text, showlegend=show,
-                             hovertemplate="%{hovertext}<extra></extra>"))
+        fig.add_trace(
+            go.Bar(
+                x=xs,
+                y=ys,
+                base=base,
+                orientation="h",
+                name=name,
+                width=width,
+                marker={"color": colour},
+                hovertext=text,
+                showlegend=show,
+                hovertemplate="%{hovertext}<extra></extra>",
+            )
+        )
 
 
 def request_timeline_figure(run: LoadRun, steps: bool = True):
@@ -132,11 +158,15 @@ def request_timeline_figure(run: LoadRun, steps: bool = True):
     _arrivals_and_failures(fig, rows)
     if steps and run.schedule is not None and run.schedule.steps:
         _step_ends(fig, run.schedule, names)
-    fig.update_layout(**plotly_layout(title, height=max(260, 90 + 26 * len(rows)),
-                                      barmode="overlay", margin={"l": 110}))
+    fig.update_layout(
+        **plotly_layout(
+            title, height=max(260, 90 + 26 * len(rows)), barmode="overlay", margin={"l": 110}
+        )
+    )
     fig.update_xaxes(title="seconds since the run started", rangemode="tozero")
-    fig.update_yaxes(autorange="reversed", type="category", categoryorder="array",
-                     categoryarray=names)
+    fig.update_yaxes(
+        autorange="reversed", type="category", categoryorder="array", categoryarray=names
+    )
     return fig
 
 
@@ -146,24 +176,54 @@ def _phase_bars(fig, rows: list[TimelineRow], names: list[str]) -> None:
     have_server = any(r.started_s is not None for r in rows)
     ms = lambda v: "n/a" if v is None else f"{v * 1000:.0f} ms"  # noqa: E731
     if have_server:
-        _bar(fig, "waiting (queue, HTTP, tokenizing)", WAITING, names,
-             [r.sent_s for r in rows], [r.started_s for r in rows], 0.6,
-             [f"{r.label}: waited {ms(_gap(r.sent_s, r.started_s))}"
-              for r in rows], True)
-        _bar(fig, "prefill (until the first token)", palette.PREFILL, names,
-             [r.started_s for r in rows], [r.first_token_s for r in rows], 0.6,
-             [f"{r.label}: prefill + first token "
-              f"{ms(_gap(r.started_s, r.first_token_s))}"
-              for r in rows], True)
+        _bar(
+            fig,
+            "waiting (queue, HTTP, tokenizing)",
+            WAITING,
+            names,
+            [r.sent_s for r in rows],
+            [r.started_s for r in rows],
+            0.6,
+            [f"{r.label}: waited {ms(_gap(r.sent_s, r.started_s))}" for r in rows],
+            True,
+        )
+        _bar(
+            fig,
+            "prefill (until the first token)",
+            palette.PREFILL,
+            names,
+            [r.started_s for r in rows],
+            [r.first_token_s for r in rows],
+            0.6,
+            [
+                f"{r.label}: prefill + first token {ms(_gap(r.started_s, r.first_token_s))}"
+                for r in rows
+            ],
+            True,
+        )
     else:
-        _bar(fig, "waiting + prefill (until the first token)", palette.SKY, names,
-             [r.sent_s for r in rows], [r.first_token_s for r in rows], 0.6,
-             [f"{r.label}: TTFT {ms(_gap(r.sent_s, r.first_token_s))}"
-              for r in rows], True)
-    _bar(fig, "decode (one token per step)", palette.DECODE, names,
-         [r.first_token_s for r in rows], [r.end_s if r.ok else r.token_times_s[-1]
-                                           if r.token_times_s else None for r in rows], 0.25,
-         [f"{r.label}: {len(r.token_times_s)} chunks" for r in rows], True)
+        _bar(
+            fig,
+            "waiting + prefill (until the first token)",
+            palette.SKY,
+            names,
+            [r.sent_s for r in rows],
+            [r.first_token_s for r in rows],
+            0.6,
+            [f"{r.label}: TTFT {ms(_gap(r.sent_s, r.first_token_s))}" for r in rows],
+            True,
+        )
+    _bar(
+        fig,
+        "decode (one token per step)",
+        palette.DECODE,
+        names,
+        [r.first_token_s for r in rows],
+        [r.end_s if r.ok else r.token_times_s[-1] if r.token_times_s else None for r in rows],
+        0.25,
+        [f"{r.label}: {len(r.token_times_s)} chunks" for r in rows],
+        True,
+    )
 
 
 def _arrivals_and_failures(fig, rows: list[TimelineRow]) -> None:
@@ -175,18 +235,34 @@ def _arrivals_and_failures(fig, rows: list[TimelineRow]) -> None:
         tx += r.token_times_s
         ty += [r.label] * len(r.token_times_s)
     if tx:
-        fig.add_trace(go.Scatter(x=tx, y=ty, mode="markers", name="a token arrives",
-                                 marker={"symbol": "line-ns-open", "size": 11,
-                                         "color": palette.FORMULA, "line": {"width": 1.5}},
-                                 hovertemplate="%{y}: token at %{x:.3f} s<extra></extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=tx,
+                y=ty,
+                mode="markers",
+                name="a token arrives",
+                marker={
+                    "symbol": "line-ns-open",
+                    "size": 11,
+                    "color": palette.FORMULA,
+                    "line": {"width": 1.5},
+                },
+                hovertemplate="%{y}: token at %{x:.3f} s<extra></extra>",
+            )
+        )
     bad = [r for r in rows if not r.ok and r.sent_s is not None]
     if bad:
-        fig.add_trace(go.Scatter(
-            x=[r.end_s if r.end_s is not None else r.sent_s for r in bad],
-            y=[r.label for r in bad], mode="markers", name="failed",
-            marker={"symbol": "x", "size": 12, "color": ERROR},
-            hovertext=[(r.error or "")[:200] for r in bad],
-            hovertemplate="%{y}: %{hovertext}<extra></extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=[r.end_s if r.end_s is not None else r.sent_s for r in bad],
+                y=[r.label for r in bad],
+                mode="markers",
+                name="failed",
+                marker={"symbol": "x", "size": 12, "color": ERROR},
+                hovertext=[(r.error or "")[:200] for r in bad],
+                hovertemplate="%{y}: %{hovertext}<extra></extra>",
+            )
+        )
 
 
 def _step_ends(fig, schedule: Schedule, names: list[str]) -> None:
@@ -198,16 +274,26 @@ def _step_ends(fig, schedule: Schedule, names: list[str]) -> None:
     for s in schedule.steps:
         xs += [s.end_s, s.end_s, None]
         ys += [names[0], names[-1], None]
-    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="end of a scheduler step",
-                             line={"color": palette.MUTED, "width": 0.5, "dash": "dot"},
-                             hoverinfo="skip", visible="legendonly"))
+    fig.add_trace(
+        go.Scatter(
+            x=xs,
+            y=ys,
+            mode="lines",
+            name="end of a scheduler step",
+            line={"color": palette.MUTED, "width": 0.5, "dash": "dot"},
+            hoverinfo="skip",
+            visible="legendonly",
+        )
+    )
 
 
 # ---- throughput against latency -----------------------------------------------------------------
-LATENCY = {"tpot": ("TPOT p50: each request's time per token (ms)", "tpot_s"),
-           "itl": ("ITL p50: gap between tokens (ms)", "itl_s"),
-           "ttft": ("TTFT p50: wait for the first token (ms)", "ttft_s"),
-           "e2e": ("E2E p50: whole answer (ms)", "e2e_s")}
+LATENCY = {
+    "tpot": ("TPOT p50: each request's time per token (ms)", "tpot_s"),
+    "itl": ("ITL p50: gap between tokens (ms)", "itl_s"),
+    "ttft": ("TTFT p50: wait for the first token (ms)", "ttft_s"),
+    "e2e": ("E2E p50: whole answer (ms)", "e2e_s"),
+}
 
 
 SYMBOLS = ["circle", "square", "diamond", "triangle-up", "star", "cross", "x", "hexagon"]
@@ -220,11 +306,17 @@ def serving_tradeoff_data(runs: Sequence[LoadRun], latency: str = "tpot") -> lis
     for run in _check_runs(runs):
         s = run.summary()
         lat = getattr(s, LATENCY[latency][1])["p50"]
-        out.append({"series": run_name(run), "load": run.load_label,
-                    "latency_ms": None if lat is None else lat * 1000,
-                    "tokens_per_s": s.output_tokens_per_s, "goodput_per_s": s.goodput_per_s,
-                    "ttft_ms": None if s.ttft_s["p50"] is None else s.ttft_s["p50"] * 1000,
-                    "failed": s.n_failed})
+        out.append(
+            {
+                "series": run_name(run),
+                "load": run.load_label,
+                "latency_ms": None if lat is None else lat * 1000,
+                "tokens_per_s": s.output_tokens_per_s,
+                "goodput_per_s": s.goodput_per_s,
+                "ttft_ms": None if s.ttft_s["p50"] is None else s.ttft_s["p50"] * 1000,
+                "failed": s.n_failed,
+            }
+        )
     return out
 
 
@@ -244,24 +336,36 @@ def serving_tradeoff_figure(runs: Sequence[LoadRun], latency: str = "tpot"):
     for k, (name, pts) in enumerate(series.items()):
         pts = [p for p in pts if p["latency_ms"] is not None and p["tokens_per_s"] is not None]
         colour = palette.CYCLE[k % len(palette.CYCLE)]
-        fig.add_trace(go.Scatter(
-            x=[p["latency_ms"] for p in pts], y=[p["tokens_per_s"] for p in pts],
-            mode="lines+markers", name=name, text=[p["load"] for p in pts],
-            line={"color": colour},
-            marker={"color": colour, "size": 11, "symbol": [symbol[p["load"]] for p in pts]},
-            customdata=[[p["ttft_ms"], p["goodput_per_s"] or 0.0] for p in pts],
-            hovertemplate="%{text}: %{y:.1f} tokens/s in all, %{x:.0f} ms per token each, "
-                          "TTFT p50 %{customdata[0]:.0f} ms, goodput %{customdata[1]:.2f} "
-                          "requests/s<extra></extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=[p["latency_ms"] for p in pts],
+                y=[p["tokens_per_s"] for p in pts],
+                mode="lines+markers",
+                name=name,
+                text=[p["load"] for p in pts],
+                line={"color": colour},
+                marker={"color": colour, "size": 11, "symbol": [symbol[p["load"]] for p in pts]},
+                customdata=[[p["ttft_ms"], p["goodput_per_s"] or 0.0] for p in pts],
+                hovertemplate="%{text}: %{y:.1f} tokens/s in all, %{x:.0f} ms per token each, "
+                "TTFT p50 %{customdata[0]:.0f} ms, goodput %{customdata[1]:.2f} "
+                "requests/s<extra></extra>",
+            )
+        )
     for load in loads:  # what each marker shape means
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=load,
-                                 marker={"color": palette.MUTED, "size": 10,
-                                         "symbol": symbol[load]}))
-    fig.update_layout(**plotly_layout("throughput vs latency as the load rises", height=420,
-                                      margin={"l": 70}))
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                name=load,
+                marker={"color": palette.MUTED, "size": 10, "symbol": symbol[load]},
+            )
+        )
+    fig.update_layout(
+        **plotly_layout("throughput vs latency as the load rises", height=420, margin={"l": 70})
+    )
     fig.update_xaxes(title=LATENCY[latency][0] + " — lower is better", rangemode="tozero")
-    fig.update_yaxes(title="all requests: output tokens / s — higher is better",
-                     rangemode="tozero")
+    fig.update_yaxes(title="all requests: output tokens / s — higher is better", rangemode="tozero")
     return fig
 
 
@@ -272,10 +376,13 @@ def itl_distribution_data(runs: Sequence[LoadRun]) -> list[dict[str, Any]]:
     out = []
     for run in _check_runs(runs):
         p = run.summary().itl_s
-        out.append({"name": f"{run_name(run)} · {run.load_label}",
-                    "itl_ms": [g * 1000 for r in run.requests if r.ok for g in r.itl_s],
-                    **{f"{k}_ms": None if p[k] is None else p[k] * 1000
-                       for k in ("p50", "p90", "p99")}})
+        out.append(
+            {
+                "name": f"{run_name(run)} · {run.load_label}",
+                "itl_ms": [g * 1000 for r in run.requests if r.ok for g in r.itl_s],
+                **{f"{k}_ms": None if p[k] is None else p[k] * 1000 for k in ("p50", "p90", "p99")},
+            }
+        )
     return out
 
 
@@ -289,35 +396,54 @@ def itl_distribution_figure(runs: Sequence[LoadRun], bins: int = 40):
         colour = palette.CYCLE[k % len(palette.CYCLE)]
         if not d["itl_ms"]:
             continue
-        name = (f"{d['name']}: p50 {d['p50_ms']:.0f}, p90 {d['p90_ms']:.0f}, "
-                f"p99 {d['p99_ms']:.0f} ms")
-        fig.add_trace(go.Histogram(x=d["itl_ms"], name=name, nbinsx=bins, opacity=0.6,
-                                   histnorm="percent", marker={"color": colour},
-                                   legendgroup=name,
-                                   hovertemplate="%{x} ms: %{y:.1f}% of gaps<extra></extra>"))
+        name = (
+            f"{d['name']}: p50 {d['p50_ms']:.0f}, p90 {d['p90_ms']:.0f}, p99 {d['p99_ms']:.0f} ms"
+        )
+        fig.add_trace(
+            go.Histogram(
+                x=d["itl_ms"],
+                name=name,
+                nbinsx=bins,
+                opacity=0.6,
+                histnorm="percent",
+                marker={"color": colour},
+                legendgroup=name,
+                hovertemplate="%{x} ms: %{y:.1f}% of gaps<extra></extra>",
+            )
+        )
         for tag, dash in (("p50", "solid"), ("p90", "dash"), ("p99", "dot")):
             v = d[f"{tag}_ms"]
-            fig.add_trace(go.Scatter(x=[v, v], y=[0, 100], mode="lines", yaxis="y2",
-                                     name=f"{tag} {v:.0f} ms", legendgroup=name,
-                                     showlegend=False,
-                                     line={"color": colour, "dash": dash, "width": 2},
-                                     hovertemplate=f"{tag}: %{{x:.0f}} ms<extra></extra>"))
+            fig.add_trace(
+                go.Scatter(
+                    x=[v, v],
+                    y=[0, 100],
+                    mode="lines",
+                    yaxis="y2",
+                    name=f"{tag} {v:.0f} ms",
+                    legendgroup=name,
+                    showlegend=False,
+                    line={"color": colour, "dash": dash, "width": 2},
+                    hovertemplate=f"{tag}: %{{x:.0f}} ms<extra></extra>",
+                )
+            )
     if not fig.data:
-        return empty_figure("inter-token latency", "no completed request with two or more "
-                                                  "tokens")
-    fig.update_layout(**plotly_layout("inter-token latency: the gaps between tokens",
-                                      height=400, barmode="overlay"),
-                      yaxis2={"overlaying": "y", "range": [0, 100], "visible": False})
-    fig.update_xaxes(title="gap between tokens, ms (lines: p50, p90 dashed, p99 dotted)",
-                     rangemode="tozero")
+        return empty_figure("inter-token latency", "no completed request with two or more tokens")
+    fig.update_layout(
+        **plotly_layout(
+            "inter-token latency: the gaps between tokens", height=400, barmode="overlay"
+        ),
+        yaxis2={"overlaying": "y", "range": [0, 100], "visible": False},
+    )
+    fig.update_xaxes(
+        title="gap between tokens, ms (lines: p50, p90 dashed, p99 dotted)", rangemode="tozero"
+    )
     fig.update_yaxes(title="% of gaps")
     return fig
 
 
 # ---- the scheduler, step by step ----------------------------------------------------------------
 # What a request is doing in one step (the schedule view's colour codes).
-STATES = ["not there", "waiting", "held back", "prefill chunk", "prefill → first token",
-          "decode"]
+STATES = ["not there", "waiting", "held back", "prefill chunk", "prefill → first token", "decode"]
 STATE_COLOURS = ["#FFFFFF", WAITING, HELD, palette.SKY, palette.PREFILL, palette.DECODE]
 
 
@@ -361,8 +487,9 @@ def request_names(run: LoadRun) -> dict[str, str]:
     return {r.request_id: f"#{r.index} {r.prompt_name}".strip() for r in _check_run(run).requests}
 
 
-def schedule_figure(schedule: Schedule, names: Optional[dict[str, str]] = None,
-                    max_steps: int = 400):
+def schedule_figure(
+    schedule: Schedule, names: Optional[dict[str, str]] = None, max_steps: int = 400
+):
     """Plotly: steps across, requests down — light blue = a chunk of the prompt, blue = the
     last prompt chunk (it yields the first token), orange = one decode token, grey = waiting
     to start, pink = started but left out of this step. Above: the tokens of each step
@@ -372,24 +499,40 @@ def schedule_figure(schedule: Schedule, names: Optional[dict[str, str]] = None,
 
     _check_schedule(schedule)
     if len(schedule.steps) > max_steps:
-        schedule = Schedule(schedule.page_size, schedule.total_pages, schedule.first_page,
-                            schedule.bytes_per_page, schedule.max_batch_tokens,
-                            schedule.steps[:max_steps], schedule.prompt_tokens,
-                            schedule.transformers_version, schedule.label)
+        schedule = Schedule(
+            schedule.page_size,
+            schedule.total_pages,
+            schedule.first_page,
+            schedule.bytes_per_page,
+            schedule.max_batch_tokens,
+            schedule.steps[:max_steps],
+            schedule.prompt_tokens,
+            schedule.transformers_version,
+            schedule.label,
+        )
     ids, codes, tokens = schedule_data(schedule)
     labels = [_short(r, names) for r in ids]
     steps = list(range(len(schedule.steps)))
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.3, 0.7],
-                        vertical_spacing=0.05)
+    fig = make_subplots(
+        rows=2, cols=1, shared_xaxes=True, row_heights=[0.3, 0.7], vertical_spacing=0.05
+    )
     _step_totals(fig, schedule, steps)
     _state_grid(fig, labels, codes, tokens, steps)
-    fig.update_layout(**plotly_layout(f"the scheduler, step by step ({len(steps)} steps)",
-                                      height=max(420, 230 + 22 * len(ids)),
-                                      margin={"l": 110}))
+    fig.update_layout(
+        **plotly_layout(
+            f"the scheduler, step by step ({len(steps)} steps)",
+            height=max(420, 230 + 22 * len(ids)),
+            margin={"l": 110},
+        )
+    )
     fig.update_yaxes(title="tokens · pages", rangemode="tozero", row=1, col=1)
     fig.update_yaxes(autorange="reversed", type="category", row=2, col=1)
-    fig.update_xaxes(title={"text": "step (one forward pass each)", "standoff": 14},
-                     automargin=True, row=2, col=1)
+    fig.update_xaxes(
+        title={"text": "step (one forward pass each)", "standoff": 14},
+        automargin=True,
+        row=2,
+        col=1,
+    )
     return fig
 
 
@@ -398,20 +541,45 @@ def _step_totals(fig, schedule: Schedule, steps: list[int]) -> None:
     import plotly.graph_objects as go
 
     per_step = [s.tokens for s in schedule.steps]
-    fig.add_trace(go.Bar(x=steps, y=per_step, name="tokens in the step",
-                         marker={"color": palette.PREFILL},
-                         hovertemplate="step %{x}: %{y} tokens<extra></extra>"), 1, 1)
-    fig.add_trace(go.Scatter(x=steps, y=[schedule.max_batch_tokens] * len(steps), mode="lines",
-                             name=f"token budget ({schedule.max_batch_tokens})",
-                             line={"color": palette.FORMULA, "dash": "dash"}), 1, 1)
-    fig.add_trace(go.Scatter(x=steps, y=[s.free_pages for s in schedule.steps], mode="lines",
-                             name=f"free KV pages (of {schedule.total_pages})",
-                             line={"color": palette.ACCENT}, hovertemplate="step %{x}: %{y} free "
-                             "pages<extra></extra>"), 1, 1)
+    fig.add_trace(
+        go.Bar(
+            x=steps,
+            y=per_step,
+            name="tokens in the step",
+            marker={"color": palette.PREFILL},
+            hovertemplate="step %{x}: %{y} tokens<extra></extra>",
+        ),
+        1,
+        1,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=steps,
+            y=[schedule.max_batch_tokens] * len(steps),
+            mode="lines",
+            name=f"token budget ({schedule.max_batch_tokens})",
+            line={"color": palette.FORMULA, "dash": "dash"},
+        ),
+        1,
+        1,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=steps,
+            y=[s.free_pages for s in schedule.steps],
+            mode="lines",
+            name=f"free KV pages (of {schedule.total_pages})",
+            line={"color": palette.ACCENT},
+            hovertemplate="step %{x}: %{y} free pages<extra></extra>",
+        ),
+        1,
+        1,
+    )
 
 
-def _state_grid(fig, labels: list[str], codes: list[list[int]], tokens: list[list[int]],
-                steps: list[int]) -> None:
+def _state_grid(
+    fig, labels: list[str], codes: list[list[int]], tokens: list[list[int]], steps: list[int]
+) -> None:
     """The lower panel: one row per request, one cell per step coloured by its state, and a
     legend for the colours."""
     import plotly.graph_objects as go
@@ -420,16 +588,43 @@ def _state_grid(fig, labels: list[str], codes: list[list[int]], tokens: list[lis
     scale = []
     for k, c in enumerate(STATE_COLOURS):
         scale += [[k / n, c], [(k + 1) / n, c]]
-    hover = [[f"{labels[i]} · step {j}: {STATES[codes[i][j]]}"
-              + (f", {tokens[i][j]} tokens" if tokens[i][j] else "")
-              for j in steps] for i in range(len(labels))]
-    fig.add_trace(go.Heatmap(z=codes, x=steps, y=labels, zmin=0, zmax=n, colorscale=scale,
-                             showscale=False, hovertext=hover, xgap=1, ygap=1,
-                             hovertemplate="%{hovertext}<extra></extra>"), 2, 1)
+    hover = [
+        [
+            f"{labels[i]} · step {j}: {STATES[codes[i][j]]}"
+            + (f", {tokens[i][j]} tokens" if tokens[i][j] else "")
+            for j in steps
+        ]
+        for i in range(len(labels))
+    ]
+    fig.add_trace(
+        go.Heatmap(
+            z=codes,
+            x=steps,
+            y=labels,
+            zmin=0,
+            zmax=n,
+            colorscale=scale,
+            showscale=False,
+            hovertext=hover,
+            xgap=1,
+            ygap=1,
+            hovertemplate="%{hovertext}<extra></extra>",
+        ),
+        2,
+        1,
+    )
     for k in range(1, n):  # a legend for the colours
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=STATES[k],
-                                 marker={"color": STATE_COLOURS[k], "size": 10,
-                                         "symbol": "square"}), 2, 1)
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                name=STATES[k],
+                marker={"color": STATE_COLOURS[k], "size": 10, "symbol": "square"},
+            ),
+            2,
+            1,
+        )
 
 
 # ---- the page table -----------------------------------------------------------------------------
@@ -457,9 +652,16 @@ def page_table_data(schedule: Schedule, step: int) -> dict[str, Any]:
     used = sum(1 for o in owner if o is not None)
     slots = sum(len(e.pages) for e in s.batch) * schedule.page_size
     filled = sum(held_tokens.values())
-    return {"owner": owner, "shared": shared, "cached_pages": s.cached_pages,
-            "free_pages": s.free_pages, "used_pages": used, "tokens": held_tokens,
-            "slots": slots, "wasted_slots": max(0, slots - filled)}
+    return {
+        "owner": owner,
+        "shared": shared,
+        "cached_pages": s.cached_pages,
+        "free_pages": s.free_pages,
+        "used_pages": used,
+        "tokens": held_tokens,
+        "slots": slots,
+        "wasted_slots": max(0, slots - filled),
+    }
 
 
 def _frame_picks(n: int, max_frames: int) -> list[int]:
@@ -484,40 +686,78 @@ def _page_grid(schedule: Schedule, step: int, number: dict[str, int], k: int, ro
     return z, who, sx, sy, d
 
 
-def _page_caption(schedule: Schedule, step: int, d: dict,
-                  names: Optional[dict[str, str]]) -> str:
+def _page_caption(schedule: Schedule, step: int, d: dict, names: Optional[dict[str, str]]) -> str:
     s = schedule.steps[step]
     running = ", ".join(_short(e.request_id, names) for e in s.batch)
-    return (f"step {step}: {d['used_pages']} pages held by {len(s.batch)} "
-            f"request{'s' if len(s.batch) != 1 else ''} ({running}); "
-            f"{len(d['shared'])} shared, {d['free_pages']} free, "
-            f"{d['cached_pages']} kept as prefix cache")
+    return (
+        f"step {step}: {d['used_pages']} pages held by {len(s.batch)} "
+        f"request{'s' if len(s.batch) != 1 else ''} ({running}); "
+        f"{len(d['shared'])} shared, {d['free_pages']} free, "
+        f"{d['cached_pages']} kept as prefix cache"
+    )
 
 
 def _player(picks: list[int], active: int = 0) -> dict[str, Any]:
     """A slider over the picked steps (showing picks[active]), right of a play and a pause
     button."""
-    go_to = lambda duration: {"mode": "immediate", "frame": {"duration": duration,  # noqa: E731
-                                                             "redraw": True},
-                              "transition": {"duration": 0}, "fromcurrent": True}
+    go_to = lambda duration: {
+        "mode": "immediate",
+        "frame": {
+            "duration": duration,  # noqa: E731
+            "redraw": True,
+        },
+        "transition": {"duration": 0},
+        "fromcurrent": True,
+    }
     # the slider starts 110 px in, right of the play/pause buttons (as step_controls)
-    return {"sliders": [{"active": active, "x": 0, "len": 1, "y": 0, "yanchor": "top",
-                         "pad": {"t": 30, "l": 110}, "currentvalue": {"prefix": "step "},
-                         "steps": [{"label": str(s), "method": "animate",
-                                    "args": [[str(s)], go_to(0)]} for s in picks]}],
-            "updatemenus": [{"type": "buttons", "showactive": False, "x": 0, "y": 0,
-                             "xanchor": "left", "yanchor": "top", "pad": {"t": 35},
-                             "direction": "left",
-                             "buttons": [{"label": "▶", "method": "animate",
-                                          "args": [None, go_to(400)]},
-                                         {"label": "❚❚", "method": "animate",
-                                          "args": [[None], {"mode": "immediate",
-                                                            "frame": {"duration": 0,
-                                                                      "redraw": False}}]}]}]}
+    return {
+        "sliders": [
+            {
+                "active": active,
+                "x": 0,
+                "len": 1,
+                "y": 0,
+                "yanchor": "top",
+                "pad": {"t": 30, "l": 110},
+                "currentvalue": {"prefix": "step "},
+                "steps": [
+                    {"label": str(s), "method": "animate", "args": [[str(s)], go_to(0)]}
+                    for s in picks
+                ],
+            }
+        ],
+        "updatemenus": [
+            {
+                "type": "buttons",
+                "showactive": False,
+                "x": 0,
+                "y": 0,
+                "xanchor": "left",
+                "yanchor": "top",
+                "pad": {"t": 35},
+                "direction": "left",
+                "buttons": [
+                    {"label": "▶", "method": "animate", "args": [None, go_to(400)]},
+                    {
+                        "label": "❚❚",
+                        "method": "animate",
+                        "args": [
+                            [None],
+                            {"mode": "immediate", "frame": {"duration": 0, "redraw": False}},
+                        ],
+                    },
+                ],
+            }
+        ],
+    }
 
 
-def page_table_figure(schedule: Schedule, names: Optional[dict[str, str]] = None,
-                      max_frames: int = 60, start: Optional[int] = None):
+def page_table_figure(
+    schedule: Schedule,
+    names: Optional[dict[str, str]] = None,
+    max_frames: int = 60,
+    start: Optional[int] = None,
+):
     """Plotly: the KV cache's pages as a grid, one cell per page, coloured by the request
     that holds it (grey: free or kept as prefix cache; ◆: shared by several requests through
     a common prefix); a slider and play button step through the schedule (at most
@@ -544,37 +784,72 @@ def page_table_figure(schedule: Schedule, names: Optional[dict[str, str]] = None
     for j, c in enumerate(colours + [WAITING]):
         scale += [[j / (k + 1), c], [(j + 1) / (k + 1), c]]
     z, who, sx, sy, d0 = grids[start]
-    fig = go.Figure([
-        go.Heatmap(z=z, zmin=0, zmax=k + 1, colorscale=scale, showscale=False, xgap=2, ygap=2,
-                   customdata=who, hovertemplate="page %{y}×16+%{x}: request "
-                                                 "#%{customdata} (-1: none)<extra></extra>"),
-        go.Scatter(x=sx, y=sy, mode="markers", name="shared page",
-                   marker={"symbol": "diamond", "size": 9, "color": palette.FORMULA},
-                   hovertemplate="shared by several requests<extra></extra>")])
-    caption = {"x": 0, "y": 1.12, "xref": "paper", "yref": "paper", "showarrow": False,
-               "xanchor": "left"}
+    fig = go.Figure(
+        [
+            go.Heatmap(
+                z=z,
+                zmin=0,
+                zmax=k + 1,
+                colorscale=scale,
+                showscale=False,
+                xgap=2,
+                ygap=2,
+                customdata=who,
+                hovertemplate="page %{y}×16+%{x}: request #%{customdata} (-1: none)<extra></extra>",
+            ),
+            go.Scatter(
+                x=sx,
+                y=sy,
+                mode="markers",
+                name="shared page",
+                marker={"symbol": "diamond", "size": 9, "color": palette.FORMULA},
+                hovertemplate="shared by several requests<extra></extra>",
+            ),
+        ]
+    )
+    caption = {
+        "x": 0,
+        "y": 1.12,
+        "xref": "paper",
+        "yref": "paper",
+        "showarrow": False,
+        "xanchor": "left",
+    }
     fig.frames = _page_frames(schedule, grids, caption, names)
-    fig.update_layout(**plotly_layout(
-        f"the paged KV cache: {schedule.total_pages} pages of {schedule.page_size} tokens",
-        height=230 + 30 * rows, showlegend=False,
-        annotations=[{**caption, "text": _page_caption(schedule, start, d0, names)}],
-        margin={"l": 40, "r": 20, "t": 90, "b": 120}, **_player(picks, picks.index(start))))
+    fig.update_layout(
+        **plotly_layout(
+            f"the paged KV cache: {schedule.total_pages} pages of {schedule.page_size} tokens",
+            height=230 + 30 * rows,
+            showlegend=False,
+            annotations=[{**caption, "text": _page_caption(schedule, start, d0, names)}],
+            margin={"l": 40, "r": 20, "t": 90, "b": 120},
+            **_player(picks, picks.index(start)),
+        )
+    )
     fig.update_xaxes(visible=False, range=[-0.5, PAGES_PER_ROW - 0.5])
     fig.update_yaxes(visible=False, autorange="reversed", range=[rows - 0.5, -0.5])
     return fig
 
 
-def _page_frames(schedule: Schedule, grids: dict[int, tuple], caption: dict[str, Any],
-                 names: Optional[dict[str, str]]) -> list:
+def _page_frames(
+    schedule: Schedule,
+    grids: dict[int, tuple],
+    caption: dict[str, Any],
+    names: Optional[dict[str, str]],
+) -> list:
     """One animation frame per picked step: its grid, its shared pages and its caption."""
     import plotly.graph_objects as go
 
     frames = []
     for step, (z, who, sx, sy, d) in grids.items():
-        frames.append(go.Frame(name=str(step),
-                               data=[go.Heatmap(z=z, customdata=who), go.Scatter(x=sx, y=sy)],
-                               traces=[0, 1],
-                               layout={"annotations": [{**caption, "text":
-                                                        _page_caption(schedule, step, d,
-                                                                      names)}]}))
+        frames.append(
+            go.Frame(
+                name=str(step),
+                data=[go.Heatmap(z=z, customdata=who), go.Scatter(x=sx, y=sy)],
+                traces=[0, 1],
+                layout={
+                    "annotations": [{**caption, "text": _page_caption(schedule, step, d, names)}]
+                },
+            )
+        )
     return frames

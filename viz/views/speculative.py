@@ -39,14 +39,18 @@ def _named(comparisons: Comparisons) -> list[tuple[str, Comparison]]:
             words = c.prompt.split() if isinstance(c, KINDS) else []
             pairs.append((" ".join(words[:5]) + (" …" if len(words) > 5 else ""), c))
     if not pairs:
-        raise ValueError("no comparison to draw: give one or more results of "
-                         "viz.perf.compare_prompt_lookup(...) or compare_early_exit(...)")
+        raise ValueError(
+            "no comparison to draw: give one or more results of "
+            "viz.perf.compare_prompt_lookup(...) or compare_early_exit(...)"
+        )
     for name, c in pairs:
         if not isinstance(c, KINDS):
-            raise ValueError(f"expected a viz.perf.LookupComparison or EarlyExitComparison for "
-                             f"{name!r}, not {type(c).__name__}: make one with "
-                             "viz.perf.compare_prompt_lookup(lm, prompt) or "
-                             "viz.perf.compare_early_exit(lm, prompt, exit_layer=...)")
+            raise ValueError(
+                f"expected a viz.perf.LookupComparison or EarlyExitComparison for "
+                f"{name!r}, not {type(c).__name__}: make one with "
+                "viz.perf.compare_prompt_lookup(lm, prompt) or "
+                "viz.perf.compare_early_exit(lm, prompt, exit_layer=...)"
+            )
     return pairs
 
 
@@ -55,8 +59,12 @@ def _passes(c: Comparison) -> tuple[int, dict[int, int], int, float]:
     run: prompt lookup's forward passes, or early exit's full passes."""
     if isinstance(c, EarlyExitComparison):
         return c.draft_tokens, c.early.histogram(), len(c.early.passes), c.tokens_per_pass
-    return (c.num_lookup_tokens, c.lookup.histogram(), c.lookup.forward_passes - 1,
-            c.lookup.tokens_per_pass)
+    return (
+        c.num_lookup_tokens,
+        c.lookup.histogram(),
+        c.lookup.forward_passes - 1,
+        c.lookup.tokens_per_pass,
+    )
 
 
 def accepted_histogram_data(comparisons: Comparisons) -> list[dict[str, Any]]:
@@ -67,11 +75,19 @@ def accepted_histogram_data(comparisons: Comparisons) -> list[dict[str, Any]]:
     for name, c in _named(comparisons):
         k, hist, passes, per_pass = _passes(c)
         made = list(range(1, k + 2))
-        out.append({"name": name, "kind": "early exit" if isinstance(c, EarlyExitComparison)
-                    else "prompt lookup", "k": k, "tokens_made": made,
-                    "passes": [hist.get(m, 0) for m in made], "decode_passes": passes,
-                    "tokens_per_pass": per_pass, "speedup": c.speedup,
-                    "verdict": c.speedup_verdict.word})
+        out.append(
+            {
+                "name": name,
+                "kind": "early exit" if isinstance(c, EarlyExitComparison) else "prompt lookup",
+                "k": k,
+                "tokens_made": made,
+                "passes": [hist.get(m, 0) for m in made],
+                "decode_passes": passes,
+                "tokens_per_pass": per_pass,
+                "speedup": c.speedup,
+                "verdict": c.speedup_verdict.word,
+            }
+        )
     return out
 
 
@@ -85,21 +101,34 @@ def accepted_histogram_figure(comparisons: Comparisons):
     data = accepted_histogram_data(comparisons)
     fig = go.Figure()
     for i, d in enumerate(data):
-        fig.add_trace(go.Bar(
-            x=d["tokens_made"], y=d["passes"], marker={"color": palette.CYCLE[i % len(
-                palette.CYCLE)]},
-            name=f"{d['name']}: {d['tokens_per_pass']:.2f} tokens/pass, ×{d['speedup']:.2f}",
-            hovertemplate=("%{y} decode passes made %{x} tokens each"
-                           f"<extra>{d['name']}</extra>")))
+        fig.add_trace(
+            go.Bar(
+                x=d["tokens_made"],
+                y=d["passes"],
+                marker={"color": palette.CYCLE[i % len(palette.CYCLE)]},
+                name=f"{d['name']}: {d['tokens_per_pass']:.2f} tokens/pass, ×{d['speedup']:.2f}",
+                hovertemplate=(
+                    f"%{{y}} decode passes made %{{x}} tokens each<extra>{d['name']}</extra>"
+                ),
+            )
+        )
     k = max(d["k"] for d in data)
     kinds = sorted({d["kind"] for d in data}, reverse=True)
     what = "Prompt lookup" if kinds == ["prompt lookup"] else " and ".join(kinds).capitalize()
-    fig.update_layout(**plotly_layout(f"{what}: tokens made by each decode pass "
-                                      "(plain decode makes 1 per pass)", height=380,
-                                      barmode="group"))
-    fig.update_xaxes(title=f"tokens made in one decode pass (1 + guesses accepted, at most "
-                           f"{k + 1})", tickmode="linear", tick0=1, dtick=1,
-                     range=[0.5, k + 1.5])
+    fig.update_layout(
+        **plotly_layout(
+            f"{what}: tokens made by each decode pass (plain decode makes 1 per pass)",
+            height=380,
+            barmode="group",
+        )
+    )
+    fig.update_xaxes(
+        title=f"tokens made in one decode pass (1 + guesses accepted, at most {k + 1})",
+        tickmode="linear",
+        tick0=1,
+        dtick=1,
+        range=[0.5, k + 1.5],
+    )
     fig.update_yaxes(title="decode passes", rangemode="tozero")
     return fig
 
@@ -110,33 +139,44 @@ def draft_length_data(comparisons: Mapping[int, LookupComparison]) -> dict[str, 
     tokens each decode pass made on average, its ceiling k + 1 (every guess accepted), and the
     speed-up over plain decode with its spread (middle half of the rounds) and verdict."""
     if not isinstance(comparisons, Mapping) or not comparisons:
-        raise ValueError("give a dict draft length k → viz.perf.compare_prompt_lookup(lm, prompt, "
-                         "num_lookup_tokens=k), for one prompt and one k or more")
+        raise ValueError(
+            "give a dict draft length k → viz.perf.compare_prompt_lookup(lm, prompt, "
+            "num_lookup_tokens=k), for one prompt and one k or more"
+        )
     prompts = set()
     for k, c in comparisons.items():
         if not isinstance(c, LookupComparison):
-            raise ValueError(f"expected a viz.perf.LookupComparison for k={k!r}, not "
-                             f"{type(c).__name__}: make one with viz.perf.compare_prompt_lookup"
-                             f"(lm, prompt, num_lookup_tokens={k!r})")
+            raise ValueError(
+                f"expected a viz.perf.LookupComparison for k={k!r}, not "
+                f"{type(c).__name__}: make one with viz.perf.compare_prompt_lookup"
+                f"(lm, prompt, num_lookup_tokens={k!r})"
+            )
         if k != c.num_lookup_tokens:
-            raise ValueError(f"the entry for k={k!r} guessed {c.num_lookup_tokens} tokens per "
-                             "lookup: key each comparison by its own num_lookup_tokens")
+            raise ValueError(
+                f"the entry for k={k!r} guessed {c.num_lookup_tokens} tokens per "
+                "lookup: key each comparison by its own num_lookup_tokens"
+            )
         prompts.add(c.prompt)
     if len(prompts) > 1:
-        raise ValueError(f"the comparisons are of {len(prompts)} prompts: draw one prompt's "
-                         "draft lengths at a time (its tokens per pass depend on the prompt)")
+        raise ValueError(
+            f"the comparisons are of {len(prompts)} prompts: draw one prompt's "
+            "draft lengths at a time (its tokens per pass depend on the prompt)"
+        )
     ks = sorted(comparisons)
     spreads = [comparisons[k].speedup_spread for k in ks]
-    return {"prompt": prompts.pop(), "k": ks,
-            "tokens_per_pass": [comparisons[k].lookup.tokens_per_pass for k in ks],
-            "ceiling": [k + 1 for k in ks],
-            "speedup": [s.median for s in spreads], "speedup_low": [s.low for s in spreads],
-            "speedup_high": [s.high for s in spreads],
-            "verdict": [comparisons[k].speedup_verdict.word for k in ks]}
+    return {
+        "prompt": prompts.pop(),
+        "k": ks,
+        "tokens_per_pass": [comparisons[k].lookup.tokens_per_pass for k in ks],
+        "ceiling": [k + 1 for k in ks],
+        "speedup": [s.median for s in spreads],
+        "speedup_low": [s.low for s in spreads],
+        "speedup_high": [s.high for s in spreads],
+        "verdict": [comparisons[k].speedup_verdict.word for k in ks],
+    }
 
 
-def draft_length_figure(comparisons: Mapping[int, LookupComparison],
-                        chosen: Optional[int] = None):
+def draft_length_figure(comparisons: Mapping[int, LookupComparison], chosen: Optional[int] = None):
     """Plotly, two panels over the draft length k (guesses per lookup): the tokens each decode
     pass made, under its ceiling of k + 1, and the speed-up over plain decode with its spread,
     against 1 (no faster). `chosen`: a k to mark (a slider's value). Lesson 13's slider.
@@ -146,8 +186,12 @@ def draft_length_figure(comparisons: Mapping[int, LookupComparison],
     d = draft_length_data(comparisons)
     if chosen is not None and chosen not in d["k"]:
         raise ValueError(f"chosen={chosen!r} is not one of the measured draft lengths {d['k']}")
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.14,
-                        subplot_titles=["tokens per decode pass", "speed-up over plain decode"])
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        horizontal_spacing=0.14,
+        subplot_titles=["tokens per decode pass", "speed-up over plain decode"],
+    )
     top = max(d["k"]) + 1
     _draft_traces(fig, d, top)
     fig.add_hline(y=1.0, line={"color": palette.MUTED, "dash": "dash"}, row=1, col=2)
@@ -157,8 +201,13 @@ def draft_length_figure(comparisons: Mapping[int, LookupComparison],
     fig.update_layout(**plotly_layout(title, height=380))
     for annotation in fig.layout.annotations:  # the panel titles: the figure's font, smaller
         annotation.font = {"size": 12}
-    fig.update_xaxes(title="k: tokens guessed per lookup", tickmode="linear", tick0=1, dtick=1,
-                     range=[0.5, top - 0.5])
+    fig.update_xaxes(
+        title="k: tokens guessed per lookup",
+        tickmode="linear",
+        tick0=1,
+        dtick=1,
+        range=[0.5, top - 0.5],
+    )
     fig.update_yaxes(rangemode="tozero", row=1, col=1)
     fig.update_yaxes(rangemode="tozero", row=1, col=2)
     return fig
@@ -169,24 +218,51 @@ def _draft_traces(fig, d: dict[str, Any], top: int) -> None:
     spread (right)."""
     import plotly.graph_objects as go
 
-    fig.add_trace(go.Scatter(x=[0.5, top - 0.5], y=[1.5, top + 0.5], mode="lines",
-                             line={"color": palette.MUTED, "dash": "dot"},
-                             name="ceiling: every guess accepted (k + 1)", hoverinfo="skip"),
-                  row=1, col=1)
-    fig.add_trace(go.Scatter(x=d["k"], y=d["tokens_per_pass"], mode="lines+markers",
-                             marker={"color": palette.DECODE, "size": 9},
-                             line={"color": palette.DECODE}, name="prompt lookup, measured",
-                             hovertemplate="k = %{x}: %{y:.2f} tokens per pass<extra></extra>"),
-                  row=1, col=1)
-    fig.add_trace(go.Scatter(
-        x=d["k"], y=d["speedup"], mode="lines+markers", marker={"color": palette.PREFILL,
-                                                                 "size": 9},
-        line={"color": palette.PREFILL}, name="speed-up (bars: middle half of the rounds)",
-        error_y={"type": "data", "symmetric": False,
-                 "array": [h - m for h, m in zip(d["speedup_high"], d["speedup"])],
-                 "arrayminus": [m - lo for m, lo in zip(d["speedup"], d["speedup_low"])]},
-        customdata=d["verdict"],
-        hovertemplate="k = %{x}: ×%{y:.2f}, %{customdata}<extra></extra>"), row=1, col=2)
+    fig.add_trace(
+        go.Scatter(
+            x=[0.5, top - 0.5],
+            y=[1.5, top + 0.5],
+            mode="lines",
+            line={"color": palette.MUTED, "dash": "dot"},
+            name="ceiling: every guess accepted (k + 1)",
+            hoverinfo="skip",
+        ),
+        row=1,
+        col=1,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=d["k"],
+            y=d["tokens_per_pass"],
+            mode="lines+markers",
+            marker={"color": palette.DECODE, "size": 9},
+            line={"color": palette.DECODE},
+            name="prompt lookup, measured",
+            hovertemplate="k = %{x}: %{y:.2f} tokens per pass<extra></extra>",
+        ),
+        row=1,
+        col=1,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=d["k"],
+            y=d["speedup"],
+            mode="lines+markers",
+            marker={"color": palette.PREFILL, "size": 9},
+            line={"color": palette.PREFILL},
+            name="speed-up (bars: middle half of the rounds)",
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": [h - m for h, m in zip(d["speedup_high"], d["speedup"])],
+                "arrayminus": [m - lo for m, lo in zip(d["speedup"], d["speedup_low"])],
+            },
+            customdata=d["verdict"],
+            hovertemplate="k = %{x}: ×%{y:.2f}, %{customdata}<extra></extra>",
+        ),
+        row=1,
+        col=2,
+    )
 
 
 def _mark_chosen(fig, d: dict[str, Any], chosen: int) -> str:
@@ -195,8 +271,20 @@ def _mark_chosen(fig, d: dict[str, Any], chosen: int) -> str:
 
     i = d["k"].index(chosen)
     for col, y in ((1, d["tokens_per_pass"][i]), (2, d["speedup"][i])):
-        fig.add_trace(go.Scatter(x=[chosen], y=[y], mode="markers", showlegend=col == 1,
-                                 marker={"color": palette.CHOSEN, "size": 15},
-                                 name="your choice", hoverinfo="skip"), row=1, col=col)
-    return (f"k = {chosen}: {d['tokens_per_pass'][i]:.2f} tokens per pass, "
-            f"×{d['speedup'][i]:.2f} ({d['verdict'][i]})")
+        fig.add_trace(
+            go.Scatter(
+                x=[chosen],
+                y=[y],
+                mode="markers",
+                showlegend=col == 1,
+                marker={"color": palette.CHOSEN, "size": 15},
+                name="your choice",
+                hoverinfo="skip",
+            ),
+            row=1,
+            col=col,
+        )
+    return (
+        f"k = {chosen}: {d['tokens_per_pass'][i]:.2f} tokens per pass, "
+        f"×{d['speedup'][i]:.2f} ({d['verdict'][i]})"
+    )

@@ -16,25 +16,39 @@ from viz.perf.profile import ATTENTION, DEVICE_WAIT, GAPS, MATRIX, NORMS, SMALL,
 from viz.views import palette
 from viz.views.base import plotly_layout
 
-COLOURS = {MATRIX: palette.PREFILL, ATTENTION: palette.DECODE, NORMS: palette.ACCENT,
-           SMALL: palette.SKY, DEVICE_WAIT: palette.SPECIAL, GAPS: palette.MUTED}
+COLOURS = {
+    MATRIX: palette.PREFILL,
+    ATTENTION: palette.DECODE,
+    NORMS: palette.ACCENT,
+    SMALL: palette.SKY,
+    DEVICE_WAIT: palette.SPECIAL,
+    GAPS: palette.MUTED,
+}
 
 
 def _check(profiles: Any) -> list[StepProfile]:
     items = [profiles] if isinstance(profiles, StepProfile) else profiles
-    if not isinstance(items, (list, tuple)) or not items or \
-            not all(isinstance(p, StepProfile) for p in items):
+    if (
+        not isinstance(items, (list, tuple))
+        or not items
+        or not all(isinstance(p, StepProfile) for p in items)
+    ):
         found = type(profiles).__name__
-        raise ValueError(f"expected a viz StepProfile or a non-empty list of them, not {found}: "
-                         "measure one with viz.perf.profile.profile_decode_step(lm)")
+        raise ValueError(
+            f"expected a viz StepProfile or a non-empty list of them, not {found}: "
+            "measure one with viz.perf.profile.profile_decode_step(lm)"
+        )
     return list(items)
 
 
 def bar_labels(profiles: Sequence[StepProfile]) -> list[str]:
     """A short distinct label per bar: what differs between the profiles."""
+
     def label(p: StepProfile) -> str:
-        return (f"{p.model} · {p.context} cached · {p.threads} thread{'s' * (p.threads != 1)}"
-                f" · {p.device}")
+        return (
+            f"{p.model} · {p.context} cached · {p.threads} thread{'s' * (p.threads != 1)}"
+            f" · {p.device}"
+        )
 
     labels = [label(p) for p in profiles]
     if len(set(labels)) < len(labels):  # the same settings twice: number them
@@ -52,8 +66,10 @@ def step_profile_data(profiles: Union[StepProfile, Sequence[StepProfile]]) -> di
     return {
         "labels": bar_labels(items),
         "categories": order,
-        "ms": {c: [next((x.seconds * 1e3 for x in p.parts if x.category == c), 0.0)
-                   for p in items] for c in order},
+        "ms": {
+            c: [next((x.seconds * 1e3 for x in p.parts if x.category == c), 0.0) for p in items]
+            for c in order
+        },
         "profiled_ms": [p.profiled_step_s * 1e3 for p in items],
         "plain_ms": [p.step_s * 1e3 for p in items],
     }
@@ -69,21 +85,41 @@ def step_profile_figure(profiles: Union[StepProfile, Sequence[StepProfile]]):
     fig = go.Figure()
     for c in d["categories"]:
         shares = [ms / total if total else 0.0 for ms, total in zip(d["ms"][c], d["profiled_ms"])]
-        fig.add_trace(go.Bar(
-            y=d["labels"], x=d["ms"][c], orientation="h", name=c,
-            marker_color=COLOURS.get(c, palette.FORMULA), customdata=shares,
-            hovertemplate=f"{c}: %{{x:.2f}} ms (%{{customdata:.0%}})<extra></extra>"))
+        fig.add_trace(
+            go.Bar(
+                y=d["labels"],
+                x=d["ms"][c],
+                orientation="h",
+                name=c,
+                marker_color=COLOURS.get(c, palette.FORMULA),
+                customdata=shares,
+                hovertemplate=f"{c}: %{{x:.2f}} ms (%{{customdata:.0%}})<extra></extra>",
+            )
+        )
     one = items[0]
-    title = ("what one decode step is made of (torch.profiler, ms per step)" if len(items) > 1
-             else f"what one decode step is made of: {one.title()}")
-    fig.update_layout(**plotly_layout(title, height=max(220, 60 * len(items) + 150),
-                                      barmode="stack", margin={"l": 20}))
+    title = (
+        "what one decode step is made of (torch.profiler, ms per step)"
+        if len(items) > 1
+        else f"what one decode step is made of: {one.title()}"
+    )
+    fig.update_layout(
+        **plotly_layout(
+            title, height=max(220, 60 * len(items) + 150), barmode="stack", margin={"l": 20}
+        )
+    )
     fig.update_layout(legend_traceorder="normal")  # the legend in the bars' order
     # short enough for the narrowest notebook (~650 px); the hover says the rest
-    fig.update_xaxes(title="ms per decode step (tick: without the profiler)",
-                     rangemode="tozero")
+    fig.update_xaxes(title="ms per decode step (tick: without the profiler)", rangemode="tozero")
     fig.update_yaxes(automargin=True, autorange="reversed")
     for i, plain in enumerate(d["plain_ms"]):  # the plain step: a tick across its bar
-        fig.add_shape(type="line", x0=plain, x1=plain, y0=i - 0.45, y1=i + 0.45, xref="x",
-                      yref="y", line={"color": palette.FORMULA, "width": 2})
+        fig.add_shape(
+            type="line",
+            x0=plain,
+            x1=plain,
+            y0=i - 0.45,
+            y1=i + 0.45,
+            xref="x",
+            yref="y",
+            line={"color": palette.FORMULA, "width": 2},
+        )
     return fig

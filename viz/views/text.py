@@ -28,8 +28,13 @@ def visible(text: str) -> str:
             out.append(_VISIBLE[ch])
         elif unicodedata.category(ch)[0] == "C":  # control, format, unassigned, private use
             code = ord(ch)
-            out.append(f"\\x{code:02x}" if code < 0x100 else
-                       f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+            out.append(
+                f"\\x{code:02x}"
+                if code < 0x100
+                else f"\\u{code:04x}"
+                if code < 0x10000
+                else f"\\U{code:08x}"
+            )
         else:
             out.append(ch)
     return "".join(out)
@@ -106,8 +111,10 @@ def reply_text(trace) -> str:
     return cut_text(trace.generated_text, tail)
 
 
-PARTIAL_NOTE = ("<0xNN>: one byte of a character that the tokenizer split across several "
-                "tokens (byte-level BPE); the bytes join into the character")
+PARTIAL_NOTE = (
+    "<0xNN>: one byte of a character that the tokenizer split across several "
+    "tokens (byte-level BPE); the bytes join into the character"
+)
 
 
 def esc(text: str) -> str:

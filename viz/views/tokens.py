@@ -15,8 +15,16 @@ from typing import Optional
 from viz.trace import Trace
 from viz.views import palette
 from viz.views.base import HTML, check_trace, mpl_text, new_figure
-from viz.views.text import (PARTIAL, PARTIAL_NOTE, byte_label, drawable, esc, piece_bytes,
-                            token_label, visible)
+from viz.views.text import (
+    PARTIAL,
+    PARTIAL_NOTE,
+    byte_label,
+    drawable,
+    esc,
+    piece_bytes,
+    token_label,
+    visible,
+)
 
 
 @dataclass(frozen=True)
@@ -56,8 +64,21 @@ def tokens_data(trace: Trace, include_reply: bool = True) -> list[TokenChip]:
         if t.start >= group_end or t.start == t.end:  # shares no character with the group
             group += 1
         group_end = max(group_end, t.end)
-        chips.append(TokenChip(len(chips), t.id, token_label(t.text, t.piece), t.text, t.piece,
-                               t.start, t.end, t.special, PARTIAL in t.text, "prefill", group))
+        chips.append(
+            TokenChip(
+                len(chips),
+                t.id,
+                token_label(t.text, t.piece),
+                t.text,
+                t.piece,
+                t.start,
+                t.end,
+                t.special,
+                PARTIAL in t.text,
+                "prefill",
+                group,
+            )
+        )
     if not include_reply:
         return chips
     # A reply token spans the characters it completes: output_text[previous text_end : text_end].
@@ -66,9 +87,21 @@ def tokens_data(trace: Trace, include_reply: bool = True) -> list[TokenChip]:
     prev_end = 0
     for s in trace.steps:
         piece = s.token_piece or None  # recorded only for partial characters
-        chips.append(TokenChip(len(chips), s.token_id, token_label(s.token_text, piece),
-                               s.token_text, piece, prev_end, s.text_end, s.token_special,
-                               PARTIAL in s.token_text, "decode", group))
+        chips.append(
+            TokenChip(
+                len(chips),
+                s.token_id,
+                token_label(s.token_text, piece),
+                s.token_text,
+                piece,
+                prev_end,
+                s.text_end,
+                s.token_special,
+                PARTIAL in s.token_text,
+                "decode",
+                group,
+            )
+        )
         if s.text_end > prev_end or s.token_special or not chips[-1].partial:
             group += 1
         prev_end = s.text_end
@@ -84,8 +117,9 @@ def token_groups(trace: Trace, chips: list[TokenChip]) -> list[TokenGroup]:
     for i, members in groups.items():
         source = trace.prompt_text if members[0].phase == "prefill" else trace.output_text
         start, end = min(c.start for c in members), max(c.end for c in members)
-        out.append(TokenGroup(i, members[0].phase, source[start:end],
-                              [c.position for c in members]))
+        out.append(
+            TokenGroup(i, members[0].phase, source[start:end], [c.position for c in members])
+        )
     return out
 
 
@@ -94,8 +128,10 @@ def group_label(group: TokenGroup, chips: list[TokenChip]) -> str:
     (a reply cut off mid-character, or bytes that are not valid UTF-8), those bytes as <0xNN>."""
     if PARTIAL not in group.text:
         return visible(group.text)
-    raw = [chips[p].text.encode() if PARTIAL not in chips[p].text else piece_bytes(chips[p].piece)
-           for p in group.positions]
+    raw = [
+        chips[p].text.encode() if PARTIAL not in chips[p].text else piece_bytes(chips[p].piece)
+        for p in group.positions
+    ]
     if any(r is None for r in raw):
         return visible(group.text)
     return byte_label(b"".join(raw))
@@ -116,8 +152,11 @@ def _hover(chip: TokenChip) -> str:
     if chip.special:
         lines.append("special (control) token")
     if chip.partial:
-        lines.append("only part of a character: its bytes are shown" if "<0x" in chip.label
-                     else "only part of a character (its bytes were not recorded)")
+        lines.append(
+            "only part of a character: its bytes are shown"
+            if "<0x" in chip.label
+            else "only part of a character (its bytes were not recorded)"
+        )
     return "\n".join(lines)
 
 
@@ -144,27 +183,38 @@ def tokens_html(trace: Trace, include_reply: bool = True, show_ids: bool = True)
     they make are written under the group. Lesson 01.
     """
     chips = tokens_data(trace, include_reply)
-    parts = [_CSS, '<div class="viz-tokens">', '<div class="viz-legend">',
-             f'<span style="border-color:{palette.PREFILL}">prompt (prefill)</span>']
+    parts = [
+        _CSS,
+        '<div class="viz-tokens">',
+        '<div class="viz-legend">',
+        f'<span style="border-color:{palette.PREFILL}">prompt (prefill)</span>',
+    ]
     if include_reply:
         parts.append(f'<span style="border-color:{palette.DECODE}">reply (decode)</span>')
-    parts += [f'<span style="border-color:{palette.SPECIAL}">control token</span>',
-              f"{len(trace.prompt_tokens)} prompt tokens"
-              + (f", {len(trace.steps)} generated" if include_reply else "") + "</div>"]
+    parts += [
+        f'<span style="border-color:{palette.SPECIAL}">control token</span>',
+        f"{len(trace.prompt_tokens)} prompt tokens"
+        + (f", {len(trace.steps)} generated" if include_reply else "")
+        + "</div>",
+    ]
     if any("<0x" in c.label for c in chips):
         parts.append(f'<div class="viz-note">{esc(PARTIAL_NOTE)}</div>')
     for g in token_groups(trace, chips):
         members = [chips[p] for p in g.positions]
         multi = len(members) > 1 or members[0].partial
-        parts.append(f'<span class="viz-group{" viz-multi" if multi else ""}"'
-                     f' title="{esc(f"{len(members)} token(s) make {group_label(g, chips)!r}")}">'
-                     '<span class="viz-row">')
+        parts.append(
+            f'<span class="viz-group{" viz-multi" if multi else ""}"'
+            f' title="{esc(f"{len(members)} token(s) make {group_label(g, chips)!r}")}">'
+            '<span class="viz-row">'
+        )
         for c in members:
             colour = _colour(c)
             ident = f'<span class="viz-id">{c.id}</span>' if show_ids else ""
-            parts.append(f'<span class="viz-tok" style="border-color:{colour};'
-                         f'background:{colour}1a" title="{esc(_hover(c))}">'
-                         f"{esc(c.label)}{ident}</span>")
+            parts.append(
+                f'<span class="viz-tok" style="border-color:{colour};'
+                f'background:{colour}1a" title="{esc(_hover(c))}">'
+                f"{esc(c.label)}{ident}</span>"
+            )
         parts.append("</span>")
         if multi:
             parts.append(f'<span class="viz-chars">{esc(group_label(g, chips))}</span>')
@@ -216,17 +266,38 @@ def tokens_static(trace: Trace, include_reply: bool = True, width: int = 90):
             c = chips[p]
             w = _width(c.label)
             colour = _colour(c)
-            ax.add_patch(FancyBboxPatch((cx + 0.1, y), w - 0.2, 0.9, boxstyle="round,pad=0.02",
-                                        facecolor=colour + "22", edgecolor=colour, lw=1))
-            ax.text(cx + w / 2, y + 0.47, ha="center", va="center", fontsize=8,
-                    **mpl_text(c.label))
-            ax.text(cx + w / 2, y + 1.25, str(c.id), ha="center", va="center", fontsize=6,
-                    color="#555555")
+            ax.add_patch(
+                FancyBboxPatch(
+                    (cx + 0.1, y),
+                    w - 0.2,
+                    0.9,
+                    boxstyle="round,pad=0.02",
+                    facecolor=colour + "22",
+                    edgecolor=colour,
+                    lw=1,
+                )
+            )
+            ax.text(cx + w / 2, y + 0.47, ha="center", va="center", fontsize=8, **mpl_text(c.label))
+            ax.text(
+                cx + w / 2,
+                y + 1.25,
+                str(c.id),
+                ha="center",
+                va="center",
+                fontsize=6,
+                color="#555555",
+            )
             cx += w
         if len(g.positions) > 1 or chips[g.positions[0]].partial:
             ax.plot([gx + 0.1, cx - 0.1], [y + 1.55, y + 1.55], color=palette.MUTED, lw=1)
-            ax.text((gx + cx) / 2, y + 1.85, ha="center", va="center", fontsize=7,
-                    **mpl_text(group_label(g, chips)))
+            ax.text(
+                (gx + cx) / 2,
+                y + 1.85,
+                ha="center",
+                va="center",
+                fontsize=7,
+                **mpl_text(group_label(g, chips)),
+            )
     title = f"{len(trace.prompt_tokens)} prompt tokens (blue)"
     if include_reply:
         title += f", {len(trace.steps)} generated (orange)"

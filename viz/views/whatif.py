@@ -21,8 +21,14 @@ from typing import Optional
 
 from viz.trace import Step, Trace
 from viz.views import palette
-from viz.views.base import check_trace, get_step, mpl_title, new_figure, plotly_layout, \
-    set_ticklabels
+from viz.views.base import (
+    check_trace,
+    get_step,
+    mpl_title,
+    new_figure,
+    plotly_layout,
+    set_ticklabels,
+)
 from viz.views.distribution import distinct_labels
 from viz.views.text import esc
 
@@ -37,10 +43,13 @@ KEPT = "{kept} of the {n} recorded candidates remain possible. "
 
 def setting_text(temperature: float, top_k: Optional[int], top_p: Optional[float]) -> str:
     """A sampling setting in words, e.g. "temperature 0.7, top-k 5, no top-p"."""
-    return ", ".join(["greedy (temperature 0)" if temperature == 0
-                      else f"temperature {temperature:g}",
-                      "no top-k" if top_k is None else f"top-k {top_k}",
-                      "no top-p" if top_p is None else f"top-p {top_p:g}"])
+    return ", ".join(
+        [
+            "greedy (temperature 0)" if temperature == 0 else f"temperature {temperature:g}",
+            "no top-k" if top_k is None else f"top-k {top_k}",
+            "no top-p" if top_p is None else f"top-p {top_p:g}",
+        ]
+    )
 
 
 @dataclass(frozen=True)
@@ -80,25 +89,32 @@ class WhatIf:
 
     def note(self) -> str:
         """What the numbers are, honestly: over the recorded candidates only."""
-        return (KEPT.format(kept=sum(self.kept), n=len(self.ids)) + self.coverage()
-                + self.accuracy())
+        return KEPT.format(kept=sum(self.kept), n=len(self.ids)) + self.coverage() + self.accuracy()
 
     def coverage(self) -> str:
         n, rest = len(self.ids), self.vocab_size - len(self.ids)
-        return (f"The trace recorded the {n} most likely tokens, which held {self.covered:.1%} "
-                f"of the probability at temperature 1 (the other {rest:,} tokens held "
-                f"{1 - self.covered:.1%}, known from logsumexp). ")
+        return (
+            f"The trace recorded the {n} most likely tokens, which held {self.covered:.1%} "
+            f"of the probability at temperature 1 (the other {rest:,} tokens held "
+            f"{1 - self.covered:.1%}, known from logsumexp). "
+        )
 
     def accuracy(self) -> str:
         if self.exact and self.rest:
-            return ("At temperature 1 with no top-k the recorded probabilities are the sampler's "
-                    "own and the grey bar holds the unrecorded tokens' share: exact.")
+            return (
+                "At temperature 1 with no top-k the recorded probabilities are the sampler's "
+                "own and the grey bar holds the unrecorded tokens' share: exact."
+            )
         if self.exact:
-            return ("This setting keeps only recorded tokens: these are exactly the sampler's "
-                    "probabilities.")
-        return ("This setting could also keep unrecorded tokens, so the probabilities are "
-                "re-normalised over the recorded candidates only: each is an upper bound"
-                + (", and top-p's cut is taken among them." if self.top_p else "."))
+            return (
+                "This setting keeps only recorded tokens: these are exactly the sampler's "
+                "probabilities."
+            )
+        return (
+            "This setting could also keep unrecorded tokens, so the probabilities are "
+            "re-normalised over the recorded candidates only: each is an upper bound"
+            + (", and top-p's cut is taken among them." if self.top_p else ".")
+        )
 
     def where(self) -> str:
         return f"What if, at step {self.step} ({self.phase}): "
@@ -107,20 +123,32 @@ class WhatIf:
         return self.where() + self.setting()
 
 
-def whatif_data(trace: Trace, step: int = 0, temperature: float = 1.0,
-                        top_k: Optional[int] = None, top_p: Optional[float] = None) -> WhatIf:
+def whatif_data(
+    trace: Trace,
+    step: int = 0,
+    temperature: float = 1.0,
+    top_k: Optional[int] = None,
+    top_p: Optional[float] = None,
+) -> WhatIf:
     """The recorded candidates of `step` re-shaped by a sampling setting (see module doc).
 
     top_k=None / top_p=None: no such filter. Bad settings raise the same ValueError as
     `viz.record` (from `viz.sampling.check_sampling`). Lesson 02.
     """
     s = get_step(trace, step)
-    return _whatif(trace, s, distinct_labels(s.top_texts, s.top_ids, s.top_pieces), temperature,
-                   top_k, top_p)
+    return _whatif(
+        trace, s, distinct_labels(s.top_texts, s.top_ids, s.top_pieces), temperature, top_k, top_p
+    )
 
 
-def _whatif(trace: Trace, s: Step, labels: list[str], temperature: float,
-            top_k: Optional[int], top_p: Optional[float]) -> WhatIf:
+def _whatif(
+    trace: Trace,
+    s: Step,
+    labels: list[str],
+    temperature: float,
+    top_k: Optional[int],
+    top_p: Optional[float],
+) -> WhatIf:
     import torch
 
     from viz.sampling import sampling_distribution
@@ -143,11 +171,21 @@ def _whatif(trace: Trace, s: Step, labels: list[str], temperature: float,
                 kept = sum(p for p, k in zip(s.top_probs, keep) if k)
                 probs = [p / kept if k else 0.0 for p, k in zip(s.top_probs, keep)]
                 rest = 0.0
-    return WhatIf(step=s.index, phase=s.phase, temperature=float(temperature), top_k=top_k,
-                  top_p=None if top_p is None else float(top_p), ids=list(s.top_ids),
-                  labels=labels, recorded=list(s.top_probs), probs=probs,
-                  chosen_id=s.token_id, covered=covered, vocab_size=trace.model.vocab_size,
-                  rest=rest)
+    return WhatIf(
+        step=s.index,
+        phase=s.phase,
+        temperature=float(temperature),
+        top_k=top_k,
+        top_p=None if top_p is None else float(top_p),
+        ids=list(s.top_ids),
+        labels=labels,
+        recorded=list(s.top_probs),
+        probs=probs,
+        chosen_id=s.token_id,
+        covered=covered,
+        vocab_size=trace.model.vocab_size,
+        rest=rest,
+    )
 
 
 def _bar_text(w: WhatIf) -> list[str]:
@@ -179,21 +217,43 @@ def whatif_traces(w: WhatIf):
     import plotly.graph_objects as go
 
     y = list(range(len(w.ids)))
-    names = [esc(lab) + (" ◀ chosen" if i == w.chosen_id else "")
-             for lab, i in zip(w.labels, w.ids)]
+    names = [
+        esc(lab) + (" ◀ chosen" if i == w.chosen_id else "") for lab, i in zip(w.labels, w.ids)
+    ]
     return [
-        go.Bar(x=w.recorded, y=y, orientation="h", name="recorded (temperature 1)",
-               marker={"color": "rgba(0,0,0,0)", "line": {"color": palette.MUTED, "width": 1.5}},
-               customdata=names, hovertemplate="%{customdata}: recorded p = %{x:.4f}"
-                                               "<extra></extra>"),
-        go.Bar(x=w.probs, y=y, orientation="h", name="with this setting",
-               marker={"color": _colours(w)}, text=_bar_text(w), textposition="outside",
-               cliponaxis=False, customdata=names,
-               hovertemplate="%{customdata}: p = %{x:.4f}<extra></extra>"),
-        go.Bar(x=[w.rest or 0.0], y=[len(w.ids)], orientation="h", name="not recorded",
-               marker={"color": palette.MUTED}, text=[rest_text(w.rest)],
-               textposition="outside", cliponaxis=False, showlegend=False,
-               hovertemplate=esc(rest_label(w)) + ": %{text}<extra></extra>"),
+        go.Bar(
+            x=w.recorded,
+            y=y,
+            orientation="h",
+            name="recorded (temperature 1)",
+            marker={"color": "rgba(0,0,0,0)", "line": {"color": palette.MUTED, "width": 1.5}},
+            customdata=names,
+            hovertemplate="%{customdata}: recorded p = %{x:.4f}<extra></extra>",
+        ),
+        go.Bar(
+            x=w.probs,
+            y=y,
+            orientation="h",
+            name="with this setting",
+            marker={"color": _colours(w)},
+            text=_bar_text(w),
+            textposition="outside",
+            cliponaxis=False,
+            customdata=names,
+            hovertemplate="%{customdata}: p = %{x:.4f}<extra></extra>",
+        ),
+        go.Bar(
+            x=[w.rest or 0.0],
+            y=[len(w.ids)],
+            orientation="h",
+            name="not recorded",
+            marker={"color": palette.MUTED},
+            text=[rest_text(w.rest)],
+            textposition="outside",
+            cliponaxis=False,
+            showlegend=False,
+            hovertemplate=esc(rest_label(w)) + ": %{text}<extra></extra>",
+        ),
     ]
 
 
@@ -202,26 +262,56 @@ def whatif_axes(w: WhatIf) -> tuple[dict, dict]:
     unrecorded tokens) settings."""
     labels = [esc(lab) + (" ◀" if i == w.chosen_id else "") for lab, i in zip(w.labels, w.ids)]
     n = len(w.ids)
-    return ({"range": [0, 1.12], "title": "probability", "tickformat": ".0%"},
-            {"tickmode": "array", "tickvals": list(range(n + 1)),
-             "ticktext": labels + [esc(rest_label(w))], "range": [n + 0.5, -0.5],
-             "title": None, "automargin": True})
+    return (
+        {"range": [0, 1.12], "title": "probability", "tickformat": ".0%"},
+        {
+            "tickmode": "array",
+            "tickvals": list(range(n + 1)),
+            "ticktext": labels + [esc(rest_label(w))],
+            "range": [n + 0.5, -0.5],
+            "title": None,
+            "automargin": True,
+        },
+    )
 
 
-def whatif_figure(trace: Trace, step: int = 0, temperature: float = 1.0,
-                  top_k: Optional[int] = None, top_p: Optional[float] = None):
+def whatif_figure(
+    trace: Trace,
+    step: int = 0,
+    temperature: float = 1.0,
+    top_k: Optional[int] = None,
+    top_p: Optional[float] = None,
+):
     """Plotly: recorded vs re-shaped probabilities of one step's candidates. Lesson 02."""
     import plotly.graph_objects as go
 
     w = whatif_data(trace, step, temperature, top_k, top_p)
     xaxis, yaxis = whatif_axes(w)
-    fig = go.Figure(whatif_traces(w), layout=plotly_layout(
-        w.title(), height=max(380, 22 * (len(w.ids) + 1) + 200), barmode="overlay", xaxis=xaxis,
-        yaxis=yaxis, margin={"l": 130, "r": 30, "t": 85, "b": 140},
-        legend={"orientation": "h", "x": 0, "y": 1.01, "yanchor": "bottom"}))
-    fig.add_annotation(text="<br>".join(esc(line) for line in textwrap.wrap(w.note(), 110)),
-                       xref="paper", yref="paper", x=0, y=0, yshift=-62, xanchor="left",
-                       yanchor="top", align="left", showarrow=False, font={"size": 11})
+    fig = go.Figure(
+        whatif_traces(w),
+        layout=plotly_layout(
+            w.title(),
+            height=max(380, 22 * (len(w.ids) + 1) + 200),
+            barmode="overlay",
+            xaxis=xaxis,
+            yaxis=yaxis,
+            margin={"l": 130, "r": 30, "t": 85, "b": 140},
+            legend={"orientation": "h", "x": 0, "y": 1.01, "yanchor": "bottom"},
+        ),
+    )
+    fig.add_annotation(
+        text="<br>".join(esc(line) for line in textwrap.wrap(w.note(), 110)),
+        xref="paper",
+        yref="paper",
+        x=0,
+        y=0,
+        yshift=-62,
+        xanchor="left",
+        yanchor="top",
+        align="left",
+        showarrow=False,
+        font={"size": 11},
+    )
     return fig
 
 
@@ -242,20 +332,39 @@ def whatif_widget(trace: Trace, step: int = 0):
     n = max(len(s.top_ids) for s in trace.steps)
     style = {"description_width": "initial"}  # every label whole ("top-k (0 = off)")
     controls = {
-        "step": widgets.IntSlider(value=first.index, min=0, max=last, description="step",
-                                  disabled=last == 0, style=style),
-        "temperature": widgets.FloatSlider(value=1.0, min=0.0, max=TEMPERATURE_MAX,
-                                           step=TEMPERATURE_STEP, description="temperature",
-                                           readout_format=".2f", style=style),
-        "top_k": widgets.IntSlider(value=0, min=0, max=n, description="top-k (0 = off)",
-                                   style=style),
-        "top_p": widgets.FloatSlider(value=1.0, min=TOP_P_STEP, max=1.0, step=TOP_P_STEP,
-                                     description="top-p (1 = off)", readout_format=".2f",
-                                     style=style),
+        "step": widgets.IntSlider(
+            value=first.index, min=0, max=last, description="step", disabled=last == 0, style=style
+        ),
+        "temperature": widgets.FloatSlider(
+            value=1.0,
+            min=0.0,
+            max=TEMPERATURE_MAX,
+            step=TEMPERATURE_STEP,
+            description="temperature",
+            readout_format=".2f",
+            style=style,
+        ),
+        "top_k": widgets.IntSlider(
+            value=0, min=0, max=n, description="top-k (0 = off)", style=style
+        ),
+        "top_p": widgets.FloatSlider(
+            value=1.0,
+            min=TOP_P_STEP,
+            max=1.0,
+            step=TOP_P_STEP,
+            description="top-p (1 = off)",
+            readout_format=".2f",
+            style=style,
+        ),
     }
-    return LinkedView(controls, [widgets.HBox([controls["step"], controls["temperature"]]),
-                                 widgets.HBox([controls["top_k"], controls["top_p"]])],
-                      lambda v: whatif_figure(trace, v["step"], **setting(v)))
+    return LinkedView(
+        controls,
+        [
+            widgets.HBox([controls["step"], controls["temperature"]]),
+            widgets.HBox([controls["top_k"], controls["top_p"]]),
+        ],
+        lambda v: whatif_figure(trace, v["step"], **setting(v)),
+    )
 
 
 def setting(values: dict) -> dict:
@@ -272,8 +381,9 @@ GRID_TOP_K = [None, 1, 2, 3, 5, 10, 20]
 GRID_TOP_P = [None, 0.95, 0.9, 0.8, 0.5, 0.2]
 
 
-def whatif_grid(trace: Trace, temperatures=GRID_TEMPERATURES, top_ks=GRID_TOP_K,
-                top_ps=GRID_TOP_P) -> dict:
+def whatif_grid(
+    trace: Trace, temperatures=GRID_TEMPERATURES, top_ks=GRID_TOP_K, top_ps=GRID_TOP_P
+) -> dict:
     """Every (step, temperature, top-k, top-p) of a grid, computed by `whatif_data`,
     for a page with no kernel (the HTML report). Distinct probability vectors are stored once
     (greedy and top-k 1 give the same one at every temperature), to 4 significant digits (a
@@ -307,39 +417,76 @@ def whatif_grid(trace: Trace, temperatures=GRID_TEMPERATURES, top_ks=GRID_TOP_K,
     index, steps = [], []
     for s in trace.steps:
         labels = distinct_labels(s.top_texts, s.top_ids, s.top_pieces)
-        index.append([[[cell(_whatif(trace, s, labels, t, k, p)) for p in top_ps]
-                       for k in top_ks] for t in temperatures])
+        index.append(
+            [
+                [[cell(_whatif(trace, s, labels, t, k, p)) for p in top_ps] for k in top_ks]
+                for t in temperatures
+            ]
+        )
         w = _whatif(trace, s, labels, 1.0, None, None)
-        steps.append({"labels": [esc(lab) + (" ◀" if j == w.chosen_id else "")
-                                 for lab, j in zip(w.labels, w.ids)],
-                      "recorded": w.recorded, "colour": palette.PHASE[w.phase],
-                      "title": esc(w.where()), "coverage": w.coverage(),
-                      "rest_label": esc(rest_label(w))})
-    return {"temperatures": list(temperatures), "top_ks": top_ks, "top_ps": list(top_ps),
-            "vectors": vectors, "accuracy": accuracy, "index": index, "steps": steps,
-            "settings": [[[setting_text(t, k, p) for p in top_ps] for k in top_ks]
-                         for t in temperatures],
-            "kept": KEPT, "removed": palette.MUTED, "unknown": rest_text(None)}
+        steps.append(
+            {
+                "labels": [
+                    esc(lab) + (" ◀" if j == w.chosen_id else "") for lab, j in zip(w.labels, w.ids)
+                ],
+                "recorded": w.recorded,
+                "colour": palette.PHASE[w.phase],
+                "title": esc(w.where()),
+                "coverage": w.coverage(),
+                "rest_label": esc(rest_label(w)),
+            }
+        )
+    return {
+        "temperatures": list(temperatures),
+        "top_ks": top_ks,
+        "top_ps": list(top_ps),
+        "vectors": vectors,
+        "accuracy": accuracy,
+        "index": index,
+        "steps": steps,
+        "settings": [
+            [[setting_text(t, k, p) for p in top_ps] for k in top_ks] for t in temperatures
+        ],
+        "kept": KEPT,
+        "removed": palette.MUTED,
+        "unknown": rest_text(None),
+    }
 
 
 # ---- matplotlib ---------------------------------------------------------------------------------
-def whatif_static(trace: Trace, step: int = 0, temperature: float = 1.0,
-                  top_k: Optional[int] = None, top_p: Optional[float] = None):
+def whatif_static(
+    trace: Trace,
+    step: int = 0,
+    temperature: float = 1.0,
+    top_k: Optional[int] = None,
+    top_p: Optional[float] = None,
+):
     """Matplotlib: recorded vs re-shaped probabilities of one step's candidates. Lesson 02."""
     w = whatif_data(trace, step, temperature, top_k, top_p)
     y = list(range(len(w.ids)))
     fig, ax = new_figure(figsize=(8, 0.3 * (len(y) + 1) + 2.2))
-    ax.barh(y, w.recorded, color="none", edgecolor=palette.MUTED, lw=1.2,
-            label="recorded (temperature 1)")
+    ax.barh(
+        y,
+        w.recorded,
+        color="none",
+        edgecolor=palette.MUTED,
+        lw=1.2,
+        label="recorded (temperature 1)",
+    )
     ax.barh(y, w.probs, color=_colours(w), height=0.55, label="with this setting")
     for i, text in enumerate(_bar_text(w)):
         ax.text(max(w.probs[i], w.recorded[i]) + 0.01, i, text, va="center", fontsize=7)
     n = len(y)
     ax.barh([n], [w.rest or 0.0], color=palette.MUTED, height=0.55)
     ax.text((w.rest or 0.0) + 0.01, n, rest_text(w.rest), va="center", fontsize=7)
-    set_ticklabels(ax, "y", y + [n], [lab + (" ◀" if i == w.chosen_id else "")
-                                      for lab, i in zip(w.labels, w.ids)] + [rest_label(w)],
-                   fontsize=8)
+    set_ticklabels(
+        ax,
+        "y",
+        y + [n],
+        [lab + (" ◀" if i == w.chosen_id else "") for lab, i in zip(w.labels, w.ids)]
+        + [rest_label(w)],
+        fontsize=8,
+    )
     ax.set_ylim(n + 0.5, -0.5)
     ax.set_xlim(0, 1.12)
     ax.set_xlabel("probability")

@@ -27,8 +27,11 @@ def figure_output(fig) -> dict[str, Any]:
     data = json.loads(fig.to_json())
     data["config"] = dict(CONFIG)
     title = fig.layout.title.text or "plotly figure"
-    return {"output_type": "display_data", "metadata": {},
-            "data": {PLOTLY_MIME: data, "text/plain": f"<figure: {title}>"}}
+    return {
+        "output_type": "display_data",
+        "metadata": {},
+        "data": {PLOTLY_MIME: data, "text/plain": f"<figure: {title}>"},
+    }
 
 
 class LinkedView(widgets.VBox):
@@ -42,8 +45,12 @@ class LinkedView(widgets.VBox):
     measures takes seconds — then how long it took, when that was a second or more.
     """
 
-    def __init__(self, controls: dict[str, widgets.ValueWidget], rows: list[widgets.Widget],
-                 render: Callable[[dict[str, Any]], Any]):
+    def __init__(
+        self,
+        controls: dict[str, widgets.ValueWidget],
+        rows: list[widgets.Widget],
+        render: Callable[[dict[str, Any]], Any],
+    ):
         self.controls = dict(controls)
         self._render = render
         self.output = widgets.Output(layout={"min_height": "300px"})
@@ -70,15 +77,21 @@ class LinkedView(widgets.VBox):
             self.figure = self._render(self.values)
         except ValueError as e:  # a setting the view cannot draw: say so, in place of the figure
             self.error = str(e)
-            self.output.outputs = ({"output_type": "display_data", "metadata": {},
-                                    "data": {"text/plain": f"cannot draw this setting: {e}"}},)
+            self.output.outputs = (
+                {
+                    "output_type": "display_data",
+                    "metadata": {},
+                    "data": {"text/plain": f"cannot draw this setting: {e}"},
+                },
+            )
             self.status.value = ""
             return
         self.error = None
         self.output.outputs = (figure_output(self.figure),)
         took = time.perf_counter() - start
-        self.status.value = f'<span style="color:#555">done in {took:.1f} s</span>' \
-            if took >= 1 else ""
+        self.status.value = (
+            f'<span style="color:#555">done in {took:.1f} s</span>' if took >= 1 else ""
+        )
 
 
 class LinkedText(widgets.VBox):
@@ -98,13 +111,19 @@ class LinkedText(widgets.VBox):
     None) and `.runs` how many times it ran. Lesson 01 (type a text, see its tokens).
     """
 
-    def __init__(self, run: Callable[[str], Any], value: str = "", description: str = "text",
-                 pause_s: Optional[float] = 0.8,
-                 schedule: Optional[Callable[[float, Callable[[], None]], Any]] = None,
-                 width: str = "95%"):
+    def __init__(
+        self,
+        run: Callable[[str], Any],
+        value: str = "",
+        description: str = "text",
+        pause_s: Optional[float] = 0.8,
+        schedule: Optional[Callable[[float, Callable[[], None]], Any]] = None,
+        width: str = "95%",
+    ):
         if pause_s is not None:
-            checks.positive("pause_s", pause_s, noun="a number of seconds",
-                            fix="or None to run only on Enter")
+            checks.positive(
+                "pause_s", pause_s, noun="a number of seconds", fix="or None to run only on Enter"
+            )
         self._run, self.pause_s = run, pause_s
         self._schedule = schedule or _call_later
         self._pending: Any = None
@@ -112,9 +131,13 @@ class LinkedText(widgets.VBox):
         self.result: Any = None
         self.error: Optional[str] = None
         self.runs = 0
-        self.box = widgets.Text(value=value, description=description,
-                                continuous_update=pause_s is not None,
-                                style={"description_width": "initial"}, layout={"width": width})
+        self.box = widgets.Text(
+            value=value,
+            description=description,
+            continuous_update=pause_s is not None,
+            style={"description_width": "initial"},
+            layout={"width": width},
+        )
         self.status = widgets.HTML()
         self.output = widgets.Output()
         super().__init__(children=[self.box, self.status, self.output])
@@ -128,8 +151,10 @@ class LinkedText(widgets.VBox):
             return
         if self._pending is not None:
             self._pending.cancel()
-        self.status.value = (f'<span style="color:#555">waiting for a {self.pause_s:g} s pause '
-                             "(or press Enter)…</span>")
+        self.status.value = (
+            f'<span style="color:#555">waiting for a {self.pause_s:g} s pause '
+            "(or press Enter)…</span>"
+        )
         self._pending = self._schedule(self.pause_s, self.run)
 
     def _message(self, widget, content, buffers) -> None:
@@ -159,8 +184,9 @@ class LinkedText(widgets.VBox):
         self.runs += 1
         self.result, self.error, self._last = result, None, text
         self.output.outputs = (_display(result),)
-        self.status.value = (f'<span style="color:#555">done in '
-                             f"{time.perf_counter() - start:.1f} s</span>")
+        self.status.value = (
+            f'<span style="color:#555">done in {time.perf_counter() - start:.1f} s</span>'
+        )
 
 
 def _escape(text: str) -> str:

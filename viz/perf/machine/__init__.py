@@ -22,29 +22,94 @@ printed together by `yardsticks()`; the vendors' datasheet figures sit beside th
 | `yardstick_line.py` | the peaks and the fixed cost every verdict divides by, in one line |
 """
 
-from viz.perf.machine.bandwidth import (Bandwidth, bandwidth_by_size, default_buffer_bytes,
-                                        measure_bandwidth)
-from viz.perf.machine.cache import (MachineCache, cache_file, machine_key, measurements_dir,
-                                    same_machine)
-from viz.perf.machine.datasheets import (DATASHEETS, H100_SXM, Datasheet, datasheet,
-                                         generations_table, generations_text, growth)
-from viz.perf.machine.fixed_costs import (NARROW_VOCAB, NARROW_WIDTH, FixedCosts,
-                                          OverheadFloor, fixed_cost, fixed_costs_path,
-                                          machine_overhead, measure_overhead, narrow_config)
-from viz.perf.machine.kernel_time import (kernel_spread, linear_seconds, linear_spread,
-                                          time_kernel)
+from viz.perf.machine.bandwidth import (
+    Bandwidth,
+    bandwidth_by_size,
+    default_buffer_bytes,
+    measure_bandwidth,
+)
+from viz.perf.machine.cache import (
+    MachineCache,
+    cache_file,
+    machine_key,
+    measurements_dir,
+    same_machine,
+)
+from viz.perf.machine.datasheets import (
+    DATASHEETS,
+    H100_SXM,
+    Datasheet,
+    datasheet,
+    generations_table,
+    generations_text,
+    growth,
+)
+from viz.perf.machine.fixed_costs import (
+    NARROW_VOCAB,
+    NARROW_WIDTH,
+    FixedCosts,
+    OverheadFloor,
+    fixed_cost,
+    fixed_costs_path,
+    machine_overhead,
+    measure_overhead,
+    narrow_config,
+)
+from viz.perf.machine.kernel_time import kernel_spread, linear_seconds, linear_spread, time_kernel
 from viz.perf.machine.matmul import BUDGET_S, Matmul, measure_matmul
-from viz.perf.machine.peaks import (MachinePeaks, Peaks, cached_peaks, machine_peaks,
-                                    measure_machine_peaks, measure_peaks, peaks_from_machine,
-                                    peaks_path)
+from viz.perf.machine.peaks import (
+    MachinePeaks,
+    Peaks,
+    cached_peaks,
+    machine_peaks,
+    measure_machine_peaks,
+    measure_peaks,
+    peaks_from_machine,
+    peaks_path,
+)
 from viz.perf.machine.yardstick_line import Yardsticks, yardsticks
 
-__all__ = ["Bandwidth", "bandwidth_by_size", "default_buffer_bytes", "measure_bandwidth",
-           "MachineCache", "cache_file", "machine_key", "measurements_dir", "same_machine",
-           "DATASHEETS", "H100_SXM", "Datasheet", "datasheet", "generations_table",
-           "generations_text", "growth", "NARROW_VOCAB", "NARROW_WIDTH", "FixedCosts",
-           "OverheadFloor", "fixed_cost", "fixed_costs_path", "machine_overhead",
-           "measure_overhead", "narrow_config", "kernel_spread", "linear_seconds",
-           "linear_spread", "time_kernel", "BUDGET_S", "Matmul", "measure_matmul",
-           "MachinePeaks", "Peaks", "cached_peaks", "machine_peaks", "measure_machine_peaks",
-           "measure_peaks", "peaks_from_machine", "peaks_path", "Yardsticks", "yardsticks"]
+__all__ = [
+    "Bandwidth",
+    "bandwidth_by_size",
+    "default_buffer_bytes",
+    "measure_bandwidth",
+    "MachineCache",
+    "cache_file",
+    "machine_key",
+    "measurements_dir",
+    "same_machine",
+    "DATASHEETS",
+    "H100_SXM",
+    "Datasheet",
+    "datasheet",
+    "generations_table",
+    "generations_text",
+    "growth",
+    "NARROW_VOCAB",
+    "NARROW_WIDTH",
+    "FixedCosts",
+    "OverheadFloor",
+    "fixed_cost",
+    "fixed_costs_path",
+    "machine_overhead",
+    "measure_overhead",
+    "narrow_config",
+    "kernel_spread",
+    "linear_seconds",
+    "linear_spread",
+    "time_kernel",
+    "BUDGET_S",
+    "Matmul",
+    "measure_matmul",
+    "MachinePeaks",
+    "Peaks",
+    "cached_peaks",
+    "machine_peaks",
+    "measure_machine_peaks",
+    "measure_peaks",
+    "peaks_from_machine",
+    "peaks_path",
+    "Yardsticks",
+    "yardsticks",
+]

@@ -49,7 +49,7 @@ HOW = {
     "read": "torch.sum over a {size} {dtype} buffer (bytes read / time)",
     "copy": "dst.copy_(src) of a {size} {dtype} buffer (bytes read + written / time)",
     "matvec": "torch.nn.functional.linear(1 row, a {size} {dtype} matrix of "
-              f"{MATVEC_COLUMNS} columns) (matrix bytes / time)",
+    f"{MATVEC_COLUMNS} columns) (matrix bytes / time)",
 }
 
 
@@ -79,8 +79,10 @@ class Bandwidth:
     def how(self) -> str:
         """How it was measured, in words, e.g. "torch.sum over a 256 MiB float32 buffer ..."."""
         text = HOW[self.method].format(size=_size(self.buffer_bytes), dtype=self.dtype)
-        return (f"{text}, median of {self.repeats} runs after a warm-up, {self.threads} "
-                f"thread{'s' if self.threads != 1 else ''}, {self.timer}")
+        return (
+            f"{text}, median of {self.repeats} runs after a warm-up, {self.threads} "
+            f"thread{'s' if self.threads != 1 else ''}, {self.timer}"
+        )
 
 
 def bandwidth_v1_to_v2(data: dict) -> dict:
@@ -104,9 +106,13 @@ def _check_method(method: str) -> str:
 
 
 def _check_buffer(buffer_bytes, device: torch.device) -> int:
-    return checks.whole("buffer_bytes", buffer_bytes, MIB,
-                        what="a whole number of bytes >= 1 MiB",
-                        fix="use one far larger than the last-level cache, e.g. 256 << 20")
+    return checks.whole(
+        "buffer_bytes",
+        buffer_bytes,
+        MIB,
+        what="a whole number of bytes >= 1 MiB",
+        fix="use one far larger than the last-level cache, e.g. 256 << 20",
+    )
 
 
 def default_buffer_bytes(device: Union[str, torch.device] = "cpu") -> int:
@@ -114,10 +120,15 @@ def default_buffer_bytes(device: Union[str, torch.device] = "cpu") -> int:
     return (2 << 30) if resolve_device(device).type == "cuda" else 256 * MIB
 
 
-def measure_bandwidth(buffer_bytes: Optional[int] = None, method: str = "read", *,
-                      device: Union[str, torch.device] = "cpu",
-                      dtype: Union[None, str, torch.dtype] = "float32", repeats: int = 7,
-                      threads: Optional[int] = None) -> Bandwidth:
+def measure_bandwidth(
+    buffer_bytes: Optional[int] = None,
+    method: str = "read",
+    *,
+    device: Union[str, torch.device] = "cpu",
+    dtype: Union[None, str, torch.dtype] = "float32",
+    repeats: int = 7,
+    threads: Optional[int] = None,
+) -> Bandwidth:
     """Measure memory bandwidth on `device` by `method` ("read", "copy", "matvec").
 
     buffer_bytes: size of the buffer (default `default_buffer_bytes(device)`: 256 MiB on a
@@ -129,23 +140,30 @@ def measure_bandwidth(buffer_bytes: Optional[int] = None, method: str = "read", 
     checks.threads(threads)
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
-    nbytes = _check_buffer(default_buffer_bytes(dev) if buffer_bytes is None else buffer_bytes,
-                           dev)
+    nbytes = _check_buffer(default_buffer_bytes(dev) if buffer_bytes is None else buffer_bytes, dev)
     checks.whole("repeats", repeats, 1)
     elem = torch.empty(0, dtype=dt).element_size()
     with using_threads(threads) as n_threads:
         fn, moved, actual = _kernel(method, nbytes, elem, dev, dt)
         times, timer = time_runs(fn, dev, repeats)
         del fn
-    return Bandwidth(method=method, buffer_bytes=actual,
-                     bytes_per_s=Spread.of(moved / t for t in times).median,
-                     fastest_bytes_per_s=moved / min(times), dtype=dtype_name(dt),
-                     threads=n_threads, repeats=repeats, timer=timer, runs_s=list(times),
-                     moved_bytes=int(moved))
+    return Bandwidth(
+        method=method,
+        buffer_bytes=actual,
+        bytes_per_s=Spread.of(moved / t for t in times).median,
+        fastest_bytes_per_s=moved / min(times),
+        dtype=dtype_name(dt),
+        threads=n_threads,
+        repeats=repeats,
+        timer=timer,
+        runs_s=list(times),
+        moved_bytes=int(moved),
+    )
 
 
-def _kernel(method: str, nbytes: int, elem: int, dev: torch.device,
-            dt: torch.dtype) -> tuple[Callable[[], object], float, int]:
+def _kernel(
+    method: str, nbytes: int, elem: int, dev: torch.device, dt: torch.dtype
+) -> tuple[Callable[[], object], float, int]:
     """(the call to time, bytes it moves, buffer bytes) for one method."""
     if method == "matvec":
         rows = max(1, nbytes // (elem * MATVEC_COLUMNS))
@@ -162,10 +180,15 @@ def _kernel(method: str, nbytes: int, elem: int, dev: torch.device,
     return (lambda: dst.copy_(src)), 2.0 * actual, actual
 
 
-def bandwidth_by_size(sizes: Sequence[int], method: str = "read", *,
-                      device: Union[str, torch.device] = "cpu",
-                      dtype: Union[None, str, torch.dtype] = "float32", repeats: int = 7,
-                      threads: Optional[int] = None) -> list[Bandwidth]:
+def bandwidth_by_size(
+    sizes: Sequence[int],
+    method: str = "read",
+    *,
+    device: Union[str, torch.device] = "cpu",
+    dtype: Union[None, str, torch.dtype] = "float32",
+    repeats: int = 7,
+    threads: Optional[int] = None,
+) -> list[Bandwidth]:
     """`measure_bandwidth` at each buffer size: how much the answer depends on the size.
 
     Sizes at or below the last-level cache read the cache and come out higher.
@@ -173,7 +196,7 @@ def bandwidth_by_size(sizes: Sequence[int], method: str = "read", *,
     sizes = list(sizes)
     if not sizes:
         raise ValueError("sizes must list at least one buffer size in bytes, e.g. [64 << 20]")
-    return [measure_bandwidth(s, method, device=device, dtype=dtype, repeats=repeats,
-                              threads=threads) for s in sizes]
-
-
+    return [
+        measure_bandwidth(s, method, device=device, dtype=dtype, repeats=repeats, threads=threads)
+        for s in sizes
+    ]

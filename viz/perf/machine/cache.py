@@ -33,17 +33,22 @@ from viz.documents import Document
 from viz.runtime import cpu_capability, cpu_features, device_name, resolve_device
 
 
-def machine_key(device: Union[str, torch.device] = "cpu",
-                threads: Optional[int] = None) -> dict[str, Any]:
+def machine_key(
+    device: Union[str, torch.device] = "cpu", threads: Optional[int] = None
+) -> dict[str, Any]:
     """What a measurement on `device` with `threads` depends on: a cached figure is reused
     only where every item is the same."""
     dev = resolve_device(device)
     cpu = dev.type == "cpu"  # a GPU's speed does not depend on its host's instructions
-    return {"device": dev.type, "device_name": device_name(dev),
-            "cpu_count": os.cpu_count() or 0,
-            "threads": checks.threads(threads) or torch.get_num_threads(),
-            "torch_version": torch.__version__, "cpu_features": cpu_features() if cpu else [],
-            "cpu_capability": cpu_capability() if cpu else ""}
+    return {
+        "device": dev.type,
+        "device_name": device_name(dev),
+        "cpu_count": os.cpu_count() or 0,
+        "threads": checks.threads(threads) or torch.get_num_threads(),
+        "torch_version": torch.__version__,
+        "cpu_features": cpu_features() if cpu else [],
+        "cpu_capability": cpu_capability() if cpu else "",
+    }
 
 
 def measurements_dir() -> Path:
@@ -56,16 +61,18 @@ def measurements_dir() -> Path:
     return Path(env).expanduser() if env else cache_dir()
 
 
-def cache_file(folder: str, device: Union[str, torch.device] = "cpu",
-               threads: Optional[int] = None) -> Path:
+def cache_file(
+    folder: str, device: Union[str, torch.device] = "cpu", threads: Optional[int] = None
+) -> Path:
     """`<measurements_dir>/<folder>/<device>-<threads>-threads-<hash of machine_key>.json`."""
     key = machine_key(device, threads)
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
     return measurements_dir() / folder / f"{key['device']}-{key['threads']}-threads-{digest}.json"
 
 
-def same_machine(document: Any, device: Union[str, torch.device] = "cpu",
-                 threads: Optional[int] = None) -> bool:
+def same_machine(
+    document: Any, device: Union[str, torch.device] = "cpu", threads: Optional[int] = None
+) -> bool:
     """True if `document` (with the fields of `machine_key`) was measured on this machine as it
     is now: same CPU and features, threads, CPU count and torch."""
     key = machine_key(device, threads)
@@ -81,8 +88,7 @@ class MachineCache:
     kind: type[Document]  # the document saved there, e.g. MachinePeaks
     remembered: dict[str, Document] = field(default_factory=dict)  # path → this process's
 
-    def path(self, device: Union[str, torch.device] = "cpu",
-             threads: Optional[int] = None) -> Path:
+    def path(self, device: Union[str, torch.device] = "cpu", threads: Optional[int] = None) -> Path:
         """The file for `device` measured with `threads` (None: torch's current count)."""
         return cache_file(self.folder, device, threads)
 
@@ -90,8 +96,9 @@ class MachineCache:
         """What this process already read from or saved to `file` (None: nothing yet)."""
         return self.remembered.get(str(file))
 
-    def read(self, file: Path, device: Union[str, torch.device],
-             threads: int) -> Optional[Document]:
+    def read(
+        self, file: Path, device: Union[str, torch.device], threads: int
+    ) -> Optional[Document]:
         """The document in `file` if it was measured on this machine as it is now; None if
         there is no file, it is unreadable or from another version (measure again), or it was
         measured on another machine (`same_machine`)."""

@@ -67,8 +67,9 @@ class OverheadFloor:
         if self.spreads and len(self.spreads) != len(self.layers):
             raise ValueError("an overhead floor needs one spread per depth, or none")
         if sorted(set(self.layers)) != list(self.layers):
-            raise ValueError(f"overhead floor depths must increase with no repeats, not "
-                             f"{self.layers}")
+            raise ValueError(
+                f"overhead floor depths must increase with no repeats, not {self.layers}"
+            )
 
     @property
     def per_layer_s(self) -> Optional[float]:
@@ -90,8 +91,10 @@ class OverheadFloor:
         if n_layers in self.layers:
             return self.seconds[self.layers.index(n_layers)]
         if len(self.layers) < 2:
-            raise ValueError(f"the fixed cost was measured at {self.layers} layers only: "
-                             f"measure it at {n_layers} layers too (measure_overhead)")
+            raise ValueError(
+                f"the fixed cost was measured at {self.layers} layers only: "
+                f"measure it at {n_layers} layers too (measure_overhead)"
+            )
         return max(0.0, self.constant_s + self.per_layer_s * n_layers)
 
     def spread_at(self, n_layers: int) -> Spread:
@@ -102,9 +105,14 @@ class OverheadFloor:
         return Spread.exact(self.at(n_layers))
 
 
-def narrow_config(config: Union[str, dict], hidden_size: int = NARROW_WIDTH, *,
-                  vocab_size: Optional[int] = NARROW_VOCAB, n_layers: Optional[int] = None,
-                  name: Optional[str] = None) -> dict:
+def narrow_config(
+    config: Union[str, dict],
+    hidden_size: int = NARROW_WIDTH,
+    *,
+    vocab_size: Optional[int] = NARROW_VOCAB,
+    n_layers: Optional[int] = None,
+    name: Optional[str] = None,
+) -> dict:
     """A config dict for `from_config`: `config`'s depth (or `n_layers`) at a smaller width.
 
     Heads of 64 dimensions (one key/value head), an MLP 3× as wide as the model; vocab_size
@@ -116,24 +124,37 @@ def narrow_config(config: Union[str, dict], hidden_size: int = NARROW_WIDTH, *,
         checks.refuse("hidden_size", "a multiple of 8 that is >= 8", hidden_size)
     c = dict(entry["config"])
     head_dim = min(64, hidden_size)
-    c.update(hidden_size=hidden_size, intermediate_size=3 * hidden_size,
-             num_attention_heads=max(1, hidden_size // head_dim), num_key_value_heads=1,
-             head_dim=head_dim)
+    c.update(
+        hidden_size=hidden_size,
+        intermediate_size=3 * hidden_size,
+        num_attention_heads=max(1, hidden_size // head_dim),
+        num_key_value_heads=1,
+        head_dim=head_dim,
+    )
     if vocab_size is not None:
         c["vocab_size"] = int(vocab_size)
     if n_layers is not None:
         c["num_hidden_layers"] = checks.whole("n_layers", n_layers, 1)
     depth = c["num_hidden_layers"]
-    return {"name": name or f"{depth} layers × width {hidden_size}", "source":
-            f"{entry.get('source', entry['name'])} (narrowed by viz.perf.narrow_config)",
-            "config": c}
+    return {
+        "name": name or f"{depth} layers × width {hidden_size}",
+        "source": f"{entry.get('source', entry['name'])} (narrowed by viz.perf.narrow_config)",
+        "config": c,
+    }
 
 
-def measure_overhead(depths: Sequence[int], dtype: str = "float32", *, base: Union[str, dict] =
-                     "smollm2-135m", hidden_size: int = NARROW_WIDTH,
-                     vocab_size: int = NARROW_VOCAB, max_new_tokens: int = 16, repeats: int = 2,
-                     device="cpu", threads: Optional[int] = None
-                     ) -> tuple[OverheadFloor, list[WallPoint]]:
+def measure_overhead(
+    depths: Sequence[int],
+    dtype: str = "float32",
+    *,
+    base: Union[str, dict] = "smollm2-135m",
+    hidden_size: int = NARROW_WIDTH,
+    vocab_size: int = NARROW_VOCAB,
+    max_new_tokens: int = 16,
+    repeats: int = 2,
+    device="cpu",
+    threads: Optional[int] = None,
+) -> tuple[OverheadFloor, list[WallPoint]]:
     """The fixed per-step cost: a tiny-width model of each depth, built, timed and freed.
 
     Returns the floor and the tiny models' own points (each overhead-bound by construction:
@@ -142,27 +163,46 @@ def measure_overhead(depths: Sequence[int], dtype: str = "float32", *, base: Uni
     depths = sorted(set(checks.whole_list("depths", depths)))
     points = []
     for n in depths:
-        lm = from_config(narrow_config(base, hidden_size, vocab_size=vocab_size, n_layers=n),
-                         device=device, dtype=dtype)
-        p = measure_point(lm, max_new_tokens=max_new_tokens, repeats=repeats, kind="fixed cost",
-                          label=f"{n} layer{'s' if n != 1 else ''} × {hidden_size} "
-                                f"{short_dtype(dtype)}", threads=threads)
+        lm = from_config(
+            narrow_config(base, hidden_size, vocab_size=vocab_size, n_layers=n),
+            device=device,
+            dtype=dtype,
+        )
+        p = measure_point(
+            lm,
+            max_new_tokens=max_new_tokens,
+            repeats=repeats,
+            kind="fixed cost",
+            label=f"{n} layer{'s' if n != 1 else ''} × {hidden_size} {short_dtype(dtype)}",
+            threads=threads,
+        )
         points.append(replace(p, fixed_cost_s=p.seconds))
         weight_bytes = lm.spec.weight_bytes
         del lm
         release_memory(weight_bytes)
-    floor = OverheadFloor(dtype=dtype, hidden_size=hidden_size, vocab_size=vocab_size,
-                          layers=depths, seconds=[p.seconds for p in points],
-                          note=f"measured: median decode step of a model {hidden_size} wide "
-                               f"with a {vocab_size}-token vocabulary at each depth",
-                          spreads=[p.spread for p in points])
+    floor = OverheadFloor(
+        dtype=dtype,
+        hidden_size=hidden_size,
+        vocab_size=vocab_size,
+        layers=depths,
+        seconds=[p.seconds for p in points],
+        note=f"measured: median decode step of a model {hidden_size} wide "
+        f"with a {vocab_size}-token vocabulary at each depth",
+        spreads=[p.spread for p in points],
+    )
     return floor, points
 
 
 # ---- the figure, measured once per machine ---------------------------------------------------
 # The provenance fields FixedCosts kept loose before schema 2: now its `environment`'s.
-FIXED_LOOSE = ("device", "device_name", "threads", "torch_version", "cpu_features",
-               "cpu_capability")
+FIXED_LOOSE = (
+    "device",
+    "device_name",
+    "threads",
+    "torch_version",
+    "cpu_features",
+    "cpu_capability",
+)
 FIXED_SOURCE = "measured by viz.perf.fixed_cost"
 
 
@@ -172,8 +212,9 @@ def _fixed_costs_v1_to_v2(data: dict) -> dict:
     time is the newest figure's; each figure's time becomes ISO."""
     times = {k: iso_utc(v) for k, v in (data.get("measured_at") or {}).items()}
     data = {**data, "measured_at": times}
-    return environment_from_loose(data, FIXED_LOOSE, FIXED_SOURCE,
-                                  measured_at=max(times.values(), default=""))
+    return environment_from_loose(
+        data, FIXED_LOOSE, FIXED_SOURCE, measured_at=max(times.values(), default="")
+    )
 
 
 @loose_names(*FIXED_LOOSE)
@@ -207,15 +248,22 @@ class FixedCosts(Document):
 _CACHE = MachineCache("fixed-cost", FixedCosts)
 
 
-def fixed_costs_path(device: Union[str, torch.device] = "cpu",
-                     threads: Optional[int] = None) -> Path:
+def fixed_costs_path(
+    device: Union[str, torch.device] = "cpu", threads: Optional[int] = None
+) -> Path:
     """The cache file of this machine's fixed costs (beside its peaks)."""
     return _CACHE.path(device, threads)
 
 
-def machine_overhead(dtype: str = "float32", depths: Sequence[int] = (30,), *,
-                     device: Union[str, torch.device] = "cpu", threads: Optional[int] = None,
-                     refresh: bool = False, progress: bool = True) -> OverheadFloor:
+def machine_overhead(
+    dtype: str = "float32",
+    depths: Sequence[int] = (30,),
+    *,
+    device: Union[str, torch.device] = "cpu",
+    threads: Optional[int] = None,
+    refresh: bool = False,
+    progress: bool = True,
+) -> OverheadFloor:
     """This machine's fixed cost at each of `depths` in `dtype`, measured once and cached.
 
     Depths already in the cache are read from it; the others are measured (about 1 s each on
@@ -234,24 +282,38 @@ def machine_overhead(dtype: str = "float32", depths: Sequence[int] = (30,), *,
         missing = list(wanted) if refresh else [d for d in wanted if d not in known]
         if missing:
             if progress:
-                print(f"viz: measuring the fixed cost per step once ({dtype}, "
-                      f"{', '.join(map(str, missing))} layers; about a second each)",
-                      file=sys.stderr, flush=True)
-            floor, _ = measure_overhead(missing, dtype, max_new_tokens=MAX_NEW_TOKENS,
-                                        repeats=REPEATS, device=dev)
+                print(
+                    f"viz: measuring the fixed cost per step once ({dtype}, "
+                    f"{', '.join(map(str, missing))} layers; about a second each)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            floor, _ = measure_overhead(
+                missing, dtype, max_new_tokens=MAX_NEW_TOKENS, repeats=REPEATS, device=dev
+            )
             when = utc_now()
             costs.environment.measured_at = when  # the newest figure's time
             for d, sec, spr in zip(floor.layers, floor.seconds, floor.spreads):
                 known[d] = (sec, spr)
                 costs.measured_at[f"{dtype}/{d}"] = when
             every = sorted(known)
-            merged = OverheadFloor(dtype=dtype, hidden_size=NARROW_WIDTH, vocab_size=NARROW_VOCAB,
-                                   layers=every, seconds=[known[d][0] for d in every],
-                                   spreads=[known[d][1] for d in every], note=floor.note)
+            merged = OverheadFloor(
+                dtype=dtype,
+                hidden_size=NARROW_WIDTH,
+                vocab_size=NARROW_VOCAB,
+                layers=every,
+                seconds=[known[d][0] for d in every],
+                spreads=[known[d][1] for d in every],
+                note=floor.note,
+            )
             costs.floors = [o for o in costs.floors if o.dtype != dtype] + [merged]
             _CACHE.write(file, costs)
-    return replace(costs.floor(dtype), layers=wanted, seconds=[known[d][0] for d in wanted],
-                   spreads=[known[d][1] for d in wanted])
+    return replace(
+        costs.floor(dtype),
+        layers=wanted,
+        seconds=[known[d][0] for d in wanted],
+        spreads=[known[d][1] for d in wanted],
+    )
 
 
 def fixed_cost(n_layers: int, dtype: str = "float32", **kwargs) -> Spread:

@@ -40,13 +40,15 @@ def linear_spread(weight: torch.Tensor, rows: int, *, repeats: int = 7) -> Sprea
     (lessons 03, 06: how fast the kernel of every weight matrix streams it, 1 row or several)."""
     checks.whole("rows", rows, 1)
     if not isinstance(weight, torch.Tensor) or weight.dim() != 2:
-        raise ValueError("weight must be a 2-D tensor (out features × in features), e.g. "
-                         "lm.model.lm_head.weight")
+        raise ValueError(
+            "weight must be a 2-D tensor (out features × in features), e.g. lm.model.lm_head.weight"
+        )
     w = weight.detach()
     x = torch.ones(rows, w.shape[1], dtype=w.dtype, device=w.device)
     with torch.inference_mode():
-        return kernel_spread(lambda: torch.nn.functional.linear(x, w), repeats=repeats,
-                             device=w.device)
+        return kernel_spread(
+            lambda: torch.nn.functional.linear(x, w), repeats=repeats, device=w.device
+        )
 
 
 def linear_seconds(weight: torch.Tensor, rows: int, *, repeats: int = 7) -> float:

@@ -51,20 +51,28 @@ class Matmul:
         """FLOP/s with its spread (the median run and the middle half of the runs)."""
         if not self.runs_s:
             return Spread.exact(self.flops_per_s)  # an older file: no runs were kept
-        return Spread.of(2.0 * self.n ** 3 / t for t in self.runs_s)
+        return Spread.of(2.0 * self.n**3 / t for t in self.runs_s)
 
     @property
     def how(self) -> str:
-        tried = ", ".join(f"{n}: {f / 1e9:,.1f}" for n, f in zip(self.sizes,
-                                                                   self.sizes_flops_per_s))
-        return (f"{self.n}×{self.n} product, median of {len(self.runs_s) or 'its'} runs"
-                + (f"; sizes tried (GFLOP/s) {tried}; {self.stopped}" if self.sizes else ""))
+        tried = ", ".join(
+            f"{n}: {f / 1e9:,.1f}" for n, f in zip(self.sizes, self.sizes_flops_per_s)
+        )
+        return f"{self.n}×{self.n} product, median of {len(self.runs_s) or 'its'} runs" + (
+            f"; sizes tried (GFLOP/s) {tried}; {self.stopped}" if self.sizes else ""
+        )
 
 
-def measure_matmul(dtype: Union[str, torch.dtype] = "float32", device: Union[str, torch.device]
-                   = "cpu", *, repeats: int = 5, budget_s: float = BUDGET_S,
-                   min_run_s: float = MIN_RUN_S, max_n: Optional[int] = None,
-                   start_n: int = START_N) -> Matmul:
+def measure_matmul(
+    dtype: Union[str, torch.dtype] = "float32",
+    device: Union[str, torch.device] = "cpu",
+    *,
+    repeats: int = 5,
+    budget_s: float = BUDGET_S,
+    min_run_s: float = MIN_RUN_S,
+    max_n: Optional[int] = None,
+    start_n: int = START_N,
+) -> Matmul:
     """Peak matmul FLOP/s in `dtype`: products of growing size, within `budget_s` seconds.
 
     Each size gets one untimed warm-up and `repeats` timed runs (fewer if the budget would not
@@ -91,12 +99,13 @@ def measure_matmul(dtype: Union[str, torch.dtype] = "float32", device: Union[str
         k = max(1, min(repeats, int(left / first))) if left > 0 else 1
         runs, _ = time_runs(lambda: torch.mm(a, b, out=out), dev, k, warmup=0)
         del a, b, out
-        flops = Spread.of(2.0 * n ** 3 / t for t in runs)
+        flops = Spread.of(2.0 * n**3 / t for t in runs)
         sizes.append(n)
         medians.append(flops.median)
         run_s = sorted(runs)[len(runs) // 2]
-        if best is None or (run_s >= MIN_PEAK_RUN_S and (best[3] < MIN_PEAK_RUN_S
-                                                          or flops.median > best[1].median)):
+        if best is None or (
+            run_s >= MIN_PEAK_RUN_S and (best[3] < MIN_PEAK_RUN_S or flops.median > best[1].median)
+        ):
             best = (n, flops, runs, run_s)
         if n * 2 > top:
             stopped = f"stopped at the largest size for a {dev.type} ({top})"
@@ -108,6 +117,13 @@ def measure_matmul(dtype: Union[str, torch.dtype] = "float32", device: Union[str
             break
         n *= 2
     n_best, flops, runs, _ = best
-    return Matmul(dtype=dtype_name(dt), n=n_best, flops_per_s=flops.median,
-                  fastest_flops_per_s=2.0 * n_best ** 3 / min(runs), runs_s=list(runs),
-                  sizes=sizes, sizes_flops_per_s=medians, stopped=stopped)
+    return Matmul(
+        dtype=dtype_name(dt),
+        n=n_best,
+        flops_per_s=flops.median,
+        fastest_flops_per_s=2.0 * n_best**3 / min(runs),
+        runs_s=list(runs),
+        sizes=sizes,
+        sizes_flops_per_s=medians,
+        stopped=stopped,
+    )

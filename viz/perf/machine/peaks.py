@@ -53,13 +53,24 @@ import torch
 
 from viz import checks
 from viz.documents import Document
-from viz.perf.machine.bandwidth import (Bandwidth, bandwidth_v1_to_v2, default_buffer_bytes,
-                                        measure_bandwidth)
+from viz.perf.machine.bandwidth import (
+    Bandwidth,
+    bandwidth_v1_to_v2,
+    default_buffer_bytes,
+    measure_bandwidth,
+)
 from viz.perf.machine.cache import MachineCache
 from viz.perf.machine.matmul import BUDGET_S, Matmul, measure_matmul
 from viz.provenance import environment_from_loose, loose_names, shown_utc, unknown_environment
-from viz.runtime import (cpu_capability, cpu_features, dtype_name, environment, resolve_device,
-                         resolve_dtype, using_threads)
+from viz.runtime import (
+    cpu_capability,
+    cpu_features,
+    dtype_name,
+    environment,
+    resolve_device,
+    resolve_dtype,
+    using_threads,
+)
 from viz.spread import Spread
 from viz.trace import Environment
 
@@ -87,8 +98,10 @@ def _peaks_v1_to_v2(data: dict) -> dict:
     n = data.pop("matmul_n")
     fastest = data.pop("flops_per_s")
     median = data.pop("flops_per_s_median", fastest)
-    data["matmul"] = {dt: {"dtype": dt, "n": n, "flops_per_s": median.get(dt, f),
-                           "fastest_flops_per_s": f} for dt, f in fastest.items()}
+    data["matmul"] = {
+        dt: {"dtype": dt, "n": n, "flops_per_s": median.get(dt, f), "fastest_flops_per_s": f}
+        for dt, f in fastest.items()
+    }
     for method in ("read", "copy"):
         data[method] = bandwidth_v1_to_v2(data[method])
     data["matvec"] = {data["matvec"].get("dtype", "float32"): bandwidth_v1_to_v2(data["matvec"])}
@@ -97,8 +110,15 @@ def _peaks_v1_to_v2(data: dict) -> dict:
 
 
 # The provenance fields a MachinePeaks kept loose before schema 3: now its `environment`'s.
-PEAKS_LOOSE = ("device", "device_name", "threads", "torch_version", "cpu_features",
-               "cpu_capability", "measured_at")
+PEAKS_LOOSE = (
+    "device",
+    "device_name",
+    "threads",
+    "torch_version",
+    "cpu_features",
+    "cpu_capability",
+    "measured_at",
+)
 PEAKS_SOURCE = "measured by viz.perf.machine_peaks"
 
 
@@ -153,8 +173,9 @@ class MachinePeaks(Document):
     def flops(self, dtype: str) -> float:
         """Peak matmul FLOP/s in `dtype` ("float32", "bfloat16")."""
         if dtype not in self.matmul:
-            raise ValueError(f"no matmul peak measured in {dtype!r}: these peaks have "
-                             f"{sorted(self.matmul)}")
+            raise ValueError(
+                f"no matmul peak measured in {dtype!r}: these peaks have {sorted(self.matmul)}"
+            )
         return self.matmul[dtype].flops_per_s
 
     def flops_spread(self, dtype: str) -> Spread:
@@ -179,9 +200,11 @@ class MachinePeaks(Document):
         features give (e.g. "bfloat16 matmul 1.3 GFLOP/s, 1/52 of float32's 68.0: this CPU has
         no bfloat16 instructions ...")."""
         ratio = self.speed_ratio(dtype)
-        head = (f"{dtype} matmul {self.flops(dtype) / 1e9:,.1f} GFLOP/s, "
-                + (f"1/{1 / ratio:.0f} of float32's" if ratio < 1 else
-                   f"{ratio:.1f}× float32's") + f" {self.flops('float32') / 1e9:,.1f}")
+        head = (
+            f"{dtype} matmul {self.flops(dtype) / 1e9:,.1f} GFLOP/s, "
+            + (f"1/{1 / ratio:.0f} of float32's" if ratio < 1 else f"{ratio:.1f}× float32's")
+            + f" {self.flops('float32') / 1e9:,.1f}"
+        )
         return f"{head}: {self._why(dtype, ratio)}"
 
     def findings(self) -> list[str]:
@@ -196,29 +219,40 @@ class MachinePeaks(Document):
         if dtype != "bfloat16":
             return "fast" if ratio >= SLOW_SHARE else "this CPU has no fast kernel for it"
         if ratio >= SLOW_SHARE:
-            return (f"this CPU has bfloat16 instructions ({', '.join(has)})" if has else
-                    "this device has a fast bfloat16 kernel")
+            return (
+                f"this CPU has bfloat16 instructions ({', '.join(has)})"
+                if has
+                else "this device has a fast bfloat16 kernel"
+            )
         if has and override:
-            return (f"this CPU has bfloat16 instructions ({', '.join(has)}), but torch was told "
-                    f"to use fewer: {self.cpu_capability}")
+            return (
+                f"this CPU has bfloat16 instructions ({', '.join(has)}), but torch was told "
+                f"to use fewer: {self.cpu_capability}"
+            )
         if has:
-            return (f"this CPU lists bfloat16 instructions ({', '.join(has)}), yet torch's "
-                    "kernel for this size is slow here")
+            return (
+                f"this CPU lists bfloat16 instructions ({', '.join(has)}), yet torch's "
+                "kernel for this size is slow here"
+            )
         if self.device == "cpu" and self.cpu_features:
-            return ("this CPU has no bfloat16 instructions (no AVX-512 BF16 or AMX), so each "
-                    "number is converted in software")
+            return (
+                "this CPU has no bfloat16 instructions (no AVX-512 BF16 or AMX), so each "
+                "number is converted in software"
+            )
         return "this device has no fast bfloat16 kernel"
 
     # ---- in words --------------------------------------------------------------------------------
     def how(self) -> str:
         """How, when and with what every figure was measured (print it beside the figures)."""
         features = " ".join(self.cpu_features) or "not listed"
-        lines = [f"{self.device_name} ({self.device}, {self.cpu_count} logical CPUs), "
-                 f"{self.threads} torch thread{'s' if self.threads != 1 else ''}, torch "
-                 f"{self.torch_version}, measured {shown_utc(self.measured_at)}"
-                 + (f" in {self.seconds:.1f} s" if self.seconds else "")
-                 + (f", load average {self.load_average[0]:.2f}" if self.load_average else ""),
-                 f"  CPU features: {features}; torch's kernels use {self.cpu_capability or '?'}"]
+        lines = [
+            f"{self.device_name} ({self.device}, {self.cpu_count} logical CPUs), "
+            f"{self.threads} torch thread{'s' if self.threads != 1 else ''}, torch "
+            f"{self.torch_version}, measured {shown_utc(self.measured_at)}"
+            + (f" in {self.seconds:.1f} s" if self.seconds else "")
+            + (f", load average {self.load_average[0]:.2f}" if self.load_average else ""),
+            f"  CPU features: {features}; torch's kernels use {self.cpu_capability or '?'}",
+        ]
         for dt, m in self.matmul.items():
             lines.append(f"  matmul {dt}: {m.spread.text(1e-9, 'GFLOP/s')}: {m.how}")
         for b in [self.read, self.copy, *self.matvec.values()]:
@@ -233,12 +267,17 @@ class MachinePeaks(Document):
 
 
 # ---- measuring, caching, checking ---------------------------------------------------------------
-def measure_machine_peaks(device: Union[str, torch.device] = "cpu", *,
-                          buffer_bytes: Optional[int] = None, repeats: int = 7,
-                          threads: Optional[int] = None,
-                          dtypes: Sequence[str] = ("float32", "bfloat16"),
-                          sizes: Sequence[int] = (), budget_s: float = BUDGET_S,
-                          max_n: Optional[int] = None) -> MachinePeaks:
+def measure_machine_peaks(
+    device: Union[str, torch.device] = "cpu",
+    *,
+    buffer_bytes: Optional[int] = None,
+    repeats: int = 7,
+    threads: Optional[int] = None,
+    dtypes: Sequence[str] = ("float32", "bfloat16"),
+    sizes: Sequence[int] = (),
+    budget_s: float = BUDGET_S,
+    max_n: Optional[int] = None,
+) -> MachinePeaks:
     """Measure (never from the cache) the matmul peaks in `dtypes` and the bandwidths: a read
     and a copy in float32, and the matrix-vector kernel in every dtype of `dtypes`.
 
@@ -251,8 +290,7 @@ def measure_machine_peaks(device: Union[str, torch.device] = "cpu", *,
     with using_threads(threads) as n_threads:
         matmul = {}
         for name in dtypes:
-            m = measure_matmul(name, dev, repeats=min(repeats, 5), budget_s=budget_s,
-                               max_n=max_n)
+            m = measure_matmul(name, dev, repeats=min(repeats, 5), budget_s=budget_s, max_n=max_n)
             matmul[m.dtype] = m
         read = measure_bandwidth(nbytes, "read", device=dev, repeats=repeats)
         # half-size buffers for the copy (it holds two): the same bytes in memory at once as
@@ -260,19 +298,36 @@ def measure_machine_peaks(device: Union[str, torch.device] = "cpu", *,
         copy = measure_bandwidth(max(nbytes // 2, 1 << 20), "copy", device=dev, repeats=repeats)
         # the matrix-vector kernel in each dtype (fewer runs outside float32: a dtype with no
         # fast kernel reads slowly)
-        matvec = {dt: measure_bandwidth(nbytes, "matvec", device=dev, dtype=dt,
-                                        repeats=repeats if dt == "float32" else min(repeats, 3))
-                  for dt in matmul}
+        matvec = {
+            dt: measure_bandwidth(
+                nbytes,
+                "matvec",
+                device=dev,
+                dtype=dt,
+                repeats=repeats if dt == "float32" else min(repeats, 3),
+            )
+            for dt in matmul
+        }
         by_size = [measure_bandwidth(s, "read", device=dev, repeats=repeats) for s in sizes]
     # dtype "": the figures are in several (see `matmul`). A GPU's speed does not depend on its
     # host's instructions, so a GPU's peaks list none (as `viz.perf.machine.machine_key`).
-    env = dataclasses.replace(environment(dev, "", source=PEAKS_SOURCE), threads=n_threads,
-                              cpu_features=cpu_features() if dev.type == "cpu" else [],
-                              cpu_capability=cpu_capability() if dev.type == "cpu" else "")
+    env = dataclasses.replace(
+        environment(dev, "", source=PEAKS_SOURCE),
+        threads=n_threads,
+        cpu_features=cpu_features() if dev.type == "cpu" else [],
+        cpu_capability=cpu_capability() if dev.type == "cpu" else "",
+    )
     return MachinePeaks(
-        cpu_count=os.cpu_count() or 0, matmul=matmul, read=read, copy=copy, matvec=matvec,
-        load_average=_load_average(), by_size=by_size,
-        seconds=round(time.perf_counter() - start, 2), environment=env)
+        cpu_count=os.cpu_count() or 0,
+        matmul=matmul,
+        read=read,
+        copy=copy,
+        matvec=matvec,
+        load_average=_load_average(),
+        by_size=by_size,
+        seconds=round(time.perf_counter() - start, 2),
+        environment=env,
+    )
 
 
 # The peaks' file in `measurements_dir()/peaks`, and the peaks this process already read (and
@@ -286,11 +341,18 @@ def peaks_path(device: Union[str, torch.device] = "cpu", threads: Optional[int] 
     return _CACHE.path(device, threads)
 
 
-def machine_peaks(device: Union[str, torch.device] = "cpu", *, threads: Optional[int] = None,
-                  refresh: bool = False, path: Union[None, str, os.PathLike] = None,
-                  buffer_bytes: Optional[int] = None, repeats: int = 7,
-                  check: Optional[bool] = None, progress: bool = True,
-                  budget_s: float = BUDGET_S) -> MachinePeaks:
+def machine_peaks(
+    device: Union[str, torch.device] = "cpu",
+    *,
+    threads: Optional[int] = None,
+    refresh: bool = False,
+    path: Union[None, str, os.PathLike] = None,
+    buffer_bytes: Optional[int] = None,
+    repeats: int = 7,
+    check: Optional[bool] = None,
+    progress: bool = True,
+    budget_s: float = BUDGET_S,
+) -> MachinePeaks:
     """This machine's peaks: measured the first time (a few seconds, saved), then reused.
 
     refresh: measure again even if a cached file exists (and overwrite it).
@@ -316,29 +378,36 @@ def machine_peaks(device: Union[str, torch.device] = "cpu", *, threads: Optional
             if cached is not None:
                 cached.loaded_from = str(file)
                 if not check:
-                    cached.status = (f"from the viz cache ({file.parent.name}/{file.name}), "
-                                     "not checked")
+                    cached.status = (
+                        f"from the viz cache ({file.parent.name}/{file.name}), not checked"
+                    )
                     return _CACHE.remember(file, cached)
-                fresh = measure_bandwidth(cached.read.buffer_bytes, "read", device=dev,
-                                          repeats=CHECK_REPEATS)
+                fresh = measure_bandwidth(
+                    cached.read.buffer_bytes, "read", device=dev, repeats=CHECK_REPEATS
+                )
                 verdict = _check(cached, fresh)
                 if verdict is None:
-                    cached.status = (f"checked now: a fresh read gave "
-                                     f"{fresh.bytes_per_s / 1e9:.1f} GB/s, in line with the "
-                                     f"cached {cached.bytes_per_s / 1e9:.1f} GB/s")
+                    cached.status = (
+                        f"checked now: a fresh read gave "
+                        f"{fresh.bytes_per_s / 1e9:.1f} GB/s, in line with the "
+                        f"cached {cached.bytes_per_s / 1e9:.1f} GB/s"
+                    )
                     return _CACHE.remember(file, cached)
-                _say(progress, f"{verdict}: measuring this machine's peaks again "
-                               "(a few seconds)")
+                _say(progress, f"{verdict}: measuring this machine's peaks again (a few seconds)")
                 reason = f"measured again now, because {verdict}"
             else:
-                _say(progress, "measuring this machine's peaks once: matrix products and "
-                               "memory reads (a few seconds; later lessons reuse them)")
+                _say(
+                    progress,
+                    "measuring this machine's peaks once: matrix products and "
+                    "memory reads (a few seconds; later lessons reuse them)",
+                )
                 reason = "measured now (the first time on this machine)"
         else:
             _say(progress, "measuring this machine's peaks again (refresh=True)")
             reason = "measured now (refresh=True)"
-        peaks = measure_machine_peaks(dev, buffer_bytes=buffer_bytes, repeats=repeats,
-                                      budget_s=budget_s)
+        peaks = measure_machine_peaks(
+            dev, buffer_bytes=buffer_bytes, repeats=repeats, budget_s=budget_s
+        )
     _CACHE.write(file, peaks)
     for dt in peaks.matmul:
         if "float32" in peaks.matmul and not peaks.fast(dt):  # the learner should hear of it
@@ -354,9 +423,11 @@ def _check(cached: MachinePeaks, fresh: Bandwidth) -> Optional[str]:
     off = now / then.median - 1
     if abs(off) <= CHECK_TOLERANCE or then.contains(now):
         return None
-    return (f"a fresh read gave {now / 1e9:.1f} GB/s, {abs(off):.0%} "
-            f"{'above' if off > 0 else 'below'} the cached {then.median / 1e9:.1f} GB/s "
-            f"(measured {shown_utc(cached.measured_at)})")
+    return (
+        f"a fresh read gave {now / 1e9:.1f} GB/s, {abs(off):.0%} "
+        f"{'above' if off > 0 else 'below'} the cached {then.median / 1e9:.1f} GB/s "
+        f"(measured {shown_utc(cached.measured_at)})"
+    )
 
 
 def forget_in_process() -> None:
@@ -418,28 +489,47 @@ def peaks_from_machine(machine: MachinePeaks, dtype: str = "float32") -> Peaks:
     and 07 is the one lesson 08 uses. `how` says when and how both were measured.
     """
     if not isinstance(machine, MachinePeaks):
-        raise ValueError(f"expected viz.perf.MachinePeaks (from viz.perf.machine_peaks()), not "
-                         f"{type(machine).__name__}")
+        raise ValueError(
+            f"expected viz.perf.MachinePeaks (from viz.perf.machine_peaks()), not "
+            f"{type(machine).__name__}"
+        )
     read = machine.read
     machine.flops(dtype)  # a dtype with no measured peak fails here, naming what there is
     m = machine.matmul[dtype]
     source = "cached machine peaks" if machine.loaded_from else "machine peaks"
-    return Peaks(device=machine.device, device_name=machine.device_name, dtype=dtype,
-                 threads=machine.threads, flops_per_s=m.flops_per_s,
-                 bytes_per_s=read.bytes_per_s, matmul_n=m.n, buffer_bytes=read.buffer_bytes,
-                 repeats=read.repeats, timer=read.timer,
-                 how=(f"{source}, measured {shown_utc(machine.measured_at)}: matmul {dtype} "
-                      f"{m.how}; "
-                      f"read bandwidth: {read.how}"),
-                 flops_spread=m.spread, bytes_spread=read.spread,
-                 cpu_features=list(machine.cpu_features), cpu_capability=machine.cpu_capability)
+    return Peaks(
+        device=machine.device,
+        device_name=machine.device_name,
+        dtype=dtype,
+        threads=machine.threads,
+        flops_per_s=m.flops_per_s,
+        bytes_per_s=read.bytes_per_s,
+        matmul_n=m.n,
+        buffer_bytes=read.buffer_bytes,
+        repeats=read.repeats,
+        timer=read.timer,
+        how=(
+            f"{source}, measured {shown_utc(machine.measured_at)}: matmul {dtype} "
+            f"{m.how}; "
+            f"read bandwidth: {read.how}"
+        ),
+        flops_spread=m.spread,
+        bytes_spread=read.spread,
+        cpu_features=list(machine.cpu_features),
+        cpu_capability=machine.cpu_capability,
+    )
 
 
-def measure_peaks(device: Union[str, torch.device] = "auto",
-                  dtype: Union[None, str, torch.dtype] = None, *,
-                  buffer_bytes: Optional[int] = None, repeats: int = 5,
-                  threads: Optional[int] = None, budget_s: float = BUDGET_S,
-                  max_n: Optional[int] = None) -> Peaks:
+def measure_peaks(
+    device: Union[str, torch.device] = "auto",
+    dtype: Union[None, str, torch.dtype] = None,
+    *,
+    buffer_bytes: Optional[int] = None,
+    repeats: int = 5,
+    threads: Optional[int] = None,
+    budget_s: float = BUDGET_S,
+    max_n: Optional[int] = None,
+) -> Peaks:
     """Measure peak FLOP/s (a matrix product, sized to the machine) and the read bandwidth on
     `device`, afresh (nothing cached): what `viz roofline` and `measure_roofline` use.
 
@@ -452,15 +542,24 @@ def measure_peaks(device: Union[str, torch.device] = "auto",
     dev = resolve_device(device)
     dt = dtype_name(resolve_dtype(dtype, dev))
     checks.whole("repeats", repeats, 1)
-    machine = measure_machine_peaks(dev, buffer_bytes=buffer_bytes, repeats=repeats,
-                                    threads=threads, dtypes=[dt], budget_s=budget_s,
-                                    max_n=max_n)
+    machine = measure_machine_peaks(
+        dev,
+        buffer_bytes=buffer_bytes,
+        repeats=repeats,
+        threads=threads,
+        dtypes=[dt],
+        budget_s=budget_s,
+        max_n=max_n,
+    )
     return peaks_from_machine(machine, dt)
 
 
-def cached_peaks(device: Union[str, torch.device] = "cpu",
-                 dtype: Union[None, str, torch.dtype] = None, *,
-                 threads: Optional[int] = None) -> Peaks:
+def cached_peaks(
+    device: Union[str, torch.device] = "cpu",
+    dtype: Union[None, str, torch.dtype] = None,
+    *,
+    threads: Optional[int] = None,
+) -> Peaks:
     """This machine's peaks for the roofline, measured once and cached (lessons 03, 04, 06, 07).
 
     `viz.perf.machine_peaks(device, threads=threads)` (measured the first time, a few seconds;
@@ -468,5 +567,6 @@ def cached_peaks(device: Union[str, torch.device] = "cpu",
     takes: see `peaks_from_machine`. dtype: as in `viz.load_model` (float32 on a CPU).
     """
     dev = resolve_device(device)
-    return peaks_from_machine(machine_peaks(dev, threads=threads),
-                              dtype_name(resolve_dtype(dtype, dev)))
+    return peaks_from_machine(
+        machine_peaks(dev, threads=threads), dtype_name(resolve_dtype(dtype, dev))
+    )

@@ -43,23 +43,35 @@ class Yardsticks:
     measured_at: str  # when the peaks were measured (ISO UTC; shown as "2026-12-05 12:12 UTC")
 
     def __str__(self) -> str:
-        return (f"{PREFIX} {self.machine} · {self.threads} thread{'s' * (self.threads != 1)} "
-                f"· {self.dtype} peak {self.flops.text(1e-9, 'GFLOP/s', runs=False)} "
-                f"· read {self.read.text(1e-9, 'GB/s', runs=False)} "
-                f"· fixed cost {self.fixed.text(1e3, 'ms', runs=False)} per "
-                f"{self.n_layers}-layer pass · measured {shown_utc(self.measured_at)}")
+        return (
+            f"{PREFIX} {self.machine} · {self.threads} thread{'s' * (self.threads != 1)} "
+            f"· {self.dtype} peak {self.flops.text(1e-9, 'GFLOP/s', runs=False)} "
+            f"· read {self.read.text(1e-9, 'GB/s', runs=False)} "
+            f"· fixed cost {self.fixed.text(1e3, 'ms', runs=False)} per "
+            f"{self.n_layers}-layer pass · measured {shown_utc(self.measured_at)}"
+        )
 
 
-def yardsticks(n_layers: int = 30, dtype: str = "float32", *,
-               device: Union[str, torch.device] = "cpu",
-               threads: Optional[int] = None) -> Yardsticks:
+def yardsticks(
+    n_layers: int = 30,
+    dtype: str = "float32",
+    *,
+    device: Union[str, torch.device] = "cpu",
+    threads: Optional[int] = None,
+) -> Yardsticks:
     """This machine's peaks and fixed cost per `n_layers`-deep pass, measured the first time
     a lesson asks (a few seconds) and read from the viz cache afterwards."""
     from viz.runtime import short_device_name
 
     machine = machine_peaks(device, threads=threads)
     machine.flops(dtype)  # a dtype with no measured peak fails here, naming what there is
-    return Yardsticks(machine=short_device_name(machine.device_name), threads=machine.threads,
-                      dtype=dtype, flops=machine.matmul[dtype].spread, read=machine.read.spread,
-                      fixed=fixed_cost(n_layers, dtype, device=device, threads=threads),
-                      n_layers=n_layers, measured_at=machine.measured_at)
+    return Yardsticks(
+        machine=short_device_name(machine.device_name),
+        threads=machine.threads,
+        dtype=dtype,
+        flops=machine.matmul[dtype].spread,
+        read=machine.read.spread,
+        fixed=fixed_cost(n_layers, dtype, device=device, threads=threads),
+        n_layers=n_layers,
+        measured_at=machine.measured_at,
+    )
