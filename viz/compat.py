@@ -27,6 +27,8 @@
   reads the bytes its layers hold; `dequantize_cache` runs the dequantization a step runs;
   `trim_cache` cuts it back within its full-precision window. Taught in lesson 11.
 - **its logs**: `quiet_transformers` silences progress bars and advice while loading.
+- **its modules, hooked**: `Hooks` registers PyTorch forward hooks for one block and removes
+  every one when it ends (after an error too); every hook in viz goes through it.
 - **its classes, patched**: `Patches` replaces methods on transformers' classes and puts every
   original back (in reverse order, after an error too); the server's probes
   (`viz.serve.probes`) are its users. Models are never patched: attention is wrapped through
@@ -167,17 +169,16 @@ def watch_attention(model: Any, enabled: bool = True) -> Iterator[Optional[Atten
         )
     before = getattr(model.config, "_attn_implementation", None)
     rows = AttentionRows(len(modules))
-    handles = []
-    try:
-        if before != "eager":
-            model.set_attn_implementation("eager")
-        handles = [m.register_forward_hook(rows.hook) for m in modules]
-        yield rows
-    finally:
-        for h in handles:
-            h.remove()
-        if before is not None and before != "eager":
-            model.set_attn_implementation(before)
+    with Hooks() as hooks:  # every hook removed on exit, error or not
+        try:
+            if before != "eager":
+                model.set_attn_implementation("eager")
+            for m in modules:
+                hooks.after(m, rows.hook)
+            yield rows
+        finally:
+            if before is not None and before != "eager":
+                model.set_attn_implementation(before)
 
 
 class AttentionClock:
@@ -607,6 +608,44 @@ def _trim_quantized(cache: Any, tokens: int) -> None:
             keep = window - extra
             layer.keys, layer.values = layer.keys[..., :keep, :], layer.values[..., :keep, :]
         layer.cumulative_length = tokens
+
+
+class Hooks:
+    """PyTorch hooks on a model's modules for one block, every one removed when it ends:
+
+        with Hooks() as hooks:
+            hooks.after(layer, keep_output)   # register_forward_hook
+            hooks.before(model, count_calls)  # register_forward_pre_hook
+            model(...)
+
+    The one way viz hooks a module (as TransformerLens' `hooks()`): an error inside the block
+    never leaves a hook behind to poison the next recording. Users: `watch_attention`,
+    `viz.lens.watch_layers`, `viz.perf.profile.profile_scopes`, `viz.perf.speculative`."""
+
+    def __init__(self):
+        self._handles: list[Any] = []
+
+    def before(self, module: Any, fn: Callable) -> None:
+        """`fn(module, args)` before each forward call of `module`."""
+        self._handles.append(module.register_forward_pre_hook(fn))
+
+    def after(self, module: Any, fn: Callable, *, always_call: bool = False) -> None:
+        """`fn(module, args, output)` after each forward call of `module` (`always_call`:
+        after one that raised too)."""
+        self._handles.append(module.register_forward_hook(fn, always_call=always_call))
+
+    def remove(self) -> None:
+        while self._handles:
+            self._handles.pop().remove()
+
+    def __len__(self) -> int:
+        return len(self._handles)
+
+    def __enter__(self) -> "Hooks":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
 
 
 _ABSENT = object()  # an attribute the class did not define itself (it inherited it)

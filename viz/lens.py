@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterator, Optional
 import numpy as np
 import torch
 
+from viz.compat import Hooks
 from viz.spread import Spread
 from viz.trace import Lens, Trace
 
@@ -95,13 +96,10 @@ def watch_layers(model: Any, enabled: bool = True) -> Iterator[Optional[LayerSta
         return
     embed, layers, _, _ = lens_parts(model)
     states = LayerStates(len(layers))
-    handles = []
-    try:
-        handles = [m.register_forward_hook(states.hook) for m in [embed, *layers]]
+    with Hooks() as hooks:  # every hook removed on exit, error or not
+        for m in [embed, *layers]:
+            hooks.after(m, states.hook)
         yield states
-    finally:
-        for h in handles:
-            h.remove()
 
 
 def lens_of(

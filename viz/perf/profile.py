@@ -267,18 +267,16 @@ def profile_scopes(model: Any) -> Iterator[int]:
         if open_scopes:
             open_scopes.pop().__exit__(None, None, None)
 
-    handles = []
-    try:
-        for m in norms:
-            handles.append(m.register_forward_pre_hook(enter))
-            handles.append(m.register_forward_hook(leave, always_call=True))
-        with compat.labelled_attention(model, ATTENTION_SCOPE):
-            yield len(norms)
-    finally:
-        for h in handles:
-            h.remove()
-        while open_scopes:
-            open_scopes.pop().__exit__(None, None, None)
+    with compat.Hooks() as hooks:  # every hook removed on exit, error or not
+        try:
+            for m in norms:
+                hooks.before(m, enter)
+                hooks.after(m, leave, always_call=True)
+            with compat.labelled_attention(model, ATTENTION_SCOPE):
+                yield len(norms)
+        finally:
+            while open_scopes:
+                open_scopes.pop().__exit__(None, None, None)
 
 
 # ---- taking a step apart -----------------------------------------------------------------------

@@ -64,6 +64,7 @@ from typing import Any, ClassVar, Optional, Sequence
 import torch
 
 from viz import checks
+from viz.compat import Hooks
 from viz.load import LoadedModel
 from viz.runtime import using_threads
 from viz.spread import Band, Spread, band
@@ -293,8 +294,8 @@ def _generate(lm: LoadedModel, ids: torch.Tensor, max_new_tokens: int, lookup: i
         streamed.append(sum(stamps.sizes))
 
     extra = {"prompt_lookup_num_tokens": lookup} if lookup else {}
-    hook = lm.model.register_forward_pre_hook(count)
-    try:
+    with Hooks() as hooks:  # the hook removed on exit, error or not
+        hooks.before(lm.model, count)
         with torch.inference_mode():
             t0 = time.perf_counter()
             out = lm.model.generate(
@@ -306,8 +307,6 @@ def _generate(lm: LoadedModel, ids: torch.Tensor, max_new_tokens: int, lookup: i
                 **extra,
             )
             t1 = time.perf_counter()
-    finally:
-        hook.remove()
     new = out[0, ids.shape[1] :].tolist()
     if not stamps.times:
         raise ValueError("generate produced no new token")
