@@ -130,7 +130,7 @@ def step(i, start, end, *entries) -> SchedulerStep:
 
 
 def schedule(*steps) -> Schedule:
-    return Schedule(16, 64, 0, 1024, 256, list(steps), {}, "5.24.0")
+    return Schedule(16, 64, 0, 1024, 256, list(steps), {}, transformers_version="5.24.0")
 
 
 def run(requests, mode="concurrency", concurrency=2, sched=None, label="cb") -> LoadRun:

@@ -274,7 +274,7 @@ def test_load_runs_and_sweeps_of_older_schemas_move_recorded_at_into_the_environ
     old = json.loads((FIXTURES / "load-run-v1.json").read_text())
     run = LoadRun.load(FIXTURES / "load-run-v1.json")
     e = run.environment
-    assert run.schema_version == 3 and old["recorded_at"] == "2026-01-01T00:00:00"
+    assert run.schema_version == 4 and old["recorded_at"] == "2026-01-01T00:00:00"
     assert e.measured_at == run.recorded_at == "2026-01-01T00:00:00Z"
     assert (e.device, e.device_name, e.platform) == (
         "cpu",
@@ -284,7 +284,7 @@ def test_load_runs_and_sweeps_of_older_schemas_move_recorded_at_into_the_environ
     assert e.source == "recorded by viz.serve.run_load"
     assert "recorded_at" not in run.to_dict()
     sweep = LoadSweep.load(FIXTURES / "load-sweep-v1.json")
-    assert sweep.schema_version == 3 and sweep.recorded_at == "2026-01-01T00:00:00Z"
+    assert sweep.schema_version == 4 and sweep.recorded_at == "2026-01-01T00:00:00Z"
     assert sweep.environment.source == "recorded by viz.serve.sweep_rates"
     assert sweep.runs and all(
         r.environment.source == "recorded by viz.serve.run_load" and ISO.fullmatch(r.recorded_at)
@@ -361,8 +361,8 @@ def test_every_shipped_file_and_fixture_loads_after_a_bare_import_viz():
         "FormatRun 2",
         "WallRun 3",
         "Trace 1",
-        "LoadRun 3",
-        "LoadSweep 3",
+        "LoadRun 4",
+        "LoadSweep 4",
     ):
         assert kind in out.stdout
 
@@ -373,3 +373,38 @@ def test_a_saved_upgrade_loads_back_the_same(tmp_path):
         again = load_document(doc.save(tmp_path / name))
         assert again == doc and json.loads((tmp_path / name).read_text())["environment"]
     assert perf.MachinePeaks is MachinePeaks
+
+
+def test_a_schedule_of_schema_1_keeps_its_transformers_version_in_its_environment():
+    from viz.serve import LoadRun, Schedule
+
+    old = {
+        "kind": "llm-inference-schedule",
+        "schema_version": 1,
+        "page_size": 16,
+        "total_pages": 8,
+        "first_page": 0,
+        "bytes_per_page": 1,
+        "max_batch_tokens": 32,
+        "steps": [],
+        "prompt_tokens": {"a": 40},
+        "transformers_version": "5.24.0",
+        "label": "old",
+    }
+    schedule = Schedule.from_dict(old)
+    e = schedule.environment
+    assert schedule.schema_version == 2 and "transformers_version" not in schedule.to_dict()
+    assert e.transformers_version == schedule.transformers_version == "5.24.0"
+    assert e.source.startswith("recorded by viz.serve.probes.StepRecorder")
+    assert e.measured_at == ""  # a schema-1 schedule never said when
+    # the same schedule inside a LoadRun of schema 3 is upgraded with it (LoadRun 4)
+    run = json.loads((FIXTURES / "load-run-v1.json").read_text())
+    body = {k: v for k, v in old.items() if k not in ("kind", "schema_version")}
+    upgraded = LoadRun.UPGRADES[3](
+        {**LoadRun.UPGRADES[2](LoadRun.UPGRADES[1](run)), "schedule": body}
+    )
+    assert upgraded["schedule"]["environment"]["transformers_version"] == "5.24.0"
+    assert "transformers_version" not in upgraded["schedule"]
+    # and a part of a schedule keeps its provenance, not a shared copy of it
+    part = schedule.between(0.0, 1.0)
+    assert part.environment == e and part.environment is not e

@@ -315,7 +315,9 @@ def test_itl_breakdown_by_hand():
         ),  # c's last chunk
         step(3, 0.50, 0.60, (a, "decode", 1, True), (b, "decode", 1, True), (c, "decode", 1, True)),
     ]
-    schedule = Schedule(16, 10, 0, 1000, 64, steps, {a: 20, b: 30, c: 10}, "5.24.0")
+    schedule = Schedule(
+        16, 10, 0, 1000, 64, steps, {a: 20, b: 30, c: 10}, transformers_version="5.24.0"
+    )
     # a: read 10 ms after each token, then 30 ms after the last: the way to the client grew
     ra = rec(
         0,

@@ -289,14 +289,16 @@ def test_schema_1_files_load_with_their_prompts_as_the_workload():
     run = LoadRun.load(FIXTURES / "load-run-v1.json")
     w = run.settings.workload
     assert (w.kind, str(w.output_tokens), len(w.prompts)) == ("shipped", "24", 2)
-    assert run.settings.max_tokens == 24 and run.schema_version == 3  # 3: provenance
+    assert (
+        run.settings.max_tokens == 24 and run.schema_version == 4
+    )  # 3: provenance, 4: its schedule's
     assert "the shipped prompt set (2 prompts), answers capped at 24, 2 streams" in str(
         run.summary()
     )
     sweep = LoadSweep.load(FIXTURES / "load-sweep-v1.json")
     assert sweep.settings.max_tokens == 12
     assert all(r.settings.max_tokens == 12 for r in sweep.runs) and len(sweep.runs) == 5
-    assert json.loads(run.to_json())["schema_version"] == 3
+    assert json.loads(run.to_json())["schema_version"] == 4
 
 
 def test_a_workload_survives_a_save(tmp_path):

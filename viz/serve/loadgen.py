@@ -67,7 +67,7 @@ from viz.serve.metrics import (
     summarize,
 )
 from viz.serve.protocol import server_handle
-from viz.serve.scheduler import Schedule
+from viz.serve.scheduler import Schedule, schedule_v1_to_v2
 from viz.serve.server import ServerInfo
 from viz.trace import Environment
 from viz.serve.workload import Lengths, Prompt, Workload, load_prompts  # noqa: F401
@@ -166,6 +166,14 @@ def run_v2_to_v3(d: dict) -> dict:
     return recorded_at_to_environment(d, RUN_SOURCE, d.get("client"))
 
 
+def run_v3_to_v4(d: dict) -> dict:
+    """A schema-3 LoadRun dict as schema 4: the server's schedule in it, if any, as a Schedule
+    of schema 2 (its transformers version moved into its environment)."""
+    if d.get("schedule"):
+        d = {**d, "schedule": schedule_v1_to_v2(d["schedule"])}
+    return d
+
+
 @loose_names(recorded_at="measured_at")
 @dataclass
 class LoadRun(Document):
@@ -177,8 +185,9 @@ class LoadRun(Document):
     KIND: ClassVar[str] = "llm-inference-load-run"
     # 2: settings.max_tokens and settings.prompts became settings.workload (a Workload)
     # 3: recorded_at became environment.measured_at (one shape of provenance)
-    SCHEMA_VERSION: ClassVar[int] = 3
-    UPGRADES: ClassVar[dict] = {1: run_v1_to_v2, 2: run_v2_to_v3}
+    # 4: the schedule's transformers_version became its environment's (Schedule 2)
+    SCHEMA_VERSION: ClassVar[int] = 4
+    UPGRADES: ClassVar[dict] = {1: run_v1_to_v2, 2: run_v2_to_v3, 3: run_v3_to_v4}
     WHAT: ClassVar[str] = "load run"
     AGAIN: ClassVar[str] = (
         "run it again with viz.serve.run_load(...) or `python -m viz load URL -o FILE`"

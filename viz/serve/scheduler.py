@@ -30,10 +30,12 @@ Introduced in lesson 09 (Serving many users).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Optional
 
 from viz.documents import Document
+from viz.provenance import environment_from_loose, loose_names, unknown_environment, utc_now
+from viz.trace import Environment
 
 # The transformers releases whose continuous-batching internals this module reads.
 SUPPORTED_TRANSFORMERS = (">=5.24", "<5.25")
@@ -114,12 +116,29 @@ class SchedulerStep:
         return sum(e.query_tokens for e in self.batch)
 
 
+# Schedules are recorded inside the server by its step probe, and read by the client.
+SCHEDULE_SOURCE = "recorded by viz.serve.probes.StepRecorder (the server's scheduler)"
+
+
+def schedule_v1_to_v2(d: dict) -> dict:
+    """A schema-1 Schedule dict as schema 2: the server's loose `transformers_version` moves
+    into `environment` (`viz.provenance`); when it was recorded is not known."""
+    return environment_from_loose(d, ("transformers_version",), SCHEDULE_SOURCE)
+
+
+@loose_names("transformers_version")
 @dataclass
 class Schedule(Document):
-    """Every pass of a continuous-batching loop (`StepRecorder`). Lesson 09."""
+    """Every pass of a continuous-batching loop (`StepRecorder`). Lesson 09.
+
+    Where, when and by what is `environment` (`viz.provenance`): the server's transformers
+    version (`schedule.transformers_version` reads it, as before), when the client read the
+    steps, and the recorder."""
 
     KIND: ClassVar[str] = "llm-inference-schedule"
-    SCHEMA_VERSION: ClassVar[int] = 1
+    # 2: transformers_version became environment.transformers_version (one shape of provenance)
+    SCHEMA_VERSION: ClassVar[int] = 2
+    UPGRADES: ClassVar[dict] = {1: schedule_v1_to_v2}
     WHAT: ClassVar[str] = "schedule"
     AGAIN: ClassVar[str] = (
         "record it again with viz.serve.record_schedule(...) or a load run "
@@ -133,8 +152,8 @@ class Schedule(Document):
     max_batch_tokens: int  # the token budget of one pass
     steps: list[SchedulerStep]
     prompt_tokens: dict[str, int]  # request id -> prompt length in tokens
-    transformers_version: str
     label: str = ""
+    environment: Environment = field(default_factory=unknown_environment)
 
     def request_ids(self) -> list[str]:
         """Every request seen, in order of first appearance (waiting or in a batch)."""
@@ -147,16 +166,15 @@ class Schedule(Document):
     def between(self, start_s: float, end_s: float) -> "Schedule":
         """The steps that began within [start_s, end_s]."""
         steps = [s for s in self.steps if start_s <= s.start_s <= end_s]
-        return Schedule(
-            self.page_size,
-            self.total_pages,
-            self.first_page,
-            self.bytes_per_page,
-            self.max_batch_tokens,
-            steps,
-            dict(self.prompt_tokens),
-            self.transformers_version,
-            self.label,
+        return self.with_steps(steps)
+
+    def with_steps(self, steps: list[SchedulerStep]) -> "Schedule":
+        """The same schedule (pages, budget, prompts, provenance) with other steps."""
+        return replace(
+            self,
+            steps=steps,
+            prompt_tokens=dict(self.prompt_tokens),
+            environment=replace(self.environment),
         )
 
     def shifted(self, origin: float) -> "Schedule":
@@ -177,17 +195,7 @@ class Schedule(Document):
                 s.shared_pages,
             )
 
-        return Schedule(
-            self.page_size,
-            self.total_pages,
-            self.first_page,
-            self.bytes_per_page,
-            self.max_batch_tokens,
-            [move(s) for s in self.steps],
-            dict(self.prompt_tokens),
-            self.transformers_version,
-            self.label,
-        )
+        return self.with_steps([move(s) for s in self.steps])
 
 
 def schedule_from_lines(
@@ -221,6 +229,11 @@ def schedule_from_lines(
         max_batch_tokens=header["max_batch_tokens"],
         steps=steps,
         prompt_tokens=prompt_tokens,
-        transformers_version=header["transformers_version"],
         label=label,
+        # the server's transformers; the time the client read the steps (just after the run)
+        environment=unknown_environment(
+            transformers_version=header["transformers_version"],
+            measured_at=utc_now(),
+            source=SCHEDULE_SOURCE,
+        ),
     )

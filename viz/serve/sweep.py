@@ -58,7 +58,14 @@ from viz.serve.client import (
     client_environment,
     recorded_at_to_environment,
 )
-from viz.serve.loadgen import LoadRun, resolve_workload, run_load, run_v1_to_v2, run_v2_to_v3
+from viz.serve.loadgen import (
+    LoadRun,
+    resolve_workload,
+    run_load,
+    run_v1_to_v2,
+    run_v2_to_v3,
+    run_v3_to_v4,
+)
 from viz.serve.metrics import SLO, LoadSummary, percentiles
 from viz.serve.protocol import server_handle
 from viz.serve.server import ServerInfo
@@ -204,6 +211,15 @@ def sweep_v2_to_v3(d: dict) -> dict:
     return recorded_at_to_environment({**d, "points": points}, SWEEP_SOURCE, first)
 
 
+def sweep_v3_to_v4(d: dict) -> dict:
+    """A schema-3 LoadSweep dict as schema 4: every run as LoadRun schema 4 (the server's
+    schedule in it as Schedule schema 2)."""
+    points = [
+        {**p, "runs": [run_v3_to_v4(r) for r in p.get("runs", [])]} for p in d.get("points", [])
+    ]
+    return {**d, "points": points}
+
+
 @loose_names(recorded_at="measured_at")
 @dataclass
 class LoadSweep(Document):
@@ -215,8 +231,9 @@ class LoadSweep(Document):
     KIND: ClassVar[str] = "llm-inference-load-sweep"
     # 2: settings.max_tokens became settings.workload, and so in every run (LoadRun schema 2)
     # 3: recorded_at became environment.measured_at, and so in every run (LoadRun schema 3)
-    SCHEMA_VERSION: ClassVar[int] = 3
-    UPGRADES: ClassVar[dict] = {1: sweep_v1_to_v2, 2: sweep_v2_to_v3}
+    # 4: every run's schedule keeps its transformers version in its environment (LoadRun 4)
+    SCHEMA_VERSION: ClassVar[int] = 4
+    UPGRADES: ClassVar[dict] = {1: sweep_v1_to_v2, 2: sweep_v2_to_v3, 3: sweep_v3_to_v4}
     WHAT: ClassVar[str] = "load sweep"
     AGAIN: ClassVar[str] = (
         "run it again with viz.serve.sweep_rates(...) or `python -m viz load URL --sweep -o FILE`"

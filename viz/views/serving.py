@@ -499,17 +499,7 @@ def schedule_figure(
 
     _check_schedule(schedule)
     if len(schedule.steps) > max_steps:
-        schedule = Schedule(
-            schedule.page_size,
-            schedule.total_pages,
-            schedule.first_page,
-            schedule.bytes_per_page,
-            schedule.max_batch_tokens,
-            schedule.steps[:max_steps],
-            schedule.prompt_tokens,
-            schedule.transformers_version,
-            schedule.label,
-        )
+        schedule = schedule.with_steps(schedule.steps[:max_steps])
     ids, codes, tokens = schedule_data(schedule)
     labels = [_short(r, names) for r in ids]
     steps = list(range(len(schedule.steps)))
