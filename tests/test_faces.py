@@ -239,3 +239,45 @@ def test_the_checks_find_what_they_look_for():
     )
     assert face_problems(good) == []
     assert table_order_problems(good, "pkg") == []
+
+
+# ---- viz.perf exports what its users use, and no more -------------------------------------------
+# Where the face's users are: the lessons, the command line, the benchmarks and tools, the tests,
+# the documents, and viz's own messages and docstrings that send a reader to `viz.perf.NAME`. A
+# name none of them reaches through `perf.` (or `from viz.perf import`) is an internal of its
+# module, reachable there (issue 30: the face had grown to 172 names).
+USERS = [
+    "lessons/*.py",
+    "viz/**/*.py",
+    "benchmarks/*.py",
+    "tools/*.py",
+    "tests/*.py",
+    "*.md",
+    "lessons/*.md",
+    "tests/nbval-sanitize.cfg",
+]
+
+
+def unused_face_names(names: list[str], texts: list[str]) -> list[str]:
+    """The names no text uses as `perf.NAME` or imports with `from viz.perf import`."""
+    used = set()
+    for text in texts:
+        used |= set(re.findall(r"\bperf\.([A-Za-z_][A-Za-z0-9_]*)", text))
+        for block in re.findall(r"from viz\.perf import \(?([^)\n]*(?:\n[^)]*)?)\)?", text):
+            used |= set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", block))
+    return [n for n in names if n not in used]
+
+
+def test_every_name_viz_perf_exports_has_a_user():
+    from viz import perf
+
+    assert unused_face_names(["used", "lonely"], ["x = perf.used(1)"]) == ["lonely"]
+    assert unused_face_names(["a", "b"], ["from viz.perf import (\n    a,\n    b,\n)"]) == []
+    this = Path(__file__).resolve()
+    texts = [
+        p.read_text(encoding="utf-8")
+        for pattern in USERS
+        for p in ROOT.glob(pattern)
+        if p.resolve() not in (this, FACES["viz.perf"])
+    ]
+    assert unused_face_names(list(perf.__all__), texts) == []

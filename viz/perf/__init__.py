@@ -34,24 +34,17 @@
 """
 
 from viz.perf.counts import (
-    PassCost,
     activation_bytes,
     decode_cost,
-    forward_cost,
     knee_context,
     prefill_cost,
 )
 from viz.perf.machine import (
-    DATASHEETS,
     H100_SXM,
     Bandwidth,
-    Datasheet,
-    FixedCosts,
     MachinePeaks,
     Matmul,
-    OverheadFloor,
     Peaks,
-    Yardsticks,
     bandwidth_by_size,
     cached_peaks,
     datasheet,
@@ -62,11 +55,8 @@ from viz.perf.machine import (
     kernel_spread,
     linear_seconds,
     linear_spread,
-    machine_key,
     machine_overhead,
     machine_peaks,
-    measure_bandwidth,
-    measure_machine_peaks,
     measure_matmul,
     measure_overhead,
     measure_peaks,
@@ -79,15 +69,16 @@ from viz.perf.machine import (
 from viz.perf.roofline import (
     Roofline,
     RooflinePoint,
-    batch_points,
     floors_verdict,
     measure_roofline,
     pass_regime,
     pass_verdict,
     prefill_points,
-    trace_points,
 )
-from viz.perf.batch import BatchRun, generate_batch
+from viz.perf.batch import (
+    BatchRun,
+    generate_batch,
+)
 from viz.perf.sweeps import (
     batch_size_sweep,
     cache_sweep,
@@ -95,58 +86,54 @@ from viz.perf.sweeps import (
     prompt_length_sweep,
     prompt_of_length,
 )
-from viz.perf.table import Sweep
-from viz.perf.configs import BYTE_VOCAB, byte_tokenizer, config_names, config_spec, from_config
-from viz.perf.reference import list_references, load_reference
+from viz.perf.table import (
+    Sweep,
+)
+from viz.perf.configs import (
+    BYTE_VOCAB,
+    config_names,
+    config_spec,
+    from_config,
+)
+from viz.perf.reference import (
+    list_references,
+    load_reference,
+)
 from viz.perf.regime import (
-    OVERHEAD_SHARE,
     REGIMES,
     TOO_CLOSE,
     Verdict,
-    explain_regime,
     regime,
     verdict,
 )
-from viz.perf.wall_point import WallPoint, measure_point
+from viz.perf.wall_point import (
+    measure_point,
+)
 from viz.perf.wall import (
     REMEDIES,
-    QuantizedTry,
-    WallFit,
     WallRun,
     best_of,
     bytes_whatif,
     computed_wall,
-    fit_wall,
     measure_wall,
-    roofline_seconds,
     streaming_rate,
 )
 from viz.perf.speculative import (
     LOOKUP_PROMPTS,
     LOOKUP_WHY,
-    GenerateRun,
     LookupComparison,
     compare_prompt_lookup,
 )
 from viz.perf.early_exit import (
     EARLY_EXIT_WORDS,
-    DraftPass,
-    DraftRun,
-    EarlyExitComparison,
-    LensDrafts,
     best_lens_draft,
     compare_early_exit,
     draft_bytes_share,
     early_exit_generate,
-    exit_after,
     lens_draft_grid,
     lens_drafts,
-    plain_generate,
 )
 from viz.perf.context import (
-    Crossover,
-    KVFit,
-    SyntheticCheck,
     attention_crossover,
     kv_fit,
     long_decode_sweep,
@@ -155,7 +142,6 @@ from viz.perf.context import (
     synthetic_check,
 )
 from viz.perf.kv_quant import (
-    Agreement,
     KVQuant,
     kv_quant_agreement,
     kv_quant_bytes,
@@ -163,30 +149,38 @@ from viz.perf.kv_quant import (
     kv_quant_sweep,
     kv_quant_verdicts,
 )
-from viz.perf.prefix import chat_turns, common_prefix, prefix_cache_sweep
-from viz.perf.words import SAMPLE_PARAGRAPH, count_words_tokens, tokens_per_word
+from viz.perf.prefix import (
+    chat_turns,
+    common_prefix,
+    prefix_cache_sweep,
+)
+from viz.perf.words import (
+    SAMPLE_PARAGRAPH,
+    tokens_per_word,
+)
 from viz.perf.formats import (
     FORMATS,
     LLAMA_FORMATS,
-    TORCH_FORMATS,
-    FormatFailure,
-    FormatPoint,
     FormatRun,
     available_formats,
     gguf_file,
-    gguf_weight_bytes,
-    llama_greedy,
     measure_formats,
 )
-from viz.perf.engine_child import EngineCrash
-from viz.perf.profile import StepPart, StepProfile, profile_decode_step
-from viz.perf.compiled import CompiledStep, compiler_missing, measure_compiled_step
+from viz.perf.engine_child import (
+    EngineCrash,
+)
+from viz.perf.profile import (
+    profile_decode_step,
+)
+from viz.perf.compiled import (
+    CompiledStep,
+    compiler_missing,
+    measure_compiled_step,
+)
 from viz.perf.gpu import (
     GPU_MODELS,
     NOT_JUDGED,
-    BusyRow,
     GraphStep,
-    PrefillRow,
     busy_fixed_cost,
     busy_knee,
     busy_roofline,
@@ -202,30 +196,33 @@ from viz.perf.gpu import (
     prefill_rows,
     ridge_batch,
 )
-from viz.perf.cost import EXAMPLE_PRICES, CachedRow, Cost, CostRow, ExamplePrice, cost, per_million
-from viz.perf.energy import Energy, EnergyMeter, energy_counter, energy_meter
+from viz.perf.cost import (
+    EXAMPLE_PRICES,
+    Cost,
+    cost,
+    per_million,
+)
+from viz.perf.energy import (
+    energy_counter,
+    energy_meter,
+)
 
 # not a perf module (so not in the table): viz.runtime's, for the lessons that free memory
 # between two models (lessons 12 and 13)
-from viz.runtime import release_memory
+from viz.runtime import (
+    release_memory,
+)
 
 __all__ = [
-    "PassCost",
     "activation_bytes",
     "decode_cost",
-    "forward_cost",
     "knee_context",
     "prefill_cost",
-    "DATASHEETS",
     "H100_SXM",
     "Bandwidth",
-    "Datasheet",
-    "FixedCosts",
     "MachinePeaks",
     "Matmul",
-    "OverheadFloor",
     "Peaks",
-    "Yardsticks",
     "bandwidth_by_size",
     "cached_peaks",
     "datasheet",
@@ -236,11 +233,8 @@ __all__ = [
     "kernel_spread",
     "linear_seconds",
     "linear_spread",
-    "machine_key",
     "machine_overhead",
     "machine_peaks",
-    "measure_bandwidth",
-    "measure_machine_peaks",
     "measure_matmul",
     "measure_overhead",
     "measure_peaks",
@@ -251,13 +245,11 @@ __all__ = [
     "yardsticks",
     "Roofline",
     "RooflinePoint",
-    "batch_points",
     "floors_verdict",
     "measure_roofline",
     "pass_regime",
     "pass_verdict",
     "prefill_points",
-    "trace_points",
     "BatchRun",
     "generate_batch",
     "batch_size_sweep",
@@ -267,60 +259,41 @@ __all__ = [
     "prompt_of_length",
     "Sweep",
     "BYTE_VOCAB",
-    "byte_tokenizer",
     "config_names",
     "config_spec",
     "from_config",
     "list_references",
     "load_reference",
-    "OVERHEAD_SHARE",
     "REGIMES",
     "TOO_CLOSE",
     "Verdict",
-    "explain_regime",
     "regime",
     "verdict",
-    "WallPoint",
     "measure_point",
     "REMEDIES",
-    "QuantizedTry",
-    "WallFit",
     "WallRun",
     "best_of",
     "bytes_whatif",
     "computed_wall",
-    "fit_wall",
     "measure_wall",
-    "roofline_seconds",
     "streaming_rate",
     "LOOKUP_PROMPTS",
     "LOOKUP_WHY",
-    "GenerateRun",
     "LookupComparison",
     "compare_prompt_lookup",
     "EARLY_EXIT_WORDS",
-    "DraftPass",
-    "DraftRun",
-    "EarlyExitComparison",
-    "LensDrafts",
     "best_lens_draft",
     "compare_early_exit",
     "draft_bytes_share",
     "early_exit_generate",
-    "exit_after",
     "lens_draft_grid",
     "lens_drafts",
-    "plain_generate",
-    "Crossover",
-    "KVFit",
-    "SyntheticCheck",
     "attention_crossover",
     "kv_fit",
     "long_decode_sweep",
     "long_prefill_sweep",
     "measured_crossover",
     "synthetic_check",
-    "Agreement",
     "KVQuant",
     "kv_quant_agreement",
     "kv_quant_bytes",
@@ -331,31 +304,21 @@ __all__ = [
     "common_prefix",
     "prefix_cache_sweep",
     "SAMPLE_PARAGRAPH",
-    "count_words_tokens",
     "tokens_per_word",
     "FORMATS",
     "LLAMA_FORMATS",
-    "TORCH_FORMATS",
-    "FormatFailure",
-    "FormatPoint",
     "FormatRun",
     "available_formats",
     "gguf_file",
-    "gguf_weight_bytes",
-    "llama_greedy",
     "measure_formats",
     "EngineCrash",
-    "StepPart",
-    "StepProfile",
     "profile_decode_step",
     "CompiledStep",
     "compiler_missing",
     "measure_compiled_step",
     "GPU_MODELS",
     "NOT_JUDGED",
-    "BusyRow",
     "GraphStep",
-    "PrefillRow",
     "busy_fixed_cost",
     "busy_knee",
     "busy_roofline",
@@ -371,14 +334,9 @@ __all__ = [
     "prefill_rows",
     "ridge_batch",
     "EXAMPLE_PRICES",
-    "CachedRow",
     "Cost",
-    "CostRow",
-    "ExamplePrice",
     "cost",
     "per_million",
-    "Energy",
-    "EnergyMeter",
     "energy_counter",
     "energy_meter",
     "release_memory",
