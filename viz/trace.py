@@ -87,7 +87,7 @@ class Environment:
     # with AVX-512 BF16 or AMX), as /proc/cpuinfo names them: `viz.runtime.cpu_features`.
     cpu_features: list[str] = field(default_factory=list)
     cpu_capability: str = ""  # the instructions torch's own kernels used, e.g. "AVX512"
-    # When, ISO 8601 UTC to the second ("2026-12-06T03:40:12Z", `viz.runtime.utc_now`); "":
+    # When, ISO 8601 UTC to the second ("2026-12-06T03:40:12Z", `viz.provenance.utc_now`); "":
     # not known (a trace saved before viz recorded it).
     measured_at: str = ""
     # What produced the numbers: "measured by viz.perf.machine_peaks", a shipped reference's

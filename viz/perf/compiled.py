@@ -76,8 +76,8 @@ from viz.load import LoadedModel
 from viz.provenance import environment_from_loose, loose_names, unknown_environment
 from viz.runtime import Clock, release_memory, using_threads
 from viz.spread import Band, Spread, band
-from viz.trace import Environment
 from viz.steps import timed_step
+from viz.trace import Environment
 
 PROMPT = "The memory wall, measured one decode step at a time: "
 SPEEDUP_WORDS = ("eager is faster", "compiled is faster")

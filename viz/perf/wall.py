@@ -47,8 +47,8 @@ from viz.perf.machine.fixed_costs import OverheadFloor, measure_overhead
 from viz.perf.machine.peaks import MachinePeaks, machine_peaks
 from viz.perf.regime import OVERHEAD_SHARE, Verdict, check_seconds, regime, utilisation, verdict
 from viz.perf.wall_point import PROMPT, WallPoint, measure_point, short_dtype
-from viz.provenance import environment_from_loose, loose_names, unknown_environment
-from viz.runtime import release_memory, resolve_device, short_device_name, using_threads, utc_now
+from viz.provenance import environment_from_loose, loose_names, unknown_environment, utc_now
+from viz.runtime import release_memory, resolve_device, short_device_name, using_threads
 from viz.spread import Spread
 from viz.trace import Environment, ModelSpec
 

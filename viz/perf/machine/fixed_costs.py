@@ -36,8 +36,14 @@ from viz.documents import Document
 from viz.perf.configs import from_config, read_config
 from viz.perf.machine.cache import MachineCache, machine_key
 from viz.perf.wall_point import WallPoint, measure_point, short_dtype
-from viz.provenance import environment_from_loose, iso_utc, loose_names, unknown_environment
-from viz.runtime import environment, release_memory, resolve_device, using_threads, utc_now
+from viz.provenance import (
+    environment_from_loose,
+    iso_utc,
+    loose_names,
+    unknown_environment,
+    utc_now,
+)
+from viz.runtime import environment, release_memory, resolve_device, using_threads
 from viz.spread import Spread
 from viz.trace import Environment
 
@@ -234,7 +240,7 @@ class FixedCosts(Document):
 
     cpu_count: int
     floors: list[OverheadFloor] = field(default_factory=list)  # one per dtype
-    # "dtype/depth" → when it was measured (ISO UTC, `viz.runtime.utc_now`): the file gathers
+    # "dtype/depth" → when it was measured (ISO UTC, `viz.provenance.utc_now`): the file gathers
     # its figures over many lessons, so each keeps its own time.
     measured_at: dict[str, str] = field(default_factory=dict)
     environment: Environment = field(default_factory=unknown_environment)
