@@ -108,9 +108,8 @@ compare_prediction(prediction_q4, speedup_q4.median, rel_tol=0.2,
 # **The same program, fewer bytes.** Inside llama.cpp, F32 → F16 → Q8_0 → Q4_1 halve the
 # bytes, halve them again, then take off another third. The memory wall says the step follows
 # the bytes — until something that does not shrink with them is all that is left: the step's
-# own fixed cost (llama.cpp's, smaller than the transformers fixed cost in the yardsticks
-# line: its whole Q4_1 step is shorter than that), and the arithmetic of unpacking 4-bit
-# blocks.
+# own fixed cost (llama.cpp's own, not the transformers fixed cost in the yardsticks line: no
+# Python runs between its operations), and the arithmetic of unpacking 4-bit blocks.
 
 # %% tags=["nbval-ignore-output"]
 def ratio_text(a, b):

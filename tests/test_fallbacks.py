@@ -129,6 +129,9 @@ def test_make_notebooks_adds_pictures_that_convert_and_pass_nbval(browser, tmp_p
     lesson = tmp_path / "90_fallback_check.py"
     lesson.write_text(LESSON, encoding="utf-8")
     run = course.execute(lesson)
+    code = [i for i, cell in enumerate(run.notebook.cells) if cell.cell_type == "code"]
+    assert sorted(run.cell_seconds) == code  # every code cell timed, for `make notebooks`' list
+    assert all(seconds > 0 for seconds in run.cell_seconds.values())
     out = tmp_path / "90_fallback_check.ipynb"
     with fallbacks.painter(context=browser) as paint:
         course.write_notebook(run, out, paint)

@@ -282,3 +282,23 @@ def test_every_check_shows_its_verdict(lesson):
         if c.cell_type == "code" and checks_hidden(c.source)
     ]
     assert not hidden, f"cells {hidden}: compare_prediction(...) must be the cell's last line"
+
+
+def test_make_notebooks_names_a_lessons_slowest_cells():
+    """`make notebooks` prints each lesson's slowest cells: slowest first, with the cell's first
+    line of code (blank lines skipped) and its time."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# a lesson"),
+        nbformat.v4.new_code_cell("\nquick = 1"),
+        nbformat.v4.new_code_cell("sweep = perf.sweep(lm)\nprint(sweep)"),
+        nbformat.v4.new_code_cell("middle = 2"),
+    ]
+    run = course.Run(nb, 9.0, 0, cell_seconds={1: 0.5, 2: 7.25, 3: 1.0})
+    assert course.slowest_cells(run, count=2) == [
+        "cell 2, 7.2 s: sweep = perf.sweep(lm)",
+        "cell 3, 1.0 s: middle = 2",
+    ]
+    assert course.slowest_cells(run)[-1] == "cell 1, 0.5 s: quick = 1"

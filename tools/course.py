@@ -28,7 +28,7 @@ import re
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -229,6 +229,7 @@ class Run:
     seconds: float  # wall time of the whole run, kernel start included
     peak_rss_bytes: int  # the kernel's peak resident memory
     course_run: str = ""  # the whole-course run whose measurements it used (`course_measurements`)
+    cell_seconds: dict = field(default_factory=dict)  # code cell's index -> its wall time
 
 
 def execute(lesson: Path, timeout_s: int = CELL_TIMEOUT_S) -> Run:
@@ -239,13 +240,17 @@ def execute(lesson: Path, timeout_s: int = CELL_TIMEOUT_S) -> Run:
     kernel = nb.metadata.get("kernelspec", {}).get("name", "python3")
     meter: dict[str, PeakRSS] = {}
     peak = [0]
+    started: dict[int, float] = {}
+    cell_seconds: dict[int, float] = {}
 
     def on_cell_start(cell, cell_index):
         if "rss" not in meter:
             meter["rss"] = PeakRSS(client.km.provisioner.process.pid)
+        started[cell_index] = time.perf_counter()
 
     def on_cell_executed(cell, cell_index, execute_reply):
         peak[0] = max(peak[0], meter["rss"].peak())
+        cell_seconds[cell_index] = time.perf_counter() - started[cell_index]
 
     client = NotebookClient(
         nb,
@@ -262,7 +267,19 @@ def execute(lesson: Path, timeout_s: int = CELL_TIMEOUT_S) -> Run:
     finally:
         if "rss" in meter:
             peak[0] = max(peak[0], meter["rss"].stop())
-    return Run(nb, time.perf_counter() - start, peak[0])
+    return Run(nb, time.perf_counter() - start, peak[0], cell_seconds=cell_seconds)
+
+
+def slowest_cells(run: Run, count: int = 3) -> list[str]:
+    """The `count` slowest code cells of a run, slowest first: "cell 12, 31.0 s: perf.sweep(...".
+    `make notebooks` prints them, so every run shows where a lesson's time goes."""
+    slowest = sorted(run.cell_seconds.items(), key=lambda item: -item[1])[:count]
+    lines = []
+    for index, seconds in slowest:
+        code = [line for line in run.notebook.cells[index].source.splitlines() if line.strip()]
+        first = code[0].strip() if code else ""
+        lines.append(f"cell {index}, {seconds:.1f} s: {first[:60]}")
+    return lines
 
 
 def strip_widget_state(nb) -> None:
@@ -662,6 +679,8 @@ def _execute_one(lesson: Path, paint, course_run: str) -> int:
         f"{run.seconds:.1f} s, kernel peak {run.peak_rss_bytes / 2**20:.0f} MiB",
         flush=True,
     )
+    for line in slowest_cells(run):
+        print(f"    {line}", flush=True)
     if size >= MAX_NOTEBOOK_BYTES:
         print(
             f"  error: {size:,} bytes is over the {MAX_NOTEBOOK_BYTES:,} limit: show less "
