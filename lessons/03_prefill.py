@@ -476,9 +476,10 @@ print({LINE[0]: "faster per token than the line: longer products ran nearer the 
 
 # %%
 compare_prediction(prediction_line, line_verdict, options=LINE,
-                   hint="the line's b averages the whole sweep; the last stretch, 64 → 128 "
-                        "tokens (printed above: its extra time ÷ 64 tokens), is the cost per "
-                        "token at the long end: below b, the longer prompt lands under the line")
+                   hint="the line's b averages the whole sweep: compare the last stretch's "
+                        "cost per token (64 → 128, printed above: its extra time ÷ 64 tokens) "
+                        "with b, then ask what grows faster than the tokens beyond 128: "
+                        "attention, where each token's query meets every earlier key")
 
 # %% [markdown]
 # A line is a rule of thumb over the lengths it was fitted on.

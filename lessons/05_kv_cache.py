@@ -384,8 +384,9 @@ speed = SPEED[1] if rate_512.overlaps(ref) or abs(vs) <= 0.2 else SPEED[0 if vs 
 # %%
 compare_prediction(prediction_512, speed, options=SPEED,
                    hint="lesson 03's sweep: did its extra tokens run slower, as fast, or "
-                        "faster per token as the prompts grew? More rows per weight read fill "
-                        "the kernel better, up to the peak printed above")
+                        "faster per token as the prompts grew? More rows per weight read can "
+                        "fill the kernel better until it nears the peak printed above, while "
+                        "attention's share grows with the text: which wins from 30 to 512?")
 
 # %% [markdown]
 # And a real chat runs to thousands of tokens. At 2,048, an estimate (not a measurement):

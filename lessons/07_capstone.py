@@ -145,7 +145,8 @@ MEANS = {"overhead-bound": "at least half the pass is the fixed cost every pass 
                          "speed, and fewer bytes per weight lower it (lesson 08)",
          "compute-bound": "the arithmetic is the longer floor: no pass beats FLOPs ÷ peak "
                           "(a comparison of floors, not of shares: a short prompt's pass can "
-                          "still spend most of its time on what it pays once, as below)"}
+                          "still spend a large share of its time on what it pays once: "
+                          "below, the part that did not grow)"}
 for phase, v in verdicts.items():
     words = v.between or (v.regime,)  # too close to call: either word can be the right one
     print(f"{phase}: {v.regime}; " + "; or ".join(f"{w}: {MEANS[w]}" if v.between else MEANS[w]

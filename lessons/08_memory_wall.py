@@ -113,7 +113,7 @@ print("same verdict as perf.regime on every point:", verdicts == list(ref.regime
 # **too close to call** (lesson 03) where a boundary lies inside the spreads. A floor longer
 # than the whole measured step is no floor for it (its peak, from one large kernel, is not what
 # this step's kernels reached); the verdict leaves it out and says so (on a CPU without
-# bfloat16 instructions, your own bfloat16 step below shows one):
+# bfloat16 instructions, a bfloat16 step can show one):
 
 # %%
 for label in ("30 layers × 64 fp32", "SmolLM2-135M fp32", "SmolLM2-1.7B bf16",
@@ -294,9 +294,10 @@ print("here the rest of the step " + ("shrank at least in proportion to the byte
 # the same rate it halves; slower, it shrinks less; faster (a kernel slow in float32), more than
 # half. The lines above say which happened. It depends on the CPU: with bfloat16
 # instructions (AVX-512 BF16, or AMX), bfloat16's kernels are fast; without (AVX2 only, like
-# many laptops), its large matrix products run tens of times slower than float32's (see the
-# finding above), and decode's matrix-vector products have their own line. Fewer bytes help only
-# with a kernel that reads them as fast per byte.
+# many laptops), its large matrix products can run many times slower than float32's. The
+# finding above says which kind of CPU yours is, and by how much; decode's matrix-vector
+# products have their own line. Fewer bytes help only with a kernel that reads them as fast
+# per byte.
 #
 # ✏️ **Predict again.** The SmolLM2-360M shape in bfloat16 reads this many times the bytes of
 # the 135M shape in bfloat16, and has 32 layers against 30 (the shipped table at the top has
@@ -326,10 +327,10 @@ print(f"SmolLM2-360M bf16: {big.spread.text(1e3, 'ms')} per step, ×{times.media
 # %%
 viz.compare_prediction(prediction_360m, bigger, options=BIGGER,
                        hint="which part of the 135M step grows with the bytes, and which part "
-                            "stays about the same? And larger matrices stream closer to the "
-                            "read peak than small ones: the larger shape's MBU is higher, so "
-                            "its rest grows by less than its bytes (in the shipped table, "
-                            "×2.34 for ×2.69 the bytes)")
+                            "stays about the same (its fixed cost, printed above)? Larger "
+                            "matrices can stream closer to the read peak, so the rest may grow "
+                            "by less than the bytes (in the shipped table, ×2.34 for ×2.69 the "
+                            "bytes): compare the two shapes' MBU in your rows")
 
 # %% [markdown]
 # Last, the reference's batch of 32 on your machine: 32 times the arithmetic per weight read (a

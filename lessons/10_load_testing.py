@@ -252,7 +252,9 @@ viz.compare_prediction(prediction_input, measured_input,
 # together — the server's loads above, and the shipped references: lesson 06's loop on this
 # course's CPU, and an H200 decoding batches of Llama-3.1-8B at the H200's example price.
 # Below: what each setting costs each user, the time between two of their tokens. Moving right,
-# a token gets cheaper and each user waits longer for it.
+# each user waits longer for a token; the token gets cheaper where the requests really overlap
+# (a load with little company can cost more per token than one request at a time: compare
+# each point's $ per million).
 
 # %% tags=["nbval-ignore-output"]
 h200 = perf.cost(perf.gpu_reference("busy-sweep", "llama-3.1-8b"), perf.EXAMPLE_PRICES["h200"],

@@ -107,8 +107,8 @@ compare_prediction(prediction_matrix, matrix_share, rel_tol=0.25,
 #
 # `perf.measure_compiled_step` compiles one decode step that way and times it against the
 # same step run eager, in turns, on a fixed-cost model like lesson 08's, a third as deep: 10
-# layers at a width of 64, whose step *is* the fixed cost. Compiling it takes about half a
-# minute on two cores (the time is printed; 30 layers take most of a minute).
+# layers at a width of 64, whose step *is* the fixed cost. Compiling it takes tens of seconds
+# on two cores (the time is printed below, and the course model's reference run prints its own).
 #
 # ✏️ **Predict.** How many times faster will the compiled fixed-cost step be than the eager one
 # with the same static cache (1 means no faster)?
@@ -125,14 +125,14 @@ if missing:
     compiled = None
     print(missing)
 else:
-    compiled = perf.measure_compiled_step(narrow)  # about half a minute, most of it compiling
+    compiled = perf.measure_compiled_step(narrow)  # tens of seconds, most of it compiling
     print(compiled)
 
 # %%
 compare_prediction(prediction_compiled, compiled.speedup.median, rel_tol=0.3,
-                   hint="the narrow step is almost all launching; if compiling removes "
-                        "about three quarters of it (the layers still run one after another, "
-                        "and the cache is still written), how many times faster is it?") \
+                   hint="the narrow step is almost all launching; if compiling removes a "
+                        "share s of it, the step is 1 ÷ (1 − s) times faster: what share, with "
+                        "the layers still run one after another and the cache still written?") \
     if compiled else print("nothing compiled on this machine: nothing to compare")
 
 # %% [markdown]
@@ -150,7 +150,7 @@ COURSE = ["under ×1.1", "×1.1 to ×1.5", "×1.5 or more"]
 prediction_course = None  # ← eager step ÷ compiled step, for the course model: one of COURSE
 
 # %% [markdown]
-# Compiling the course model would take most of a minute more, so below is the reference
+# Compiling the course model would take tens of seconds more, so below is the reference
 # machine's run (`benchmarks/remedies.py`, labelled). Set `COMPILE_COURSE_MODEL = True` to
 # measure it on yours.
 

@@ -286,14 +286,14 @@ def test_every_check_shows_its_verdict(lesson):
 
 def test_make_notebooks_names_a_lessons_slowest_cells():
     """`make notebooks` prints each lesson's slowest cells: slowest first, with the cell's first
-    line of code (blank lines skipped) and its time."""
+    line of code (blank and comment lines skipped) and its time."""
     import nbformat
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_markdown_cell("# a lesson"),
         nbformat.v4.new_code_cell("\nquick = 1"),
-        nbformat.v4.new_code_cell("sweep = perf.sweep(lm)\nprint(sweep)"),
+        nbformat.v4.new_code_cell("# the sweep\nsweep = perf.sweep(lm)\nprint(sweep)"),
         nbformat.v4.new_code_cell("middle = 2"),
     ]
     run = course.Run(nb, 9.0, 0, cell_seconds={1: 0.5, 2: 7.25, 3: 1.0})

@@ -23,23 +23,20 @@ def _when(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
+def first_code_line(source: str) -> str:
+    """A cell's first line that is neither blank nor a comment: what names it in a list."""
+    lines = (line for line in source.splitlines() if line.strip() and not line.startswith("#"))
+    return next(lines, "")
+
+
 def cell_seconds(path: Path) -> list[tuple[float, int, str]]:
     """(seconds, cell index, first source line) of each code cell with recorded timing."""
     rows = []
     for i, cell in enumerate(nbformat.read(path, as_version=4).cells):
         timing = cell.get("metadata", {}).get("execution", {})
         if cell.cell_type == "code" and START in timing and END in timing:
-            first = next(
-                (
-                    line
-                    for line in cell.source.splitlines()
-                    if line.strip() and not line.startswith("#")
-                ),
-                "",
-            )
-            rows.append(
-                ((_when(timing[END]) - _when(timing[START])).total_seconds(), i, first[:80])
-            )
+            seconds = (_when(timing[END]) - _when(timing[START])).total_seconds()
+            rows.append((seconds, i, first_code_line(cell.source)[:80]))
     return rows
 
 

@@ -272,14 +272,15 @@ def execute(lesson: Path, timeout_s: int = CELL_TIMEOUT_S) -> Run:
 
 def slowest_cells(run: Run, count: int = 3) -> list[str]:
     """The `count` slowest code cells of a run, slowest first: "cell 12, 31.0 s: perf.sweep(...".
-    `make notebooks` prints them, so every run shows where a lesson's time goes."""
+    `make notebooks` prints them, so every run shows where a lesson's time goes (the browser
+    test's runs: `python -m tools.cell_times`)."""
+    from tools.cell_times import first_code_line
+
     slowest = sorted(run.cell_seconds.items(), key=lambda item: -item[1])[:count]
-    lines = []
-    for index, seconds in slowest:
-        code = [line for line in run.notebook.cells[index].source.splitlines() if line.strip()]
-        first = code[0].strip() if code else ""
-        lines.append(f"cell {index}, {seconds:.1f} s: {first[:60]}")
-    return lines
+    return [
+        f"cell {index}, {seconds:.1f} s: {first_code_line(run.notebook.cells[index].source)[:60]}"
+        for index, seconds in slowest
+    ]
 
 
 def strip_widget_state(nb) -> None:
