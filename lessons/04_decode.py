@@ -413,8 +413,8 @@ answers = {}  # answer tokens → the reply recorded at that length
 def answer_time(values):
     n = values["answer tokens"]
     if n not in answers:  # a real reply of n tokens, on this machine
-        answers[n] = viz.record(lm, trace.prompt, max_new_tokens=n, stop_at_eos=False,
-                                embeddings=False)
+        answers[n] = viz.record(lm, trace.prompt, chat=trace.settings.chat,  # as above
+                                max_new_tokens=n, stop_at_eos=False, embeddings=False)
     got = answers[n]
     predicted = trace.ttft_s + (n - 1) * trace.tpot_s  # one prefill, then n - 1 decode steps
     measured = got.timing.end_to_end_s

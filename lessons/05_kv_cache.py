@@ -378,8 +378,9 @@ rate_512 = (uncached_512 - cached_512).rate(extra_flops_at(512))  # FLOP/s of th
 ref = extra_rate if extra_rate is not None else peaks.flops_spread  # the peak if ~30 was noise
 print(f"the extra arithmetic at 512 tokens: {rate_512.text(1e-9, 'GFLOP/s')}; at about 30: "
       + (extra_rate.text(1e-9, 'GFLOP/s') if extra_rate is not None else "lost in the noise"))
-vs = rate_512.median / ref.median - 1
-speed = SPEED[1] if rate_512.overlaps(ref) or abs(vs) <= 0.2 else SPEED[0 if vs > 0 else 2]
+speed = viz.band(rate_512 / ref, [0.8, 1.2], SPEED[::-1])  # with both rates' spreads
+print(f"at 512 ÷ at about 30: ×{speed.value.median:.2f} "
+      f"(×{speed.value.low:.2f}–{speed.value.high:.2f}) → {speed}")
 
 # %%
 compare_prediction(prediction_512, speed, options=SPEED,
