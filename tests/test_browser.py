@@ -363,10 +363,21 @@ def wait_for_plots(page, n: int, timeout_s: float = 30) -> None:
         pass
 
 
-def open_notebook(page, base: str, token: str, name: str) -> None:
+def open_notebook(page, base: str, token: str, name: str, n_cells: int) -> None:
+    """Open a lesson and wait until its n_cells cells are on the page (not for its kernel:
+    `wait_for_kernel`, so that the kernel starts while the saved views are checked)."""
     # A workspace of its own, reset: Lab must not reopen the lessons opened before this one.
     workspace = Path(name).stem
     page.goto(f"{base}/lab/workspaces/{workspace}/tree/{name}?reset&token={token}")
+    page.wait_for_function(
+        "n => document.querySelectorAll('.jp-Notebook .jp-Cell').length >= n",
+        arg=n_cells,
+        timeout=120_000,
+        polling=250,
+    )
+
+
+def wait_for_kernel(page) -> None:
     page.wait_for_function(KERNEL_READY_JS, timeout=120_000, polling=250)
 
 
@@ -457,15 +468,18 @@ def test_lesson_runs_in_the_browser(path, browser, lab):
 
     try:
         t0 = time.monotonic()
-        open_notebook(page, base, token, path.name)
-        cells = page.locator(".jp-Notebook .jp-Cell")
         n_cells = len(nbformat.read(path, as_version=4).cells)
+        open_notebook(page, base, token, path.name, n_cells)
+        cells = page.locator(".jp-Notebook .jp-Cell")
         assert cells.count() == n_cells, f"{cells.count()} of {n_cells} cells on the page"
 
         done("open")
-        # Before anything runs (Binder while the kernel starts): what the saved notebook shows.
+        # Before anything runs (Binder while the kernel starts), while this kernel starts:
+        # what the saved notebook shows.
         problems = saved_view_problems(page, path)
         done("saved views")
+        wait_for_kernel(page)
+        done("kernel")
 
         # Clear the saved outputs first, so that everything checked below was made now.
         menu(page, "Edit", "Clear Outputs of All Cells")
