@@ -73,9 +73,10 @@ print(f"lesson 08's fixed cost for 30 layers in float32: "
 # %%
 compare_prediction(prediction_matrix, matrix_share, rel_tol=0.25,
                    hint="lesson 08's fixed cost is the launching alone, at almost no width; "
-                        "here ~1,500 other operations also do their own work, and the profiler "
-                        "adds its own line in the table: take the fixed cost, the other "
-                        "operations' time and the profiler's share off the step")
+                        "here ~1,500 other operations also do their own work (the attention, "
+                        "norms and small-ops rows: not the gaps, which are mostly that fixed "
+                        "cost again), and the profiler adds its own line under the table: "
+                        "take the fixed cost, those rows and the profiler's share off the step")
 
 # %% [markdown]
 # ## Understand it: paying per operation
