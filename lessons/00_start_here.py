@@ -54,7 +54,7 @@
 # | [04 · Decode](04_decode.ipynb) | what sets the speed of the words that follow? | write the decode loop, time its steps, and take a step apart into fixed cost and bytes | 03 | 9 min |
 # | [05 · The KV cache](05_kv_cache.ipynb) | what does the model remember between steps? | see what the KV cache stores, how fast it grows, and what it saves each step | 04 | 9 min |
 # | [06 · Batching and the throughput/latency trade-off](06_batching.ipynb) | why do several replies at once cost less each? | measure what batching buys in tokens per second and costs in latency; place both phases on a roofline | 04, 05 | 9 min |
-# | [07 · Capstone: your prompt, from text to answer](07_capstone.ipynb) | your prompt, the whole pipeline | follow your own prompt through the whole pipeline on one dashboard | 06 | 7 min |
+# | [07 · Capstone: your prompt, from text to answer](07_capstone.ipynb) | your prompt, the whole pipeline | follow your own prompt through the whole pipeline on one dashboard | 06 | 8 min |
 # | [08 · The memory wall](08_memory_wall.ipynb) | why is decode speed set by bytes per token? | time models from 12 M to 1.7 B weights and name what limits each step with one rule | 04, 06 | 10 min |
 # | **Going further** | *serving many users, long contexts, the remedies, what the layers know, and the whole course on one page* | | | |
 # | [09 · Continuous batching and pages](09_continuous_batching.ipynb) | how does a server answer many people at once? | start a real server, watch continuous batching and paged attention pass by pass, and measure what serving many at once buys against one at a time | 06, 08 | 10 min |
