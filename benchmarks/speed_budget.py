@@ -232,19 +232,21 @@ def bench_load(repeats: int, cold: bool) -> None:
                 f"cold, fresh process (unpack + check + dequantize + cache + load, imports "
                 f"included): {cold[0]:.1f} s"
             )
-    runs = [_timed_subprocess(dict(os.environ)) for _ in range(repeats)]
+    # viz and the floor (below) in turns, one of each per round: a machine that drifts during
+    # the benchmark moves both series alike, not only the one measured last.
+    folder = str(default_model.default_model_path(download=False))
+    runs, floors = [], []
+    for _ in range(repeats):
+        runs.append(_timed_subprocess(dict(os.environ)))
+        floors.append(_timed_subprocess(dict(os.environ), FLOOR_SNIPPET, folder)[0])
     total, imports, first, second = (statistics.median(col) for col in zip(*runs))
+    floor = statistics.median(floors)
     print(
         f"warm, fresh process: {total:.2f} s to a loaded model (median of {repeats}) = "
         f"`import torch, transformers` {imports:.2f} s + first load_model {first:.2f} s "
         "(mostly transformers importing its Llama and generation modules on first use)"
     )
     print(f"warm, a second load_model in the same process: {second:.2f} s")
-    folder = str(default_model.default_model_path(download=False))
-    env = dict(os.environ)
-    floor = statistics.median(
-        _timed_subprocess(env, FLOOR_SNIPPET, folder)[0] for _ in range(repeats)
-    )
     print(
         f"the floor, transformers alone on the same folder (no viz), fresh process: "
         f"{floor:.2f} s (median of {repeats}); viz adds {total - floor:+.2f} s"

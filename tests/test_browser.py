@@ -474,8 +474,8 @@ def test_lesson_runs_in_the_browser(path, browser, lab):
         assert cells.count() == n_cells, f"{cells.count()} of {n_cells} cells on the page"
 
         done("open")
-        # Before anything runs (Binder while the kernel starts), while this kernel starts:
-        # what the saved notebook shows.
+        # What the saved notebook shows before anything runs (Binder while its kernel starts),
+        # checked while this kernel starts.
         problems = saved_view_problems(page, path)
         done("saved views")
         wait_for_kernel(page)
