@@ -77,22 +77,14 @@ XDIST_ENV := $(if $(filter-out 0,$(TEST_WORKERS)),OMP_WAIT_POLICY=PASSIVE)
 test: setup browser lint
 	$(XDIST_ENV) $(BIN)/python -m pytest tests notebooks $(NBVAL) -p tools.nbval_replay \
 		--nbval-replay artifacts/browser/runs --durations=$(DURATIONS) $(XDIST)
-	$(MAKE) --no-print-directory test-other-kernels
 
 # Another CPU's kernels round floats differently in the last bits: the saved notebooks (executed
-# natively) must still pass nbval there. torch's plainest kernels stand in for another CPU
-# (ATen without vector instructions, oneDNN at SSE4.1, MKL at SSE4.2), on the lessons whose
-# compared outputs are computed, not timed; from an empty folder of measurements.
-OTHER_KERNELS := ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 MKL_ENABLE_INSTRUCTIONS=SSE4_2
-OTHER_KERNEL_LESSONS := $(wildcard notebooks/01_*.ipynb notebooks/02_*.ipynb \
-	notebooks/05_*.ipynb notebooks/07_*.ipynb notebooks/14_*.ipynb)
+# natively) must still pass nbval there. torch's plainest kernels stand in for another CPU, on
+# the lessons whose compared outputs are computed, not timed, from an empty folder of
+# measurements (tools/other_kernels.py). `make test` runs the same check as a test
+# (tests/test_other_kernels.py), beside the browser's lessons on the worker that is free by then.
 test-other-kernels: setup
-	@$(OTHER_KERNELS) $(BIN)/python -c "import torch; \
-		print(\"torch's kernels:\", torch.backends.cpu.get_cpu_capability())"
-	@measure=$$(mktemp -d); \
-	VIZ_MEASURE_DIR=$$measure $(OTHER_KERNELS) $(BIN)/python -m pytest -p no:cacheprovider \
-		$(OTHER_KERNEL_LESSONS) $(NBVAL) --durations=5; \
-	rc=$$?; rm -rf $$measure; exit $$rc
+	$(BIN)/python -m tools.other_kernels
 
 # Only the unit tests (no notebooks, no browser, no Binder build): a quick check while editing.
 test-fast: setup lint

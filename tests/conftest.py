@@ -194,7 +194,11 @@ def pytest_collection_modifyitems(config, items):
 
 
 BINDER_TEST = "tests/test_binder.py::test_binder_build_emulated"
+# nbval with torch's plainest kernels (tools/other_kernels.py): the last unit of the worker that
+# is not running the lessons, niced, in what CPU the lessons leave idle.
+OTHER_KERNELS_FILE = "tests/test_other_kernels.py"
 HEAVY_FILES = (
+    OTHER_KERNELS_FILE,
     "tests/test_browser.py",
     "tests/test_report_browser.py",
     "tests/test_figure_text.py",
@@ -246,12 +250,15 @@ def _run_order(nodeid: str, workers: bool) -> int:
     its build. Two workers (pytest-xdist hands out the units in this order): the lessons to
     one worker, the quick tests to the other (which starts the Binder build in the background
     with its first test, `_binder_build_starts_beside`), then the other browser tests, the
-    Binder tests last."""
+    Binder tests, and last nbval with other kernels (tests/test_other_kernels.py: by then
+    that worker has nothing else to do while the lessons go on)."""
     heavy = nodeid.split("::")[0] in HEAVY_FILES or not nodeid.startswith("tests/")
     if not workers:
         return 2 if nodeid == BINDER_TEST else 1 if heavy else 0
     if _lesson_of(nodeid):
         return 0
+    if nodeid.split("::")[0] == OTHER_KERNELS_FILE:
+        return 5
     return 4 if nodeid.split("::")[0] == BINDER_TEST.split("::")[0] else 3 if heavy else 2
 
 

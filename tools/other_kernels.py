@@ -1,0 +1,151 @@
+"""nbval over the saved notebooks with another CPU's kernels: the check that the course holds on a
+machine whose float rounding differs from the one it was saved on.
+
+torch's plainest kernels stand in for another CPU (ATen without vector instructions, oneDNN at
+SSE4.1, MKL at SSE4.2). The lessons run are those whose compared outputs are computed, not timed;
+they run from an empty folder of measurements, in a pytest of their own (the environment must be
+set before torch starts in each lesson's kernel).
+
+    python -m tools.other_kernels      # what `make test-other-kernels` runs; exit status of pytest
+
+`make test` runs the same thing as a test (tests/test_other_kernels.py), on the pytest-xdist
+worker that has finished its other tests while the browser test still runs the lessons.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# torch's plainest kernels: what `make test-other-kernels` and tests/test_other_kernels.py set.
+OTHER_KERNELS = {
+    "ATEN_CPU_CAPABILITY": "default",
+    "ONEDNN_MAX_CPU_ISA": "SSE41",
+    "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
+}
+# The lessons whose compared outputs are computed, not timed (by number).
+LESSONS = ("01", "02", "05", "07", "14")
+# nbval as `make test` runs it over notebooks/ (the Makefile's NBVAL).
+NBVAL_ARGS = [
+    "--nbval",
+    "--nbval-current-env",
+    "--nbval-cell-timeout=600",
+    "--nbval-sanitize-with",
+    "tests/nbval-sanitize.cfg",
+    "-p",
+    "tools.nbval_memory",
+    "-p",
+    "tools.nbval_tolerance",
+]
+
+
+def notebooks() -> list[Path]:
+    """The saved notebooks of LESSONS, in order; an error naming the lesson when one is missing."""
+    found = []
+    for number in LESSONS:
+        match = sorted((ROOT / "notebooks").glob(f"{number}_*.ipynb"))
+        if not match:
+            raise FileNotFoundError(
+                f"no saved notebook for lesson {number} in notebooks/: run `make notebooks`"
+            )
+        found.append(match[0])
+    return found
+
+
+def environment(measure_dir: str, base: Optional[dict] = None) -> dict:
+    """The environment of the run: `base` (default os.environ) with the other kernels and an
+    empty folder of measurements (the lessons measure this machine again, with these kernels)."""
+    env = dict(os.environ if base is None else base)
+    for name in [k for k in env if k.startswith("PYTEST_")]:  # a pytest of its own
+        del env[name]
+    env.update(OTHER_KERNELS)
+    env["VIZ_MEASURE_DIR"] = measure_dir
+    env.pop("VIZ_KEEP_MEASUREMENTS", None)
+    return env
+
+
+def kernel_level(env: dict) -> str:
+    """What torch reports for its kernels in a fresh process with `env` ("DEFAULT" here)."""
+    out = subprocess.run(
+        [sys.executable, "-c", "import torch; print(torch.backends.cpu.get_cpu_capability())"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return out.stdout.strip()
+
+
+def lower_priority(nice: int) -> None:
+    """In a child before it starts (`run`'s preexec): lower its priority by `nice`, where Linux
+    honours it. With autogroups (/proc/sys/kernel/sched_autogroup_enabled = 1, the default on
+    many distributions) a process's nice counts only against its own session's processes;
+    between sessions the CPU is shared by each session's autogroup nice. So the child starts a
+    session of its own (`run` passes start_new_session) and sets both."""
+    try:
+        with open("/proc/self/autogroup", "w") as group:
+            group.write(str(nice))
+    except OSError:  # no autogroups here (macOS, a kernel without them): nice alone
+        pass
+    os.nice(nice)
+
+
+def run(
+    extra_args: Optional[list[str]] = None,
+    capture: bool = False,
+    timeout_s: float = 1800,
+    nice: int = 0,
+):
+    """Run nbval over `notebooks()` with the other kernels, from ROOT; returns the
+    CompletedProcess (stdout and stderr together when `capture`).
+
+    nice: the run's lower priority (its lessons' kernels inherit it). `make test` uses 19, so
+    that beside the browser's lessons it takes only the CPU they leave idle (a lesson compiling
+    on one thread, waiting for its server, for Chromium): run at the same priority, side by side
+    on two cores, both took about twice as long."""
+    with tempfile.TemporaryDirectory(prefix="viz-measurements-") as measure:
+        env = environment(measure)
+        print(f"torch's kernels: {kernel_level(env)}", flush=True)
+        command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
+        command += [str(p.relative_to(ROOT)) for p in notebooks()] + NBVAL_ARGS
+        command += list(extra_args or [])
+        return run_group(command, env, capture=capture, timeout_s=timeout_s, nice=nice)
+
+
+def run_group(command: list[str], env: dict, *, capture=False, timeout_s=1800.0, nice=0):
+    """Run `command` from ROOT as a session and process group of its own, `nice` lower in
+    priority (`lower_priority`); on a timeout or an interrupt it and everything it started
+    (the lessons' kernels) are stopped, and the error goes on."""
+    import signal
+
+    proc = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env=env,
+        text=True,
+        start_new_session=True,
+        preexec_fn=(lambda: lower_priority(nice)) if nice else None,
+        **({"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT} if capture else {}),
+    )
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+    except BaseException:  # a timeout, Ctrl-C: nothing of the run is left behind
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(command, proc.returncode, out)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    return run(["--durations=5"] + list(sys.argv[1:] if argv is None else argv)).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
