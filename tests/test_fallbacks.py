@@ -13,6 +13,7 @@ cell runs).
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import subprocess
@@ -122,7 +123,7 @@ print("plain text stays as it is")
 """
 
 
-@pytest.mark.slow  # a kernel, Chromium, nbconvert and nbval twice: about a minute
+@pytest.mark.slow  # two kernels (the run, nbval), Chromium, nbconvert: about half a minute
 def test_make_notebooks_adds_pictures_that_convert_and_pass_nbval(browser, tmp_path):
     """What `make notebooks` does, on the tests' shared Chromium (`browser`: skipped, or failed
     in CI, where there is none)."""
@@ -132,6 +133,7 @@ def test_make_notebooks_adds_pictures_that_convert_and_pass_nbval(browser, tmp_p
     code = [i for i, cell in enumerate(run.notebook.cells) if cell.cell_type == "code"]
     assert sorted(run.cell_seconds) == code  # every code cell timed, for `make notebooks`' list
     assert all(seconds > 0 for seconds in run.cell_seconds.values())
+    ran = copy.deepcopy(run.notebook)  # the kernel's outputs, before any picture
     out = tmp_path / "90_fallback_check.ipynb"
     with fallbacks.painter(context=browser) as paint:
         course.write_notebook(run, out, paint)
@@ -153,33 +155,52 @@ def test_make_notebooks_adds_pictures_that_convert_and_pass_nbval(browser, tmp_p
     page = convert([out], tmp_path / "html")[out.name]
     assert page_problems(nb, page) == []
 
-    # nbval re-runs it and compares, as `make test` runs it: the pictures change nothing.
-    # Without the plugin that leaves them out, nbval would miss them in the kernel's output.
-    def nbval(*plugin):
-        return subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pytest",
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                "--nbval",
-                "--nbval-current-env",
-                *plugin,
-                str(out),
-            ],
-            capture_output=True,
-            text=True,
-            cwd=course.ROOT,
-            timeout=600,
-        )
+    # nbval re-runs it in a kernel and compares, as `make test` runs it: the pictures change
+    # nothing. Without the plugin that leaves them out, nbval would miss them in the kernel's
+    # output: that session compares the outputs course.execute's kernel made (no second kernel).
+    nbformat.write(ran, tmp_path / "ran.ipynb")
+    proc = subprocess.run(
+        [sys.executable, "-c", NBVAL_TWICE, str(out), str(tmp_path / "ran.ipynb")],
+        capture_output=True,
+        text=True,
+        cwd=course.ROOT,
+        timeout=600,
+    )
+    *outputs, codes = proc.stdout.split(SPLIT)
+    assert len(outputs) == 2, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (kernel, bare), (kernel_code, bare_code) = outputs, json.loads(codes)
+    assert kernel_code == 0, kernel[-3000:]
+    assert "5 passed" in kernel  # four cells and the peak memory
+    assert bare_code != 0 and "image/svg+xml" in bare
 
-    proc = nbval("-p", "tools.nbval_memory")
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    assert "5 passed" in proc.stdout  # four cells and the peak memory
-    bare = nbval()
-    assert bare.returncode != 0 and "image/svg+xml" in bare.stdout
+
+SPLIT = "\n--- next nbval session ---\n"
+# nbval twice in one process (Python, pytest and nbval start once): with tools.nbval_memory,
+# the notebook run in a kernel; then without it, on the kernel outputs saved in `ran` (as a
+# browser test's run: tools/nbval_replay.py). The kernel's session comes first, before the
+# replay plugin has wrapped nbval.
+NBVAL_TWICE = f"""
+import json, sys
+from pathlib import Path
+import nbformat, pytest
+
+notebook, ran = sys.argv[1:3]
+common = ["-q", "-p", "no:cacheprovider", "--nbval", "--nbval-current-env", notebook]
+
+class SaveRun:
+    @pytest.hookimpl(trylast=True)
+    def pytest_configure(self, config):  # once the replay plugin has emptied its folder
+        from tools import nbval_replay
+
+        nbval_replay.save_run(nbformat.read(ran, as_version=4), Path(notebook).name, 1)
+
+codes = [int(pytest.main([*common, "-p", "tools.nbval_memory"]))]
+print({SPLIT!r}, flush=True)
+runs = str(Path(ran).parent / "runs")
+replay = ["-p", "tools.nbval_replay", "--nbval-replay", runs]
+codes.append(int(pytest.main([*common, *replay], plugins=[SaveRun()])))
+print({SPLIT!r} + json.dumps(codes), flush=True)
+"""
 
 
 def test_a_tall_figure_is_pictured_whole(browser):

@@ -243,69 +243,99 @@ def notebook(which):
     return nb
 
 
-def run_nbval(tmp_path, *options, replay=False):
-    """pytest --nbval on the notebook of CELLS as saved; the outputs to compare come from a
-    kernel, or with `replay` from a 'browser run' (tools/nbval_replay.py)."""
-    folder = tmp_path / "notebooks"
-    folder.mkdir(parents=True)
-    nbformat.write(notebook(2), folder / "x.ipynb")
-    args = [
-        "-m",
-        "pytest",
-        str(folder / "x.ipynb"),
-        "--nbval",
-        "--nbval-current-env",
-        "-v",
-        "-p",
-        "no:cacheprovider",
-        "--rootdir",
-        str(tmp_path),
-        *options,
-    ]
-    if replay:  # the 'browser' ran it: its run is saved once the plugin emptied the folder
-        nbformat.write(notebook(1), tmp_path / "ran.ipynb")
-        code = (
-            "import sys, nbformat, pytest\n"
-            "from tools import nbval_replay\n"
-            "class Save:\n"
-            "    @pytest.hookimpl(trylast=True)\n"
-            "    def pytest_configure(self, config):\n"
-            f"        nbval_replay.save_run(nbformat.read({str(tmp_path / 'ran.ipynb')!r},"
-            " as_version=4), 'x.ipynb', 1)\n"
-            "sys.exit(pytest.main(sys.argv[1:], plugins=[Save()]))\n"
-        )
-        args = [
-            "-c",
-            code,
-            *args[2:],
-            "-p",
-            "tools.nbval_replay",
-            "--nbval-replay",
-            str(tmp_path / "runs"),
-        ]
+# The inner sessions, one after another in one process (Python, pytest and nbval start once):
+# each saves its "browser's" runs once the replay plugin has emptied its folder, and writes each
+# test's outcome and report (its failure text) as JSON for the tests to read. The session
+# without the tolerance plugin comes first, before that plugin has wrapped nbval's comparison
+# (the wrap stays in the process and does nothing where the plugin is not loaded; the first
+# session does not even depend on that).
+INNER = """
+import json, sys
+from pathlib import Path
+import nbformat, pytest
+
+class Inner:
+    def __init__(self, runs):
+        self.runs, self.outcomes = runs, {}
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_configure(self, config):  # after the replay plugin has emptied its folder
+        from tools import nbval_replay
+
+        for name, path in self.runs.items():
+            nbval_replay.save_run(nbformat.read(path, as_version=4), name, 1)
+
+    def pytest_runtest_logreport(self, report):  # "NAME.ipynb::Cell 0": [outcome, report]
+        key = report.nodeid.rpartition("/")[2]
+        if report.when == "call" or not report.passed:
+            self.outcomes[key] = [report.outcome, report.longreprtext]
+
+for session in json.loads(sys.argv[1]):
+    inner = Inner(session["runs"])
+    pytest.main(session["args"], plugins=[inner])
+    Path(session["report"]).write_text(json.dumps(inner.outcomes))
+"""
+
+
+def session(folder: Path, *options, kernel=False):
+    """pytest --nbval on the notebook of CELLS as saved, replay.ipynb, its outputs to compare
+    from a 'browser run' (tools/nbval_replay.py) of it; with `kernel`, also kernel.ipynb, the
+    same notebook with no run saved: nbval runs it in a kernel."""
+    lessons = folder / "notebooks"
+    lessons.mkdir(parents=True)
+    names = ["replay.ipynb", "kernel.ipynb"] if kernel else ["replay.ipynb"]
+    for name in names:
+        nbformat.write(notebook(2), lessons / name)
+    nbformat.write(notebook(1), folder / "ran.ipynb")
+    args = [*(str(lessons / name) for name in names), "--nbval", "--nbval-current-env", "-q"]
+    args += ["-p", "no:cacheprovider", "--rootdir", str(folder), *options]
+    args += ["-p", "tools.nbval_replay", "--nbval-replay", str(folder / "runs")]
+    runs = {"replay.ipynb": str(folder / "ran.ipynb")}
+    return {"args": args, "runs": runs, "report": str(folder / "outcomes.json")}
+
+
+@pytest.fixture(scope="module")
+def sessions(tmp_path_factory):
+    """{name: {"NAME.ipynb::Cell N": (outcome, report)}} of the three sessions, in one process."""
+    tmp = tmp_path_factory.mktemp("nbval")
+    plan = {
+        "without the plugin": session(tmp / "exact"),
+        "0 digits": session(tmp / "zero", "-p", "tools.nbval_tolerance", "--nbval-digits", "0"),
+        "tolerant": session(tmp / "tolerant", "-p", "tools.nbval_tolerance", kernel=True),
+    }
     proc = subprocess.run(
-        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", INNER, json.dumps(list(plan.values()))],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
-    outcome = dict(re.findall(r"::Cell (\d+) (PASSED|FAILED)", proc.stdout))
-    return proc, [outcome.get(str(i)) for i in range(len(CELLS))]
+    found = {}
+    for name, planned in plan.items():
+        report = Path(planned["report"])
+        assert report.exists(), f"{name}: no outcomes\n" + proc.stdout + proc.stderr
+        found[name] = {k: tuple(v) for k, v in json.loads(report.read_text()).items()}
+    return found
 
 
-EXPECTED = ["PASSED" if ok else "FAILED" for *_, ok in CELLS]
+def cells(outcomes: dict, name: str) -> list:
+    return [outcomes.get(f"{name}::Cell {i}", ("not run",))[0] for i in range(len(CELLS))]
 
 
-@pytest.mark.parametrize("replay", [False, True], ids=["kernel", "replay"])
-def test_nbval_passes_rounding_and_fails_a_change(tmp_path, replay):
-    proc, outcomes = run_nbval(tmp_path, "-p", "tools.nbval_tolerance", replay=replay)
-    assert outcomes == EXPECTED, proc.stdout + proc.stderr
-    assert "Cell outputs differ" in proc.stdout  # nbval's own report of a real change
-    assert "mismatch 'stdout'" in proc.stdout and f"mismatch '{PLOTLY}'" in proc.stdout
-    assert "0.8413" in proc.stdout and "token 1235" in proc.stdout
+EXPECTED = ["passed" if ok else "failed" for *_, ok in CELLS]
 
 
-def test_without_the_plugin_or_with_0_digits_rounding_fails(tmp_path):
-    _, outcomes = run_nbval(tmp_path / "a", replay=True)
-    assert outcomes == ["FAILED"] * len(CELLS)  # exact: every cell here differs
-    _, outcomes = run_nbval(
-        tmp_path / "b", "-p", "tools.nbval_tolerance", "--nbval-digits", "0", replay=True
-    )
-    assert outcomes == ["FAILED"] * len(CELLS)
+@pytest.mark.parametrize("name", ["kernel.ipynb", "replay.ipynb"], ids=["kernel", "replay"])
+def test_nbval_passes_rounding_and_fails_a_change(sessions, name):
+    outcomes = sessions["tolerant"]
+    assert cells(outcomes, name) == EXPECTED, outcomes
+    reports = "\n".join(report for key, (_, report) in outcomes.items() if key.startswith(name))
+    assert "Cell outputs differ" in reports  # nbval's own report of a real change
+    assert "mismatch 'stdout'" in reports and f"mismatch '{PLOTLY}'" in reports
+    assert "0.8413" in reports and "token 1235" in reports
+
+
+def test_without_the_plugin_or_with_0_digits_rounding_fails(sessions):
+    # exact: every cell here differs
+    assert cells(sessions["without the plugin"], "replay.ipynb") == ["failed"] * len(CELLS)
+    assert cells(sessions["0 digits"], "replay.ipynb") == ["failed"] * len(CELLS)
