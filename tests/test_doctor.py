@@ -1,17 +1,20 @@
 """`python -m viz doctor`: clean on this machine (the model present), FAIL with `make model` and
 exit status 1 on an empty cache, and each llama.cpp verdict (missing: a WARN naming `make
 setup`; AMX on or a child killed by SIGILL: a FAIL naming `make engines`), with the network
-refused. The CLI runs in two subprocesses (one loads the model); the rest runs in-process."""
+refused. The CLI runs in one subprocess (it loads the model); the rest runs in-process, the
+empty cache too (a process of its own would add ~3 s of imports)."""
 
 import importlib.util
 import io
 import json
+import os
 import re
+import socket
 
 import pytest
 from conftest import fake_machine_peaks
 from packaging.specifiers import SpecifierSet
-from test_cli import run_cli
+from test_cli import NO_NETWORK, run_cli
 
 from tools import course
 from viz import doctor
@@ -61,19 +64,41 @@ def test_clean_on_this_machine_and_json_parses(json_report):
     assert all(c["fix"] for c in checks if c["status"] == WARN)
 
 
-def test_empty_cache_fails_the_model_with_make_model_and_exits_1(tmp_path):
+def refuse_the_network(folder, monkeypatch) -> None:
+    """As in `run_cli`'s processes: this process and the children it starts (the llama.cpp
+    check) refuse every network connection."""
+    (folder / "sitecustomize.py").write_text(NO_NETWORK)  # for the children
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")]))
+    )
+    connect = socket.socket.connect
+
+    def refuse(self, address, *a, **k):
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            raise OSError("network disabled by the test")
+        return connect(self, address, *a, **k)
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", lambda self, address: 111)
+
+
+def test_empty_cache_fails_the_model_with_make_model_and_exits_1(tmp_path, monkeypatch):
     empty = tmp_path / "empty-cache"
     empty.mkdir()
-    proc = run_cli(tmp_path, "doctor", env={"VIZ_CACHE_DIR": str(empty)})
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    lines = proc.stdout.splitlines()
+    monkeypatch.setenv("VIZ_CACHE_DIR", str(empty))
+    refuse_the_network(tmp_path, monkeypatch)
+    out = io.StringIO()
+    assert doctor.doctor(out=out) == 1, out.getvalue()
+    lines = out.getvalue().splitlines()
     model = next(i for i, s in enumerate(lines) if s.split()[1:2] == ["model"])
     assert lines[model].startswith("FAIL model") and str(empty) in lines[model]
     assert lines[model + 1].startswith("     fix: run `make model`")
     assert "python -m viz fetch-model" in lines[model + 1]
     assert lines[-1].startswith("doctor: ") and "not ready" in lines[-1]
     assert not any(empty.iterdir())  # nothing fetched, nothing written
-    assert "Traceback" not in proc.stderr
+    assert "the check itself failed" not in out.getvalue()  # every check ran to its verdict
+    with pytest.raises(OSError, match="network disabled by the test"):  # refused all along
+        socket.create_connection(("127.0.0.1", 9), timeout=1)
 
 
 def test_missing_llamacpp_is_a_warn_naming_make_setup(monkeypatch):

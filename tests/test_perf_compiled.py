@@ -1,8 +1,9 @@
 """A decode step compiled (viz.perf.compiled): traced once with a static cache, the same greedy
 tokens as viz.record, the compile's time and an empty cache folder that is removed afterwards,
 nothing left running; the derived figures from the spreads; why a growing cache needs the
-static one (it recompiles); the figure; bad input. One real Inductor compile of a 2-layer tiny
-model (~15 s on 2 cores); the rest traces with the quick "aot_eager" backend."""
+static one (it recompiles); the figure; bad input. One real Inductor compile of a 1-layer tiny
+model (~20 s of CPU on 2 cores: a second layer adds kernels to build and nothing to check);
+the rest traces 1-layer models with the quick "aot_eager" backend."""
 
 import dataclasses
 import os
@@ -31,14 +32,21 @@ PROMPT = "Hello, world"
 
 
 @pytest.fixture(scope="module")
-def inductor_run(tiny_gqa):
+def one_layer():
+    """A 1-layer tiny model with grouped-query attention: what a compile traces, lowers and
+    builds grows with the layers (2 layers: 11 C++ kernels to build, 1 layer: 8)."""
+    return tiny_model(gqa=True, n_layers=1)
+
+
+@pytest.fixture(scope="module")
+def inductor_run(one_layer):
     """The real remedy on the tiny model: Inductor, an empty cache folder. Also notes the
     compile's processes still running after it (a compile worker pool, a fork of this process,
     a C++ compiler), and the cache folder setting. Other processes are left out of the check:
     other tests' fixtures start and end their own at any time (a Binder build, a browser)."""
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     setting = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    run = measure_compiled_step(tiny_gqa, prompt=PROMPT, new_tokens=5, repeats=2)
+    run = measure_compiled_step(one_layer, prompt=PROMPT, new_tokens=5, repeats=2)
     left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
     return run, [what for what in map(_described, left) if _is_the_compiles(what)], setting
 
@@ -63,18 +71,17 @@ def _is_the_compiles(command: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def quick_run(tiny_mha):
-    return measure_compiled_step(
-        tiny_mha, prompt=PROMPT, new_tokens=4, repeats=2, backend="aot_eager"
-    )
+def quick_run():
+    mha = tiny_model(gqa=False, n_layers=1)  # plain multi-head attention: the other kind
+    return measure_compiled_step(mha, prompt=PROMPT, new_tokens=4, repeats=2, backend="aot_eager")
 
 
 # ---- the real compile ------------------------------------------------------------------------
-def test_the_step_is_traced_once_and_makes_viz_record_s_greedy_tokens(inductor_run, tiny_gqa):
+def test_the_step_is_traced_once_and_makes_viz_record_s_greedy_tokens(inductor_run, one_layer):
     run = inductor_run[0]
     assert run.backend == "inductor" and run.cold
     assert run.graphs == 1  # fixed shapes: one trace, never recompiled as the cache fills
-    trace = viz.record(tiny_gqa, PROMPT, max_new_tokens=5, stop_at_eos=False, embeddings=False)
+    trace = viz.record(one_layer, PROMPT, max_new_tokens=5, stop_at_eos=False, embeddings=False)
     assert run.token_ids == trace.generated_ids and run.same_tokens
     assert len(run.token_ids) == 5 and run.prompt_tokens == len(trace.prompt_ids)
 
@@ -175,9 +182,9 @@ def test_it_round_trips_through_json(quick_run, tmp_path):
 
 
 # ---- why a static cache ----------------------------------------------------------------------
-def test_a_growing_cache_makes_torch_compile_trace_again(tiny_gqa):
+def test_a_growing_cache_makes_torch_compile_trace_again(one_layer):
     """The reason for the static cache: with a DynamicCache every step has new shapes."""
-    forward = compat.last_logits(tiny_gqa.model)
+    forward = compat.last_logits(one_layer.model)
     step = torch.compile(
         lambda t, c: forward(t, c).argmax(-1, keepdim=True),
         backend="aot_eager",
@@ -187,14 +194,14 @@ def test_a_growing_cache_makes_torch_compile_trace_again(tiny_gqa):
     torch._dynamo.reset()
     counters = torch._dynamo.utils.counters["stats"]
     before = counters["unique_graphs"]
-    ids = torch.tensor([tiny_gqa.tokenizer(PROMPT)["input_ids"]])
+    ids = torch.tensor([one_layer.tokenizer(PROMPT)["input_ids"]])
     with torch.no_grad():
-        cache = compat.new_cache(tiny_gqa.model)
+        cache = compat.new_cache(one_layer.model)
         token = forward(ids, cache).argmax(-1, keepdim=True)
-        for _ in range(3):
+        for _ in range(2):  # the second step's cache is one position longer
             token = step(token, cache)
     torch._dynamo.reset()
-    assert counters["unique_graphs"] - before >= 2
+    assert counters["unique_graphs"] - before >= 2  # each of the two steps traced anew
 
 
 # ---- the figure ------------------------------------------------------------------------------
