@@ -203,14 +203,19 @@ def test_bad_input_elsewhere(tiny, looked):
 
 
 def test_real_model_early_exit_is_plain_decoding_and_the_lens_predicts_it(smollm):
+    # 12 tokens: every round costs the real model two to four passes, and 12 already give
+    # rounds of both kinds (checked below)
     prompt = "Explain why the sky is blue in two sentences."
-    trace = viz.record(smollm, prompt, chat=True, max_new_tokens=24, lens=True)
+    trace = viz.record(smollm, prompt, chat=True, max_new_tokens=12, lens=True)
     for exit_layer, k in ((29, 1), (24, 3)):
         run = perf.early_exit_generate(
-            smollm, prompt, exit_layer=exit_layer, draft_tokens=k, max_new_tokens=24
+            smollm, prompt, exit_layer=exit_layer, draft_tokens=k, max_new_tokens=12
         )
-        assert run.token_ids == trace.generated_ids
+        assert run.token_ids == trace.generated_ids and len(run.token_ids) == 12
         assert run.tokens_per_pass_counts == perf.lens_drafts(trace, exit_layer, k).made
+        # the reply is long enough for both kinds of round: a draft accepted, one rejected
+        assert any(p.made >= 2 for p in run.passes), run.passes
+        assert any(p.drafted and p.made == 1 for p in run.passes), run.passes
     assert smollm.model.config.num_hidden_layers == 30
 
 

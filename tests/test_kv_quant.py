@@ -324,16 +324,28 @@ def test_quantos_kernel_is_built_once():
 
 
 # ---- the real model ---------------------------------------------------------------------------
-def test_the_real_models_cache_holds_the_counted_bytes_and_agrees_on_a_real_prompt(smollm):
+def test_the_real_models_cache_holds_the_counted_bytes_and_agrees_on_a_real_prompt(
+    smollm, monkeypatch
+):
     spec = smollm.spec
     prompt = kq.chat_prompt_ids(smollm)
     assert 150 < len(prompt) < 400  # a real document and question in the chat template
-    for quant in (kq.KVQuant(8), kq.KVQuant(4), kq.KVQuant(2)):
-        cache = quant.cache(smollm.model)
-        with torch.inference_mode():
-            compat.last_logits(smollm.model)(torch.tensor([prompt]), cache)
-        assert live_bytes(cache) == kq.kv_quant_bytes(spec, len(prompt), quant)
+    made = []  # the quantized caches the agreement decodes over: their bytes are counted after
+    real_cache = kq.KVQuant.cache
+
+    def kept(quant, model):
+        made.append((quant, real_cache(quant, model)))
+        return made[-1][1]
+
+    monkeypatch.setattr(kq.KVQuant, "cache", kept)
     fp8, int4, int2 = kq.kv_quant_agreement(smollm, [8, 4, 2], steps=8)
+    # each holds the prompt and 7 tokens (the 8th is never fed); quanto keeps the 7 in its
+    # full-precision window, fp8 quantizes every position
+    assert [q.nbits for q, _ in made] == [8, 4, 2]
+    for quant, cache in made:
+        window = 7 if quant.backend == "quanto" else 0
+        assert compat.cache_length(cache) == len(prompt) + 7
+        assert live_bytes(cache) == kq.kv_quant_bytes(spec, len(prompt) + 7, quant, window)
     for a in (fp8, int4, int2):
         assert a.prompt_tokens == len(prompt) and a.steps == 8
         assert a.tokens[0] == a.reference[0]  # the prefill's token: it attends to float keys

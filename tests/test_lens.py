@@ -37,28 +37,45 @@ def looked(tiny):
     return viz.record(tiny, "Hi there, the cache", max_new_tokens=16, stop_at_eos=False, lens=True)
 
 
+@pytest.fixture(scope="module")
+def story(smollm):
+    """The real model's 64-step lens trace (the size budget is about 64 steps), recorded once:
+    the size budget and the hand computation both read it."""
+    return viz.record(
+        smollm,
+        "Tell me a story about a robot.",
+        chat=True,
+        max_new_tokens=64,
+        stop_at_eos=False,
+        lens=True,
+    )
+
+
 # ---- the hand computation ------------------------------------------------------------------
-def hand_lens(lm: viz.LoadedModel, ids: list[int]) -> torch.Tensor:
-    """Each layer's next-token scores (logits) at the last position of `ids`, by hand: one pass
-    with output_hidden_states (no cache); the final norm and the head applied to each. The
-    last hidden state transformers returns is already normed (its final norm applied)."""
+def hand_lens(lm: viz.LoadedModel, ids: list[int], positions: list[int]) -> torch.Tensor:
+    """Each layer's next-token scores (logits) after each of `positions` of `ids`, by hand:
+    one pass over `ids` with output_hidden_states (no cache; causal, so position p reads what
+    a pass over ids[: p + 1] would); the final norm and the head applied to each. The last
+    hidden state transformers returns is already normed (its final norm applied)."""
     model = lm.model
     with torch.inference_mode():
         out = model(input_ids=torch.tensor([ids]), output_hidden_states=True)
-        hidden = [h[0, -1] for h in out.hidden_states]  # embedding, then after each block
+        hidden = torch.stack(out.hidden_states)[:, 0, positions]  # embedding, then each block
         norm, head = model.model.norm, model.get_output_embeddings()
-        rows = [head(norm(h)) for h in hidden[:-1]] + [head(hidden[-1])]
-        assert torch.allclose(rows[-1], out.logits[0, -1], atol=1e-4)  # the model's own output
-        return torch.stack(rows).float()
+        rows = torch.cat([head(norm(hidden[:-1])), head(hidden[-1:])])  # (rows, positions, V)
+        assert torch.allclose(rows[-1], out.logits[0, positions], atol=1e-4)  # its own output
+        return rows.transpose(0, 1).float()  # (positions, rows, V)
 
 
 def check_against_hand(lm, trace: Trace, steps) -> None:
+    steps = list(steps)
     ids_all = trace.prompt_ids + trace.generated_ids
     n_prompt = len(trace.prompt_ids)
     got_ids, got_probs, chosen = trace.lens.ids(), trace.lens.probs(), trace.lens.chosen_probs()
     ranks = trace.lens.chosen_ranks()
-    for s in steps:
-        logits = hand_lens(lm, ids_all[: n_prompt + s])  # step s reads the prompt and s tokens
+    # step s reads the prompt and s tokens: its scores are those after position n_prompt + s - 1
+    by_hand = hand_lens(lm, ids_all[: n_prompt + max(steps)], [n_prompt + s - 1 for s in steps])
+    for s, logits in zip(steps, by_hand):
         probs = torch.softmax(logits, dim=-1)
         token = trace.generated_ids[s]
         np.testing.assert_allclose(chosen[s], probs[:, token].numpy(), rtol=2e-3, atol=2e-6)
@@ -83,20 +100,13 @@ def test_lens_matches_a_hand_computation_on_an_unseen_prompt(tiny):
     check_against_hand(tiny, trace, range(6))
 
 
-def test_real_model_lens_matches_a_hand_computation(smollm):
-    trace = viz.record(
-        smollm,
-        "Name a planet with rings, and say why it has them.",
-        chat=True,
-        max_new_tokens=6,
-        lens=True,
-    )
-    assert trace.lens.n_layers == 30 and trace.lens.top == 5
-    check_against_hand(smollm, trace, range(trace.n_generated))
+def test_real_model_lens_matches_a_hand_computation(smollm, story):
+    assert story.lens.n_layers == 30 and story.lens.top == 5
+    check_against_hand(smollm, story, [0, 1, 2, 3, 4, 5, 63])  # the first steps and the last
     # the last row is the model's own output: its top-5 are the step's own candidates
-    for s, step in enumerate(trace.steps):
-        assert list(trace.lens.ids()[s, -1]) == step.top_ids[:5]
-        np.testing.assert_allclose(trace.lens.chosen_probs()[s, -1], step.prob, rtol=1e-3)
+    for s, step in enumerate(story.steps):
+        assert list(story.lens.ids()[s, -1]) == step.top_ids[:5]
+        np.testing.assert_allclose(story.lens.chosen_probs()[s, -1], step.prob, rtol=1e-3)
 
 
 def test_the_last_layer_is_the_model_output_and_tokens_do_not_change(tiny, looked):
@@ -177,17 +187,10 @@ def test_a_64_step_lens_trace_stays_within_the_size_budget(make_tiny, tmp_path):
     assert trace.lens.rows == 31 and size <= 300_000, size
 
 
-def test_real_model_64_step_lens_trace_stays_within_the_size_budget(smollm, tmp_path):
-    trace = viz.record(
-        smollm,
-        "Tell me a story about a robot.",
-        chat=True,
-        max_new_tokens=64,
-        stop_at_eos=False,
-        lens=True,
-    )
-    size = trace.save(tmp_path / "t.json").stat().st_size
-    lens_bytes = len(json.dumps(json.loads(trace.to_json())["lens"]))
+def test_real_model_64_step_lens_trace_stays_within_the_size_budget(story, tmp_path):
+    assert story.n_generated == 64 and story.lens.steps == 64
+    size = story.save(tmp_path / "t.json").stat().st_size
+    lens_bytes = len(json.dumps(json.loads(story.to_json())["lens"]))
     assert size <= 300_000 and lens_bytes <= 100_000, (size, lens_bytes)
 
 
@@ -274,21 +277,21 @@ def test_lens_table_and_bad_layers(looked):
 
 
 # ---- the command line ------------------------------------------------------------------------
-def test_cli_lens_reads_a_trace_and_refuses_bad_input(looked, tmp_path, capsys):
+def test_cli_lens_reads_a_trace_and_refuses_bad_input(looked, tiny, tmp_path, capsys):
+    """Through the command's entry point in this process (a child each costs ~4 s of imports;
+    test_cli_lens_records_the_real_model runs `python -m viz lens` as a child, and test_cli
+    checks that a child refusing bad input exits 2 with one line and no traceback)."""
     from viz.cli import main
 
     path = looked.save(tmp_path / "lens.json")
-    proc = run_cli(tmp_path, "lens", str(path), "--exit-layer", "2", "--draft-tokens", "2")
-    assert proc.returncode == 0, proc.stderr
-    assert "logit lens of tiny-gqa" in proc.stdout and "L=2" in proc.stdout
-    assert "tokens per full pass" in proc.stdout
-    # a process refusing bad input: exit status 2, one line, no traceback
-    proc = run_cli(tmp_path, "lens", str(tmp_path / "none.json"))
-    assert proc.returncode == 2 and "no trace file" in proc.stderr, proc.stderr
-    assert "Traceback" not in proc.stderr
-    # the other refusals through the same entry point, in this process (a child each: ~4 s)
-    plain = viz.record(spread_model(), "ab", max_new_tokens=3).save(tmp_path / "plain.json")
+    assert main(["lens", str(path), "--exit-layer", "2", "--draft-tokens", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "logit lens of tiny-gqa" in out and "L=2" in out
+    assert "tokens per full pass" in out
+    # bad input: exit status 2, one line (anything but a ValueError would raise here)
+    plain = viz.record(tiny, "ab", max_new_tokens=3).save(tmp_path / "plain.json")
     for args, message in [
+        ((str(tmp_path / "none.json"),), "no trace file"),
         ((str(plain),), "no logit lens"),
         ((str(path), "--exit-layer", "4"), "exit_layer must be a layer number from 1 to 3"),
         (
@@ -313,26 +316,32 @@ def test_cli_lens_records_the_real_model(tmp_path):
         "--chat",
         "--max-new-tokens",
         "8",
+        "--exit-layer",
+        "24",
+        "--draft-tokens",
+        "2",
         "-o",
         str(out),
     )
     assert proc.returncode == 0, proc.stderr
     assert "Paris" in proc.stdout and "the answer settles at layer" in proc.stdout
+    assert "L=24" in proc.stdout and "tokens per full pass" in proc.stdout
     assert Trace.load(out).lens.n_layers == 30
 
 
 def test_the_report_shows_the_lens_when_it_was_recorded(looked, tiny, tmp_path):
+    """From the command line, as any trace (its entry point in this process: a child would add
+    ~4 s of imports to what test_cli checks already); the report it writes is report_html's."""
     import re
 
+    from viz.cli import main
     from viz.views.report import report_html
 
-    html = report_html(looked)
+    path = looked.save(tmp_path / "lens.json")
+    assert main(["report", str(path), "-o", str(tmp_path / "r.html")]) == 0
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert re.findall(r'<section id="([a-z]+)">', html)[-1] == "lens"
+    assert "<h2>The logit lens</h2>" in html
     assert re.search(r'Plotly.newPlot\(\s*"viz-lens-plot"', html)
     assert re.search(r'Plotly.newPlot\(\s*"viz-lens-step-plot"', html)
     assert "<h2>The logit lens</h2>" not in report_html(viz.record(tiny, "ab", max_new_tokens=2))
-    # and from the command line, as any trace
-    path = looked.save(tmp_path / "lens.json")
-    proc = run_cli(tmp_path, "report", str(path), "-o", str(tmp_path / "r.html"))
-    assert proc.returncode == 0, proc.stderr
-    assert "viz-lens-step-plot" in (tmp_path / "r.html").read_text(encoding="utf-8")

@@ -1,5 +1,6 @@
 """benchmarks/crosscheck.py: GuideLLM's report read in viz's terms, the ratios and verdicts worked
-out by hand, and its --quick mode end to end with viz's side only (`--peer none`).
+out by hand. Its --quick mode end to end with viz's side only (`--peer none`) runs in
+tests/test_serve_real.py, against the real server that module starts anyway.
 
 GuideLLM itself is not installed here: its venv (~1.5 GB with torch, a minute to make) is made
 by the script on its first real run, outside `make test`. The report below has the fields the
@@ -17,13 +18,18 @@ from viz.spread import Spread
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "crosscheck.py"
 
 
-@pytest.fixture(scope="module")
-def cc():
+def load_crosscheck():
+    """The script as a module (it is no package's)."""
     spec = importlib.util.spec_from_file_location("crosscheck", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     sys.modules["crosscheck"] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="module")
+def cc():
+    return load_crosscheck()
 
 
 def gl_request(start, ttft_ms, n, gap_ms, prompt=94):
@@ -136,16 +142,6 @@ def test_the_guidellm_command_caps_answers_without_ignore_eos(cc, tmp_path):
     assert "target=http://127.0.0.1:8000,model=/m,max_tokens=32" in line
     assert "kind=synthetic_text,prompt_tokens=64 " in line and "output_tokens" not in line
     assert "kind=concurrent,streams=8" in line and "kind=max_requests,count=16" in line
-
-
-@pytest.mark.real_model
-def test_quick_runs_vizs_side_against_the_embedded_server(cc, tmp_path, capsys):
-    assert cc.main(["--quick", "--peer", "none", "-o", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
-    assert "workload: 16 tokens in, 8 out, 4 requests" in out
-    assert "viz load --concurrency 2: 4 completed" in out
-    assert (tmp_path / "viz-1-0.json").is_file() and (tmp_path / "crosscheck.txt").is_file()
-    assert "n/a (no values)" in out  # no peer: nothing to divide by
 
 
 def test_repeats_alternate_the_order_and_pool_the_requests(cc):

@@ -2,8 +2,9 @@
 the client's clock agrees with the server's own per-token timestamps, what continuous
 batching does with a small load, and one request at a time for contrast.
 
-One continuous-batching server for the whole session (~10 s to start, ~1.2 GB); the
-one-at-a-time server only for its test. Marked `real_model` (they need `make model`).
+One continuous-batching server for the whole session (~10 s to start, ~1.2 GB), which
+benchmarks/crosscheck.py --quick also runs against; one one-at-a-time server for the two tests
+that contrast it. Marked `real_model` (they need `make model`).
 """
 
 import math
@@ -44,6 +45,18 @@ def cb_server():
     pid = server.pid
     server.stop()
     assert gone(pid), "the embedded server outlived its stop()"
+
+
+@pytest.fixture(scope="module")
+def one_server():
+    """One server serving one request at a time, for both tests that contrast it (a start costs
+    ~6 s): what it leaves behind is checked when it stops."""
+    server = EmbeddedServer(continuous_batching=False, record=True).start()
+    yield server
+    pid = server.pid
+    server.stop()
+    assert gone(pid), "the embedded server outlived its stop()"
+    assert not server.log_path.exists()  # a clean stop leaves no temporary files
 
 
 def test_the_server_answers_as_generate_does(cb_server, smollm):
@@ -138,14 +151,10 @@ def test_continuous_batching_joins_shares_and_pages(cb_server, tmp_path):
     assert cb_server.peak_rss_bytes() < 1.6e9  # the sizing keeps it within Binder's budget
 
 
-def test_one_request_at_a_time_queues_the_rest():
-    with EmbeddedServer(continuous_batching=False, record=True) as server:
-        run = run_load(
-            server, concurrency=2, n_requests=2, prompts=PROMPTS[:2], max_tokens=6, progress=False
-        )
-        pid = server.pid
-    assert gone(pid)
-    assert not server.log_path.exists()  # a clean stop leaves no temporary files
+def test_one_request_at_a_time_queues_the_rest(one_server):
+    run = run_load(
+        one_server, concurrency=2, n_requests=2, prompts=PROMPTS[:2], max_tokens=6, progress=False
+    )
     assert all(r.ok for r in run.requests) and run.schedule is None
     first, second = sorted(run.requests, key=lambda r: r.server.started_s)
     # both were sent together (a busy machine may start one thread a little late); the server
@@ -221,13 +230,12 @@ def test_a_rate_sweep_from_the_command_line(cb_server, tmp_path, capsys):
     assert "Rate sweeps" in html and "viz-load-pareto" in html
 
 
-def test_a_one_at_a_time_server_saturates_at_its_own_pace():
+def test_a_one_at_a_time_server_saturates_at_its_own_pace(one_server):
     from viz.serve import sweep_rates
 
-    with EmbeddedServer(continuous_batching=False, record=True) as server:
-        sweep = sweep_rates(
-            server, n_requests=4, n_rates=1, max_tokens=4, progress=False, prompts=PROMPTS
-        )
+    sweep = sweep_rates(
+        one_server, n_requests=4, n_rates=1, max_tokens=4, progress=False, prompts=PROMPTS
+    )
     one = sweep.point("synchronous")
     top = sweep.point("throughput")
     r_one, r_top = (p.figure("requests_per_s", sweep.slo).median for p in (one, top))
@@ -285,3 +293,27 @@ def test_a_synthetic_workload_is_what_the_server_counts(cb_server, tmp_path, cap
     )
     assert "workload   32 tokens in, 4 out, 2 streams" in capsys.readouterr().out
     assert {r.prompt_tokens for r in LoadRun.load(out).requests} == {62}
+
+
+def test_quick_runs_vizs_side_against_the_embedded_server(cb_server, tmp_path, capsys, monkeypatch):
+    """benchmarks/crosscheck.py --quick --peer none (tests/test_serve_crosscheck.py checks the
+    rest of it) on this module's server, which is the one the script starts: a second start
+    would cost ~6 s."""
+    import contextlib
+
+    import viz.serve
+    from test_serve_crosscheck import load_crosscheck
+
+    @contextlib.contextmanager
+    def this_server(**settings):
+        assert settings == {"continuous_batching": True, "record": True}  # cb_server's
+        yield cb_server
+
+    cc = load_crosscheck()
+    monkeypatch.setattr(viz.serve, "EmbeddedServer", this_server)
+    assert cc.main(["--quick", "--peer", "none", "-o", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "workload: 16 tokens in, 8 out, 4 requests" in out
+    assert "viz load --concurrency 2: 4 completed" in out
+    assert (tmp_path / "viz-1-0.json").is_file() and (tmp_path / "crosscheck.txt").is_file()
+    assert "n/a (no values)" in out  # no peer: nothing to divide by
