@@ -321,15 +321,7 @@ def test_binder_build_emulated(tmp_path):
         "-p",
         "no:cacheprovider",
         *[str(p.relative_to(ROOT)) for p in lessons],
-        "--nbval",
-        "--nbval-current-env",
-        "--nbval-cell-timeout=600",
-        "--nbval-sanitize-with",
-        "tests/nbval-sanitize.cfg",
-        "-p",
-        "tools.nbval_memory",
-        "-p",
-        "tools.nbval_tolerance",
+        *course.NBVAL_ARGS,
         f"--peak-memory-json={memory_json}",
     ]
     times["nbval_s"] = run(nbval, log, cwd=repo, env=dict(env, PYTHONPATH=str(offline)))

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from tools import other_kernels
+from tools import course, other_kernels
 
 NICE = 19  # beside the browser's lessons: only the CPU they leave idle (tools/other_kernels.run)
 
@@ -44,7 +44,7 @@ def test_the_makefile_runs_the_same_tool():
     makefile = (other_kernels.ROOT / "Makefile").read_text()
     assert "-m tools.other_kernels" in makefile
     nbval = makefile.split("NBVAL := ", 1)[1].split("\n\n", 1)[0]
-    assert " ".join(other_kernels.NBVAL_ARGS) == " ".join(nbval.replace("\\\n", " ").split())
+    assert " ".join(course.NBVAL_ARGS) == " ".join(nbval.replace("\\\n", " ").split())
 
 
 @pytest.mark.slow

@@ -48,17 +48,18 @@ def inductor_run(one_layer):
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     setting = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
     run = measure_compiled_step(one_layer, prompt=PROMPT, new_tokens=5, repeats=2)
-    left = [p for p in psutil.Process().children(recursive=True) if not _others(p, before)]
+    # other tests' processes: running before the compile, or a step of the Binder build running
+    # in the background (tests/test_binder.py: its steps start at any time, and one compiles
+    # optimum-quanto's kernel with c++, seen here in a fresh-clone run)
+    binder = sys.modules.get("test_binder")
+    theirs = before | {p.pid for p in getattr(binder, "_RUNNING", [])}
+    left = [p for p in psutil.Process().children(recursive=True) if not _others(p, theirs)]
     return run, [what for what in map(_described, left) if _is_the_compiles(what)], setting
 
 
-def _others(process: psutil.Process, before: set[int]) -> bool:
+def _others(process: psutil.Process, theirs: set[int]) -> bool:
     """Whether `process` belongs to another test's fixture: it, or a process it descends from
-    below this one, ran before the compile began or is a step of the Binder build running in
-    the background (tests/test_binder.py: its steps start at any time, and one compiles
-    optimum-quanto's kernel with c++, seen here in a fresh-clone run)."""
-    binder = sys.modules.get("test_binder")
-    theirs = before | {p.pid for p in getattr(binder, "_RUNNING", [])}
+    below this one, is one of `theirs`."""
     try:
         line = [process] + process.parents()
     except psutil.Error:  # ended meanwhile

@@ -51,6 +51,19 @@ MAX_NOTEBOOK_BYTES = 1_000_000  # each committed notebook stays under 1 MB
 # cell): 1.65 + 0.15 GB stays under Binder's 2 GB. The weights' pages are clean file-backed
 # pages of the mmapped cache, which the system can drop under pressure.
 MEMORY_BUDGET_BYTES = 1_650_000_000
+# nbval as `make test` runs it over notebooks/ (the Makefile's NBVAL; tests/test_other_kernels.py
+# checks that the two agree): the Binder emulation and tools/other_kernels.py run it too.
+NBVAL_ARGS = [
+    "--nbval",
+    "--nbval-current-env",
+    "--nbval-cell-timeout=600",
+    "--nbval-sanitize-with",
+    "tests/nbval-sanitize.cfg",
+    "-p",
+    "tools.nbval_memory",
+    "-p",
+    "tools.nbval_tolerance",
+]
 CELL_TIMEOUT_S = 600  # one cell may run this long before the execution is abandoned
 
 README_START = (

@@ -21,7 +21,8 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-ROOT = Path(__file__).resolve().parent.parent
+from tools.course import NBVAL_ARGS, ROOT
+
 
 # torch's plainest kernels: what `make test-other-kernels` and tests/test_other_kernels.py set.
 OTHER_KERNELS = {
@@ -31,18 +32,6 @@ OTHER_KERNELS = {
 }
 # The lessons whose compared outputs are computed, not timed (by number).
 LESSONS = ("01", "02", "05", "07", "14")
-# nbval as `make test` runs it over notebooks/ (the Makefile's NBVAL).
-NBVAL_ARGS = [
-    "--nbval",
-    "--nbval-current-env",
-    "--nbval-cell-timeout=600",
-    "--nbval-sanitize-with",
-    "tests/nbval-sanitize.cfg",
-    "-p",
-    "tools.nbval_memory",
-    "-p",
-    "tools.nbval_tolerance",
-]
 
 
 def notebooks() -> list[Path]:
