@@ -199,6 +199,7 @@ class PeakRSS:
         self.pid = pid
         self.proc = psutil.Process(pid)
         self.sampled = 0
+        self.samples = 0  # how many samples were taken
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, args=(every_s,), daemon=True)
         self._thread.start()
@@ -225,6 +226,7 @@ class PeakRSS:
                 except psutil.Error:  # it ended between the listing and the reading
                     pass
             self.sampled = max(self.sampled, total)
+            self.samples += 1
             self._stop.wait(every_s)
 
     def high_water_mark(self) -> Optional[int]:
