@@ -207,12 +207,24 @@ HEAVY_FILES = (
 BROWSER_LESSON = "tests/test_browser.py::test_lesson_runs_in_the_browser["
 # `make test` runs on two pytest-xdist workers (`-n 2`, the Makefile's TEST_WORKERS), with the
 # scheduler below: a lesson's browser run and nbval's comparison of that run
-# (tools/nbval_replay.py) must happen on one worker, in that order, so the lessons form one
-# unit; every other test module is one unit, handed to whichever worker is free (its module
-# fixtures built once). One lesson at a time: two lessons side by side on two cores, each
-# with two torch threads, ran ten times slower than alone (the long-context lesson: 82 s alone,
-# over 13 minutes beside the logit lens).
+# (tools/nbval_replay.py) must happen on one worker, in that order, so the lessons form units
+# of whole lessons; every other test module is one unit, handed to whichever worker is free
+# (its module fixtures built once). The lessons that measure run one at a time, in one unit:
+# two of them side by side on two cores, each with two torch threads, ran ten times slower
+# than alone (the long-context lesson: 82 s alone, over 13 minutes beside the logit lens,
+# before OMP_WAIT_POLICY=PASSIVE). The light lessons (LESSONS_BESIDE: mostly text, a few short
+# recordings, no sweep that judges a timing against the yardsticks) form a second unit, which
+# the other worker runs once its own tests are done: measured with nbclient, the long-context
+# lesson took 74.6 s alone and 91.0 s with lessons 15, 00 and 01 run one after another beside
+# it (26.1, 17.1 and 9.1 s; alone 24.9, 16.1 and 8.7 s). The lessons' worker is the longest
+# (a fresh clone: 1,029 s of 1,049), and the other one had about 230 s to spare.
 LESSONS_UNIT = "lessons"
+LESSONS_BESIDE_UNIT = "lessons beside"
+LESSONS_BESIDE = (
+    "00_start_here.ipynb",
+    "01_from_text_to_vectors.ipynb",
+    "15_the_whole_course.ipynb",
+)
 
 
 def _lesson_of(nodeid: str) -> Optional[str]:
@@ -225,8 +237,12 @@ def _lesson_of(nodeid: str) -> Optional[str]:
 
 
 def work_unit(nodeid: str) -> str:
-    """What pytest-xdist hands to one worker as a whole: all the lessons, or a test module."""
-    return LESSONS_UNIT if _lesson_of(nodeid) else nodeid.split("::")[0]
+    """What pytest-xdist hands to one worker as a whole: the lessons that measure, the light
+    lessons (LESSONS_BESIDE), or a test module."""
+    lesson = _lesson_of(nodeid)
+    if lesson is None:
+        return nodeid.split("::")[0]
+    return LESSONS_BESIDE_UNIT if lesson in LESSONS_BESIDE else LESSONS_UNIT
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -243,20 +259,21 @@ def pytest_xdist_make_scheduler(config, log):
     return LessonGroups(config, log)
 
 
-def _run_order(nodeid: str, workers: bool) -> int:
+def _run_order(nodeid: str, workers: bool) -> float:
     """One process (a plain run): the quick tests first, while the Binder build runs in the
     background (`_binder_build_starts`: pip and postBuild, about one core); then what drives
     a kernel, a browser or a server, which wants both cores; the Binder test last, collecting
-    its build. Two workers (pytest-xdist hands out the units in this order): the lessons to
-    one worker, the quick tests to the other (which starts the Binder build in the background
-    with its first test, `_binder_build_starts_beside`), then the other browser tests, the
-    Binder tests, and last nbval with other kernels (tests/test_other_kernels.py: by then
-    that worker has nothing else to do while the lessons go on)."""
+    its build. Two workers (pytest-xdist hands out the units in this order): the lessons that
+    measure to one worker, the quick tests to the other (which starts the Binder build in the
+    background with its first test, `_binder_build_starts_beside`), then the other browser
+    tests, the Binder tests, the light lessons (LESSONS_BESIDE), and last nbval with other
+    kernels (tests/test_other_kernels.py: by then that worker has nothing else to do while the
+    lessons go on)."""
     heavy = nodeid.split("::")[0] in HEAVY_FILES or not nodeid.startswith("tests/")
     if not workers:
         return 2 if nodeid == BINDER_TEST else 1 if heavy else 0
     if _lesson_of(nodeid):
-        return 0
+        return 4.5 if work_unit(nodeid) == LESSONS_BESIDE_UNIT else 0
     if nodeid.split("::")[0] == OTHER_KERNELS_FILE:
         return 5
     return 4 if nodeid.split("::")[0] == BINDER_TEST.split("::")[0] else 3 if heavy else 2

@@ -218,22 +218,47 @@ def test_sanitizers_keep_what_is_fixed(text):
 
 def test_the_lessons_are_handed_out_as_units_of_whole_lessons():
     """`make test`'s workers (tests/conftest.py): every lesson's browser test and its nbval
-    items (cells and peak memory) go to one worker, in one unit; other tests by module."""
+    items (cells and peak memory) go to one worker, in one unit (the light lessons in a unit of
+    their own); other tests by module."""
     import conftest
 
-    units = set()
+    units = {}
     for p in course.notebook_paths():
-        units |= {
+        units[p.name] = {
             conftest.work_unit(f"tests/test_browser.py::test_lesson_runs_in_the_browser[{p.name}]"),
             conftest.work_unit(f"notebooks/{p.name}::Cell 3"),
             conftest.work_unit(f"notebooks/{p.name}::peak-memory"),
         }
-    assert units == {conftest.LESSONS_UNIT}
+    beside = {name for name, u in units.items() if u == {conftest.LESSONS_BESIDE_UNIT}}
+    assert beside == set(conftest.LESSONS_BESIDE)
+    assert all(u == {conftest.LESSONS_UNIT} for name, u in units.items() if name not in beside)
     assert conftest.work_unit("tests/test_spread.py::test_text") == "tests/test_spread.py"
     assert (
         conftest.work_unit("tests/test_browser.py::test_make_lab_serves_the_lessons")
         == "tests/test_browser.py"
     )
+
+
+def test_each_lessons_browser_run_comes_before_its_nbval_items():
+    """Under two workers the collection is sorted by `_run_order` (stably): within each unit of
+    lessons, a lesson's browser run (which nbval replays) is ordered before its nbval items,
+    and the light lessons come after every other test but nbval with other kernels."""
+    import conftest
+
+    names = [p.name for p in course.notebook_paths()]
+    collected = ["tests/test_spread.py::test_text", conftest.OTHER_KERNELS_FILE + "::test_x"]
+    collected += [f"{conftest.BROWSER_LESSON}{n}]" for n in names]
+    collected += [conftest.BINDER_TEST]
+    collected += [f"notebooks/{n}::{cell}" for n in names for cell in ("Cell 1", "peak-memory")]
+    ordered = sorted(collected, key=lambda n: conftest._run_order(n, workers=True))
+    for n in names:
+        browser = ordered.index(f"{conftest.BROWSER_LESSON}{n}]")
+        assert browser < ordered.index(f"notebooks/{n}::Cell 1"), n
+    first_beside = min(
+        i for i, n in enumerate(ordered) if conftest.work_unit(n) == conftest.LESSONS_BESIDE_UNIT
+    )
+    assert ordered[first_beside - 1] == conftest.BINDER_TEST
+    assert ordered[-1] == conftest.OTHER_KERNELS_FILE + "::test_x"
 
 
 def test_a_run_puts_the_environment_back_even_after_an_error(monkeypatch):
