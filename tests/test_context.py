@@ -331,6 +331,31 @@ def test_a_cached_prefix_gives_the_first_token_of_a_full_prefill(tiny):
     assert torch.allclose(reference, reused, atol=1e-4)
 
 
+def test_the_whole_prompt_is_prefilled_once_a_round(tiny_gqa, monkeypatch):
+    """The uncached pass is the same whatever share is cached: one a round (and the warm-up),
+    not one per share; each share's cached pass runs once a round."""
+    from viz.perf import prefix
+
+    lengths = []
+    real = prefix.compat.last_logits
+
+    def counting(model):
+        forward = real(model)
+
+        def counted(ids, cache):
+            lengths.append(ids.shape[1])
+            return forward(ids, cache)
+
+        return counted
+
+    monkeypatch.setattr(prefix.compat, "last_logits", counting)
+    sweep = perf.prefix_cache_sweep(tiny_gqa, 64, [0.0, 0.5, 0.75], repeats=3, progress=False)
+    # prefixes 32 and 48 filled once; the whole 64 once a round plus a warm-up; and each
+    # share's new tokens (64, 32, 16) once a round
+    assert sorted(lengths) == sorted([32, 48] + [64] * 4 + [64, 32, 16] * 3)
+    assert len(set(sweep.column("ttft_full_s"))) == 1
+
+
 def test_prefix_cache_sweep_refuses_a_whole_prompt_cached(tiny_gqa):
     with pytest.raises(ValueError, match="at least one token of each prompt must be new"):
         perf.prefix_cache_sweep(tiny_gqa, 64, [0.5, 1.0], progress=False)

@@ -57,14 +57,14 @@ def prefix_cache_sweep(
     """Share of the prompt already cached → time to first token, recomputed vs reused.
 
     For each share s, the first k = round(s·n) of n prompt tokens are a prefix prefilled once
-    (untimed: an earlier request paid for it). Timed, interleaved over shares and repeats:
-    the whole prompt prefilled into an empty cache, and the last n − k tokens prefilled over
-    the kept prefix.
+    (untimed: an earlier request paid for it). Timed, in `repeats` rounds: the whole prompt
+    prefilled into an empty cache (once a round: the same pass whatever the share), then, for
+    each share, the last n − k tokens prefilled over the kept prefix.
     Columns (medians over `repeats`):
       shared_tokens       k
       shared_share        k / n
       new_tokens          n − k, the tokens computed when the prefix is reused
-      ttft_full_s         the whole prompt's prefill
+      ttft_full_s         the whole prompt's prefill (the same runs on every row)
       ttft_cached_s       the new tokens' prefill over the cached prefix
       speedup             ttft_full_s / ttft_cached_s
       same_first_token    1 if both choose the same greedy first token, else 0
@@ -96,8 +96,10 @@ def prefix_cache_sweep(
         caches = _prefill_prefixes(lm, forward, ids, shared, bar)
         _first_token(clock, forward, ids, compat.new_cache(lm.model))  # warm-up, not kept
         for _ in range(repeats):
+            # The whole prompt into an empty cache: the same pass whatever share is cached,
+            # so timed once a round, beside the round's cached passes.
+            t_full, l_full = _first_token(clock, forward, ids, compat.new_cache(lm.model))
             for k in shared:
-                t_full, l_full = _first_token(clock, forward, ids, compat.new_cache(lm.model))
                 t_cached, l_cached = _first_token(clock, forward, ids[:, k:], caches[k])
                 compat.trim_cache(caches[k], k)
                 full[k].append(t_full)
