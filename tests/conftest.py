@@ -211,13 +211,13 @@ BROWSER_LESSON = "tests/test_browser.py::test_lesson_runs_in_the_browser["
 # of whole lessons; every other test module is one unit, handed to whichever worker is free
 # (its module fixtures built once). The lessons that measure run one at a time, in one unit:
 # two of them side by side on two cores, each with two torch threads, ran ten times slower
-# than alone (the long-context lesson: 82 s alone, over 13 minutes beside the logit lens,
-# before OMP_WAIT_POLICY=PASSIVE). The light lessons (LESSONS_BESIDE: mostly text, a few short
-# recordings, no sweep that judges a timing against the yardsticks) form a second unit, which
-# the other worker runs once its own tests are done: measured with nbclient, the long-context
+# than alone in an earlier run (the long-context lesson: 82 s alone, over 13 minutes beside
+# the logit lens). The three shortest lessons that do not measure the machine
+# first (LESSONS_BESIDE: 25-41 s each in the browser) form a second unit, which the other
+# worker runs once its own tests are done: measured with nbclient, the long-context
 # lesson took 74.6 s alone and 91.0 s with lessons 15, 00 and 01 run one after another beside
-# it (26.1, 17.1 and 9.1 s; alone 24.9, 16.1 and 8.7 s). The lessons' worker is the longest
-# (a fresh clone: 1,029 s of 1,049), and the other one had about 230 s to spare.
+# it (26.1, 17.1 and 9.1 s; 15 and 00 alone: 24.9 and 16.1 s). The lessons' worker was the
+# longer (a fresh clone: 1,029 s of a 1,049 s pytest), and the other had about 230 s to spare.
 LESSONS_UNIT = "lessons"
 LESSONS_BESIDE_UNIT = "lessons beside"
 LESSONS_BESIDE = (
