@@ -272,8 +272,9 @@ def _run_order(nodeid: str, workers: bool) -> float:
     heavy = nodeid.split("::")[0] in HEAVY_FILES or not nodeid.startswith("tests/")
     if not workers:
         return 2 if nodeid == BINDER_TEST else 1 if heavy else 0
-    if _lesson_of(nodeid):
-        return 4.5 if work_unit(nodeid) == LESSONS_BESIDE_UNIT else 0
+    lesson = _lesson_of(nodeid)
+    if lesson is not None:
+        return 4.5 if lesson in LESSONS_BESIDE else 0
     if nodeid.split("::")[0] == OTHER_KERNELS_FILE:
         return 5
     return 4 if nodeid.split("::")[0] == BINDER_TEST.split("::")[0] else 3 if heavy else 2

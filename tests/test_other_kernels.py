@@ -10,9 +10,9 @@ import os
 import re
 import subprocess
 import sys
-import time
 
 import pytest
+from serve_support import gone
 
 from tools import course, other_kernels
 
@@ -75,8 +75,6 @@ def test_the_run_is_a_lower_priority_session_of_its_own():
 def test_a_run_past_its_time_leaves_nothing_behind(tmp_path):
     """A timeout stops the run's whole group: here a child that starts a grandchild (as nbval
     starts a lesson's kernel)."""
-    import psutil
-
     pid_file = tmp_path / "grandchild"
     script = (
         "import subprocess, sys, time; "
@@ -86,15 +84,4 @@ def test_a_run_past_its_time_leaves_nothing_behind(tmp_path):
     with pytest.raises(subprocess.TimeoutExpired, match="timed out after"):
         other_kernels.run_group([sys.executable, "-c", script], dict(os.environ), timeout_s=3)
     grandchild = int(pid_file.read_text())
-    deadline = time.monotonic() + 5
-    while psutil.pid_exists(grandchild) and time.monotonic() < deadline:
-        try:
-            if psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE:
-                break
-        except psutil.NoSuchProcess:
-            break
-        time.sleep(0.1)
-    alive = psutil.pid_exists(grandchild) and (
-        psutil.Process(grandchild).status() != psutil.STATUS_ZOMBIE
-    )
-    assert not alive, f"the run's grandchild {grandchild} is still running"
+    assert gone(grandchild, timeout_s=5), f"the run's grandchild {grandchild} is still running"
