@@ -12,6 +12,8 @@ Prints medians and ratios (a benchmark, not a test: nothing here fails on a slow
 2. load_model: cold (first run: unpack the wheel, check it, dequantize, cache — forced with a
    temporary VIZ_CACHE_DIR holding only a link to the cached wheel), warm in a fresh Python
    process (imports included), and warm again in the same process. Target: warm ≤ 3 s.
+   Then what the first load imports and never runs: torch's compiler and distributed
+   packages, which transformers' modules import when they are imported.
 3. trace file size for 64 steps. Target: ≤ 200 KB.
 4. whole-course time: executes notebooks/*.ipynb as `make notebooks` would (when any exist).
    Target: ≤ 5 min on a 2-core CPU.
@@ -203,6 +205,77 @@ print(time.perf_counter() - t0)
 """
 
 
+# What the first load imports that a load and an eager decode never run: torch's compiler
+# stack and its distributed (tensor-parallel) machinery, pulled in by transformers' modules.
+IMPORTS_SNIPPET = """
+import sys
+import torch, transformers  # noqa: E401
+sys.stderr.write("viz-load-starts\\n")
+import viz
+viz.load_model()
+"""
+NEVER_RUN = ("torch._dynamo", "torch._inductor", "torch.distributed", "torch.export", "sympy")
+
+
+def import_tree(stderr: str) -> list[tuple[int, str, float, int]]:
+    """`python -X importtime`'s lines after the snippet's mark, as (depth, module, cumulative
+    seconds, index of the module that imported it or -1). Children are printed before their
+    parent: an entry's parent is the next one printed less deeply."""
+    rows = []
+    for line in stderr.split("viz-load-starts", 1)[-1].splitlines():
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        _, cumulative, name = line[len("import time:") :].split("|")
+        depth = (len(name) - len(name.lstrip(" "))) // 2
+        rows.append([depth, name.strip(), int(cumulative) / 1e6, -1])
+    stack: list[int] = []  # indices of entries printed after this one, shallower first
+    for i in range(len(rows) - 1, -1, -1):
+        while stack and rows[stack[-1]][0] >= rows[i][0]:
+            stack.pop()
+        rows[i][3] = stack[-1] if stack else -1
+        stack.append(i)
+    return [tuple(r) for r in rows]
+
+
+def never_run_imports(rows: list[tuple[int, str, float, int]]) -> list[tuple[str, float, str]]:
+    """The outermost imports of NEVER_RUN's packages (none of them inside another): (module,
+    cumulative seconds, the module that imported it)."""
+
+    def listed(name: str) -> bool:
+        return any(name == p or name.startswith(p + ".") for p in NEVER_RUN)
+
+    out = []
+    for depth, name, seconds, parent in rows:
+        if not listed(name):
+            continue
+        up, nested = parent, False
+        while up >= 0:
+            nested |= listed(rows[up][1])
+            up = rows[up][3]
+        if not nested:
+            out.append((name, seconds, rows[parent][1] if parent >= 0 else "(the load)"))
+    return out
+
+
+def bench_unused_imports() -> None:
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", IMPORTS_SNIPPET],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found = sorted(never_run_imports(import_tree(done.stderr)), key=lambda r: -r[1])
+    print(
+        "imported by the first load_model, never run by a load or an eager decode "
+        "(python -X importtime, one fresh process, outermost imports):"
+    )
+    for name, seconds, by in found:
+        if seconds >= 0.01:
+            print(f"  {name:<45}{seconds:>6.2f} s, imported by {by}")
+    print(f"  in all {sum(s for _, s, _ in found):.2f} s of the first load")
+
+
 def _timed_subprocess(env: dict, snippet: str = LOAD_SNIPPET, *args: str) -> list[float]:
     """The floats the snippet prints last (LOAD_SNIPPET: [total to a loaded model, of which
     `import torch, transformers`, the rest, a 2nd load])."""
@@ -255,6 +328,7 @@ def bench_load(repeats: int, cold: bool) -> None:
         f"target warm load <= 3 s: {'met' if total <= 3 else 'MISSED'} from a fresh process "
         f"(imports included); {'met' if second <= 3 else 'MISSED'} once imported"
     )
+    bench_unused_imports()
 
 
 def bench_trace_size(lm) -> None:

@@ -178,6 +178,36 @@ def test_gpu_check_budget_skips_instead_of_overrunning(tmp_path):
     assert {s["status"] for s in summary["steps"]} == {"skipped (time budget)"}
 
 
+def test_speed_budget_names_the_outermost_imports_a_load_never_runs():
+    """benchmarks/speed_budget.py reads `python -X importtime` (a child printed before its
+    parent, two spaces deeper) after the snippet's mark: a listed package inside another
+    listed one is counted with it, not again; what came before the mark is left out."""
+    speed_budget = load_script("speed_budget")
+
+    def line(microseconds, depth, name):
+        return f"import time: {1:>9} | {microseconds:>10} | {'  ' * depth}{name}"
+
+    text = "\n".join(
+        [
+            "import time: self [us] | cumulative | imported package",
+            line(900_000, 0, "torch._dynamo.before_the_load"),
+            "viz-load-starts",
+            line(100_000, 2, "sympy"),
+            line(400_000, 1, "torch._dynamo"),
+            line(500_000, 0, "transformers.masking_utils"),
+            line(600_000, 1, "torch.distributed.tensor"),
+            line(700_000, 0, "transformers.distributed.sharding_utils"),
+            line(50_000, 0, "torch.export"),
+            line(20_000, 0, "transformers.generation"),
+        ]
+    )
+    assert speed_budget.never_run_imports(speed_budget.import_tree(text)) == [
+        ("torch._dynamo", 0.4, "transformers.masking_utils"),
+        ("torch.distributed.tensor", 0.6, "transformers.distributed.sharding_utils"),
+        ("torch.export", 0.05, "(the load)"),
+    ]
+
+
 def test_shipped_references_load_and_stay_small():
     names = perf.list_references()
     if not names:
