@@ -212,17 +212,20 @@ BROWSER_LESSON = "tests/test_browser.py::test_lesson_runs_in_the_browser["
 # (its module fixtures built once). The lessons that measure run one at a time, in one unit:
 # two of them side by side on two cores, each with two torch threads, ran ten times slower
 # than alone in an earlier run (the long-context lesson: 82 s alone, over 13 minutes beside
-# the logit lens). The three shortest lessons that do not measure the machine
-# first (LESSONS_BESIDE: 25-41 s each in the browser) form a second unit, which the other
-# worker runs once its own tests are done: measured with nbclient, the long-context
-# lesson took 74.6 s alone and 91.0 s with lessons 15, 00 and 01 run one after another beside
-# it (26.1, 17.1 and 9.1 s; 15 and 00 alone: 24.9 and 16.1 s). The lessons' worker was the
-# longer (a fresh clone: 1,029 s of a 1,049 s pytest), and the other had about 230 s to spare.
+# the logit lens). The four shortest lessons (LESSONS_BESIDE: 23-42 s each in the browser)
+# form a second unit, which the other worker runs once its own tests are done: measured with
+# nbclient, the long-context lesson took 74.6 s alone and 91.0 s with lessons 15, 00 and 01
+# run one after another beside it (26.1, 17.1 and 9.1 s; 15 and 00 alone: 24.9 and 16.1 s).
+# None of them measures the machine by then: 02 and 15 ask for the peaks and the fixed cost,
+# which the measuring lessons' first (03) has measured minutes before this unit starts (after
+# the Binder test). Lesson 02 joined them when the lessons' worker was still the longer: in a
+# fresh clone of 033ab62 its tests took 902.7 s, the other worker's 833.5 s (02: 36.2 s).
 LESSONS_UNIT = "lessons"
 LESSONS_BESIDE_UNIT = "lessons beside"
 LESSONS_BESIDE = (
     "00_start_here.ipynb",
     "01_from_text_to_vectors.ipynb",
+    "02_predicting_the_next_token.ipynb",
     "15_the_whole_course.ipynb",
 )
 
