@@ -173,7 +173,7 @@ prediction_speed = None  # ← "plain decode is faster" or "early exit is faster
 
 # %% tags=["nbval-ignore-output"]
 early = perf.compare_early_exit(lm, PROMPT, exit_layer=EXIT_LAYER, draft_tokens=K,
-                                max_new_tokens=32, repeats=3)  # ~10 s: 3 timed rounds each
+                                max_new_tokens=32, repeats=3)  # ~20 s: 3 timed rounds each
 print(early)
 follows = viz.band(early.draft_cost_spread / share, [0.85, 1.15],
                    ["cheaper than its bytes", "follows its bytes", "dearer than its bytes"])
