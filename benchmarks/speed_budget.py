@@ -207,10 +207,11 @@ print(time.perf_counter() - t0)
 
 # What the first load imports that a load and an eager decode never run: torch's compiler
 # stack and its distributed (tensor-parallel) machinery, pulled in by transformers' modules.
-IMPORTS_SNIPPET = """
+LOAD_STARTS = "viz-load-starts"  # written to stderr between the imports and the load
+IMPORTS_SNIPPET = f"""
 import sys
 import torch, transformers  # noqa: E401
-sys.stderr.write("viz-load-starts\\n")
+sys.stderr.write("{LOAD_STARTS}\\n")
 import viz
 viz.load_model()
 """
@@ -222,7 +223,7 @@ def import_tree(stderr: str) -> list[tuple[int, str, float, int]]:
     seconds, index of the module that imported it or -1). Children are printed before their
     parent: an entry's parent is the next one printed less deeply."""
     rows = []
-    for line in stderr.split("viz-load-starts", 1)[-1].splitlines():
+    for line in stderr.split(LOAD_STARTS, 1)[-1].splitlines():
         if not line.startswith("import time:") or "cumulative" in line:
             continue
         _, cumulative, name = line[len("import time:") :].split("|")

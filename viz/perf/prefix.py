@@ -86,7 +86,7 @@ def prefix_cache_sweep(
     clock = Clock(lm.device)
     ids = prompt_ids(lm, prompt_tokens)
     shared = [min(prompt_tokens - 1, round(s * prompt_tokens)) for s in shares]
-    full: dict[int, list[float]] = {k: [] for k in shared}
+    full: list[float] = []  # the whole prompt's prefill, once a round: every row's times
     cached: dict[int, list[float]] = {k: [] for k in shared}
     logits: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
     with (
@@ -99,10 +99,10 @@ def prefix_cache_sweep(
             # The whole prompt into an empty cache: the same pass whatever share is cached,
             # so timed once a round, beside the round's cached passes.
             t_full, l_full = _first_token(clock, forward, ids, compat.new_cache(lm.model))
+            full.append(t_full)
             for k in shared:
                 t_cached, l_cached = _first_token(clock, forward, ids[:, k:], caches[k])
                 compat.trim_cache(caches[k], k)
-                full[k].append(t_full)
                 cached[k].append(t_cached)
                 logits[k] = (l_full, l_cached)
                 bar.update()
@@ -137,7 +137,7 @@ def _prefill_prefixes(
 def _prefix_columns(
     shared: list[int],
     prompt_tokens: int,
-    full: dict[int, list[float]],
+    full: list[float],
     cached: dict[int, list[float]],
     logits: dict[int, tuple[torch.Tensor, torch.Tensor]],
 ) -> tuple[dict[str, list[Any]], dict[str, list[Spread]]]:
@@ -157,7 +157,7 @@ def _prefix_columns(
     }
     spreads: dict[str, list[Spread]] = {}
     for k in shared:
-        a = add_timed(cols, spreads, "ttft_full_s", full[k])
+        a = add_timed(cols, spreads, "ttft_full_s", full)
         b = add_timed(cols, spreads, "ttft_cached_s", cached[k])
         l_full, l_cached = logits[k]
         cols["shared_tokens"].append(k)
