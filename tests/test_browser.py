@@ -2,8 +2,9 @@
 
 nbval proves the kernel side; this proves what a learner sees. For each notebook in notebooks/
 (found by glob), on a COPY of the folder (Lab autosaves, which would overwrite the reference
-outputs): open it and check what it shows before anything runs (each saved plotly figure drawn
-live, not as its static picture; each widget's picture shown; no "model not found"); clear its
+outputs), in one Lab page per worker that each lesson opens in and closes after (LabPage):
+open it and check what it shows before anything runs (each saved plotly figure drawn live, not
+as its static picture; each widget's picture shown; no "model not found"); clear its
 outputs, Run All, then check that every code cell ran in this session (prompts 1..n), that no
 cell shows an error, that every plot, image and widget the saved notebook says the cell makes
 is rendered, that no text in any figure overlaps other text or is cut off and no widget label
@@ -193,6 +194,8 @@ def lab_command(port: int, token: str, root_dir: Path, settings_dir: Path) -> li
         f"--ServerApp.token={token}",
         f"--ServerApp.root_dir={root_dir}",
         f"--LabApp.app_settings_dir={settings_dir}",
+        # window.jupyterapp: the test opens each lesson with Lab's own command (LabPage)
+        "--LabApp.expose_app_in_browser=True",
     ]
 
 
@@ -208,6 +211,15 @@ def lab(tmp_path_factory):
         lab_command(port, token, copy, home / "settings"), env, port, token, home / "server.log"
     ) as base:
         yield base, token, copy
+
+
+@pytest.fixture(scope="module")
+def lab_page(browser, lab):
+    """The one Lab page the lessons of this module (on this worker) open in (LabPage)."""
+    base, token, _ = lab
+    lab_page = LabPage(browser, base, token)
+    yield lab_page
+    lab_page.drop()
 
 
 def kernel_pid(base: str, token: str) -> Optional[int]:
@@ -363,12 +375,62 @@ def wait_for_plots(page, n: int, timeout_s: float = 30) -> None:
         pass
 
 
-def open_notebook(page, base: str, token: str, name: str, n_cells: int) -> None:
-    """Open a lesson and wait until its n_cells cells are on the page (not for its kernel:
-    `wait_for_kernel`, so that the kernel starts while the saved views are checked)."""
-    # A workspace of its own, reset: Lab must not reopen the lessons opened before this one.
-    workspace = Path(name).stem
-    page.goto(f"{base}/lab/workspaces/{workspace}/tree/{name}?reset&token={token}")
+class LabPage:
+    """One JupyterLab page for every lesson a worker opens. Loading Lab took 4-6 s and ~4 s of
+    Chromium's CPU per lesson; opening a notebook in a Lab already loaded takes about half that.
+    Each lesson opens with Lab's own "open" command and is closed (its widgets disposed) after;
+    a page left in doubt (a dialog, a notebook that would not close) is closed, and the next
+    lesson loads Lab afresh."""
+
+    def __init__(self, browser, base: str, token: str):
+        self.browser, self.base, self.token = browser, base, token
+        self.page = None
+
+    def get(self):
+        """The page, with Lab loaded and nothing open in its main area."""
+        if self.page is None:
+            page = self.browser.new_page()
+            # A workspace of its own, reset: Lab must not reopen what an earlier page opened.
+            page.goto(f"{self.base}/lab/workspaces/lessons?reset&token={self.token}")
+            page.wait_for_function(
+                "() => window.jupyterapp && window.jupyterapp.shell", timeout=120_000
+            )
+            page.evaluate("() => window.jupyterapp.restored.then(() => true)")
+            self.page = page
+        return self.page
+
+    def close_notebooks(self) -> None:
+        """Dispose of every widget in Lab's main area (no "save your work?" dialog: the test
+        saved what it needs), then check that the page is clean; if not, drop it."""
+        if self.page is None:
+            return
+        try:
+            clean = self.page.evaluate(
+                """() => {
+                  for (const w of [...window.jupyterapp.shell.widgets('main')]) w.dispose();
+                  return !document.querySelector('.jp-Notebook, .jp-Dialog');
+                }"""
+            )
+        except Exception:
+            clean = False
+        if not clean:
+            self.drop()
+
+    def drop(self) -> None:
+        if self.page is not None:
+            self.page.close()
+            self.page = None
+
+
+def open_notebook(page, name: str, n_cells: int) -> None:
+    """Open a lesson in the loaded Lab and wait until its n_cells cells are on the page (not
+    for its kernel: `wait_for_kernel`, so that the kernel starts while the saved views are
+    checked)."""
+    page.evaluate(
+        "name => window.jupyterapp.commands"
+        ".execute('docmanager:open', {path: name, factory: 'Notebook'}).then(() => true)",
+        name,
+    )
     page.wait_for_function(
         "n => document.querySelectorAll('.jp-Notebook .jp-Cell').length >= n",
         arg=n_cells,
@@ -449,16 +511,20 @@ def test_there_are_lessons_to_open():
 
 
 @pytest.mark.parametrize("path", NOTEBOOK_PATHS, ids=[p.name for p in NOTEBOOK_PATHS])
-def test_lesson_runs_in_the_browser(path, browser, lab):
+def test_lesson_runs_in_the_browser(path, lab, lab_page):
     from tools.course import PeakRSS
     from tools.nbval_replay import replay_dir, save_run
 
     base, token, copy = lab
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     expected = expected_outputs(path)
-    page = browser.new_page()
+    page = lab_page.get()
     js_errors: list[str] = []
-    page.on("pageerror", lambda e: js_errors.append(str(e)))
+
+    def on_error(e) -> None:
+        js_errors.append(str(e))
+
+    page.on("pageerror", on_error)
     phases: dict[str, float] = {}  # where this lesson's time went, saved beside its screenshots
     last = [time.monotonic()]
 
@@ -469,7 +535,9 @@ def test_lesson_runs_in_the_browser(path, browser, lab):
     try:
         t0 = time.monotonic()
         n_cells = len(nbformat.read(path, as_version=4).cells)
-        open_notebook(page, base, token, path.name, n_cells)
+        open_notebook(page, path.name, n_cells)
+        notebooks = page.locator(".jp-Notebook").count()
+        assert notebooks == 1, f"{notebooks} notebooks on the page: the last lesson stayed open"
         cells = page.locator(".jp-Notebook .jp-Cell")
         assert cells.count() == n_cells, f"{cells.count()} of {n_cells} cells on the page"
 
@@ -556,7 +624,8 @@ def test_lesson_runs_in_the_browser(path, browser, lab):
         )
         assert not problems, "\n".join(problems)
     finally:
-        page.close()
+        page.remove_listener("pageerror", on_error)
+        lab_page.close_notebooks()
         shut_down_kernels(base, token)
 
 
