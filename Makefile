@@ -77,12 +77,11 @@ lab: setup
 	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(ROOT_FLAG) $(LAB_FLAGS)
 
 # Every test: unit tests, the pairing/size checks, the Binder build emulation, the browser
-# test, then nbval over notebooks/ (with each lesson's peak memory), then nbval again on the
-# lessons whose outputs are deterministic with other kernels (after the rest, not beside the
-# browser's lessons: on two cores, run side by side, the two took 370 s and the lessons twice
-# as long; one after the other they take less in all). Each lesson runs once in the
-# first pass: nbval compares the run the browser test made and saved (tools/nbval_replay.py),
-# and runs a lesson in a kernel of its own only where there is no such run (no browser here).
+# test, then nbval over notebooks/ (with each lesson's peak memory). Each lesson runs once:
+# nbval compares the run the browser test made and saved (tools/nbval_replay.py), and runs a
+# lesson in a kernel of its own only where there is no such run (no browser here). The browser
+# runs the lessons whose outputs are deterministic with torch's plainest kernels (another CPU's
+# rounding: what `make test-other-kernels` checks), the others natively.
 # --durations: every run shows where its time goes (DURATIONS=0: every test's, not the slowest
 # 25; pytest keeps only the last --durations it is given). TEST_WORKERS: pytest-xdist workers (2: one
 # per core of a small machine; the lessons run one at a time on one of them, the other tests
@@ -100,8 +99,9 @@ test: setup browser lint
 # Another CPU's kernels round floats differently in the last bits: the saved notebooks (executed
 # natively) must still pass nbval there. torch's plainest kernels stand in for another CPU, on
 # the lessons whose compared outputs are computed, not timed, from an empty folder of
-# measurements (tools/other_kernels.py). `make test` runs the same check as a test
-# (tests/test_other_kernels.py), beside the browser's lessons on the worker that is free by then.
+# measurements (tools/other_kernels.py). `make test` makes the same check through the browser
+# test (those lessons run there with these kernels, and nbval compares the runs), and runs this
+# command on lesson 01 (tests/test_other_kernels.py).
 test-other-kernels: setup
 	$(BIN)/python -m tools.other_kernels
 

@@ -194,8 +194,9 @@ def pytest_collection_modifyitems(config, items):
 
 
 BINDER_TEST = "tests/test_binder.py::test_binder_build_emulated"
-# nbval with torch's plainest kernels (tools/other_kernels.py): the last unit of the worker that
-# is not running the lessons, niced, in what CPU the lessons leave idle.
+# `make test-other-kernels` on lesson 01 alone (tools/other_kernels.py; the browser test runs
+# its lessons with those kernels for nbval): the last unit of the worker that is not running the
+# lessons, niced, in what CPU the lessons leave idle.
 OTHER_KERNELS_FILE = "tests/test_other_kernels.py"
 HEAVY_FILES = (
     OTHER_KERNELS_FILE,
@@ -212,20 +213,26 @@ BROWSER_LESSON = "tests/test_browser.py::test_lesson_runs_in_the_browser["
 # (its module fixtures built once). The lessons that measure run one at a time, in one unit:
 # two of them side by side on two cores, each with two torch threads, ran ten times slower
 # than alone in an earlier run (the long-context lesson: 82 s alone, over 13 minutes beside
-# the logit lens). The four shortest lessons (LESSONS_BESIDE: 23-42 s each in the browser)
-# form a second unit, which the other worker runs once its own tests are done: measured with
+# the logit lens). The shortest lessons (LESSONS_BESIDE: 23-42 s each in the browser) form a
+# second unit, which the other worker runs once its own tests are done: measured with
 # nbclient, the long-context lesson took 74.6 s alone and 91.0 s with lessons 15, 00 and 01
 # run one after another beside it (26.1, 17.1 and 9.1 s; 15 and 00 alone: 24.9 and 16.1 s).
-# None of them measures the machine by then: 02 and 15 ask for the peaks and the fixed cost,
-# which the measuring lessons' first (03) has measured minutes before this unit starts (after
-# the Binder test). Lesson 02 joined them when the lessons' worker was still the longer: in a
+# Their yardsticks are measured by then: 04 and 15 ask for the peaks and the fixed cost, which
+# the measuring lessons' first (03) has measured minutes before this unit starts (after the
+# Binder test); 02 and 07 run with the plainest kernels (tests/test_browser.py), whose
+# measurements are a folder of their own, which 02 fills and 07 reads. Lesson 02 joined them when the lessons' worker was still the longer: in a
 # fresh clone of 033ab62 its tests took 902.7 s, the other worker's 833.5 s (02: 36.2 s).
+# Lessons 04 and 07 joined them when nbval with other kernels stopped running five lessons a
+# second time (it took 171.8 s of the other worker in a fresh clone of 70bb0d7, where the
+# lessons' worker's tests took 842.8 s and the other's 845.0 s; 04: 38.6 s, 07: 38.8 s).
 LESSONS_UNIT = "lessons"
 LESSONS_BESIDE_UNIT = "lessons beside"
 LESSONS_BESIDE = (
     "00_start_here.ipynb",
     "01_from_text_to_vectors.ipynb",
     "02_predicting_the_next_token.ipynb",
+    "04_decode.ipynb",
+    "07_capstone.ipynb",
     "15_the_whole_course.ipynb",
 )
 
@@ -269,9 +276,9 @@ def _run_order(nodeid: str, workers: bool) -> float:
     its build. Two workers (pytest-xdist hands out the units in this order): the lessons that
     measure to one worker, the quick tests to the other (which starts the Binder build in the
     background with its first test, `_binder_build_starts_beside`), then the other browser
-    tests, the Binder tests, the light lessons (LESSONS_BESIDE), and last nbval with other
-    kernels (tests/test_other_kernels.py: by then that worker has nothing else to do while the
-    lessons go on)."""
+    tests, the Binder tests, the light lessons (LESSONS_BESIDE), and last the other kernels'
+    tool on one lesson (tests/test_other_kernels.py: by then that worker has nothing else to do
+    while the lessons go on)."""
     heavy = nodeid.split("::")[0] in HEAVY_FILES or not nodeid.startswith("tests/")
     if not workers:
         return 2 if nodeid == BINDER_TEST else 1 if heavy else 0

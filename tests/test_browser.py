@@ -9,7 +9,9 @@ outputs, Run All, then check that every code cell ran in this session (prompts 1
 cell shows an error, that every plot, image and widget the saved notebook says the cell makes
 is rendered, that no text in any figure overlaps other text or is cut off and no widget label
 is cut short (tests/figure_text.py, in the same visit), and that moving each slider changes
-what the notebook shows. Screenshots go to artifacts/browser/ (figures with unreadable text:
+what the notebook shows. The lessons of tools/other_kernels.LESSONS run in a kernel with torch's
+plainest kernels (another CPU's rounding), checked in the kernel's environment, so that nbval's
+comparison of their runs is the other kernels' check. Screenshots go to artifacts/browser/ (figures with unreadable text:
 artifacts/browser/text/). Also checks that `make lab` serves the lessons, and that
 `python -m viz report` output renders with the network blocked.
 Run one lesson: `pytest tests/test_browser.py -k 02_predicting`.
@@ -39,7 +41,7 @@ import nbformat
 import pytest
 
 from figure_text import page_text_problems, shoot
-from tools import course
+from tools import course, other_kernels
 from tools.fallbacks import is_fallback
 
 pytestmark = pytest.mark.slow
@@ -120,6 +122,48 @@ def jupyter_env(home: Path) -> dict[str, str]:
     settings.mkdir(exist_ok=True)
     (settings / "overrides.json").write_text(json.dumps(LAB_OVERRIDES, indent=1))
     return env
+
+
+# The lessons whose compared outputs are computed (tools/other_kernels.LESSONS) run in a kernel
+# with torch's plainest kernels, as on another CPU, and nbval compares that run with the
+# notebooks saved natively (tools/nbval_replay.py): the check `make test-other-kernels` makes,
+# without running those lessons a second time. Their measurements go to a folder of their own
+# (they measure this machine again with those kernels); the other lessons' stay native.
+PLAIN_NOTE = " with torch's plainest kernels"
+
+
+def add_plain_kernel(data_dir: Path, measure_dir: Path) -> None:
+    """Install the plainest kernels' kernelspec (other_kernels.kernelspec) for a test server."""
+    spec = data_dir / "kernels" / other_kernels.KERNEL_NAME
+    spec.mkdir(parents=True, exist_ok=True)
+    kernel = other_kernels.kernelspec(sys.executable, str(measure_dir))
+    (spec / "kernel.json").write_text(json.dumps(kernel, indent=1))
+
+
+def runs_plain(path: Path) -> bool:
+    """Whether the browser test runs this lesson with torch's plainest kernels."""
+    return path.name.split("_")[0] in other_kernels.LESSONS
+
+
+def use_plain_kernel(path: Path) -> None:
+    """Point the test's copy of a lesson at the plainest kernels' kernelspec."""
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata["kernelspec"] = {
+        "name": other_kernels.KERNEL_NAME,
+        "display_name": other_kernels.KERNEL_DISPLAY_NAME,
+        "language": "python",
+    }
+    nbformat.write(nb, path)
+
+
+def plain_kernel_problems(pid: Optional[int]) -> list[str]:
+    """The kernel that runs a lesson, checked for the plainest kernels' settings."""
+    import psutil
+
+    if pid is None:
+        return ["could not find the kernel's process to check its kernels' settings"]
+    wrong = other_kernels.missing(psutil.Process(pid).environ())
+    return [f"the lesson's kernel runs without torch's plainest kernels: {wrong}"] if wrong else []
 
 
 def get_json(url: str, method: str = "GET", timeout: float = 5):
@@ -207,6 +251,7 @@ def lab(tmp_path_factory):
     shutil.copytree(course.NOTEBOOKS, copy, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     port, token = free_port(), "browser-test"
     env = jupyter_env(home)
+    add_plain_kernel(Path(env["JUPYTER_DATA_DIR"]), home / "plainest-kernels-measurements")
     with lab_server(
         lab_command(port, token, copy, home / "settings"), env, port, token, home / "server.log"
     ) as base:
@@ -532,6 +577,9 @@ def test_lesson_runs_in_the_browser(path, lab, lab_page):
         now = time.monotonic()
         phases[phase], last[0] = round(now - last[0], 1), now
 
+    plain = runs_plain(path)
+    if plain:
+        use_plain_kernel(copy / path.name)
     try:
         t0 = time.monotonic()
         n_cells = len(nbformat.read(path, as_version=4).cells)
@@ -553,6 +601,8 @@ def test_lesson_runs_in_the_browser(path, lab, lab_page):
         menu(page, "Edit", "Clear Outputs of All Cells")
         page.wait_for_function("() => !document.querySelector('.jp-Notebook .js-plotly-plot')")
         pid = kernel_pid(base, token)
+        if plain:
+            problems += plain_kernel_problems(pid)
         meter = PeakRSS(pid) if pid else None  # the kernel and what it starts (lessons 09 and 10)
         menu(page, "Run", "Run All Cells")
         # (cleared cells show no number: RUN_DONE_JS cannot see the run done before it began)
@@ -618,7 +668,8 @@ def test_lesson_runs_in_the_browser(path, lab, lab_page):
         (ARTIFACTS / "timings").mkdir(exist_ok=True)
         (ARTIFACTS / "timings" / f"{path.stem}.json").write_text(json.dumps(phases, indent=1))
         print(
-            f"{path.name}: ran in the browser in {run_s:.1f} s, {sliders.count()} widget and "
+            f"{path.name}: ran in the browser in {run_s:.1f} s{PLAIN_NOTE if plain else ''}, "
+            f"{sliders.count()} widget and "
             f"{plots.count()} plotly slider(s) moved; screenshots in "
             f"{ARTIFACTS.relative_to(ROOT)}; seconds by phase {phases}"
         )

@@ -1,10 +1,14 @@
 """The saved notebooks pass nbval under another CPU's kernels (tools/other_kernels.py).
 
-`make test` runs this on the pytest-xdist worker that is free while the browser test runs the
-lessons on the other (tests/conftest.py puts it last there): the same check as
-`make test-other-kernels`, which ran after everything else and added its minutes to the run.
-At the lowest priority (nice 19) it takes only the CPU the lessons leave idle.
+`make test` makes that check for every lesson of other_kernels.LESSONS through the browser test,
+which runs them with the plainest kernels' kernelspec (`kernelspec`, checked below) and checks
+each kernel's settings; nbval compares those runs (tools/nbval_replay.py). Here the tool that
+`make test-other-kernels` runs is run end to end on lesson 01 alone, on the pytest-xdist worker
+that is free while the browser test runs the lessons on the other (tests/conftest.py puts it
+last there), at the lowest priority (nice 19): it takes only the CPU the lessons leave idle.
 """
+
+import json
 
 import os
 import re
@@ -48,12 +52,41 @@ def test_the_makefile_runs_the_same_tool():
 
 
 @pytest.mark.slow
-def test_saved_notebooks_pass_nbval_with_other_kernels():
-    done = other_kernels.run(["--durations=5"], capture=True, nice=NICE)
+def test_the_tool_passes_a_saved_notebook_with_other_kernels():
+    done = other_kernels.run(["--durations=5"], capture=True, nice=NICE, lessons=("01",))
     tail = done.stdout[-6000:]
     print(tail)
     assert done.returncode == 0, f"nbval with torch's plainest kernels failed:\n{tail}"
     assert re.search(r"\b\d+ passed", tail) and " failed" not in tail, tail
+    assert "01_from_text_to_vectors.ipynb" in done.stdout, tail
+
+
+def test_the_kernelspec_runs_the_plainest_kernels_with_measurements_of_their_own(tmp_path):
+    """What the browser test installs for other_kernels.LESSONS: a Jupyter server starts the
+    kernel with its own environment plus the spec's env."""
+    spec = other_kernels.kernelspec(sys.executable, str(tmp_path))
+    assert json.loads(json.dumps(spec)) == spec  # what kernel.json holds
+    assert spec["argv"][:3] == [sys.executable, "-m", "ipykernel_launcher"]
+    assert "{connection_file}" in spec["argv"]
+    env = {**os.environ, **spec["env"]}
+    assert other_kernels.missing(env) == {}
+    assert env["VIZ_MEASURE_DIR"] == str(tmp_path)
+    assert other_kernels.kernel_level(env) == "DEFAULT"
+
+
+def test_a_process_without_the_settings_is_named():
+    assert other_kernels.missing({}) == {k: None for k in other_kernels.OTHER_KERNELS}
+    wrong = {**other_kernels.OTHER_KERNELS, "ATEN_CPU_CAPABILITY": "avx2"}
+    assert other_kernels.missing(wrong) == {"ATEN_CPU_CAPABILITY": "avx2"}
+    assert other_kernels.missing(dict(other_kernels.OTHER_KERNELS)) == {}
+
+
+def test_the_browser_test_runs_these_lessons_with_the_kernelspec():
+    """tests/test_browser.py picks the lessons of other_kernels.LESSONS, and only those."""
+    import test_browser
+
+    picked = [p.name[:2] for p in test_browser.NOTEBOOK_PATHS if test_browser.runs_plain(p)]
+    assert picked == list(other_kernels.LESSONS)
 
 
 def test_the_run_is_a_lower_priority_session_of_its_own():

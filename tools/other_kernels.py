@@ -8,8 +8,10 @@ set before torch starts in each lesson's kernel).
 
     python -m tools.other_kernels      # what `make test-other-kernels` runs; exit status of pytest
 
-`make test` runs the same thing as a test (tests/test_other_kernels.py), on the pytest-xdist
-worker that has finished its other tests while the browser test still runs the lessons.
+`make test` makes the same check without running these lessons twice: the browser test runs
+them in JupyterLab with a kernel of these settings (`kernelspec`: tests/test_browser.py), and
+nbval compares that run with the notebooks saved natively (tools/nbval_replay.py). It also runs
+this tool on lesson 01 alone (tests/test_other_kernels.py), so that the command stays tested.
 """
 
 from __future__ import annotations
@@ -32,12 +34,16 @@ OTHER_KERNELS = {
 }
 # The lessons whose compared outputs are computed, not timed (by number).
 LESSONS = ("01", "02", "05", "07", "14")
+# A Jupyter kernel with these settings (`kernelspec`), for a JupyterLab that runs LESSONS.
+KERNEL_NAME = "python3-plainest-kernels"
+KERNEL_DISPLAY_NAME = "Python 3 (torch's plainest kernels)"
 
 
-def notebooks() -> list[Path]:
-    """The saved notebooks of LESSONS, in order; an error naming the lesson when one is missing."""
+def notebooks(lessons: Optional[tuple[str, ...]] = None) -> list[Path]:
+    """The saved notebooks of `lessons` (default LESSONS), in order; an error naming the lesson
+    when one is missing."""
     found = []
-    for number in LESSONS:
+    for number in LESSONS if lessons is None else lessons:
         match = sorted((ROOT / "notebooks").glob(f"{number}_*.ipynb"))
         if not match:
             raise FileNotFoundError(
@@ -57,6 +63,23 @@ def environment(measure_dir: str, base: Optional[dict] = None) -> dict:
     env["VIZ_MEASURE_DIR"] = measure_dir
     env.pop("VIZ_KEEP_MEASUREMENTS", None)
     return env
+
+
+def kernelspec(python: str, measure_dir: str) -> dict:
+    """A Jupyter kernelspec (kernel.json) that runs `python` with the other kernels and a
+    folder of measurements of its own, as `environment` sets them for nbval (a Jupyter server
+    adds this env to its own for the kernel)."""
+    return {
+        "argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": KERNEL_DISPLAY_NAME,
+        "language": "python",
+        "env": {**OTHER_KERNELS, "VIZ_MEASURE_DIR": measure_dir},
+    }
+
+
+def missing(environ: dict) -> dict:
+    """The settings of OTHER_KERNELS that a process's environment lacks (name: its value)."""
+    return {k: environ.get(k) for k, v in OTHER_KERNELS.items() if environ.get(k) != v}
 
 
 def kernel_level(env: dict) -> str:
@@ -91,8 +114,9 @@ def run(
     capture: bool = False,
     timeout_s: float = 1800,
     nice: int = 0,
+    lessons: Optional[tuple[str, ...]] = None,
 ):
-    """Run nbval over `notebooks()` with the other kernels, from ROOT; returns the
+    """Run nbval over `notebooks(lessons)` (default LESSONS) with the other kernels, from ROOT; returns the
     CompletedProcess (stdout and stderr together when `capture`).
 
     nice: the run's lower priority (its lessons' kernels inherit it). `make test` uses 19, so
@@ -103,7 +127,7 @@ def run(
         env = environment(measure)
         print(f"torch's kernels: {kernel_level(env)}", flush=True)
         command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
-        command += [str(p.relative_to(ROOT)) for p in notebooks()] + NBVAL_ARGS
+        command += [str(p.relative_to(ROOT)) for p in notebooks(lessons)] + NBVAL_ARGS
         command += list(extra_args or [])
         return run_group(command, env, capture=capture, timeout_s=timeout_s, nice=nice)
 
