@@ -220,8 +220,9 @@ BROWSER_LESSON = "tests/test_browser.py::test_lesson_runs_in_the_browser["
 # Their yardsticks are measured by then: 04 and 15 ask for the peaks and the fixed cost, which
 # the measuring lessons' first (03) has measured minutes before this unit starts (after the
 # Binder test); 02 and 07 run with the plainest kernels (tests/test_browser.py), whose
-# measurements are a folder of their own, which 02 fills and 07 reads. Lesson 02 joined them when the lessons' worker was still the longer: in a
-# fresh clone of 033ab62 its tests took 902.7 s, the other worker's 833.5 s (02: 36.2 s).
+# measurements are a folder of their own, which 02 fills and 07 reads. Lesson 02 joined them
+# when the lessons' worker was still the longer: in a fresh clone of 033ab62 its tests took
+# 902.7 s, the other worker's 833.5 s (02: 36.2 s).
 # Lessons 04 and 07 joined them when nbval with other kernels stopped running five lessons a
 # second time (it took 171.8 s of the other worker in a fresh clone of 70bb0d7, where the
 # lessons' worker's tests took 842.8 s and the other's 845.0 s; 04: 38.6 s, 07: 38.8 s).

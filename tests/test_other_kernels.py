@@ -9,7 +9,6 @@ last there), at the lowest priority (nice 19): it takes only the CPU the lessons
 """
 
 import json
-
 import os
 import re
 import subprocess

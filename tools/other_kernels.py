@@ -73,7 +73,7 @@ def kernelspec(python: str, measure_dir: str) -> dict:
         "argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": KERNEL_DISPLAY_NAME,
         "language": "python",
-        "env": {**OTHER_KERNELS, "VIZ_MEASURE_DIR": measure_dir},
+        "env": environment(measure_dir, base={}),  # only what the run sets on top
     }
 
 
@@ -116,8 +116,8 @@ def run(
     nice: int = 0,
     lessons: Optional[tuple[str, ...]] = None,
 ):
-    """Run nbval over `notebooks(lessons)` (default LESSONS) with the other kernels, from ROOT; returns the
-    CompletedProcess (stdout and stderr together when `capture`).
+    """Run nbval over `notebooks(lessons)` (default LESSONS) with the other kernels, from ROOT;
+    returns the CompletedProcess (stdout and stderr together when `capture`).
 
     nice: the run's lower priority (its lessons' kernels inherit it). `make test` uses 19, so
     that beside the browser's lessons it takes only the CPU they leave idle (a lesson compiling
