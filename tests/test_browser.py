@@ -11,9 +11,9 @@ is rendered, that no text in any figure overlaps other text or is cut off and no
 is cut short (tests/figure_text.py, in the same visit), and that moving each slider changes
 what the notebook shows. The lessons of tools/other_kernels.LESSONS run in a kernel with torch's
 plainest kernels (another CPU's rounding), checked in the kernel's environment, so that nbval's
-comparison of their runs is the other kernels' check. Screenshots go to artifacts/browser/ (figures with unreadable text:
-artifacts/browser/text/). Also checks that `make lab` serves the lessons, and that
-`python -m viz report` output renders with the network blocked.
+comparison of their runs is the other kernels' check. Screenshots go to artifacts/browser/
+(figures with unreadable text: artifacts/browser/text/). Also checks that `make lab` serves the
+lessons, and that `python -m viz report` output renders with the network blocked.
 Run one lesson: `pytest tests/test_browser.py -k 02_predicting`.
 
 Chromium: Debian's package (`make browser` installs it as root), or any Chrome/Chromium named by
@@ -689,6 +689,12 @@ def test_a_lab_page_left_in_doubt_is_replaced(lab, lab_page):
     a dialog open (here Lab's "About" box) is closed, and the next lesson gets a fresh Lab."""
     base, token, copy = lab
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("a check of LabPage")])
+    # its kernel named, as the lessons' are: without, Lab may ask which kernel (a dialog)
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nbformat.write(nb, copy / "labpage-check.ipynb")
     try:
         page = lab_page.get()
