@@ -23,6 +23,7 @@ from viz.perf.compiled import (
     compiler_missing,
     empty_inductor_cache,
     measure_compiled_step,
+    vector_check,
 )
 from viz.spread import TOO_CLOSE, Spread
 from viz.views.compiled import compiled_data, compiled_figure
@@ -45,16 +46,29 @@ def inductor_run(one_layer):
     compile's processes still running after it (a compile worker pool, a fork of this process,
     a C++ compiler), and the cache folder setting. Other processes are left out of the check:
     other tests' fixtures start and end their own at any time (a Binder build, a browser)."""
+    from torch._inductor import cpu_vec_isa
+
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     setting = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    run = measure_compiled_step(one_layer, prompt=PROMPT, new_tokens=5, repeats=2)
+    folders = []  # the cache folder set at each call of Inductor's vector check, in order
+    real = cpu_vec_isa.pick_vec_isa
+
+    def watched():
+        folders.append(os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
+        return real()
+
+    cpu_vec_isa.pick_vec_isa = watched
+    try:
+        run = measure_compiled_step(one_layer, prompt=PROMPT, new_tokens=5, repeats=2)
+    finally:
+        cpu_vec_isa.pick_vec_isa = real
     # other tests' processes: running before the compile, or a step of the Binder build running
     # in the background (tests/test_binder.py: its steps start at any time, and one compiles
     # optimum-quanto's kernel with c++, seen here in a fresh-clone run)
     binder = sys.modules.get("test_binder")
     theirs = before | {p.pid for p in getattr(binder, "_RUNNING", [])}
     left = [p for p in psutil.Process().children(recursive=True) if not _others(p, theirs)]
-    return run, [what for what in map(_described, left) if _is_the_compiles(what)], setting
+    return run, [what for what in map(_described, left) if _is_the_compiles(what)], setting, folders
 
 
 def _others(process: psutil.Process, theirs: set[int]) -> bool:
@@ -117,7 +131,7 @@ def test_every_way_times_every_decode_step_of_every_run(inductor_run):
 
 
 def test_the_compile_leaves_no_process_and_no_cache_setting_behind(inductor_run):
-    _, left, setting = inductor_run
+    _, left, setting, _ = inductor_run
     assert left == []  # no compile worker, fork or compiler still running
     assert os.environ.get("TORCHINDUCTOR_CACHE_DIR") == setting
 
@@ -133,6 +147,25 @@ def test_the_process_check_knows_a_compile_s_processes_from_others():
     assert not _is_the_compiles("/bin/bash ./binder/postBuild")
     assert not _is_the_compiles("/usr/lib/chromium/chromium --type=renderer")
     assert not _is_the_compiles("")
+
+
+def test_the_machines_vector_check_is_made_before_the_compile_and_not_again(inductor_run):
+    """Inductor's check of this CPU's vector instructions runs before the cold compile, in the
+    usual folder, and is kept for the process: a later check builds nothing (a cache hit)."""
+    from torch._inductor import cpu_vec_isa
+
+    run, _, setting, folders = inductor_run
+    assert run.isa_check_s >= 0.0 and run.compile_s > 0
+    assert folders and folders[0] == setting  # the first check: before the empty folder
+    checked = cpu_vec_isa.valid_vec_isa_list.cache_info()
+    assert checked.currsize == 1  # made in this process, once
+    assert vector_check(torch.device("cpu"), "inductor") >= 0.0
+    again = cpu_vec_isa.valid_vec_isa_list.cache_info()
+    assert (again.hits, again.misses) == (checked.hits + 1, checked.misses)
+    # where no C++ is built, nothing is checked
+    assert vector_check(torch.device("cpu"), "aot_eager") == 0.0
+    assert vector_check(torch.device("meta"), "inductor") == 0.0
+    assert cpu_vec_isa.valid_vec_isa_list.cache_info().hits == again.hits
 
 
 def test_an_empty_cache_folder_is_made_and_removed():
@@ -182,6 +215,13 @@ def test_saved_speed_up_and_break_even_come_from_the_spreads():
     assert run.speedup_verdict.word == SPEEDUP_WORDS[1] == "compiled is faster"
     assert run.break_even_tokens == pytest.approx(10.0 / 0.002)  # 5,000 tokens
     assert "pays for itself after 5,000 tokens" in str(run)
+
+
+def test_the_vector_check_is_printed_apart_from_the_compile_when_it_was_made():
+    run = made_by_hand((0.005, 0.0045, 0.0055), (0.003, 0.0028, 0.0032), isa_check_s=7.8)
+    assert "compile: 10.0 s" in str(run)
+    assert "7.8 s for Inductor's check of this CPU's vector instructions" in str(run)
+    assert "vector instructions" not in str(dataclasses.replace(run, isa_check_s=0.0))
 
 
 def test_a_speed_up_inside_the_noise_is_too_close_to_call():

@@ -32,6 +32,15 @@ call: tracing, code generation and the C++ build, into an **empty** Inductor cac
 temporary one, removed after), so it is what a first run costs; a later run of the same program
 reads the cache folder and compiles faster. The greedy tokens of all three are compared.
 
+**The machine's check, apart.** Before its first C++ build in a process, Inductor checks which
+vector instructions (AVX2, AVX-512, ...) its code may use here: it builds and loads a test
+program for each, the builds cached in its usual folder. That check is the machine's, the same
+for any model, so it runs first, outside the empty folder, and is timed apart as
+`isa_check_s` (0 when this process had made it already, or on a GPU). Lesson 13's 10-layer
+narrow model here (2-core AMD EPYC, 2026-12-06): the check took 7.8 s the first time on this
+machine and 0.9-2.0 s in later processes (its builds cached), and the compile 19.3 s after it;
+lesson 13's saved run, with the check inside the empty folder, printed a 31.3 s compile.
+
     narrow = viz.perf.from_config(viz.perf.narrow_config("smollm2-135m"))  # lesson 08's model
     run = viz.perf.measure_compiled_step(narrow)      # ~40 s on 2 cores, most of it compiling
     print(run)                                        # before, after, compile time, break-even
@@ -42,7 +51,11 @@ worker, 2026-12-03; `python benchmarks/remedies.py --repeats 5` saves the course
 compiled (×2.15, 1.89–2.73), compile 40.5 s cold; the course model's 46.8 → 41.8 ms, ×1.12
 (0.97–1.28): too close to call, compile 36.0 s (its step is the bytes). The remedies lesson (then 11, now 13) as committed
 on 2026-12-04, the narrow model: 9.15 ms eager (static cache) → 3.25 ms, ×2.82 (2.27–3.42),
-compile 41.7 s.
+compile 41.7 s. The narrow model's compile times include Inductor's check (below; the
+course model, compiled second in its process, found it made). With the check apart
+(2026-12-06, `benchmarks/remedies.py --only compiled --repeats 5`): the narrow model 8.16 →
+2.28 ms, ×3.58 (3.44–3.74), compile 31.7 s after a 0.9 s check; the course model 56.2 → 48.1
+ms, ×1.17 (1.15–1.20), compile 35.8 s (the check made already; the shipped file is unchanged).
 
 On a GPU the same idea has a second form: CUDA graphs record one step's kernel launches and
 replay them with one call (`torch.compile(mode="reduce-overhead")`, which also fuses operations
@@ -65,6 +78,7 @@ import dataclasses
 import os
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterator, Optional
 
@@ -133,6 +147,7 @@ class CompiledStep(Document):
     repeats: int
     backend: str  # torch.compile's backend ("inductor")
     compile_s: float  # the first compiled call: trace + code generation + C++ build
+    # (Inductor's check of this CPU's vector instructions apart: `isa_check_s`)
     cold: bool  # compiled into an empty Inductor cache folder
     graphs: int  # graphs torch.compile made (1: traced once, never recompiled)
     recorded: Spread  # eager, DynamicCache: viz.record's decode loop
@@ -144,6 +159,10 @@ class CompiledStep(Document):
     note: str = ""  # anything else worth knowing about this run
     source: str = ""  # where a shipped reference was measured, and how ("": in this process)
     mode: str = "default"  # torch.compile's mode: "default", or "reduce-overhead" (CUDA graphs)
+    # Inductor's check of which vector instructions build on this CPU, made before the compile,
+    # once per process (0: made already, or on a GPU). Files from before 2026-12-06 read 0: a
+    # process's first compile counted it in its compile_s
+    isa_check_s: float = 0.0
     # The device ("cpu", "cuda:0") and its name, the torch threads, torch and its kernels'
     # instructions, when (ISO UTC) and by what: `viz.provenance`.
     environment: Environment = field(default_factory=unknown_environment)
@@ -189,6 +208,11 @@ class CompiledStep(Document):
             f"{'s' if self.compile_threads != 1 else ''}, {self.graphs} graph"
             f"{'s' if self.graphs != 1 else ''})",
         ]
+        if self.isa_check_s >= 0.05:
+            lines.append(
+                f"  before it, once per process: {self.isa_check_s:.1f} s for Inductor's check "
+                f"of this CPU's vector instructions (the same for any model)"
+            )
         even = self.break_even_tokens
         if self.speedup_verdict.word == SPEEDUP_WORDS[1]:
             lines.append(f"  the compile pays for itself after {even:,.0f} tokens")
@@ -246,6 +270,21 @@ def empty_inductor_cache() -> Iterator[str]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def vector_check(device: torch.device, backend: str) -> float:
+    """Inductor's check of which vector instructions its C++ may use on this CPU, made now, in
+    the usual Inductor cache folder: the seconds it took (module docstring). Inductor makes it
+    once per process (`cpu_vec_isa.valid_vec_isa_list` is cached) and would otherwise make it
+    inside the first compile; 0.0 where no C++ is built (a GPU device, or a backend other than
+    "inductor")."""
+    if device.type != "cpu" or backend != "inductor":
+        return 0.0
+    from torch._inductor import cpu_vec_isa
+
+    start = time.perf_counter()
+    cpu_vec_isa.pick_vec_isa()
+    return time.perf_counter() - start
+
+
 def _clear_compiled() -> None:
     torch._dynamo.reset()  # forget compiled frames and their guards
     try:
@@ -294,6 +333,7 @@ def measure_compiled_step(
     import torch._inductor.config as inductor_config
 
     with using_threads(threads) as n_threads, torch.no_grad():
+        isa_check_s = vector_check(lm.device, backend)  # the machine's, not the model's
         folder = empty_inductor_cache() if cold else contextlib.nullcontext()
         with folder, inductor_config.patch(compile_threads=compile_threads):
             compile_s, times, made, graphs = _compile_and_time(
@@ -319,6 +359,7 @@ def measure_compiled_step(
         graphs=graphs,
         compile_threads=compile_threads,
         mode=mode,
+        isa_check_s=float(isa_check_s),
         recorded=Spread.of(times["recorded"]),
         eager=Spread.of(times["eager"]),
         compiled=Spread.of(times["compiled"]),
