@@ -23,8 +23,8 @@ from viz.perf.compiled import (
     compiler_missing,
     empty_inductor_cache,
     measure_compiled_step,
-    vector_check,
 )
+from viz.runtime import vector_check
 from viz.spread import TOO_CLOSE, Spread
 from viz.views.compiled import compiled_data, compiled_figure
 

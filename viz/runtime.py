@@ -295,6 +295,22 @@ def time_runs(
     return times, clock.name
 
 
+# ---- the compiler's machine check ---------------------------------------------------------
+def vector_check(device: torch.device, backend: str) -> float:
+    """Inductor's check of which vector instructions its C++ may use on this CPU, made now, in
+    the usual Inductor cache folder: the seconds it took (`viz.perf.compiled`'s docstring).
+    Inductor makes it once per process (`cpu_vec_isa.valid_vec_isa_list` is cached) and would
+    otherwise make it inside the first compile; 0.0 where no C++ is built (a GPU device, or a
+    backend other than "inductor")."""
+    if device.type != "cpu" or backend != "inductor":
+        return 0.0
+    from torch._inductor import cpu_vec_isa
+
+    start = time.perf_counter()
+    cpu_vec_isa.pick_vec_isa()
+    return time.perf_counter() - start
+
+
 # ---- device memory ------------------------------------------------------------------------
 # A collection's cost grows with every object the process holds (~0.1 s with torch imported,
 # ~0.25 s beside three million objects: a long notebook kernel, a test session), and it can only

@@ -78,7 +78,6 @@ import dataclasses
 import os
 import shutil
 import tempfile
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterator, Optional
 
@@ -88,7 +87,7 @@ from viz import checks, compat
 from viz.documents import Document
 from viz.load import LoadedModel
 from viz.provenance import environment_from_loose, loose_names, unknown_environment
-from viz.runtime import Clock, release_memory, using_threads
+from viz.runtime import Clock, release_memory, using_threads, vector_check
 from viz.spread import Band, Spread, band
 from viz.steps import timed_step
 from viz.trace import Environment
@@ -268,21 +267,6 @@ def empty_inductor_cache() -> Iterator[str]:
         else:
             os.environ["TORCHINDUCTOR_CACHE_DIR"] = before
         shutil.rmtree(folder, ignore_errors=True)
-
-
-def vector_check(device: torch.device, backend: str) -> float:
-    """Inductor's check of which vector instructions its C++ may use on this CPU, made now, in
-    the usual Inductor cache folder: the seconds it took (module docstring). Inductor makes it
-    once per process (`cpu_vec_isa.valid_vec_isa_list` is cached) and would otherwise make it
-    inside the first compile; 0.0 where no C++ is built (a GPU device, or a backend other than
-    "inductor")."""
-    if device.type != "cpu" or backend != "inductor":
-        return 0.0
-    from torch._inductor import cpu_vec_isa
-
-    start = time.perf_counter()
-    cpu_vec_isa.pick_vec_isa()
-    return time.perf_counter() - start
 
 
 def _clear_compiled() -> None:
