@@ -36,7 +36,7 @@ reads the cache folder and compiles faster. The greedy tokens of all three are c
 vector instructions (AVX2, AVX-512, ...) its code may use here: it builds and loads a test
 program for each, the builds cached in its usual folder. That check is the machine's, the same
 for any model, so it runs first, outside the empty folder, and is timed apart as
-`isa_check_s` (0 when this process had made it already, or on a GPU). Lesson 13's 10-layer
+`isa_check_s` (0 on a GPU; microseconds when this process made it already). Lesson 13's 10-layer
 narrow model here (2-core AMD EPYC, 2026-12-06): the check took 7.8 s the first time on this
 machine and 0.9-2.0 s in later processes (its builds cached), and the compile 19.3 s after it;
 lesson 13's saved run, with the check inside the empty folder, printed a 31.3 s compile.
@@ -159,8 +159,8 @@ class CompiledStep(Document):
     source: str = ""  # where a shipped reference was measured, and how ("": in this process)
     mode: str = "default"  # torch.compile's mode: "default", or "reduce-overhead" (CUDA graphs)
     # Inductor's check of which vector instructions build on this CPU, made before the compile,
-    # once per process (0: made already, or on a GPU). Files from before 2026-12-06 read 0: a
-    # process's first compile counted it in its compile_s
+    # once per process (0 on a GPU; microseconds when made already, and then not printed).
+    # Files from before 2026-12-06 read 0: a process's first compile counted it in compile_s
     isa_check_s: float = 0.0
     # The device ("cpu", "cuda:0") and its name, the torch threads, torch and its kernels'
     # instructions, when (ISO UTC) and by what: `viz.provenance`.
