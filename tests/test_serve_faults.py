@@ -6,6 +6,8 @@ bytes of each reply are chosen), started through viz.serve's own ManagedProcess.
 """
 
 import math
+import subprocess
+import sys
 import time
 import uuid
 
@@ -23,7 +25,7 @@ from viz.serve import (
     run_load,
 )
 from viz.serve.client import request_id, request_index
-from viz.serve.server import free_port
+from viz.serve.server import ManagedProcess, free_port
 
 
 @pytest.fixture(scope="module")
@@ -275,6 +277,32 @@ def test_a_server_dying_mid_run_is_recorded_and_the_file_written(tmp_path):
     assert "broke mid-stream after 2 text chunks" in first.error
     assert "process has exited (code 1)" in first.error  # the server's own state, from viz
     assert first.token_texts == ["tok0 ", "tok1 "]
+
+
+def test_a_failure_note_waits_a_moment_for_a_dying_server_to_exit(tmp_path):
+    """A server process that dies closes its connections a moment before it can be seen to
+    have exited: asked at once, it still runs; with settle_s the note waits for the exit, and a
+    server that does not exit is still said to run once settle_s has passed."""
+    dying = ManagedProcess([], host="127.0.0.1", port=1, log_path=tmp_path / "dying.log")
+    dying.proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5)"])
+    assert "the server is still running" in dying.failure_note(short=True)
+    assert "the server process has exited (code 0)" in dying.failure_note(short=True, settle_s=30)
+    live = ManagedProcess([], host="127.0.0.1", port=1, log_path=tmp_path / "live.log")
+    live.proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert "the server is still running" in live.failure_note(short=True, settle_s=0.2)
+    finally:
+        live.proc.kill()
+        live.proc.wait()
+
+
+def test_a_live_server_that_cuts_a_stream_is_said_to_be_still_running(faults):
+    run = run_load(faults, model="flaky", concurrency=2, n_requests=2, max_tokens=4, progress=False)
+    (cut,) = [r for r in run.requests if not r.ok]
+    assert cut.index == 1 and cut.error_kind == "connection"
+    assert "the connection broke mid-stream after 3 text chunks" in cut.error
+    assert "fault server is still running; its log:" in cut.error
+    assert [r.ok for r in run.requests if r.index == 0] == [True]
 
 
 def test_a_load_run_stops_at_its_time_limit_and_keeps_what_streamed(faults, tmp_path):

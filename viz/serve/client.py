@@ -358,7 +358,7 @@ async def stream_request(
     finally:
         await _close_quietly(stream)
     if rec.error is not None and on_failure is not None:
-        extra = on_failure(rec)
+        extra = await asyncio.to_thread(on_failure, rec)  # it may wait (server_note)
         if extra:
             rec.error += extra
 
@@ -809,12 +809,25 @@ def record_request(
     return record
 
 
+# A server process that dies closes its connections a moment before it can be seen to have
+# exited: the note on a broken connection waits up to this long for the exit to show (in a
+# thread of its own, so the run's other requests go on).
+CONNECTION_SETTLE_S = 0.5
+
+
+def server_note(handle: Any, rec: RequestRecord, short: bool = False) -> str:
+    """`handle.failure_note` for `rec`'s failure: after a broken connection it waits up to
+    CONNECTION_SETTLE_S for a dying server's exit, so the note says the server exited."""
+    settle_s = CONNECTION_SETTLE_S if rec.error_kind == "connection" else 0.0
+    return handle.failure_note(short=short, settle_s=settle_s)
+
+
 def _server_hint(server: Any) -> Optional[Callable[[RequestRecord], str]]:
     """For an embedded server: a failure message gains the server's state and log tail."""
     handle = server_handle(server)
     if handle is None:
         return None
-    return lambda rec: handle.failure_note()
+    return lambda rec: server_note(handle, rec)
 
 
 def attach_server_timing(server: Any, requests: list[RequestRecord], t0: float) -> None:

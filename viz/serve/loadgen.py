@@ -53,6 +53,7 @@ from viz.serve.client import (
     request_id,
     resolve_target,
     run_coroutine,
+    server_note,
 )
 from viz.serve.driver import drive, jobs_of
 from viz.serve.engines import kv_pool_tokens, length_fields, tokenizer_for
@@ -449,7 +450,7 @@ def _drive_load(
     `settings` (its timeouts and workload), and the run recorded — also on an interrupt."""
     state: dict[str, Any] = {"t0": None, "t_end": None, "stopped": "", "target": None}
     server_label = server.label if server else ""
-    on_failure = (lambda rec: server.failure_note(short=True)) if server else None
+    on_failure = (lambda rec: server_note(server, rec, short=True)) if server else None
 
     async def go() -> None:
         client = make_client(base_url, settings.timeouts, api_key)

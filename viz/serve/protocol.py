@@ -31,8 +31,9 @@ class ServerHandle(Protocol):
     @property
     def alive(self) -> bool: ...
 
-    def failure_note(self, short: bool = False) -> str:
-        """For an error message: whether it still runs, and its log."""
+    def failure_note(self, short: bool = False, settle_s: float = 0.0) -> str:
+        """For an error message: whether it still runs (waiting up to `settle_s` for an exit
+        under way to show), and its log."""
 
     def info(self) -> Any:
         """How it was run (a `viz.serve.ServerInfo`), kept in every load run."""

@@ -207,9 +207,16 @@ class ManagedProcess:
             return ""
         return "\n".join(text.rstrip().splitlines()[-lines:])
 
-    def failure_note(self, short: bool = False) -> str:
+    def failure_note(self, short: bool = False, settle_s: float = 0.0) -> str:
         """For an error message: whether the server is still running, and its log (its last
-        lines too unless `short`)."""
+        lines too unless `short`). settle_s: if it still runs, wait up to this long for it to
+        exit first (a process that dies closes its connections a moment before it can be seen
+        to have exited; a client that saw the connection break may ask in between)."""
+        if settle_s > 0 and self.alive:
+            try:
+                self.proc.wait(timeout=settle_s)
+            except subprocess.TimeoutExpired:
+                pass  # still running
         if self.alive:
             return f" [the {self.what} is still running; its log: {self.log_path}]"
         if short:
