@@ -64,7 +64,7 @@ print(one.summary())
 # %% [markdown]
 # ## See it: a workload, stated the way engineers state it
 #
-# "128 tokens in, 24 out, 4 streams": prompts of about 128 tokens, answers of 24, and 4 users
+# "128 tokens in, 16 out, 4 streams": prompts of about 128 tokens, answers of 16, and 4 users
 # each sending a new request once answered. `serve.Workload.synthetic` cuts them from lesson
 # 01's paragraph, varying around 128 like real prompts.
 #
@@ -72,7 +72,7 @@ print(one.summary())
 # limits.
 
 # %%
-PROMPT_TOKENS, OUTPUT_TOKENS, STREAMS = 128, 24, 4  # ← tokens in, tokens out, streams
+PROMPT_TOKENS, OUTPUT_TOKENS, STREAMS = 128, 16, 4  # ← tokens in, tokens out, streams
 workload = serve.Workload.synthetic(
     prompt_tokens=serve.Lengths.normal(PROMPT_TOKENS, PROMPT_TOKENS // 3),
     output_tokens=OUTPUT_TOKENS)
@@ -229,7 +229,7 @@ viz.compare_prediction(prediction_limit, held_back, options=list(serve.LIMITS),
 # %% [markdown]
 # ## Measure it: one at a time against continuous batching
 #
-# One workload, 64 tokens in and 12 out, goes at 1, 4 and 8 streams to this server, then to one
+# One workload, 64 tokens in and 12 out, goes at 1 and 8 streams to this server, then to one
 # that serves **one request at a time** (`continuous_batching=False`).
 #
 # ✏️ **Predict before you measure.** At 8 streams, how many times more tokens per second (all
@@ -244,7 +244,7 @@ prediction_itl = None  # ← a number: median ITL at 8 streams ÷ at 1 stream
 
 # %% tags=["nbval-ignore-output"]
 short = serve.Workload.synthetic(prompt_tokens=64, output_tokens=12)
-loads = dict(concurrencies=[1, 4, 8], requests_per_stream=1, min_requests=1, workload=short,
+loads = dict(concurrencies=[1, 8], requests_per_stream=1, min_requests=1, workload=short,
              max_duration_s=60, progress=False)
 batched = serve.sweep_load(server, **loads)
 print(f"workload: {short}")
@@ -297,7 +297,7 @@ viz.compare_prediction(prediction_ratio, measured_ratio,
 #
 # llama.cpp's server (`llama-cpp-python`) makes the other trade: the model's 4-bit GGUF file
 # (97 MB of weights against 538 MB in float32), kernels computing on 4-bit weights directly,
-# and **one request at a time**. The same three loads:
+# and **one request at a time**. The same two loads:
 #
 # ✏️ **Predict.** At 8 streams, will llama.cpp make "fewer", "about as many" or "more" tokens
 # per second than `transformers serve` with continuous batching?

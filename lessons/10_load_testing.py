@@ -65,16 +65,17 @@ print(serve.run_load(server, concurrency=4, n_requests=4, workload=short, max_du
 # Engineers who load-test a server sweep the **request rate**. First one request at a time:
 # what a user alone gets. Then every request at once: the most requests per second the server
 # can complete. Then requests arriving at random moments (a Poisson process, seeded: the same
-# seed gives the same arrival times) at rates between the two, the lowest first, until the
-# server **saturates**: requests arrive faster than they finish, so each one waits for the work
-# of all those before it, and the wait for a first token grows through the run. The sweep keeps
-# that rate and stops. The table's last column, **queue**, is that growth: seconds of TTFT
-# gained per second of arrivals (0: the server keeps up; over 0.25 the rate counts as
-# saturated, ✕ in the figure below; "n/a" for the two loads that do not arrive at a rate). The
-# sweep's rates stay below what the all-at-once load completed, so a rate may well not
-# saturate (queue near 0, no ✕); then the all-at-once row is where the server's limit shows. A
-# run of a few requests also completes fewer per second than it is offered: the clock runs
-# until the last answer ends, after the last arrival.
+# seed gives the same arrival times) at a rate halfway between the two (`n_rates=1`; a longer
+# sweep runs several rates, the lowest first). A server **saturates** at a rate when requests
+# arrive faster than they finish, so each one waits for the work of all those before it, and
+# the wait for a first token grows through the run; a sweep keeps that rate and stops. The
+# table's last column, **queue**, is that growth: seconds of TTFT gained per second of
+# arrivals (0: the server keeps up; over 0.25 the rate counts as saturated, ✕ in the figure
+# below; "n/a" for the two loads that do not arrive at a rate). The rate stays below what the
+# all-at-once load completed, so it may well not saturate (queue near 0, no ✕); then the
+# all-at-once row is where the server's limit shows. A run of a few requests also completes
+# fewer per second than it is offered: the clock runs until the last answer ends, after the
+# last arrival.
 #
 # Serving figures on a shared machine move by tens of percent from one run to the next, so
 # each load runs 3 times. A figure below is the median of the 3, and in brackets its
@@ -97,8 +98,8 @@ prediction_first_miss = None  # ← one of serve.MISSES: "TTFT", "TPOT", "both a
 
 # %% tags=["nbval-ignore-output"]
 with perf.energy_meter("cpu") as meter:  # read at the end of the lesson, where a counter exists
-    sweep = serve.sweep_rates(server, n_requests=4, n_rates=2, repeats=3, workload=short,
-                              max_duration_s=60, budget_s=120, progress=False)
+    sweep = serve.sweep_rates(server, n_requests=4, n_rates=1, repeats=3, workload=short,
+                              max_duration_s=60, budget_s=120, progress=False)  # ~30 s
 print(sweep)
 
 # %% tags=["nbval-ignore-output"]

@@ -65,7 +65,7 @@ SHARE = ["under 10 %", "10 to 40 %", "over 40 %"]
 prediction_share = None  # ← your guess, one of SHARE
 
 # %% tags=["nbval-ignore-output"]
-long_prefill = perf.long_prefill_sweep(lm, [256, 512, 1024, 2048], repeats=2, progress=False)
+long_prefill = perf.long_prefill_sweep(lm, [256, 1024, 2048], repeats=2, progress=False)
 print(long_prefill)
 views.sweep_figure(long_prefill)
 
@@ -117,7 +117,7 @@ print(f"counted for {big.name}: {perf.attention_crossover(big):,} tokens")
 # cache, and one over a random cache as long, interleaved.
 
 # %% tags=["nbval-ignore-output"]
-check = perf.synthetic_check(lm, 2048, repeats=5)
+check = perf.synthetic_check(lm, 2048, repeats=3)
 print(check.text())
 
 # %% [markdown]
@@ -138,7 +138,7 @@ VERSUS = ["below it, by 10 % or more", "within 10 % of it", "above it, by 10 % o
 prediction_8k = None  # ← your guess, one of VERSUS
 
 # %% tags=["nbval-ignore-output"]
-long_decode = perf.long_decode_sweep(lm, [0, 2048, 4096, 8191], repeats=5, progress=False)
+long_decode = perf.long_decode_sweep(lm, [0, 2048, 4096, 8191], repeats=3, progress=False)
 print(long_decode)
 growth_8k = long_decode.spread("growth")[-1]  # step at 8,191 ÷ the empty step beside it
 versus = viz.band(growth_8k / (bytes_8k / bytes_0), [0.9, 1.1], VERSUS)
@@ -188,7 +188,7 @@ print(f"the rule on that step: {v} (MBU {v.mbu:.0%})")
 #
 # ### Drag the context
 #
-# The slider measures a decode step at the length you choose (five timed steps over a random
+# The slider measures a decode step at the length you choose (three timed steps over a random
 # cache, each beside an empty-cache step: a few seconds) and adds the point to the chart.
 #
 # ✏️ **Predict**, before you drag to 6,144: will its step sit on the straight line between its
@@ -206,7 +206,7 @@ def context_chart(values):
     c = values["context"]
     if c not in measured["steps"].column("context_tokens"):  # a real step at c, on this machine
         measured["steps"] = measured["steps"].merged(
-            perf.long_decode_sweep(lm, [c], repeats=5, progress=False))
+            perf.long_decode_sweep(lm, [c], repeats=3, progress=False))
     return views.long_decode_figure(measured["steps"], peaks)
 
 
@@ -258,7 +258,8 @@ prediction_int4 = None  # ← your guess, one of FASTER
 # %% tags=["nbval-ignore-output"]
 CONTEXT = 8191  # ← cached tokens: 2048, 4096 or 8191 (the lengths of the float32 sweep)
 gc.collect()
-quant = perf.kv_quant_sweep(lm, [CONTEXT], QUANTS, float_cache=False, progress=False)
+quant = perf.kv_quant_sweep(lm, [CONTEXT], QUANTS, repeats=3, float_cache=False,
+                           progress=False)
 print(quant)
 row = long_decode.column("context_tokens").index(CONTEXT)  # float32 at CONTEXT, from above
 int4_row = perf.kv_quant_row(quant, "int4")
@@ -383,7 +384,8 @@ print(f"here: {reserved} conversations with 8,192 positions reserved each; {page
 # `perf.prefix_cache_sweep` takes one 512-token prompt, treats a share of its beginning as
 # prefilled by an earlier request (untimed), and times the first token with that prefix
 # recomputed, and with its keys and values reused (only the rest prefilled), checking that the
-# first token comes out the same.
+# first token comes out the same. It starts at half the prompt cached: with nothing cached, the
+# two are the same pass.
 #
 # Before it runs: with 95 % of the prompt cached, how many times faster is the first token?
 
@@ -393,7 +395,7 @@ prediction_speedup = None  # ← your guess, one of SPEEDUP
 
 # %% tags=["nbval-ignore-output"]
 gc.collect()
-prefix = perf.prefix_cache_sweep(lm, 512, [0.0, 0.5, 0.75, 0.95], repeats=2, progress=False)
+prefix = perf.prefix_cache_sweep(lm, 512, [0.5, 0.75, 0.95], repeats=2, progress=False)
 print(prefix)
 views.sweep_figure(prefix)
 
@@ -422,15 +424,15 @@ compare_prediction(prediction_speedup, band_95, options=SPEEDUP,
 # ## Measure it: a chat that re-sends its history
 #
 # The OpenAI-style API a server speaks is stateless: each turn sends the whole conversation
-# again. `perf.chat_turns` plays four turns and times each first token with the history
-# recomputed, and with the keys and values kept from the turn before, as far as the token ids
-# match from the start (an engine matches whole pages, below).
+# again. `perf.chat_turns` plays four turns (replies of six tokens) and times each first token
+# with the history recomputed, and with the keys and values kept from the turn before, as far
+# as the token ids match from the start (an engine matches whole pages, below).
 
 # %% tags=["nbval-ignore-output"]
 chat = perf.chat_turns(lm, ["What is a KV cache?", "Why does it grow with the text?",
                             "How large is it for a long document?",
                             "And how do servers keep it small?"],
-                       reply_tokens=12, repeats=2, progress=False)
+                       reply_tokens=6, repeats=2, progress=False)
 print(chat)
 views.sweep_figure(chat)
 
@@ -472,7 +474,7 @@ FRACTION = ["under 25 %", "25 to 60 %", "over 60 %"]
 prediction_fraction = None  # ← your guess, one of FRACTION
 
 # %% tags=["nbval-ignore-output"]
-sharing = serve.measure_prefix_sharing(lm.model, prompts, page_size=16)
+sharing = serve.measure_prefix_sharing(lm.model, prompts, max_new_tokens=2, page_size=16)
 fraction = sharing.on[1].first_token_s / sharing.off[1].first_token_s
 print(sharing.text())
 for on, off in zip(sharing.on, sharing.off):

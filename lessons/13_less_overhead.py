@@ -43,7 +43,7 @@ lm = viz.load_model(device="cpu")  # the course model, for the profile below
 # ## See it: what a step is made of
 #
 # Lesson 08 found a **fixed cost** per step, milliseconds even with almost no weights.
-# `perf.profile_decode_step` runs ten decode steps of the course model under `torch.profiler`
+# `perf.profile_decode_step` runs five decode steps of the course model under `torch.profiler`
 # and sorts the median step's top-level operations into the matrix products (the weights being
 # read), attention, the norms, the small ops (adds, the rotary embedding...) and the **gaps**,
 # when no operation runs at all (Python, the framework, the dispatcher).
@@ -55,7 +55,7 @@ lm = viz.load_model(device="cpu")  # the course model, for the profile below
 prediction_matrix = None  # ← a share from 0 to 1
 
 # %% tags=["nbval-ignore-output"]
-profile = perf.profile_decode_step(lm, context=64, steps=10)
+profile = perf.profile_decode_step(lm, context=64, steps=5)
 print(profile)
 
 # %% tags=["nbval-ignore-output"]
@@ -207,7 +207,7 @@ for name, why in perf.LOOKUP_WHY.items():
 prediction_per_pass = None  # ← tokens per decode pass, copying the list
 
 # %% tags=["nbval-ignore-output"]
-tokens = {"copy a list": 40, "write a story": 24}  # the list is ~40 tokens long
+tokens = {"copy a list": 40, "write a story": 16}  # the list is ~40 tokens long
 lookups = {name: perf.compare_prompt_lookup(lm, prompt, max_new_tokens=tokens[name], repeats=3)
            for name, prompt in perf.LOOKUP_PROMPTS.items()}
 for name, c in lookups.items():
@@ -245,8 +245,8 @@ compare_prediction(prediction_per_pass, per_pass, rel_tol=0.3,  # the cell's las
 # Prompt lookup guessed k = 10 tokens each time. With fewer guesses a pass checks less but
 # makes at most k + 1 tokens; with more, it makes more when the guesses are right and checks
 # more positions either way. The slider reruns the copying prompt at the k you choose (plain
-# and prompt lookup, one round each after a warm-up: a few seconds per new k); k = 1 and 4 are
-# measured first, and k = 10 is the run above (three rounds: its bar).
+# and prompt lookup, one round each after a warm-up: a few seconds per new k); k = 1, where it
+# starts, is measured first, and k = 10 is the run above (three rounds: its bar).
 #
 # ✏️ **Predict.** With k = 1 (one guess per lookup), copying the list: how many tokens will a
 # decode pass make on average?
@@ -271,8 +271,8 @@ def draft_chart(values):
     return views.draft_length_figure(by_k, chosen=k)
 
 
-draft_chart({"k": 1})  # measured before you drag: the chart starts with a shape
-k_slider = widgets.IntSlider(value=4, min=1, max=10, description="k: tokens guessed",
+# it starts at k = 1, measured as it is drawn: with k = 10 above, the chart starts with a line
+k_slider = widgets.IntSlider(value=1, min=1, max=10, description="k: tokens guessed",
                              continuous_update=False, style={"description_width": "initial"})
 LinkedView({"k": k_slider}, [k_slider], draft_chart)
 

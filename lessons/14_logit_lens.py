@@ -50,7 +50,8 @@ prediction_depth = None  # ← a layer from 0 (the embedding) to 30 (the output)
 
 # %%
 PROMPT = "Explain why the sky is blue in two sentences."
-trace = viz.record(lm, PROMPT, chat=True, max_new_tokens=32, lens=True)
+NEW = 24  # the reply's length: every run below decodes these same tokens
+trace = viz.record(lm, PROMPT, chat=True, max_new_tokens=NEW, lens=True)
 print(trace.generated_text)
 
 # %%
@@ -73,10 +74,10 @@ compare_prediction(prediction_depth, first.median, rel_tol=0.15,
 # Read the figure column by column: each column is one step, each row a layer, the colour how
 # sure that layer's top guess is (hover for its guess and its top five). The dots mark layers
 # whose guess *is* the token finally chosen, the line the lowest of them. For most tokens of
-# this small model the answer appears only in the last few layers. A few columns have a dot
-# near the bottom: there the first layers guessed a common token (" a", " and", ".") that
-# happened to be right, and the layers above then overruled it, until the last ones chose it
-# again. Below, one step at a time: drag the slider or press play.
+# this small model the answer appears only in the last few layers. A column or two has a dot
+# near the bottom: there the first layers guessed a common token (such as " a" or " and")
+# that happened to be right, and the layers above then overruled it, until the last ones
+# chose it again. Below, one step at a time: drag the slider or press play.
 
 # %%
 views.logit_lens_step_figure(trace)
@@ -136,25 +137,7 @@ print(f"at layer {EXIT_LAYER} the lens agrees with the final token at "
 # %%
 prediction_acceptance = None  # ← a share from 0 to 1
 
-# %%
-run = perf.early_exit_generate(lm, PROMPT, exit_layer=EXIT_LAYER, draft_tokens=K,
-                               max_new_tokens=32)
-print(f"{run.full_passes} full passes (the prefill's, then one per round) for "
-      f"{run.new_tokens} tokens; drafts accepted per round: {run.accepted_histogram()}; "
-      f"{run.acceptance_rate:.1%} of "
-      f"{run.draft_passes} drafts accepted")
-print(f"same tokens as plain decoding: {run.token_ids == trace.generated_ids}")
-print(f"the lens predicted: {perf.lens_drafts(trace, EXIT_LAYER, K).accepted_histogram()}")
-
-# %%
-compare_prediction(prediction_acceptance, run.acceptance_rate, rel_tol=0.25,
-                   hint="a second draft counts only if the first was accepted")
-
 # %% [markdown]
-# The lens predicted every round, draft for draft. The acceptance is lower than the
-# agreement: the second draft of a round is checked only after an accepted first one, and a
-# round whose first draft is wrong wastes both.
-#
 # **What a draft costs.** A decode pass reads every weight once (lesson 08), so a draft pass
 # should cost about the bytes it reads: its 26 layers *and* the output head, which scores all
 # 49,152 tokens for every guess. The measurement below says whether it did.
@@ -167,18 +150,32 @@ print(f"a draft pass reads {share:.0%} of the weights a full pass reads "
 # %% [markdown]
 # ✏️ **Predict.** On your machine, will decoding with these drafts be faster or slower than
 # plain decoding? One of `perf.EARLY_EXIT_WORDS`.
+#
+# The next cell times both, plain decoding and early exit, and answers this prediction and
+# the one above (its table shows the drafts accepted per full pass).
 
 # %%
 prediction_speed = None  # ← "plain decode is faster" or "early exit is faster"
 
 # %% tags=["nbval-ignore-output"]
 early = perf.compare_early_exit(lm, PROMPT, exit_layer=EXIT_LAYER, draft_tokens=K,
-                                max_new_tokens=32, repeats=3)  # ~20 s: 3 timed rounds each
+                                max_new_tokens=NEW, repeats=3)  # ~18 s: 3 timed rounds each
 print(early)
 follows = viz.band(early.draft_cost_spread / share, [0.85, 1.15],
                    ["cheaper than its bytes", "follows its bytes", "dearer than its bytes"])
 print(f"a draft pass's time {follows}: measured ×{early.draft_cost_spread.text(digits=2)} of "
       f"a plain pass, for {share:.0%} of its bytes")
+
+# %%
+print(f"same tokens as the recording: {early.early.token_ids == trace.generated_ids}; the lens "
+      f"predicted: {perf.lens_drafts(trace, EXIT_LAYER, K).accepted_histogram()}")
+compare_prediction(prediction_acceptance, early.acceptance_rate, rel_tol=0.25,
+                   hint="a second draft counts only if the first was accepted")
+
+# %% [markdown]
+# The lens predicted every round, draft for draft. The acceptance is lower than the
+# agreement: the second draft of a round is checked only after an accepted first one, and a
+# round whose first draft is wrong wastes both. Now the time:
 
 # %%
 compare_prediction(prediction_speed, early.speedup_verdict,
@@ -207,7 +204,7 @@ MORE = ["early exit", "prompt lookup", "the same"]
 prediction_more = None  # ← one of MORE
 
 # %% tags=["nbval-ignore-output"]
-lookup = perf.compare_prompt_lookup(lm, PROMPT, max_new_tokens=32, repeats=3)
+lookup = perf.compare_prompt_lookup(lm, PROMPT, max_new_tokens=NEW, repeats=3)  # ~12 s
 print(lookup)
 ours, theirs = early.tokens_per_pass, lookup.lookup.tokens_per_pass
 more = MORE[2] if abs(ours - theirs) < 0.05 else MORE[0] if ours > theirs else MORE[1]
@@ -243,7 +240,7 @@ priced = best.speedup_if_bytes(perf.draft_bytes_share(lm.spec, best.exit_layer))
 print(f"the lens's best: L={best.exit_layer}, k={best.draft_tokens}, "
       f"{best.tokens_per_pass:.2f} tokens per full pass, ×{priced:.2f} if a pass costs its bytes")
 at_best = perf.compare_early_exit(lm, PROMPT, exit_layer=best.exit_layer,
-                                  draft_tokens=best.draft_tokens, max_new_tokens=32, repeats=3)
+                                  draft_tokens=best.draft_tokens, max_new_tokens=NEW, repeats=3)
 print(at_best)
 
 # %%
@@ -287,7 +284,7 @@ def own_draft_chart(values):
     key = (values["L"], values["k"])
     if key not in tried:  # a real comparison with plain decoding, on this machine
         tried[key] = perf.compare_early_exit(lm, PROMPT, exit_layer=key[0], draft_tokens=key[1],
-                                             max_new_tokens=32, repeats=1)
+                                             max_new_tokens=NEW, repeats=1)
     c = tried[key]
     fig = views.early_exit_figure(trace, ks=(1, 2, 4), measured=list(tried.values()))
     return fig.update_layout(title_text=f"L={key[0]}, k={key[1]}: {c.tokens_per_pass:.2f} "
@@ -304,7 +301,7 @@ LinkedView({"L": layer_slider, "k": drafts}, [layer_slider, drafts], own_draft_c
 # %% [markdown]
 # ## Check yourself
 #
-# Your predictions were checked where you made them: the depth at which the answer appears,
+# Your predictions were checked along the way: the depth at which the answer appears,
 # the acceptance of drafts from layer 26, the speed-up, the comparison with prompt lookup,
 # and the lens's best choice.
 # One more, with the figure above in mind.
