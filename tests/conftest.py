@@ -217,18 +217,20 @@ BROWSER_LESSON = "tests/test_browser.py::test_lesson_runs_in_the_browser["
 # second unit, which the other worker runs once its own tests are done: measured with
 # nbclient, the long-context lesson took 74.6 s alone and 91.0 s with lessons 15, 00 and 01
 # run one after another beside it (26.1, 17.1 and 9.1 s; 15 and 00 alone: 24.9 and 16.1 s).
-# Of them only 02 and 07 ask for yardsticks: they run with the plainest kernels
-# (tests/test_browser.py), whose measurements are a folder of their own, which 02 fills and 07
-# reads (04 and 15, when they were here, read the peaks and the fixed cost that the measuring
-# lessons' first, 03, had measured minutes before this unit started). Lesson 02 joined them
+# Their yardsticks are measured by then: 15 asks for the peaks and the fixed cost, which the
+# measuring lessons' first (03) has measured minutes before this unit starts (after the Binder
+# test); 02 and 07 run with the plainest kernels (tests/test_browser.py), whose measurements
+# are a folder of their own, which 02 fills and 07 reads. Lesson 02 joined them
 # when the lessons' worker was still the longer: in a fresh clone of 033ab62 its tests took
 # 902.7 s, the other worker's 833.5 s (02: 36.2 s).
 # Lessons 04 and 07 joined them when nbval with other kernels stopped running five lessons a
 # second time (it took 171.8 s of the other worker in a fresh clone of 70bb0d7, where the
 # lessons' worker's tests took 842.8 s and the other's 845.0 s; 04: 38.6 s, 07: 38.8 s).
-# Lessons 04 and 15 went back when lessons 09, 10, 11, 13 and 14 were made shorter (their saved
-# runs 394 s → 263 s in all): in a fresh clone of 5d49f34 the lessons' tests took 748 s and the
-# other worker's 749 s, of which 04's 44 s and 15's 36 s (each lesson with its nbval items).
+# Lesson 04 went back when lessons 09, 10, 11, 13 and 14 were made shorter (their saved runs
+# 394 s → 263 s in all): in a fresh clone of 5d49f34 the lessons' tests took 748 s and the
+# other worker's 749 s, of which 04's 44 s (each lesson with its nbval items); 15 (36 s) went
+# with it, and came back after a fresh clone of c243da3 (lessons' worker 708 s, the other
+# 663 s; 15: 30 s).
 LESSONS_UNIT = "lessons"
 LESSONS_BESIDE_UNIT = "lessons beside"
 LESSONS_BESIDE = (
@@ -236,6 +238,7 @@ LESSONS_BESIDE = (
     "01_from_text_to_vectors.ipynb",
     "02_predicting_the_next_token.ipynb",
     "07_capstone.ipynb",
+    "15_the_whole_course.ipynb",
 )
 
 
