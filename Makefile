@@ -80,7 +80,7 @@ lab: setup
 # test, then nbval over notebooks/ (with each lesson's peak memory). Each lesson runs once:
 # nbval compares the run the browser test made and saved (tools/nbval_replay.py), and runs a
 # lesson in a kernel of its own only where there is no such run (no browser here). The browser
-# runs the lessons whose outputs are deterministic with torch's plainest kernels (another CPU's
+# runs the lessons whose outputs are deterministic with another CPU's kernels (another CPU's
 # rounding: what `make test-other-kernels` checks), the others natively.
 # --durations: every run shows where its time goes (DURATIONS=0: every test's, not the slowest
 # 25; pytest keeps only the last --durations it is given). TEST_WORKERS: pytest-xdist workers (2: one
@@ -97,7 +97,7 @@ test: setup browser lint
 		--nbval-replay artifacts/browser/runs --durations=$(DURATIONS) $(XDIST)
 
 # Another CPU's kernels round floats differently in the last bits: the saved notebooks (executed
-# natively) must still pass nbval there. torch's plainest kernels stand in for another CPU, on
+# natively) must still pass nbval there. torch's kernels set as another CPU's stand in, on
 # the lessons whose compared outputs are computed, not timed, from an empty folder of
 # measurements (tools/other_kernels.py). `make test` makes the same check through the browser
 # test (those lessons run there with these kernels, and nbval compares the runs), and runs this

@@ -219,7 +219,7 @@ BROWSER_LESSON = "tests/test_browser.py::test_lesson_runs_in_the_browser["
 # run one after another beside it (26.1, 17.1 and 9.1 s; 15 and 00 alone: 24.9 and 16.1 s).
 # Their yardsticks are measured by then: 15 asks for the peaks and the fixed cost, which the
 # measuring lessons' first (03) has measured minutes before this unit starts (after the Binder
-# test); 02 and 07 run with the plainest kernels (tests/test_browser.py), whose measurements
+# test); 02 and 07 run with the other kernels (tests/test_browser.py), whose measurements
 # are a folder of their own, which 02 fills and 07 reads. Lesson 02 joined them
 # when the lessons' worker was still the longer: in a fresh clone of 033ab62 its tests took
 # 902.7 s, the other worker's 833.5 s (02: 36.2 s).

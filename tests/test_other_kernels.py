@@ -1,15 +1,17 @@
 """The saved notebooks pass nbval under another CPU's kernels (tools/other_kernels.py).
 
 `make test` makes that check for every lesson of other_kernels.LESSONS through the browser test,
-which runs them with the plainest kernels' kernelspec (`kernelspec`, checked below) and checks
+which runs them with the other kernels' kernelspec (`kernelspec`, checked below) and checks
 each kernel's settings; nbval compares those runs (tools/nbval_replay.py). Here the tool that
 `make test-other-kernels` runs is run end to end on lesson 01 alone, on the pytest-xdist worker
 that is free while the browser test runs the lessons on the other (tests/conftest.py puts it
 last there), at the lowest priority (nice 19): it takes only the CPU the lessons leave idle.
 """
 
+import ast
 import json
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -22,7 +24,7 @@ from tools import course, other_kernels
 NICE = 19  # beside the browser's lessons: only the CPU they leave idle (tools/other_kernels.run)
 
 
-def test_the_environment_asks_for_the_plainest_kernels(tmp_path):
+def test_the_environment_asks_for_another_cpus_kernels(tmp_path):
     env = other_kernels.environment(
         str(tmp_path), base={"PATH": os.environ["PATH"], "PYTEST_X": "1"}
     )
@@ -30,6 +32,40 @@ def test_the_environment_asks_for_the_plainest_kernels(tmp_path):
     assert env["VIZ_MEASURE_DIR"] == str(tmp_path)
     assert "PYTEST_X" not in env  # the child is a pytest of its own
     assert other_kernels.kernel_level(env) == "DEFAULT"
+
+
+# Softmax of a matrix product, and an RMS norm: the kinds of work a lesson's outputs come from.
+ROUNDING = (
+    "import torch; torch.manual_seed(0); x = torch.randn(64, 896); w = torch.randn(896, 896) / 30; "
+    "y = torch.softmax(x @ w, -1); z = torch.nn.functional.rms_norm(x, (896,)); "
+    "print([float(v).hex() for v in (y.sum(1)[:4].tolist() + [(x @ w).sum(), z.abs().sum()])])"
+)
+
+
+@pytest.mark.skipif(
+    platform.machine().lower() not in ("x86_64", "amd64"),
+    reason="the stand-in's settings name x86 instruction sets (AVX2)",
+)
+def test_the_stand_in_rounds_unlike_this_machines_own_kernels(tmp_path):
+    """The check proves something only if the stand-in's floats differ from the native ones
+    in their last bits, as another CPU's do (a heatmap's zmax: README, 'Any machine')."""
+    native = {k: v for k, v in os.environ.items() if k not in other_kernels.OTHER_KERNELS}
+    other = other_kernels.environment(str(tmp_path), base=native)
+
+    def floats(env):
+        done = subprocess.run(
+            [sys.executable, "-c", ROUNDING], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        return ast.literal_eval(done.stdout.strip())  # the hex strings printed above
+
+    mine, theirs = floats(native), floats(other)
+    assert len(mine) == len(theirs) == 6
+    assert mine != theirs, "the stand-in rounds as this machine does: it checks nothing"
+    # ... and only in the last bits: the same numbers to 4 significant digits (nbval's tolerance)
+    for a, b in zip(mine, theirs):
+        x, y = float.fromhex(a), float.fromhex(b)
+        assert abs(x - y) <= 1e-4 * max(abs(x), abs(y)), (a, b)
 
 
 def test_every_lesson_has_a_saved_notebook():
@@ -55,12 +91,12 @@ def test_the_tool_passes_a_saved_notebook_with_other_kernels():
     done = other_kernels.run(["--durations=5"], capture=True, nice=NICE, lessons=("01",))
     tail = done.stdout[-6000:]
     print(tail)
-    assert done.returncode == 0, f"nbval with torch's plainest kernels failed:\n{tail}"
+    assert done.returncode == 0, f"nbval with another CPU's kernels failed:\n{tail}"
     assert re.search(r"\b\d+ passed", tail) and " failed" not in tail, tail
     assert "01_from_text_to_vectors.ipynb" in done.stdout, tail
 
 
-def test_the_kernelspec_runs_the_plainest_kernels_with_measurements_of_their_own(tmp_path):
+def test_the_kernelspec_runs_another_cpus_kernels_with_measurements_of_their_own(tmp_path):
     """What the browser test installs for other_kernels.LESSONS: a Jupyter server starts the
     kernel with its own environment plus the spec's env."""
     spec = other_kernels.kernelspec(sys.executable, str(tmp_path))

@@ -1,10 +1,18 @@
 """nbval over the saved notebooks with another CPU's kernels: the check that the course holds on a
 machine whose float rounding differs from the one it was saved on.
 
-torch's plainest kernels stand in for another CPU (ATen without vector instructions, oneDNN at
-SSE4.1, MKL at SSE4.2). The lessons run are those whose compared outputs are computed, not timed;
-they run from an empty folder of measurements, in a pytest of their own (the environment must be
-set before torch starts in each lesson's kernel).
+torch's kernels set as another CPU's stand in for it: ATen without vector instructions (on
+every x86 machine unlike its own: softmax, norms and sums round differently) and the matrix
+products of oneDNN and MKL at AVX2 (what a laptop without AVX-512 runs). Until 2026-12-07 they
+were at SSE4.1/SSE4.2, which no learner's machine runs and which cost more: lessons 05, 07 and
+14 took 43.1, 33.1 and 48.8 s alone on a 2-core Xeon (AVX-512, no AMX), 29.5, 27.0 and 35.0 s
+at AVX2 (each lesson executed alone with nbclient, from an empty folder of measurements;
+natively: 24.5–32.2, 27.9 and 40.4 s). tests/test_other_kernels.py checks that they round
+unlike the machine's own kernels, in the last bits only.
+
+The lessons run are those whose compared outputs are computed, not timed; they run from an
+empty folder of measurements, in a pytest of their own (the environment must be set before
+torch starts in each lesson's kernel).
 
     python -m tools.other_kernels      # what `make test-other-kernels` runs; exit status of pytest
 
@@ -26,17 +34,17 @@ from typing import Optional
 from tools.course import NBVAL_ARGS, ROOT
 
 
-# torch's plainest kernels: what `make test-other-kernels` and tests/test_other_kernels.py set.
+# Another CPU's kernels: what `make test-other-kernels` and tests/test_other_kernels.py set.
 OTHER_KERNELS = {
     "ATEN_CPU_CAPABILITY": "default",
-    "ONEDNN_MAX_CPU_ISA": "SSE41",
-    "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
+    "ONEDNN_MAX_CPU_ISA": "AVX2",
+    "MKL_ENABLE_INSTRUCTIONS": "AVX2",
 }
 # The lessons whose compared outputs are computed, not timed (by number).
 LESSONS = ("01", "02", "05", "07", "14")
 # A Jupyter kernel with these settings (`kernelspec`), for a JupyterLab that runs LESSONS.
-KERNEL_NAME = "python3-plainest-kernels"
-KERNEL_DISPLAY_NAME = "Python 3 (torch's plainest kernels)"
+KERNEL_NAME = "python3-other-kernels"
+KERNEL_DISPLAY_NAME = "Python 3 (another CPU's kernels)"
 
 
 def notebooks(lessons: Optional[tuple[str, ...]] = None) -> list[Path]:
