@@ -52,12 +52,8 @@ def test_the_stand_in_rounds_unlike_this_machines_own_kernels(tmp_path):
     native = {k: v for k, v in os.environ.items() if k not in other_kernels.OTHER_KERNELS}
     other = other_kernels.environment(str(tmp_path), base=native)
 
-    def floats(env):
-        done = subprocess.run(
-            [sys.executable, "-c", ROUNDING], env=env, capture_output=True, text=True, timeout=120
-        )
-        assert done.returncode == 0, done.stderr[-2000:]
-        return ast.literal_eval(done.stdout.strip())  # the hex strings printed above
+    def floats(env):  # the hex strings ROUNDING prints
+        return ast.literal_eval(other_kernels.python_output(ROUNDING, env))
 
     mine, theirs = floats(native), floats(other)
     assert len(mine) == len(theirs) == 6

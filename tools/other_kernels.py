@@ -90,10 +90,11 @@ def missing(environ: dict) -> dict:
     return {k: environ.get(k) for k, v in OTHER_KERNELS.items() if environ.get(k) != v}
 
 
-def kernel_level(env: dict) -> str:
-    """What torch reports for its kernels in a fresh process with `env` ("DEFAULT" here)."""
+def python_output(code: str, env: dict) -> str:
+    """What `code` prints in a fresh Python process with `env` (torch reads its kernel settings
+    only when it starts); an error if the process fails."""
     out = subprocess.run(
-        [sys.executable, "-c", "import torch; print(torch.backends.cpu.get_cpu_capability())"],
+        [sys.executable, "-c", code],
         env=env,
         capture_output=True,
         text=True,
@@ -101,6 +102,11 @@ def kernel_level(env: dict) -> str:
         timeout=120,
     )
     return out.stdout.strip()
+
+
+def kernel_level(env: dict) -> str:
+    """What torch reports for its kernels in a fresh process with `env` ("DEFAULT" here)."""
+    return python_output("import torch; print(torch.backends.cpu.get_cpu_capability())", env)
 
 
 def lower_priority(nice: int) -> None:
