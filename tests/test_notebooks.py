@@ -6,8 +6,10 @@ Fast checks on the committed files (no kernel). nbval itself runs over notebooks
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -167,6 +169,89 @@ def test_the_saved_course_is_one_run_on_one_machine():
     assert len(runs) == 1 and None not in next(iter(runs)), (
         f"notebooks from several runs or machines: {sorted(map(str, runs))}: `make notebooks`"
     )
+
+
+# ---- the whole run's measurements, which a re-execution of some lessons reuses --------------
+def whole_run_measurements(folder: Path, run: str, cpu: str, hashed: bool = True) -> Path:
+    """A whole run's measurements as `course.course_measurements` keeps them: run.json and one
+    document per kind, filed under this machine's hash (hashed=False: another machine's)."""
+    from viz.perf.machine.cache import cache_file, measurements_dir
+
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({"run": run, "cpu": cpu}))
+    for kind in course.MEASURED:
+        name = cache_file(kind).relative_to(measurements_dir())
+        if not hashed:
+            name = name.with_name("cpu-2-threads-000000000000.json")
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text("{}")
+    return folder
+
+
+@pytest.fixture
+def committed(tmp_path, monkeypatch):
+    """Where the course keeps its whole run's measurements, pointed at an empty folder."""
+    monkeypatch.setenv("VIZ_KEEP_MEASUREMENTS", "")
+    monkeypatch.setattr(course, "COURSE_MEASUREMENTS", tmp_path / "committed")
+    return tmp_path / "committed"
+
+
+def test_a_whole_run_keeps_its_measurements_where_a_partial_one_reuses_them(committed):
+    with course.course_measurements(True) as run:
+        measured = Path(os.environ["VIZ_MEASURE_DIR"])
+        assert not (measured / "peaks").exists(), "a whole run starts from an empty folder"
+        (measured / "peaks").mkdir()
+        (measured / "peaks" / "made.json").write_text('{"made": "now"}')
+    saved = json.loads((committed / "run.json").read_text())
+    assert saved == {"run": run, "cpu": course.cpu_label()}
+    assert (committed / "peaks" / "made.json").read_text() == '{"made": "now"}'
+
+    shutil.rmtree(committed)
+    whole_run_measurements(committed, "2026-01-01 00:00 UTC", course.cpu_label())
+    before = sorted((p.relative_to(committed), p.read_text()) for p in committed.rglob("*.json"))
+    with course.course_measurements(False) as run:
+        assert run == "2026-01-01 00:00 UTC"
+        copy = Path(os.environ["VIZ_MEASURE_DIR"])
+        assert copy != committed and (copy / "run.json").is_file()
+        (copy / "peaks" / "new.json").write_text("{}")  # a lesson measuring: not kept
+    after = sorted((p.relative_to(committed), p.read_text()) for p in committed.rglob("*.json"))
+    assert after == before
+
+
+def test_some_lessons_refuse_to_run_without_the_whole_runs_measurements(committed):
+    with pytest.raises(
+        SystemExit, match="no measurements of a whole-course run in .*make notebooks"
+    ):
+        with course.course_measurements(False):
+            pass
+    assert "VIZ_MEASURE_DIR" in os.environ  # the suite's own folder, left as it was
+    assert not committed.exists()
+
+
+def test_some_lessons_refuse_to_run_with_another_machines_measurements(committed):
+    whole_run_measurements(committed, "2026-01-01 00:00 UTC", "Xeon, 2 CPUs, AMX", hashed=False)
+    with pytest.raises(
+        SystemExit,
+        match=r"measured on Xeon, 2 CPUs, AMX \(2026-01-01 00:00 UTC\).*holds no peaks/cpu-.*"
+        r"another CPU, thread count or torch.*VIZ_KEEP_MEASUREMENTS=1",
+    ):
+        with course.course_measurements(False):
+            pass
+
+
+def test_committed_measurements_must_be_the_saved_notebooks_run(tmp_path):
+    meta = course.read_notebook(NOTEBOOKS[0]).metadata["viz"]
+    same = whole_run_measurements(tmp_path / "same", meta["course_run"], meta["cpu"])
+    assert course.measurement_problems(same) == []
+    other = whole_run_measurements(tmp_path / "other", "2026-01-01 00:00 UTC", meta["cpu"])
+    problems = course.measurement_problems(other)
+    assert len(problems) == len(NOTEBOOKS) and "2026-01-01 00:00 UTC" in problems[0]
+    assert course.measurement_problems(tmp_path / "none") == []  # none committed: no claim
+    (tmp_path / "bare").mkdir()
+    assert course.measurement_problems(tmp_path / "bare") == [
+        "bare holds no run.json: run `make notebooks` for every lesson"
+    ]
+    assert course.measurement_problems() == []  # what is committed agrees
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])

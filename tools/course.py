@@ -611,13 +611,85 @@ def update_readme() -> bool:
 
 
 # ---- command line --------------------------------------------------------------------
-# The measurements (peaks, fixed cost) of the last full `make notebooks` run: a re-execution of
-# some lessons (`make notebooks NB=03`) reuses them, so its yardsticks are the other lessons'.
-COURSE_MEASUREMENTS = ROOT / "artifacts" / "course-measurements"
+# The measurements (peaks, fixed cost) of the last whole `make notebooks` run, kept beside the
+# notebooks that print them and committed with them (a small JSON document each; a dot folder,
+# which JupyterLab does not list): a re-execution of some lessons (`make notebooks NB=03`)
+# reuses them, so its yardsticks are the other lessons'. They describe the machine that ran the
+# course: elsewhere (another CPU, thread count or torch) they cannot be reused, and a
+# re-execution of some lessons refuses to run rather than save lessons that disagree.
+COURSE_MEASUREMENTS = ROOT / "notebooks" / ".course-measurements"
+MEASURED = ("peaks", "fixed-cost")  # the documents a whole run measures (viz.perf.machine)
 # The lessons of a run reuse the peaks its first lesson measured, unchecked: a fresh read that
 # wandered (as a shared VM's does) would make a later lesson measure again, and the saved
 # lessons would print different yardsticks. viz.perf.machine reads it (CHECK_ENV).
 CHECK_PEAKS_ENV = "VIZ_CHECK_PEAKS"
+REMEASURE = (
+    "run `make notebooks` (every lesson, one run) on this machine, or "
+    "`VIZ_KEEP_MEASUREMENTS=1 make notebooks NB=...` to measure afresh (those lessons' "
+    "yardsticks then differ from the others', which tests/test_notebooks.py reports)"
+)
+
+
+def reuse_problem(folder: Optional[Path] = None) -> Optional[str]:
+    """Why a re-execution of some lessons cannot print the saved course's yardsticks from
+    `folder` (default COURSE_MEASUREMENTS; None: it can): no whole run's measurements there, or
+    none of this machine (each document is filed under a hash of what decides it:
+    viz.perf.machine.cache)."""
+    import json
+
+    from viz.perf.machine.cache import cache_file, measurements_dir
+
+    folder = COURSE_MEASUREMENTS if folder is None else folder
+    where = _shown(folder)
+    if not (folder / "run.json").is_file():
+        return f"no measurements of a whole-course run in {where}: {REMEASURE}"
+    saved = json.loads((folder / "run.json").read_text())
+    mine = [cache_file(kind).relative_to(measurements_dir()) for kind in MEASURED]
+    missing = [str(m) for m in mine if not (folder / m).is_file()]
+    if missing:
+        return (
+            f"the saved course was measured on {saved.get('cpu')} ({saved.get('run')}), and "
+            f"{where} holds no {', '.join(missing)} for this machine ({cpu_label()}, "
+            f"{_torch_version()}): another CPU, thread count or torch measures differently; "
+            + REMEASURE
+        )
+    return None
+
+
+def _shown(path: Path) -> Path:
+    """`path` as a message names it: from the repository's root where it lies inside."""
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+
+
+def _torch_version() -> str:
+    import torch
+
+    return f"torch {torch.__version__}"
+
+
+def measurement_problems(folder: Optional[Path] = None) -> list[str]:
+    """The committed measurements (default COURSE_MEASUREMENTS) against the saved notebooks:
+    the run and the machine their run.json names must be every notebook's (`make notebooks`
+    writes both in one run). None committed is no problem here: a re-execution of some lessons
+    then refuses (`reuse_problem`)."""
+    import json
+
+    folder = COURSE_MEASUREMENTS if folder is None else folder
+    if not folder.exists():
+        return []
+    if not (folder / "run.json").is_file():
+        return [f"{folder.name} holds no run.json: run `make notebooks` for every lesson"]
+    saved = json.loads((folder / "run.json").read_text())
+    problems = []
+    for nb in notebook_paths():
+        meta = read_notebook(nb).metadata.get("viz", {})
+        if (meta.get("course_run"), meta.get("cpu")) != (saved.get("run"), saved.get("cpu")):
+            problems.append(
+                f"{nb.name}: executed in the run of {meta.get('course_run')} on "
+                f"{meta.get('cpu')}, but {folder.name} holds the measurements of "
+                f"{saved.get('run')} on {saved.get('cpu')}: run `make notebooks`"
+            )
+    return problems
 
 
 @contextlib.contextmanager
@@ -625,10 +697,10 @@ def course_measurements(whole_course: bool, save: bool = True):
     """Where the lessons' kernels keep this machine's measurements during a run (they inherit
     VIZ_MEASURE_DIR). The whole course: an empty folder, as on a new learner's machine, so the
     first lesson that asks measures the peaks and the fixed cost once and every later lesson
-    reuses them; afterwards it is kept as COURSE_MEASUREMENTS (unless not `save`). Some lessons: a copy of
-    COURSE_MEASUREMENTS, so they print the same yardsticks as the rest of the saved course
-    (without it they measure afresh, and tests/test_notebooks.py will say their yardsticks
-    differ). VIZ_KEEP_MEASUREMENTS=1 keeps the usual cache instead."""
+    reuses them; afterwards it is kept as COURSE_MEASUREMENTS (unless not `save`). Some
+    lessons: a copy of COURSE_MEASUREMENTS, so they print the same yardsticks as the rest of
+    the saved course; a SystemExit naming the fix where it cannot be reused (`reuse_problem`).
+    VIZ_KEEP_MEASUREMENTS=1 keeps the usual cache instead."""
     import shutil
     import tempfile
 
@@ -639,26 +711,20 @@ def course_measurements(whole_course: bool, save: bool = True):
     if os.environ.get("VIZ_KEEP_MEASUREMENTS"):
         yield f"{now}, measurements from VIZ_MEASURE_DIR"
         return
+    if not whole_course:
+        problem = reuse_problem()
+        if problem:
+            raise SystemExit(f"error: {problem}")
     with tempfile.TemporaryDirectory(prefix="viz-measurements-") as fresh:
         run = now  # names the run whose measurements the notebooks show
         if not whole_course:
-            run = f"{now}, measured by none"
-            if (COURSE_MEASUREMENTS / "run.json").is_file():
-                shutil.copytree(COURSE_MEASUREMENTS, fresh, dirs_exist_ok=True)
-                run = json.loads((COURSE_MEASUREMENTS / "run.json").read_text())["run"]
-                print(
-                    f"reusing the measurements of the whole-course run of {run} "
-                    f"({COURSE_MEASUREMENTS.relative_to(ROOT)})",
-                    flush=True,
-                )
-            else:
-                print(
-                    "warning: no whole-course run to take the yardsticks from "
-                    f"({COURSE_MEASUREMENTS.relative_to(ROOT)} is missing): these lessons "
-                    "measure their own; run `make notebooks` for every lesson",
-                    file=sys.stderr,
-                    flush=True,
-                )
+            shutil.copytree(COURSE_MEASUREMENTS, fresh, dirs_exist_ok=True)
+            run = json.loads((COURSE_MEASUREMENTS / "run.json").read_text())["run"]
+            print(
+                f"reusing the measurements of the whole-course run of {run} "
+                f"({_shown(COURSE_MEASUREMENTS)})",
+                flush=True,
+            )
         # one set of peaks for the run (viz/perf/machine.py)
         with _env(VIZ_MEASURE_DIR=fresh, **{CHECK_PEAKS_ENV: "0"}):
             if whole_course:
@@ -738,6 +804,7 @@ def _check(args) -> int:
     if readme != readme_with_block(readme):
         problems.append("README.md's lesson table is stale: run `make readme`")
     problems += map_problems()
+    problems += measurement_problems()
     print("\n".join(problems) or "all notebooks paired, executed and small")
     return 1 if problems else 0
 
