@@ -619,6 +619,7 @@ def update_readme() -> bool:
 # re-execution of some lessons refuses to run rather than save lessons that disagree.
 COURSE_MEASUREMENTS = ROOT / "notebooks" / ".course-measurements"
 MEASURED = ("peaks", "fixed-cost")  # the documents a whole run measures (viz.perf.machine)
+RUN_FILE = "run.json"  # beside them: {"run": when the whole run began, "cpu": cpu_label()}
 # The lessons of a run reuse the peaks its first lesson measured, unchecked: a fresh read that
 # wandered (as a shared VM's does) would make a later lesson measure again, and the saved
 # lessons would print different yardsticks. viz.perf.machine reads it (CHECK_ENV).
@@ -630,20 +631,27 @@ REMEASURE = (
 )
 
 
+def saved_run(folder: Path) -> Optional[dict]:
+    """What the RUN_FILE of a whole run's measurements in `folder` says; None where there is
+    none."""
+    import json
+
+    file = folder / RUN_FILE
+    return json.loads(file.read_text()) if file.is_file() else None
+
+
 def reuse_problem(folder: Optional[Path] = None) -> Optional[str]:
     """Why a re-execution of some lessons cannot print the saved course's yardsticks from
     `folder` (default COURSE_MEASUREMENTS; None: it can): no whole run's measurements there, or
     none of this machine (each document is filed under a hash of what decides it:
     viz.perf.machine.cache)."""
-    import json
-
     from viz.perf.machine.cache import cache_file, measurements_dir
 
     folder = COURSE_MEASUREMENTS if folder is None else folder
     where = _shown(folder)
-    if not (folder / "run.json").is_file():
+    saved = saved_run(folder)
+    if saved is None:
         return f"no measurements of a whole-course run in {where}: {REMEASURE}"
-    saved = json.loads((folder / "run.json").read_text())
     mine = [cache_file(kind).relative_to(measurements_dir()) for kind in MEASURED]
     missing = [str(m) for m in mine if not (folder / m).is_file()]
     if missing:
@@ -672,14 +680,12 @@ def measurement_problems(folder: Optional[Path] = None) -> list[str]:
     the run and the machine their run.json names must be every notebook's (`make notebooks`
     writes both in one run). None committed is no problem here: a re-execution of some lessons
     then refuses (`reuse_problem`)."""
-    import json
-
     folder = COURSE_MEASUREMENTS if folder is None else folder
     if not folder.exists():
         return []
-    if not (folder / "run.json").is_file():
-        return [f"{folder.name} holds no run.json: run `make notebooks` for every lesson"]
-    saved = json.loads((folder / "run.json").read_text())
+    saved = saved_run(folder)
+    if saved is None:
+        return [f"{folder.name} holds no {RUN_FILE}: run `make notebooks` for every lesson"]
     problems = []
     for nb in notebook_paths():
         meta = read_notebook(nb).metadata.get("viz", {})
@@ -719,7 +725,7 @@ def course_measurements(whole_course: bool, save: bool = True):
         run = now  # names the run whose measurements the notebooks show
         if not whole_course:
             shutil.copytree(COURSE_MEASUREMENTS, fresh, dirs_exist_ok=True)
-            run = json.loads((COURSE_MEASUREMENTS / "run.json").read_text())["run"]
+            run = saved_run(COURSE_MEASUREMENTS)["run"]
             print(
                 f"reusing the measurements of the whole-course run of {run} "
                 f"({_shown(COURSE_MEASUREMENTS)})",
@@ -728,7 +734,7 @@ def course_measurements(whole_course: bool, save: bool = True):
         # one set of peaks for the run (viz/perf/machine.py)
         with _env(VIZ_MEASURE_DIR=fresh, **{CHECK_PEAKS_ENV: "0"}):
             if whole_course:
-                Path(fresh, "run.json").write_text(json.dumps({"run": run, "cpu": cpu_label()}))
+                Path(fresh, RUN_FILE).write_text(json.dumps({"run": run, "cpu": cpu_label()}))
             yield run
             if whole_course and save:
                 shutil.rmtree(COURSE_MEASUREMENTS, ignore_errors=True)
