@@ -239,6 +239,20 @@ def test_some_lessons_refuse_to_run_with_another_machines_measurements(committed
             pass
 
 
+@pytest.mark.parametrize("text", ['{"run": "2026-01-01 00:00 UTC", "cpu": "x"', "[]", "{}"])
+def test_a_run_file_that_is_not_a_whole_runs_is_named_with_the_fix(committed, text):
+    whole_run_measurements(committed, "2026-01-01 00:00 UTC", course.cpu_label())
+    (committed / course.RUN_FILE).write_text(text)
+    before = sorted(p.read_text() for p in committed.rglob("*.json"))
+    match = r"committed/run\.json is not what a whole `make notebooks` run writes"
+    with pytest.raises(SystemExit, match=match + r".*run `make notebooks` for every lesson"):
+        with course.course_measurements(False):
+            pass
+    with pytest.raises(SystemExit, match=match):
+        course.measurement_problems(committed)
+    assert sorted(p.read_text() for p in committed.rglob("*.json")) == before
+
+
 def test_committed_measurements_must_be_the_saved_notebooks_run(tmp_path):
     meta = course.read_notebook(NOTEBOOKS[0]).metadata["viz"]
     same = whole_run_measurements(tmp_path / "same", meta["course_run"], meta["cpu"])

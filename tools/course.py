@@ -633,11 +633,23 @@ REMEASURE = (
 
 def saved_run(folder: Path) -> Optional[dict]:
     """What the RUN_FILE of a whole run's measurements in `folder` says; None where there is
-    none."""
+    none; a SystemExit naming the fix where it is not what a whole run writes (edited, cut)."""
     import json
 
     file = folder / RUN_FILE
-    return json.loads(file.read_text()) if file.is_file() else None
+    if not file.is_file():
+        return None
+    try:
+        saved = json.loads(file.read_text())
+    except (ValueError, UnicodeDecodeError) as e:
+        saved = e
+    if not (isinstance(saved, dict) and isinstance(saved.get("run"), str)):
+        raise SystemExit(
+            f"error: {_shown(file)} is not what a whole `make notebooks` run writes "
+            f'({{"run": ..., "cpu": ...}}; found: {str(saved)[:80]}): run `make notebooks` for '
+            "every lesson to measure and write it again"
+        )
+    return saved
 
 
 def reuse_problem(folder: Optional[Path] = None) -> Optional[str]:
