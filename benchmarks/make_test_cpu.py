@@ -57,7 +57,6 @@ PYTEST = "pytest processes (the tests themselves)"
 OTHER = "other processes of the command"
 NOT_OURS = "not this command (other programs on the machine)"
 MISSED = "not seen by the samples (short processes, the kernel's own work)"
-ROLES = (SETUP, BINDER, KERNELS, CHROMIUM, DRIVER, LAB, SERVERS, COMPILERS, PYTEST, OTHER)
 
 
 # Set in the command's environment: a process that carries it is the command's even when its
@@ -71,7 +70,6 @@ class Proc:
     ppid: int
     cmd: str
     env_home: str = ""
-    marked: bool = False
 
 
 def role(proc: Proc, ancestors: list[Proc], pytest_started: bool) -> str:
@@ -110,9 +108,8 @@ def busy_ticks() -> int:
     return user + nice + system + irq + softirq
 
 
-def _read(pid: str, marker: bytes = b"") -> Optional[tuple[int, int, float, str, str, bool]]:
-    """(ppid, start time, CPU seconds, command line, HOME, carries `marker`) of a process, or
-    None if it is gone."""
+def _read(pid: str) -> Optional[tuple[int, int, float, str]]:
+    """(ppid, start time, CPU seconds, command line) of a process, or None if it is gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         cmd = (
@@ -120,6 +117,13 @@ def _read(pid: str, marker: bytes = b"") -> Optional[tuple[int, int, float, str,
         )
     except OSError:
         return None
+    cpu = (int(stat[11]) + int(stat[12])) / TICK  # utime + stime
+    return int(stat[1]), int(stat[19]), cpu, cmd.strip()
+
+
+def _environ(pid: int, marker: bytes) -> tuple[str, bool]:
+    """(HOME, whether it carries `marker`) of a process's environment; read once per program
+    a process runs, not at every sample."""
     home, marked = "", False
     try:
         for var in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
@@ -128,8 +132,7 @@ def _read(pid: str, marker: bytes = b"") -> Optional[tuple[int, int, float, str,
             marked = marked or bool(marker and var == marker)
     except OSError:
         pass
-    cpu = (int(stat[11]) + int(stat[12])) / TICK  # utime + stime
-    return int(stat[1]), int(stat[19]), cpu, cmd.strip(), home, marked
+    return home, marked
 
 
 @dataclass
@@ -160,25 +163,34 @@ class Sampler:
 
     def sample(self) -> None:
         found = {}
-        marker = f"{MARKER}={self.marker}".encode() if self.marker else b""
         for pid in os.listdir("/proc"):
-            if pid.isdigit() and (info := _read(pid, marker)) is not None:
+            if pid.isdigit() and (info := _read(pid)) is not None:
                 found[int(pid)] = info
-        for pid, (ppid, _start, _cpu, cmd, home, marked) in found.items():
-            self.procs[pid] = Proc(pid, ppid, cmd, home, marked)
-        # parents before children: a child's role needs its parents known
-        for pid, (ppid, start, cpu, cmd, _h, marked) in sorted(
-            found.items(), key=lambda kv: kv[1][1]
-        ):
-            key = (pid, start)
-            known = self.seen.get(key)
-            # a new process, or one that has since run another program (fork, then exec: until
-            # the exec it shows its parent's command line)
+        marker = f"{MARKER}={self.marker}".encode() if self.marker else b""
+        # a new process, or one that has since run another program (fork, then exec: until the
+        # exec it shows its parent's command line): its environment, then its role
+        fresh = []
+        for pid, (ppid, start, _cpu, cmd) in found.items():
+            known = self.seen.get((pid, start))
             if known is None or (cmd and cmd != known[3]):
+                home, marked = _environ(pid, marker)
+                fresh.append((pid, marked))
+            else:  # seen before, so self.procs holds it
+                home = self.procs[pid].env_home
+            self.procs[pid] = Proc(pid, ppid, cmd, home)
+        # parents before children: a child's role needs its parents known
+        for pid, marked in sorted(fresh, key=lambda pm: found[pm[0]][1]):
+            ppid, start, cpu, cmd = found[pid]
+            known = self.seen.get((pid, start))
+            if known is None:
                 kind, base = self._classify(pid, ppid, cpu, cmd, marked)
-                if known is not None:
-                    kind, base = (known[0], known[2]) if known[0] == NOT_OURS else (kind, known[2])
-                self.seen[key] = known = [kind, cpu, base, cmd]
+                self.seen[(pid, start)] = [kind, cpu, base, cmd]
+            else:
+                if known[0] != NOT_OURS:  # another program of the command's: another role?
+                    known[0] = self._classify(pid, ppid, cpu, cmd, marked)[0]
+                known[3] = cmd
+        for pid, (_ppid, start, cpu, _cmd) in found.items():
+            known = self.seen[(pid, start)]
             known[1] = max(known[1], cpu)
 
     def _classify(self, pid: int, ppid: int, cpu: float, cmd: str, marked: bool):
@@ -250,7 +262,7 @@ def report_lines(r: dict, target_min: float = 15.0, slower: float = 2.0) -> list
         f"{r['cores']} cores; the machine was busy {r['busy_cpu_s']:.0f} core-seconds "
         f"({r['busy_cpu_s'] / (r['wall_s'] * r['cores']):.0%} of what it had)"
     ]
-    rows = [(k, v) for k, v in r["by_role"].items()] + [(MISSED, r["missed_s"])]
+    rows = [*r["by_role"].items(), (MISSED, r["missed_s"])]
     for k, v in sorted(rows, key=lambda kv: -kv[1]):
         lines.append(f"  {v:8.0f} core-s  {v / r['busy_cpu_s']:5.1%}  {k}")
     need = slower * ours / r["cores"]
