@@ -195,11 +195,10 @@ class Sampler:
 
     def _classify(self, pid: int, ppid: int, cpu: float, cmd: str, marked: bool):
         """(role, CPU time not to count) of a process seen with this command line."""
-        if pid == self.root_pid:
-            return OTHER, 0.0
         if not cmd:
             return None, 0.0  # a kernel thread, or a process already gone: the remainder
-        ancestors = self._ancestors(ppid)
+        # the command itself (`make test`, or pytest run directly) has no ancestors of its own
+        ancestors = [] if pid == self.root_pid else self._ancestors(ppid)
         if ancestors is None and marked:
             ancestors = []  # the command's, its parents gone
         if ancestors is None:
@@ -228,7 +227,13 @@ def measure(command: list[str], every_s: float = 1.0) -> dict:
     """Run `command`, sampling; the report as a dict (see `report_lines`)."""
     token = f"{os.getpid()}-{time.time_ns()}"
     busy0, t0 = busy_ticks(), time.monotonic()
-    child = subprocess.Popen(command, env={**os.environ, MARKER: token})
+    try:
+        child = subprocess.Popen(command, env={**os.environ, MARKER: token})
+    except OSError as e:  # not found, not executable
+        raise SystemExit(
+            f"error: cannot run {' '.join(command)!r} ({e.strerror}): name a command this "
+            "shell finds, e.g. `-- make test` or `-- .ci/run` from the repository's root"
+        ) from None
     sampler = Sampler(child.pid, every_s, token)
     thread = threading.Thread(target=sampler.run, daemon=True)
     thread.start()

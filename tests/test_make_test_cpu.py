@@ -125,3 +125,18 @@ def test_bad_numbers_are_refused_with_the_fix(monkeypatch, flag):
     monkeypatch.setattr(sys, "argv", ["make_test_cpu.py", flag, "0", "--", "true"])
     with pytest.raises(SystemExit, match="must be above 0"):
         mtc.main()
+
+
+@needs_proc
+def test_the_command_itself_gets_its_role(tmp_path):
+    """pytest run directly (the command is pytest, not make): its own CPU is the tests'."""
+    script = tmp_path / "pytest_stand_in.py"  # 'pytest' in its command line
+    script.write_text(BURN.format(s=0.8))
+    r = mtc.measure([sys.executable, str(script)], every_s=0.1)
+    assert 0.6 <= r["by_role"].get(mtc.PYTEST, 0.0) <= 1.2, r
+
+
+@needs_proc
+def test_a_command_that_cannot_run_is_named_with_the_fix(tmp_path):
+    with pytest.raises(SystemExit, match=r"cannot run 'no-such-command-x'.*-- make test"):
+        mtc.measure(["no-such-command-x"])
